@@ -1,0 +1,80 @@
+# Helpers that every folder's CMakeLists.txt uses, so each room only names its sources.
+
+set(GOVERN_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
+    -Wcast-align -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough)
+if(GOVERN_WERROR)
+  list(APPEND GOVERN_WARNINGS -Werror)
+endif()
+
+if(GOVERN_FUZZ)
+  # Everything is instrumented for coverage; only the fuzz targets link libFuzzer's main.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+elseif(GOVERN_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# Asio: no deprecated names, and no Boost.System library needed.
+add_compile_definitions(BOOST_ASIO_NO_DEPRECATED BOOST_BEAST_USE_STD_STRING_VIEW)
+
+# govern_library(NAME SOURCES ... DEPS ...): a static library under src/, included as "folder/header.h".
+function(govern_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+endfunction()
+
+# govern_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES ...]): a GoogleTest binary registered
+# with ctest. Label "unit" runs in every build including the sanitizer build; tests that need the
+# shared PostgreSQL take FIXTURES pg (see tests/CMakeLists.txt).
+function(govern_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS;FIXTURES" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  add_test(NAME ${name} COMMAND ${name} --gtest_color=no)
+  set(labels unit)
+  if(ARG_LABELS)
+    set(labels ${ARG_LABELS})
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}")
+  if(ARG_FIXTURES)
+    set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${ARG_FIXTURES}"
+                         ENVIRONMENT "GOVERN_TEST_PG_DIR=${PROJECT_BINARY_DIR}/testpg")
+  endif()
+  if(ARG_TIMEOUT)
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT})
+  else()
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300)
+  endif()
+endfunction()
+
+# govern_fuzz(NAME SOURCES ... DEPS ...): a fuzz target defining LLVMFuzzerTestOneInput.
+# With GOVERN_FUZZ (the "fuzz" preset, clang) it links libFuzzer: run it with scripts/fuzz NAME.
+# In every other build it links a small replay driver instead, and ctest replays every input in
+# fuzz/corpus/NAME/ (seeds, and the crashes fuzzing found) so they stay fixed, under ASan in the asan build.
+function(govern_fuzz name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  if(GOVERN_FUZZ)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  else()
+    target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
+    target_link_libraries(${name} PRIVATE govern_fuzz_replay)
+    set(corpus ${PROJECT_SOURCE_DIR}/fuzz/corpus/${name})
+    add_test(NAME ${name}_replay COMMAND ${name} ${corpus})
+    set_tests_properties(${name}_replay PROPERTIES LABELS unit TIMEOUT 300)
+  endif()
+endfunction()
+
+# govern_bench(NAME SOURCES ... DEPS ...): a load generator or microbenchmark, run by scripts/bench.
+function(govern_bench name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+endfunction()
