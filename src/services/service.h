@@ -1,0 +1,70 @@
+// Service: what every Govern service implements so that `govern up` and `govern serve` can run it.
+//
+// The life of a service: DeclareConfig (at start, into the one schema), Migrations (applied under an
+// advisory lock before Start), Start (bind listeners, start threads; returns once serving), Endpoints
+// (printed by `govern up`), Stop (graceful: finish in-flight work, then return). Start and Stop are
+// called from the main thread only; a service is otherwise free to use its own threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "config/config.h"
+
+namespace govern::db {
+class Pool;
+struct Migration;
+}  // namespace govern::db
+namespace govern::net {
+class Admission;
+}  // namespace govern::net
+
+namespace govern::services {
+
+// Where a service listens, as printed by `govern up`.
+struct Endpoint {
+  std::string service;   // "admin"
+  std::string protocol;  // "http", "dns/udp", "kafka"
+  std::string address;   // "127.0.0.1:7700"
+};
+
+// What a service is given at Start. Everything outlives the service.
+struct Context {
+  const config::Config* config = nullptr;
+  const Clock* clock = nullptr;
+  db::Pool* db = nullptr;               // shared pool on the configured or private PostgreSQL
+  net::Admission* admission = nullptr;  // load shedding for every HTTP route
+  std::string data_dir;                 // the service may use <data_dir>/<name>/
+  std::string version;
+  // Names and endpoints of every service running in this process (for the admin service).
+  const std::vector<Endpoint>* running = nullptr;
+};
+
+class Service {
+ public:
+  virtual ~Service() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view summary() const = 0;
+  // Declares this service's configuration keys, each under "<name>.".
+  virtual void DeclareConfig(config::Schema& schema) const = 0;
+  // Versioned SQL this service needs, applied before Start. Empty when it keeps no tables.
+  virtual std::vector<const db::Migration*> Migrations() const { return {}; }
+  virtual Status Start(const Context& ctx) = 0;
+  virtual std::vector<Endpoint> Endpoints() const = 0;
+  virtual void Stop() = 0;
+};
+
+struct Registration {
+  std::string_view name;
+  std::string_view summary;
+  std::unique_ptr<Service> (*make)();
+};
+
+// Every service this binary holds, in start order.
+const std::vector<Registration>& Registry();
+
+}  // namespace govern::services
