@@ -21,9 +21,6 @@ void DeclareCoreKeys(config::Schema& s) {
   s.Add({.key = "database.pg_bin_dir", .type = Type::kString, .default_value = "",
          .help = "Where initdb, pg_ctl and postgres are, for the private cluster. Empty: the newest "
                  "/usr/lib/postgresql/*/bin (15 preferred), then PATH."});
-  s.Add({.key = "database.local_port", .type = Type::kInt, .default_value = "0",
-         .help = "TCP port of the private cluster on 127.0.0.1. 0: a free port, kept across restarts.",
-         .min = 0, .max = 65535});
   s.Add({.key = "http.workers", .type = Type::kInt, .default_value = "0",
          .help = "Event loops (threads) per HTTP server. 0: one per core.", .min = 0, .max = 1024});
   s.Add({.key = "http.max_header_bytes", .type = Type::kBytes, .default_value = "16KiB",

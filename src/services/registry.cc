@@ -1,10 +1,13 @@
 // The list of services this binary holds, in start order.
+#include "services/admin/admin.h"
 #include "services/service.h"
 
 namespace govern::services {
 
 const std::vector<Registration>& Registry() {
-  static const std::vector<Registration> registry = {};
+  static const std::vector<Registration> registry = {
+      {"admin", "health, readiness, metrics and status of this govern process (HTTP)", &NewAdminService},
+  };
   return registry;
 }
 

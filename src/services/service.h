@@ -14,10 +14,10 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "config/config.h"
+#include "db/migrator.h"
 
 namespace govern::db {
 class Pool;
-struct Migration;
 }  // namespace govern::db
 namespace govern::net {
 class Admission;
@@ -52,7 +52,7 @@ class Service {
   // Declares this service's configuration keys, each under "<name>.".
   virtual void DeclareConfig(config::Schema& schema) const = 0;
   // Versioned SQL this service needs, applied before Start. Empty when it keeps no tables.
-  virtual std::vector<const db::Migration*> Migrations() const { return {}; }
+  virtual std::vector<db::Migration> Migrations() const { return {}; }
   virtual Status Start(const Context& ctx) = 0;
   virtual std::vector<Endpoint> Endpoints() const = 0;
   virtual void Stop() = 0;
