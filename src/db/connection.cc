@@ -236,6 +236,10 @@ Result<std::string> Connection::PreparedName(std::string_view sql, const Params&
 }
 
 Result<Rows> Connection::ExecPrepared(std::string_view sql, const Params& params) {
+  return ExecPrepared(sql, params, /*may_reprepare=*/true);
+}
+
+Result<Rows> Connection::ExecPrepared(std::string_view sql, const Params& params, bool may_reprepare) {
   GOVERN_RETURN_IF_ERROR(params.error());
   GOVERN_RETURN_IF_ERROR(EnsureConnected());
   bool created = false;
@@ -253,7 +257,17 @@ Result<Rows> Connection::ExecPrepared(std::string_view sql, const Params& params
   Params::Raw raw = params.raw();
   PGresult* res = PQexecPrepared(conn_, name.c_str(), static_cast<int>(raw.values.size()), raw.values.data(),
                                  raw.lengths.data(), raw.formats.data(), 0);
-  return Finish(res, false);
+  auto r = Finish(res, false);
+  // A schema change (ALTER TABLE) can invalidate a cached statement's result type. Outside a
+  // transaction nothing was done, so forget it and prepare it again, once.
+  if (may_reprepare && !r.ok() && !in_tx_ && SqlStateOf(r.status()) == "0A000" &&
+      r.status().message().find("cached plan must not change result type") != std::string::npos) {
+    prepared_.erase(std::string(sql));
+    std::string dealloc = "DEALLOCATE " + name;  // our own generated name, no outside text
+    (void)Finish(PQexec(conn_, dealloc.c_str()), true);
+    return ExecPrepared(sql, params, false);
+  }
+  return r;
 }
 
 Status Connection::ExecScript(std::string_view sql) {

@@ -170,6 +170,7 @@ class Connection {
   // Turns a libpq result into Rows or an error, and notes connection loss.
   Result<Rows> Finish(pg_result* res, bool command_ok_expected);
   Status ConnectionError(std::string_view what);
+  Result<Rows> ExecPrepared(std::string_view sql, const Params& params, bool may_reprepare);
   Result<std::string> PreparedName(std::string_view sql, const Params& params, bool* created);
   void AfterStatement();
 

@@ -115,6 +115,19 @@ TEST_F(ConnectionTest, ErrorsCarrySqlStateAndCode) {
   EXPECT_TRUE(conn_->Ping().ok());
 }
 
+TEST_F(ConnectionTest, PreparedStatementSurvivesSchemaChange) {
+  ASSERT_TRUE(conn_->Exec("CREATE TABLE s (a int)").ok());
+  ASSERT_TRUE(conn_->Exec("INSERT INTO s VALUES (1)").ok());
+  auto before = conn_->ExecPrepared("SELECT * FROM s WHERE a = $1", Params(1));
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_EQ(before->columns(), 1);
+  ASSERT_TRUE(conn_->Exec("ALTER TABLE s ADD COLUMN b text DEFAULT 'x'").ok());
+  auto after = conn_->ExecPrepared("SELECT * FROM s WHERE a = $1", Params(1));
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->columns(), 2);
+  EXPECT_EQ(after->Text(0, 1), "x");
+}
+
 TEST_F(ConnectionTest, PipelineRunsManyStatementsAndReturnsEachResult) {
   ASSERT_TRUE(conn_->Exec("CREATE TABLE p (id int PRIMARY KEY, v text)").ok());
   std::vector<Statement> batch;

@@ -63,15 +63,18 @@ Result<Pool::Lease> Pool::Checkout(std::chrono::milliseconds timeout) {
 
 void Pool::Return(std::unique_ptr<Connection> conn) {
   bool reusable = conn->Healthy() && !conn->InTransaction();
-  std::lock_guard lock(mu_);
-  if (reusable) {
-    idle_.push_back(std::move(conn));
-  } else {
-    --open_;
-    ++discarded_;
-    log::Debug("db", "pool discarded a connection");
+  {
+    std::lock_guard lock(mu_);
+    if (reusable) {
+      idle_.push_back(std::move(conn));
+    } else {
+      --open_;
+      ++discarded_;
+    }
+    cv_.notify_one();
   }
-  cv_.notify_one();
+  if (conn) log::Debug("db", "pool discarded a connection");
+  // A discarded connection closes here, outside the lock.
 }
 
 Status Pool::Transact(const std::function<Status(Connection&)>& body, const TxOptions& options) {
