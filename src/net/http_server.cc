@@ -1,0 +1,750 @@
+// The HTTP server: acceptors, one event loop per worker, connections, limits, admission and metrics.
+//
+// Each connection reads into one reused flat buffer and parses with internal::RequestReader; the
+// response head is serialized into a reused string and written with the body in one gather write.
+// Timeouts are not a timer per connection: each worker sweeps its connections' deadlines on a short
+// tick, which keeps the request path free of timer syscalls.
+#include "net/http_server.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "base/log.h"
+#include "net/http_wire.h"
+#include "net/problem.h"
+
+namespace govern::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr size_t kStatusSlots = 600;
+constexpr size_t kReadChunk = 16 * 1024;
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// Counts and latency for one route (the last entry of Impl::stats is for unrouted requests).
+struct RouteStats {
+  std::string name;
+  std::string method;
+  std::unique_ptr<std::atomic<uint64_t>[]> by_status;
+  Histogram* latency = nullptr;
+};
+
+}  // namespace
+
+class ConnBase {
+ public:
+  virtual ~ConnBase() = default;
+  virtual void OnTick(SteadyClock::time_point now) = 0;
+  virtual void OnDrain() = 0;
+  virtual void CloseNow() = 0;
+  size_t slot = 0;  // index in Worker::conns
+};
+
+struct ServerCore;
+
+struct Worker {
+  ServerCore* server = nullptr;
+  asio::io_context ioc{1};
+  std::optional<tcp::acceptor> acceptor;
+  asio::steady_timer tick{ioc};
+  asio::steady_timer accept_retry{ioc};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
+  std::thread thread;
+  std::vector<ConnBase*> conns;  // loop thread only
+  std::string date;              // Date header value, refreshed by the tick
+  int64_t date_second = -1;
+  std::atomic<bool> stopped{false};
+
+  void Register(ConnBase* c) {
+    c->slot = conns.size();
+    conns.push_back(c);
+  }
+  void Unregister(ConnBase* c) {
+    size_t i = c->slot;
+    conns[i] = conns.back();
+    conns[i]->slot = i;
+    conns.pop_back();
+  }
+  void RefreshDate() {
+    int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    if (now != date_second) {
+      date_second = now;
+      internal::FormatHttpDate(now, &date);
+    }
+  }
+};
+
+// Everything the workers and connections share; Server::Impl is this (kept apart so that the
+// connection code, outside Server, may name it).
+struct ServerCore {
+  ServerConfig cfg;
+  Router router;
+  std::vector<std::pair<std::string, std::function<bool()>>> ready_checks;
+  std::unique_ptr<MetricsRegistry> own_metrics;
+  MetricsRegistry* metrics = nullptr;
+  std::vector<RouteStats> stats;
+  Gauge* in_flight = nullptr;
+  Gauge* connections = nullptr;
+  Counter* shed = nullptr;
+  std::unique_ptr<asio::ssl::context> ssl;
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::atomic<bool> draining{false};
+  bool running = false;
+  uint16_t bound_port = 0;
+  size_t next_worker = 0;  // single-acceptor mode: worker 0's loop only
+  SteadyClock::duration tick_interval{};
+
+  RouteStats& Unrouted() { return stats.back(); }
+  void DoAccept(Worker* w);
+  void OnAccepted(Worker* w, tcp::socket socket);
+  void ArmTick(Worker* w);
+  void AddBuiltins();
+};
+
+struct Server::Impl : ServerCore {};
+
+namespace {
+
+template <class Stream>
+class Connection final : public ConnBase,
+                         public ResponseSink,
+                         public std::enable_shared_from_this<Connection<Stream>> {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+
+  Connection(Worker* w, Stream stream)
+      : w_(w), s_(w->server), stream_(std::move(stream)), reader_(static_cast<uint32_t>(s_->cfg.max_header_bytes)) {}
+
+  void Start() {
+    auto now = SteadyClock::now();
+    idle_ = true;
+    deadline_ = now + s_->cfg.header_timeout;
+    if constexpr (kTls) {
+      state_ = State::kHandshake;
+      stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+        if (self->state_ == State::kClosed) return;
+        if (ec) return self->Close();
+        self->BeginRequest();
+      });
+    } else {
+      BeginRequest();
+    }
+  }
+
+  void Deliver(uint64_t seq, Response&& r) override {
+    if (w_->stopped.load(std::memory_order_acquire)) return;
+    if (w_->ioc.get_executor().running_in_this_thread()) {
+      OnResponse(seq, std::move(r));
+      return;
+    }
+    asio::post(w_->ioc, [self = this->shared_from_this(), seq, r = std::move(r)]() mutable {
+      self->OnResponse(seq, std::move(r));
+    });
+  }
+
+  void OnTick(SteadyClock::time_point now) override {
+    if (now < deadline_) return;
+    switch (state_) {
+      case State::kReading:
+        if (idle_) return Close();
+        // A request began but its header or body is late: answer 408 once the read is cancelled.
+        timed_out_ = true;
+        if (!reading_) return RespondError(408, "the request was not received in time");
+        state_ = State::kTimedOut;
+        deadline_ = now + kLingerTime;  // if even the cancel does not finish, close on a later tick
+        {
+          beast::error_code ec;
+          Socket().cancel(ec);
+        }
+        return;
+      case State::kHandling:
+        OnResponse(seq_, ProblemResponse(503, "the handler did not answer in time"));
+        return;
+      default:
+        return Close();
+    }
+  }
+
+  void OnDrain() override {
+    if (state_ == State::kReading && idle_) Close();
+  }
+
+  void CloseNow() override { Close(); }
+
+ private:
+  enum class State { kHandshake, kReading, kTimedOut, kHandling, kWriting, kLingering, kClosed };
+
+  tcp::socket& Socket() { return beast::get_lowest_layer(stream_); }
+
+  void BeginRequest() {
+    state_ = State::kReading;
+    reader_.Start();
+    route_ = nullptr;
+    pending_error_ = 0;
+    head_request_ = false;
+    http10_ = false;
+    keep_alive_ = true;
+    timed_out_ = false;
+    auto now = SteadyClock::now();
+    if (buf_.size() == 0) {
+      if (s_->draining.load(std::memory_order_relaxed)) return Close();
+      idle_ = true;
+      deadline_ = now + (idle_first_ ? s_->cfg.header_timeout : s_->cfg.idle_timeout);
+    } else {
+      idle_ = false;
+      deadline_ = now + s_->cfg.header_timeout;
+    }
+    idle_first_ = false;
+    ProcessBuffer();
+  }
+
+  void DoRead() {
+    reading_ = true;
+    stream_.async_read_some(buf_.prepare(kReadChunk),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
+  }
+
+  void OnRead(beast::error_code ec, size_t n) {
+    reading_ = false;
+    if (state_ == State::kClosed) return;
+    if (ec) {
+      if (state_ == State::kTimedOut) return RespondError(408, "the request was not received in time");
+      return Close();  // EOF, reset: nothing to answer
+    }
+    buf_.commit(n);
+    if (idle_) {
+      idle_ = false;
+      deadline_ = SteadyClock::now() + s_->cfg.header_timeout;
+    }
+    if (state_ == State::kTimedOut) return RespondError(408, "the request was not received in time");
+    ProcessBuffer();
+  }
+
+  void ProcessBuffer() {
+    while (true) {
+      size_t consumed = 0;
+      auto p = reader_.Feed(static_cast<const char*>(buf_.data().data()), buf_.size(), &consumed);
+      buf_.consume(consumed);
+      switch (p) {
+        case internal::RequestReader::Progress::kNeedMore:
+          return DoRead();
+        case internal::RequestReader::Progress::kHeaderDone:
+          if (!OnHeader()) return;
+          continue;
+        case internal::RequestReader::Progress::kDone:
+          return Dispatch();
+        case internal::RequestReader::Progress::kError:
+          return RespondError(reader_.error_status(), reader_.error_detail());
+      }
+    }
+  }
+
+  // Routes the request as soon as its header is complete, so the body limit is the route's.
+  // Returns false when processing must pause (an error answer or a 100 Continue is being written).
+  bool OnHeader() {
+    auto now = SteadyClock::now();
+    started_ = now;
+    deadline_ = now + s_->cfg.body_timeout;
+    Method method = reader_.method();
+    head_request_ = method == Method::kHead;
+    std::string_view target = reader_.target();
+    std::string_view path = target.substr(0, target.find('?'));
+    if (reader_.version() != 10 && reader_.version() != 11) {
+      pending_error_ = 505;
+    } else if (path.empty() || path[0] != '/') {
+      pending_error_ = 400;
+    } else {
+      Router::Match m = s_->router.Find(method, path, &params_);
+      if (m.route) {
+        route_ = m.route;
+      } else if (m.path_known) {
+        pending_error_ = 405;
+        allow_ = std::move(m.allow);
+      } else {
+        pending_error_ = 404;
+      }
+    }
+    size_t limit = route_ && route_->options.max_body_bytes ? route_->options.max_body_bytes
+                                                            : s_->cfg.max_body_bytes;
+    if (!reader_.SetBodyLimit(limit)) {
+      RespondError(413, reader_.error_detail());
+      return false;
+    }
+    if (reader_.expects_continue()) {
+      state_ = State::kWriting;
+      asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+                        [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                          if (self->state_ == State::kClosed) return;
+                          if (ec) return self->Close();
+                          self->state_ = State::kReading;
+                          self->deadline_ = SteadyClock::now() + self->s_->cfg.body_timeout;
+                          self->ProcessBuffer();
+                        });
+      return false;
+    }
+    return true;
+  }
+
+  void Dispatch() {
+    state_ = State::kHandling;
+    deadline_ = SteadyClock::now() + s_->cfg.handler_timeout;
+    keep_alive_ = reader_.keep_alive();
+    http10_ = reader_.version() == 10;
+    Request req;
+    reader_.TakeRequest(&req);
+    req.params = std::move(params_);
+    params_.clear();
+    if (pending_error_) {
+      Response r;
+      if (pending_error_ == 405) {
+        r = ProblemResponse(405, "method " + req.method_name + " is not allowed here", req.path);
+        r.headers.Set("Allow", allow_);
+      } else if (pending_error_ == 404) {
+        r = ProblemResponse(404, "no route for this path", req.path);
+      } else if (pending_error_ == 505) {
+        r = ProblemResponse(505, "only HTTP/1.0 and HTTP/1.1 are spoken here");
+        keep_alive_ = false;
+      } else {
+        r = ProblemResponse(400, "the request target must be a path starting with '/'");
+        keep_alive_ = false;
+      }
+      return Complete(std::move(r));
+    }
+    try {
+      if (Admission* a = s_->cfg.admission) {
+        std::string org = s_->cfg.org_of ? s_->cfg.org_of(req) : std::string();
+        ticket_ = a->TryAdmit(route_->options.cls, org);
+        if (!ticket_.admitted) {
+          s_->shed->Inc();
+          Response r = ProblemResponse(503, "the server is over capacity; retry later", req.path);
+          r.headers.Set("Retry-After", std::to_string(a->RetryAfterSeconds()));
+          return Complete(std::move(r));
+        }
+        ticket_held_ = true;
+      }
+      in_flight_ = true;
+      s_->in_flight->Add(1);
+      uint64_t seq = ++seq_;
+      route_->handler(std::move(req), Responder(this->shared_from_this(), seq));
+    } catch (const std::exception& e) {
+      // The handler's Responder died in the unwinding and answered 500 (or will when it is released).
+      log::Error("http", "handler threw", {{"route", route_->pattern}, {"error", e.what()}});
+      if (state_ == State::kHandling && !in_flight_) Complete(ProblemResponse(500, "internal error"));
+    } catch (...) {
+      log::Error("http", "handler threw", {{"route", route_->pattern}});
+      if (state_ == State::kHandling && !in_flight_) Complete(ProblemResponse(500, "internal error"));
+    }
+  }
+
+  void OnResponse(uint64_t seq, Response&& r) {
+    if (state_ != State::kHandling || seq != seq_) return;  // timed out or closed already
+    Complete(std::move(r));
+  }
+
+  // Records the outcome and releases admission; exactly once per dispatched request.
+  void Finish(int status) {
+    RouteStats& st = route_ ? s_->stats[route_->index] : s_->Unrouted();
+    size_t code = status >= 0 && static_cast<size_t>(status) < kStatusSlots ? static_cast<size_t>(status) : 0;
+    st.by_status[code].fetch_add(1, std::memory_order_relaxed);
+    if (st.latency && started_ != SteadyClock::time_point()) {
+      st.latency->Observe(std::chrono::duration<double>(SteadyClock::now() - started_).count());
+    }
+    started_ = SteadyClock::time_point();
+    if (in_flight_) {
+      in_flight_ = false;
+      s_->in_flight->Add(-1);
+    }
+    if (ticket_held_) {
+      ticket_held_ = false;
+      s_->cfg.admission->Release(ticket_, status < 500);
+    }
+  }
+
+  void Complete(Response&& r) {
+    Finish(r.status);
+    bool close = !keep_alive_ || s_->draining.load(std::memory_order_relaxed);
+    Write(std::move(r), close);
+  }
+
+  // An error found before the request could be dispatched: answer it and close the connection,
+  // because the rest of the stream cannot be trusted to start at a message boundary.
+  void RespondError(int status, std::string detail) {
+    if (state_ == State::kClosed) return;
+    Finish(status);
+    head_request_ = false;
+    Write(ProblemResponse(status, std::move(detail)), true);
+  }
+
+  void Write(Response&& r, bool close) {
+    state_ = State::kWriting;
+    deadline_ = SteadyClock::now() + s_->cfg.write_timeout;
+    close_after_ = close;
+    body_ = std::move(r.body);
+    head_.clear();
+    internal::AppendResponseHead(head_, r, body_.size(), close, http10_ && !close, w_->date);
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(head_),
+                                           asio::buffer(body_.data(), head_request_ ? 0 : body_.size())};
+    asio::async_write(stream_, bufs, [self = this->shared_from_this()](beast::error_code ec, size_t) {
+      self->OnWritten(ec);
+    });
+  }
+
+  void OnWritten(beast::error_code ec) {
+    if (state_ == State::kClosed) return;
+    if (ec) return Close();
+    if (close_after_) return Linger();
+    BeginRequest();
+  }
+
+  // Half-closes and discards what the client still sends for a while, so that closing does not
+  // reset the connection before the client has read our last response (RFC 9112 section 9.6).
+  void Linger() {
+    state_ = State::kLingering;
+    deadline_ = SteadyClock::now() + kLingerTime;
+    beast::error_code ec;
+    Socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return Close();
+    buf_.clear();
+    Discard();
+  }
+
+  void Discard() {
+    Socket().async_read_some(buf_.prepare(kReadChunk), [self = this->shared_from_this()](beast::error_code ec, size_t) {
+      if (self->state_ == State::kClosed) return;
+      if (ec) return self->Close();
+      self->Discard();
+    });
+  }
+
+  void Close() {
+    if (state_ == State::kClosed) return;
+    if (in_flight_ || ticket_held_) {
+      // The client is gone (or the server is stopping) before the handler answered.
+      if (in_flight_) {
+        in_flight_ = false;
+        s_->in_flight->Add(-1);
+      }
+      if (ticket_held_) {
+        ticket_held_ = false;
+        s_->cfg.admission->Release(ticket_, false);
+      }
+    }
+    state_ = State::kClosed;
+    beast::error_code ec;
+    Socket().close(ec);
+    w_->Unregister(this);
+    s_->connections->Add(-1);
+  }
+
+  Worker* w_;
+  ServerCore* s_;
+  Stream stream_;
+  beast::flat_buffer buf_;
+  internal::RequestReader reader_;
+  State state_ = State::kReading;
+  bool reading_ = false;
+  bool idle_ = true;
+  bool idle_first_ = true;  // no request yet: the wait for the first byte is bounded by header_timeout
+  bool timed_out_ = false;
+  bool close_after_ = false;
+  bool head_request_ = false;
+  bool http10_ = false;
+  bool keep_alive_ = true;
+  bool in_flight_ = false;
+  bool ticket_held_ = false;
+  int pending_error_ = 0;
+  std::string allow_;
+  SteadyClock::time_point deadline_{};
+  SteadyClock::time_point started_{};
+  const Route* route_ = nullptr;
+  std::vector<std::pair<std::string, std::string>> params_;
+  uint64_t seq_ = 0;
+  AdmissionTicket ticket_;
+  std::string head_;
+  std::string body_;
+};
+
+}  // namespace
+
+void ServerCore::DoAccept(Worker* w) {
+  Worker* target = cfg.reuse_port ? w : workers[next_worker++ % workers.size()].get();
+  w->acceptor->async_accept(target->ioc, [this, w, target](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !w->acceptor->is_open()) return;
+    if (ec) {
+      // Out of file descriptors and the like: back off briefly rather than spin.
+      log::Warn("http", "accept failed", {{"error", ec.message()}});
+      w->accept_retry.expires_after(std::chrono::milliseconds(50));
+      w->accept_retry.async_wait([this, w](beast::error_code e) {
+        if (!e) DoAccept(w);
+      });
+      return;
+    }
+    if (target == w) {
+      OnAccepted(w, std::move(socket));
+    } else {
+      asio::post(target->ioc, [this, target, s = std::move(socket)]() mutable { OnAccepted(target, std::move(s)); });
+    }
+    DoAccept(w);
+  });
+}
+
+void ServerCore::OnAccepted(Worker* w, tcp::socket socket) {
+  beast::error_code ec;
+  if (draining.load(std::memory_order_relaxed) || w->stopped.load(std::memory_order_relaxed) ||
+      static_cast<size_t>(connections->Value()) >= cfg.max_connections) {
+    socket.close(ec);
+    return;
+  }
+  socket.set_option(tcp::no_delay(true), ec);
+  connections->Add(1);
+  if (ssl) {
+    using TlsStream = asio::ssl::stream<tcp::socket>;
+    auto c = std::make_shared<Connection<TlsStream>>(w, TlsStream(std::move(socket), *ssl));
+    w->Register(c.get());
+    c->Start();
+  } else {
+    auto c = std::make_shared<Connection<tcp::socket>>(w, std::move(socket));
+    w->Register(c.get());
+    c->Start();
+  }
+}
+
+void ServerCore::ArmTick(Worker* w) {
+  w->tick.expires_after(tick_interval);
+  w->tick.async_wait([this, w](beast::error_code ec) {
+    if (ec) return;
+    w->RefreshDate();
+    auto now = SteadyClock::now();
+    for (size_t i = 0; i < w->conns.size();) {
+      ConnBase* c = w->conns[i];
+      c->OnTick(now);
+      if (i < w->conns.size() && w->conns[i] == c) ++i;  // else it closed and another took slot i
+    }
+    ArmTick(w);
+  });
+}
+
+void ServerCore::AddBuiltins() {
+  RouteOptions health{RequestClass::kHealth, 0, ""};
+  if (!router.Has(Method::kGet, "/healthz")) {
+    router.AddSync(Method::kGet, "/healthz", [](Request&) { return JsonResponse(R"({"status":"ok"})"); }, health);
+  }
+  if (!router.Has(Method::kGet, "/readyz")) {
+    router.AddSync(
+        Method::kGet, "/readyz",
+        [this](Request& req) {
+          std::string failed;
+          if (draining.load(std::memory_order_relaxed)) failed = "shutting down";
+          for (const auto& [name, check] : ready_checks) {
+            bool ok = false;
+            try {
+              ok = check();
+            } catch (...) {
+              ok = false;
+            }
+            if (ok) continue;
+            if (!failed.empty()) failed += ", ";
+            failed += name;
+          }
+          if (failed.empty()) return JsonResponse(R"({"status":"ready"})");
+          return ProblemResponse(503, "not ready: " + failed, req.path);
+        },
+        health);
+  }
+  if (!router.Has(Method::kGet, "/metrics")) {
+    router.AddSync(
+        Method::kGet, "/metrics",
+        [this](Request&) {
+          return Response(200, metrics->RenderText(), "text/plain; version=0.0.4; charset=utf-8");
+        },
+        health);
+  }
+}
+
+Server::Server(ServerConfig config, Router router) : impl_(std::make_unique<Impl>()) {
+  impl_->cfg = std::move(config);
+  impl_->router = std::move(router);
+  if (impl_->cfg.metrics) {
+    impl_->metrics = impl_->cfg.metrics;
+  } else {
+    impl_->own_metrics = std::make_unique<MetricsRegistry>();
+    impl_->metrics = impl_->own_metrics.get();
+  }
+}
+
+Server::~Server() { Stop(); }
+
+void Server::AddReadinessCheck(std::string name, std::function<bool()> check) {
+  impl_->ready_checks.emplace_back(std::move(name), std::move(check));
+}
+
+MetricsRegistry& Server::metrics() { return *impl_->metrics; }
+
+uint16_t Server::port() const { return impl_->bound_port; }
+
+Status Server::Start() {
+  Impl& s = *impl_;
+  if (s.running) return FailedPrecondition("http server already started");
+  s.AddBuiltins();
+  GOVERN_RETURN_IF_ERROR(s.router.status());
+  const ServerConfig& cfg = s.cfg;
+  if (cfg.max_header_bytes < 256 || cfg.max_header_bytes > (1u << 30)) {
+    return InvalidArgument("http max_header_bytes must be between 256 and 1 GiB");
+  }
+
+  if (!cfg.tls_cert_file.empty() || !cfg.tls_key_file.empty()) {
+    if (cfg.tls_cert_file.empty() || cfg.tls_key_file.empty()) {
+      return InvalidArgument("http TLS needs both a certificate file and a key file");
+    }
+    s.ssl = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    s.ssl->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                       asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use);
+    beast::error_code ec;
+    s.ssl->use_certificate_chain_file(cfg.tls_cert_file, ec);
+    if (ec) return InvalidArgument("http TLS certificate " + cfg.tls_cert_file + ": " + ec.message());
+    s.ssl->use_private_key_file(cfg.tls_key_file, asio::ssl::context::pem, ec);
+    if (ec) return InvalidArgument("http TLS key " + cfg.tls_key_file + ": " + ec.message());
+  }
+
+  beast::error_code ec;
+  asio::ip::address addr = asio::ip::make_address(cfg.address, ec);
+  if (ec) return InvalidArgument("http listen address '" + cfg.address + "': " + ec.message());
+
+  // Metrics: per-route counts by status and a latency histogram, plus server-wide gauges.
+  MetricsRegistry& m = *s.metrics;
+  s.in_flight = &m.AddGauge("govern_http_requests_in_flight", "HTTP requests being handled now");
+  s.connections = &m.AddGauge("govern_http_connections", "Open HTTP connections");
+  s.shed = &m.AddCounter("govern_http_shed_total", "HTTP requests refused with 503 by admission");
+  s.stats.clear();
+  auto add_stats = [&](std::string name, std::string method) {
+    RouteStats st;
+    st.name = std::move(name);
+    st.method = std::move(method);
+    st.by_status.reset(new std::atomic<uint64_t>[kStatusSlots]);
+    for (size_t i = 0; i < kStatusSlots; ++i) st.by_status[i].store(0, std::memory_order_relaxed);
+    st.latency = &m.AddHistogram("govern_http_request_duration_seconds",
+                                 "Time from the end of the request header to the response", Histogram::LatencySeconds(),
+                                 {{"route", st.name}, {"method", st.method}});
+    s.stats.push_back(std::move(st));
+  };
+  for (const auto& r : s.router.routes()) add_stats(r->options.name, std::string(MethodName(r->method)));
+  add_stats("unrouted", "any");
+  m.AddCollector("govern_http_requests_total", "HTTP requests answered, by route and status", "counter",
+                 [impl = &s](std::string& out) {
+                   for (const RouteStats& st : impl->stats) {
+                     for (size_t code = 0; code < kStatusSlots; ++code) {
+                       uint64_t n = st.by_status[code].load(std::memory_order_relaxed);
+                       if (!n) continue;
+                       out += "govern_http_requests_total";
+                       out += MetricsRegistry::FormatLabels(
+                           {{"route", st.name}, {"method", st.method}, {"code", std::to_string(code)}});
+                       out += ' ';
+                       out += std::to_string(n);
+                       out += '\n';
+                     }
+                   }
+                 });
+
+  auto shortest = std::min({cfg.header_timeout, cfg.body_timeout, cfg.idle_timeout, cfg.handler_timeout,
+                            cfg.write_timeout});
+  s.tick_interval = std::clamp<SteadyClock::duration>(shortest / 4, std::chrono::milliseconds(5),
+                                                      std::chrono::milliseconds(250));
+
+  int n = cfg.workers > 0 ? cfg.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  s.workers.clear();
+  for (int i = 0; i < n; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->server = &s;
+    w->RefreshDate();
+    if (cfg.reuse_port || i == 0) {
+      tcp::endpoint ep(addr, i == 0 ? cfg.port : s.bound_port);
+      w->acceptor.emplace(w->ioc);
+      w->acceptor->open(ep.protocol(), ec);
+      if (!ec) w->acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+      if (!ec && cfg.reuse_port) {
+        w->acceptor->set_option(asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true), ec);
+      }
+      if (!ec) w->acceptor->bind(ep, ec);
+      if (!ec) w->acceptor->listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) {
+        s.workers.clear();
+        return Unavailable("http listen on " + cfg.address + ":" + std::to_string(ep.port()) + ": " + ec.message());
+      }
+      if (i == 0) s.bound_port = w->acceptor->local_endpoint().port();
+    }
+    s.workers.push_back(std::move(w));
+  }
+  s.draining = false;
+  for (auto& wp : s.workers) {
+    Worker* w = wp.get();
+    w->guard.emplace(w->ioc.get_executor());
+    if (w->acceptor) asio::post(w->ioc, [&s, w] { s.DoAccept(w); });
+    asio::post(w->ioc, [&s, w] { s.ArmTick(w); });
+    w->thread = std::thread([w] { w->ioc.run(); });
+  }
+  s.running = true;
+  log::Info("http", "listening",
+            {{"address", cfg.address}, {"port", s.bound_port}, {"workers", n}, {"tls", s.ssl != nullptr}});
+  return OkStatus();
+}
+
+void Server::Stop() {
+  Impl& s = *impl_;
+  if (!s.running) return;
+  s.running = false;
+  s.draining = true;
+  for (auto& wp : s.workers) {
+    Worker* w = wp.get();
+    asio::post(w->ioc, [w] {
+      beast::error_code ec;
+      if (w->acceptor) w->acceptor->close(ec);
+      w->accept_retry.cancel();
+      for (size_t i = w->conns.size(); i-- > 0;) {
+        if (i < w->conns.size()) w->conns[i]->OnDrain();
+      }
+    });
+  }
+  auto deadline = SteadyClock::now() + s.cfg.drain_timeout;
+  while (s.connections->Value() > 0 && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& wp : s.workers) {
+    Worker* w = wp.get();
+    asio::post(w->ioc, [w] {
+      w->stopped.store(true, std::memory_order_release);
+      while (!w->conns.empty()) w->conns.back()->CloseNow();
+      w->tick.cancel();
+    });
+    w->guard.reset();
+  }
+  for (auto& wp : s.workers) {
+    if (wp->thread.joinable()) wp->thread.join();
+  }
+  log::Info("http", "stopped", {{"port", s.bound_port}});
+}
+
+}  // namespace govern::net
