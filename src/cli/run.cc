@@ -14,7 +14,6 @@
 #include "db/local_cluster.h"
 #include "db/migrator.h"
 #include "db/pool.h"
-#include "limits/limiter.h"
 #include "services/service.h"
 
 #ifndef GOVERN_VERSION
@@ -78,7 +77,7 @@ Result<Database> OpenDatabase(const config::Config& cfg, const std::string& data
     GOVERN_ASSIGN_OR_RETURN(auto rows, admin->Exec("SELECT 1 FROM pg_database WHERE datname = $1",
                                                    db::Params().Add(kDatabaseName)));
     if (rows.size() == 0) {
-      GOVERN_RETURN_IF_ERROR(admin->Exec("CREATE DATABASE " + std::string(kDatabaseName)).status());
+      GOVERN_RETURN_IF_ERROR(admin->ExecScript("CREATE DATABASE " + std::string(kDatabaseName)));
     }
   }
   d.conninfo = d.cluster->ConnInfo(kDatabaseName);
@@ -98,7 +97,6 @@ int Fail(const Status& s) {
 
 void DeclareServiceKeys(config::Schema& schema) {
   for (const auto& reg : services::Registry()) reg.make()->DeclareConfig(schema);
-  limits::DeclareConfig(schema);
 }
 
 void PrintServices() {
@@ -137,8 +135,6 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
     if (!applied.ok()) return Fail(applied.status().WithContext(std::string(svc->name()) + ": migrations"));
   }
 
-  auto limiter = limits::NewLimiterFromConfig(cfg, Clock::Real());
-  if (!limiter.ok()) return Fail(limiter.status());
 
   std::vector<services::Endpoint> running;
   running.push_back({"postgres", "postgresql", database->description});
@@ -146,7 +142,7 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
   ctx.config = &cfg;
   ctx.clock = &Clock::Real();
   ctx.db = pool->get();
-  ctx.admission = limiter->get();
+  ctx.admission = nullptr;
   ctx.data_dir = data_dir;
   ctx.version = GOVERN_VERSION;
   ctx.running = &running;
