@@ -155,6 +155,16 @@ Result<PidFile> ReadPidFile(const std::string& data_dir) {
   return p;
 }
 
+// Alive means running: a zombie (dead, not yet reaped, as happens under an init that does not reap
+// orphans) answers kill(pid, 0) but will never serve again.
+bool PidAlive(int pid) {
+  if (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH)) return false;
+  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) return true;  // no /proc: trust kill()
+  size_t paren = stat->rfind(')');
+  return !(paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z');
+}
+
 std::string RandomPassword() {
   unsigned char b[24];
   size_t got = 0;
@@ -171,13 +181,14 @@ std::string RandomPassword() {
   return out;
 }
 
-// Waits for the server to accept connections (PQping: no credentials needed).
-Status WaitReady(const std::string& conninfo, std::chrono::seconds timeout) {
+// Waits for the server `pid` to accept connections (PQping: no credentials needed).
+Status WaitReady(const std::string& conninfo, int pid, std::chrono::seconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     PGPing p = PQping((conninfo + " connect_timeout=2").c_str());
     if (p == PQPING_OK) return OkStatus();
     if (p == PQPING_NO_ATTEMPT) return InvalidArgument("bad connection parameters for the local cluster");
+    if (!PidAlive(pid)) return Unavailable("the server process " + std::to_string(pid) + " has exited");
     if (std::chrono::steady_clock::now() >= deadline) {
       return Unavailable("the running server did not accept connections within " +
                          std::to_string(timeout.count()) + " s");
@@ -470,7 +481,7 @@ Status LocalCluster::AdoptRunning() {
     return FailedPrecondition("the server running on " + data_dir_ + " has its socket in " + pid.socket_dir +
                               ", not in its data directory; stop it and start it again with Govern");
   }
-  GOVERN_RETURN_IF_ERROR(WaitReady(ConnInfo(), options_.start_timeout));
+  GOVERN_RETURN_IF_ERROR(WaitReady(ConnInfo(), pid.pid, options_.start_timeout));
   reused_ = true;
   log::Info("db", "reusing running PostgreSQL", {{"dir", data_dir_}, {"port", port_}});
   return OkStatus();
@@ -502,6 +513,20 @@ Status LocalCluster::Start() {
                               " but the binaries in " + bin_dir_ + " are " + bin_major);
   }
 
+  // pg_ctl and the postmaster clear a postmaster.pid whose process is gone, but not one whose
+  // process is a zombie: that one we remove, with the socket lock files it left in the directory.
+  if (auto pid = ReadPidFile(data_dir_); pid.ok() && !PidAlive(pid->pid)) {
+    log::Warn("db", "removing postmaster.pid of a dead server", {{"dir", data_dir_}, {"pid", pid->pid}});
+    ::unlink((data_dir_ + "/postmaster.pid").c_str());
+    for (const auto& e : fs::directory_iterator(data_dir_, ec)) {
+      std::string name = e.path().filename().string();
+      if (!name.starts_with(".s.PGSQL.") || !name.ends_with(".lock")) continue;
+      auto lock = ReadFile(e.path().string());
+      if (lock.ok() && ParseInt(Lines(*lock).empty() ? "" : Lines(*lock)[0]) == pid->pid) {
+        ::unlink(e.path().c_str());
+      }
+    }
+  }
   if (IsRunning()) return AdoptRunning();
   Status s = StartServer();
   if (!s.ok() && IsRunning()) return AdoptRunning();  // another starter won the race
