@@ -213,7 +213,15 @@ Result<Rows> Connection::Finish(PGresult* res, bool /*command_ok_expected*/) {
   return SqlError(state, msg);
 }
 
+namespace {
+Status CheckSql(std::string_view sql) {
+  if (sql.find('\0') != std::string_view::npos) return InvalidArgument("SQL text holds a NUL byte");
+  return OkStatus();
+}
+}  // namespace
+
 Result<Rows> Connection::Exec(std::string_view sql, const Params& params) {
+  GOVERN_RETURN_IF_ERROR(CheckSql(sql));
   GOVERN_RETURN_IF_ERROR(params.error());
   GOVERN_RETURN_IF_ERROR(EnsureConnected());
   std::string q(sql);
@@ -240,6 +248,7 @@ Result<Rows> Connection::ExecPrepared(std::string_view sql, const Params& params
 }
 
 Result<Rows> Connection::ExecPrepared(std::string_view sql, const Params& params, bool may_reprepare) {
+  GOVERN_RETURN_IF_ERROR(CheckSql(sql));
   GOVERN_RETURN_IF_ERROR(params.error());
   GOVERN_RETURN_IF_ERROR(EnsureConnected());
   bool created = false;
@@ -271,6 +280,7 @@ Result<Rows> Connection::ExecPrepared(std::string_view sql, const Params& params
 }
 
 Status Connection::ExecScript(std::string_view sql) {
+  GOVERN_RETURN_IF_ERROR(CheckSql(sql));
   GOVERN_RETURN_IF_ERROR(EnsureConnected());
   std::string q(sql);
   // PQexec returns only the last result; an error stops the script and is that last result.
@@ -282,7 +292,10 @@ Status Connection::ExecScript(std::string_view sql) {
 // Pipeline.
 
 Result<std::vector<Rows>> Connection::Pipeline(std::span<const Statement> statements) {
-  for (const Statement& s : statements) GOVERN_RETURN_IF_ERROR(s.params.error());
+  for (const Statement& s : statements) {
+    GOVERN_RETURN_IF_ERROR(CheckSql(s.sql));
+    GOVERN_RETURN_IF_ERROR(s.params.error());
+  }
   GOVERN_RETURN_IF_ERROR(EnsureConnected());
   if (!PQenterPipelineMode(conn_)) return ConnectionError("enter pipeline mode");
 

@@ -94,6 +94,13 @@ TEST_F(ConnectionTest, TypedParamsAndGetters) {
   // Wrong-type reads are errors, not crashes.
   EXPECT_FALSE(r->Int64(0, 4).ok());
   EXPECT_FALSE(r->Int64(5, 0).ok());
+  auto special = conn_->Exec("SELECT $1, $2, $3::float8 = 'NaN'", Params(1e300, -1.0 / 0.0, 0.0 / 0.0));
+  ASSERT_TRUE(special.ok()) << special.status().ToString();
+  EXPECT_EQ(*special->Double(0, 0), 1e300);
+  EXPECT_EQ(*special->Double(0, 1), -1.0 / 0.0);
+  EXPECT_TRUE(*special->Bool(0, 2));
+  EXPECT_EQ(conn_->Exec(std::string_view("SELECT 1\0; DROP TABLE x", 21)).status().code(),
+            Code::kInvalidArgument);
   auto n = conn_->Exec("SELECT NULL::int");
   ASSERT_TRUE(n.ok());
   EXPECT_TRUE(n->IsNull(0, 0));

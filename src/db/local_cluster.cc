@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -196,6 +197,40 @@ Status WaitReady(const std::string& conninfo, int pid, std::chrono::seconds time
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
+
+// Holds flock() on the data directory, so two processes starting (or stopping) the same cluster
+// at once take turns: the second finds the first's server running and reuses it.
+class DirLock {
+ public:
+  static Result<DirLock> Acquire(const std::string& dir, std::chrono::seconds timeout) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus(errno, "open " + dir);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        int e = errno;
+        ::close(fd);
+        return ErrnoStatus(e, "lock " + dir);
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        ::close(fd);
+        return Unavailable("another process kept " + dir + " locked for " + std::to_string(timeout.count()) +
+                           " s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return DirLock(fd);
+  }
+  DirLock(DirLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  DirLock& operator=(DirLock&&) = delete;
+  ~DirLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+
+ private:
+  explicit DirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 }  // namespace
 
@@ -498,6 +533,7 @@ bool LocalCluster::IsRunning() {
 Status LocalCluster::Start() {
   reused_ = created_ = false;
   GOVERN_RETURN_IF_ERROR(Prepare());
+  GOVERN_ASSIGN_OR_RETURN(DirLock dir_lock, DirLock::Acquire(data_dir_, options_.start_timeout * 2));
   std::error_code ec;
   if (!fs::exists(fs::path(data_dir_) / "PG_VERSION", ec)) GOVERN_RETURN_IF_ERROR(Create());
 
@@ -592,6 +628,7 @@ Status LocalCluster::SetPassword() {
 
 Status LocalCluster::Stop() {
   GOVERN_RETURN_IF_ERROR(Prepare());
+  GOVERN_ASSIGN_OR_RETURN(DirLock dir_lock, DirLock::Acquire(data_dir_, options_.stop_timeout * 2));
   if (!IsRunning()) return OkStatus();
   std::string out;
   GOVERN_ASSIGN_OR_RETURN(int rc, RunTool({bin_dir_ + "/pg_ctl", "stop", "-D", data_dir_, "-m", "fast", "-w",

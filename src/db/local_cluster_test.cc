@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <thread>
 
 #include "db/connection.h"
 #include "db/pool.h"
@@ -121,6 +123,31 @@ TEST(LocalClusterTest, SecondStartOnRunningDirectoryReusesIt) {
   auto conninfo = LocalCluster::RunningConnInfo(dir);
   ASSERT_TRUE(conninfo.ok());
   EXPECT_EQ(*conninfo, first.ConnInfo());
+}
+
+TEST(LocalClusterTest, ConcurrentStartsOnAFreshDirectoryMakeOneCluster) {
+  ScratchDir scratch;
+  std::string dir = scratch.path() + "/data";
+  constexpr int kStarters = 3;
+  std::vector<std::unique_ptr<LocalCluster>> clusters;
+  for (int i = 0; i < kStarters; ++i) clusters.push_back(std::make_unique<LocalCluster>(TestOptions(dir)));
+  StopAtEnd stop{*clusters[0]};
+  std::vector<Status> results(kStarters);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStarters; ++i) {
+    threads.emplace_back(
+        [&, i] { results[static_cast<size_t>(i)] = clusters[static_cast<size_t>(i)]->Start(); });
+  }
+  for (auto& t : threads) t.join();
+  int created = 0, reused = 0;
+  for (int i = 0; i < kStarters; ++i) {
+    EXPECT_TRUE(results[static_cast<size_t>(i)].ok()) << results[static_cast<size_t>(i)].ToString();
+    created += clusters[static_cast<size_t>(i)]->created();
+    reused += clusters[static_cast<size_t>(i)]->reused();
+    EXPECT_EQ(clusters[static_cast<size_t>(i)]->port(), clusters[0]->port());
+  }
+  EXPECT_EQ(created, 1);
+  EXPECT_EQ(reused, kStarters - 1);
 }
 
 TEST(LocalClusterTest, TakenPortIsReplaced) {
