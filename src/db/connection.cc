@@ -105,7 +105,10 @@ Status Connection::Open() {
     PGresult* r = PQexec(conn_, sql.c_str());
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
-    if (!ok) return SqlError(kConnectionFailure, "could not LISTEN again after reconnecting");
+    if (!ok) {
+      broken_ = true;
+      return SqlError(kConnectionFailure, "could not LISTEN again after reconnecting");
+    }
   }
   return OkStatus();
 }
@@ -201,6 +204,18 @@ Result<Rows> Connection::Finish(PGresult* res, bool /*command_ok_expected*/) {
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_EMPTY_QUERY) {
     AfterStatement();
     return rows;
+  }
+  if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH) {
+    // A COPY reached Exec(): end it so the connection stays usable, and point to CopyFrom().
+    if (st == PGRES_COPY_OUT) {
+      char* buf = nullptr;
+      while (PQgetCopyData(conn_, &buf, 0) > 0) PQfreemem(buf);
+    } else {
+      PQputCopyEnd(conn_, "COPY through Exec() is not supported");
+    }
+    while (PGresult* r = PQgetResult(conn_)) PQclear(r);
+    AfterStatement();
+    return InvalidArgument("COPY goes through Connection::CopyFrom(), not Exec()");
   }
   const char* state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
   std::string msg = Trim(PQresultErrorMessage(res));

@@ -261,6 +261,16 @@ TEST_F(ConnectionTest, CopyWithABadRowStoresNothing) {
   EXPECT_EQ(*count->Int64(0, 0), 0);
 }
 
+TEST_F(ConnectionTest, CopyThroughExecIsRefusedAndTheConnectionStaysUsable) {
+  ASSERT_TRUE(conn_->Exec("CREATE TABLE c (a int4)").ok());
+  EXPECT_EQ(conn_->Exec("COPY c FROM STDIN").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(conn_->Exec("COPY (SELECT 1) TO STDOUT").status().code(), Code::kInvalidArgument);
+  auto r = conn_->Exec("SELECT count(*) FROM c");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r->Int64(0, 0), 0);
+  EXPECT_EQ(conn_->reconnects(), 0);
+}
+
 TEST_F(ConnectionTest, ListenNotify) {
   auto sender = Another();
   ASSERT_TRUE(sender.ok());
