@@ -360,18 +360,97 @@ Status LocalCluster::WriteOwnedFile(const std::string& path, const std::string& 
   return OkStatus();
 }
 
-// Resolves paths, binaries and the user to run as; checks the directories on the way.
+// FNV-1a: a stable short name for a relocated data directory.
+std::string PathHash(const std::string& path) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : path) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Status LocalCluster::ResolveRunUser(const fs::path& dir) {
+  std::error_code ec;
+  std::string name = options_.run_as;
+  // An existing cluster keeps the owner it has (unless that is root, which PostgreSQL refuses).
+  struct stat st {};
+  if (fs::exists(dir / "PG_VERSION", ec) && ::stat(dir.c_str(), &st) == 0 && st.st_uid != 0) {
+    if (passwd* owner = ::getpwuid(st.st_uid)) name = owner->pw_name;
+  }
+  passwd* pw = ::getpwnam(name.c_str());
+  if (!pw) {
+    return FailedPrecondition("running as root, PostgreSQL must run as another user, and there is no user '" +
+                              name + "' (installing postgresql-15 creates it)");
+  }
+  run_name_ = name;
+  run_uid_ = pw->pw_uid;
+  run_gid_ = pw->pw_gid;
+  run_home_ = pw->pw_dir ? pw->pw_dir : "/";
+  int n = 64;
+  std::vector<gid_t> groups(static_cast<size_t>(n));
+  if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) {
+    groups.resize(static_cast<size_t>(n));
+    ::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n);
+  }
+  groups.resize(static_cast<size_t>(std::max(n, 0)));
+  run_groups_.assign(groups.begin(), groups.end());
+  return OkStatus();
+}
+
+// The first existing directory above `dir` that the run-as user cannot enter, or "".
+std::string LocalCluster::Unreachable(const fs::path& dir) const {
+  std::error_code ec;
+  for (fs::path p = dir.parent_path(); !p.empty(); p = p.parent_path()) {
+    struct stat ps {};
+    if (::stat(p.c_str(), &ps) == 0) {
+      bool ok = (ps.st_mode & S_IXOTH) || (ps.st_uid == run_uid_ && (ps.st_mode & S_IXUSR)) ||
+                ((ps.st_mode & S_IXGRP) &&
+                 std::find(run_groups_.begin(), run_groups_.end(), ps.st_gid) != run_groups_.end());
+      if (!ok) return p.string();
+    }
+    if (p == p.parent_path()) break;
+  }
+  return "";
+}
+
+// Resolves paths, binaries and the user to run as; creates and checks the directories on the way.
 Status LocalCluster::Prepare() {
   if (prepared_) return OkStatus();
   if (options_.data_dir.empty()) return InvalidArgument("LocalCluster needs a data directory");
   std::error_code ec;
   fs::path dir = fs::absolute(options_.data_dir, ec).lexically_normal();
   if (ec) return InvalidArgument("bad data directory " + options_.data_dir + ": " + ec.message());
-  data_dir_ = dir.string();
-  while (data_dir_.size() > 1 && data_dir_.back() == '/') data_dir_.pop_back();
+  if (dir.has_parent_path() && dir.filename().empty()) dir = dir.parent_path();  // trailing slash
+  // A data directory given as a symlink (see relocate_root) is used through its target.
+  for (int hops = 0; hops < 8 && fs::is_symlink(dir, ec); ++hops) {
+    fs::path target = fs::read_symlink(dir, ec);
+    if (ec) return ErrnoStatus(ec.value(), "readlink " + dir.string());
+    dir = (target.is_absolute() ? target : dir.parent_path() / target).lexically_normal();
+  }
   GOVERN_ASSIGN_OR_RETURN(bin_dir_, FindBinDir(options_.bin_dir));
 
-  // Create missing parents (and the directory), remembering which ones are ours to chmod.
+  switch_user_ = ::geteuid() == 0;
+  if (switch_user_) {
+    GOVERN_RETURN_IF_ERROR(ResolveRunUser(dir));
+    std::string blocked = Unreachable(dir);
+    if (!blocked.empty() && !options_.relocate_root.empty() && !fs::exists(dir, ec)) {
+      // Keep the data where the server can reach it, and leave a symlink where it was asked for.
+      fs::path target =
+          fs::path(options_.relocate_root) / (dir.filename().string() + "-" + PathHash(dir.string()));
+      fs::create_directories(dir.parent_path(), ec);
+      if (ec) return ErrnoStatus(ec.value(), "mkdir " + dir.parent_path().string());
+      fs::create_directory_symlink(target, dir, ec);
+      if (ec) return ErrnoStatus(ec.value(), "symlink " + dir.string() + " -> " + target.string());
+      log::Info("db", "data directory relocated: PostgreSQL cannot enter " + blocked,
+                {{"requested", dir.string()}, {"actual", target.string()}});
+      dir = target;
+      blocked = Unreachable(dir);
+    }
+    (void)blocked;  // checked again below, after creating what is missing
+  }
+  data_dir_ = dir.string();
+
+  // Create missing parents (and the directory), remembering which ones are ours to open up.
   std::vector<fs::path> created;
   {
     std::vector<fs::path> missing;
@@ -386,56 +465,23 @@ Status LocalCluster::Prepare() {
     }
   }
 
-  switch_user_ = ::geteuid() == 0;
   if (switch_user_) {
+    // Every directory above the data directory must be enterable by the server's user.
+    for (std::string blocked = Unreachable(dir); !blocked.empty(); blocked = Unreachable(dir)) {
+      struct stat ps {};
+      if (::stat(blocked.c_str(), &ps) != 0) return ErrnoStatus(errno, "stat " + blocked);
+      if (std::find(created.begin(), created.end(), fs::path(blocked)) == created.end()) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", ps.st_mode & 07777);
+        return FailedPrecondition("PostgreSQL runs as user '" + run_name_ + "', which cannot enter " +
+                                  blocked + " (mode " + mode + "); allow it (chmod o+x " + blocked +
+                                  ") or put the data directory elsewhere");
+      }
+      if (::chmod(blocked.c_str(), (ps.st_mode & 07777) | S_IXOTH) != 0)
+        return ErrnoStatus(errno, "chmod " + blocked);
+    }
     struct stat st {};
     if (::stat(data_dir_.c_str(), &st) != 0) return ErrnoStatus(errno, "stat " + data_dir_);
-    std::string name = options_.run_as;
-    // An existing cluster keeps the owner it has (unless that is root, which PostgreSQL refuses).
-    if (fs::exists(dir / "PG_VERSION", ec) && st.st_uid != 0) {
-      passwd* pw = ::getpwuid(st.st_uid);
-      if (pw) name = pw->pw_name;
-    }
-    passwd* pw = ::getpwnam(name.c_str());
-    if (!pw) {
-      return FailedPrecondition(
-          "running as root, PostgreSQL must run as another user, and there is no user '" + name +
-          "' (installing postgresql-15 creates it)");
-    }
-    run_name_ = name;
-    run_uid_ = pw->pw_uid;
-    run_gid_ = pw->pw_gid;
-    run_home_ = pw->pw_dir ? pw->pw_dir : "/";
-    int n = 64;
-    std::vector<gid_t> groups(static_cast<size_t>(n));
-    if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) {
-      groups.resize(static_cast<size_t>(n));
-      ::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n);
-    }
-    groups.resize(static_cast<size_t>(std::max(n, 0)));
-    run_groups_.assign(groups.begin(), groups.end());
-
-    // Every directory above the data directory must be enterable by that user.
-    for (fs::path p = dir.parent_path(); !p.empty(); p = p.parent_path()) {
-      struct stat ps {};
-      if (::stat(p.c_str(), &ps) != 0) return ErrnoStatus(errno, "stat " + p.string());
-      bool ok = (ps.st_mode & S_IXOTH) || (ps.st_uid == run_uid_ && (ps.st_mode & S_IXUSR)) ||
-                ((ps.st_mode & S_IXGRP) &&
-                 std::find(run_groups_.begin(), run_groups_.end(), ps.st_gid) != run_groups_.end());
-      if (!ok) {
-        if (std::find(created.begin(), created.end(), p) != created.end()) {
-          if (::chmod(p.c_str(), (ps.st_mode & 07777) | S_IXOTH) != 0)
-            return ErrnoStatus(errno, "chmod " + p.string());
-        } else {
-          char mode[8];
-          std::snprintf(mode, sizeof mode, "%04o", ps.st_mode & 07777);
-          return FailedPrecondition("PostgreSQL runs as user '" + run_name_ + "', which cannot enter " +
-                                    p.string() + " (mode " + mode + "); allow it (chmod o+x " + p.string() +
-                                    ") or put the data directory elsewhere");
-        }
-      }
-      if (p == p.parent_path()) break;
-    }
     if (!fs::exists(dir / "PG_VERSION", ec)) {
       if (::chown(data_dir_.c_str(), run_uid_, run_gid_) != 0)
         return ErrnoStatus(errno, "chown " + data_dir_);

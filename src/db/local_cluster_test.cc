@@ -265,6 +265,31 @@ TEST(LocalClusterTest, AsRootUnreachableParentIsNamed) {
   EXPECT_NE(s.message().find("chmod o+x"), std::string::npos) << s.ToString();
 }
 
+TEST(LocalClusterTest, AsRootUnreachableParentIsRelocatedWhenAllowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root switches to the postgres user";
+  ScratchDir scratch;
+  std::string locked = scratch.path() + "/locked";
+  ASSERT_EQ(::mkdir(locked.c_str(), 0700), 0);
+  LocalClusterOptions o = TestOptions(locked + "/data");
+  o.relocate_root = scratch.path() + "/relocated";
+  LocalCluster cluster(o);
+  StopAtEnd stop{cluster};
+  Status s = cluster.Start();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(cluster.data_dir().starts_with(scratch.path() + "/relocated/data-")) << cluster.data_dir();
+  EXPECT_TRUE(fs::is_symlink(locked + "/data"));
+  auto c = Connection::Connect(cluster.ConnInfo());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // Found again through the symlink, by a second starter and by RunningConnInfo.
+  LocalCluster again(o);
+  ASSERT_TRUE(again.Start().ok());
+  EXPECT_TRUE(again.reused());
+  EXPECT_EQ(again.data_dir(), cluster.data_dir());
+  auto info = LocalCluster::RunningConnInfo(locked + "/data");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(*info, cluster.ConnInfo());
+}
+
 TEST(LocalClusterTest, AsRootCreatedParentsAreOpenedForPostgres) {
   if (::geteuid() != 0) GTEST_SKIP() << "only root switches to the postgres user";
   ScratchDir scratch;
