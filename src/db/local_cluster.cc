@@ -692,6 +692,44 @@ Status LocalCluster::Stop() {
   return OkStatus();
 }
 
+Status LocalCluster::EnsureDatabase(std::string_view name) {
+  if (port_ == 0) return FailedPrecondition("EnsureDatabase() before Start()");
+  if (name.empty() || name.find('\0') != std::string_view::npos) return InvalidArgument("bad database name");
+  PGconn* c = PQconnectdb((ConnInfo() + " connect_timeout=10").c_str());
+  Status s;
+  if (PQstatus(c) != CONNECTION_OK) {
+    s = Unavailable("connecting to create a database: " + Trimmed(PQerrorMessage(c)));
+  } else {
+    std::string n(name);
+    const char* values[] = {n.c_str()};
+    PGresult* r = PQexecParams(c, "SELECT 1 FROM pg_database WHERE datname = $1", 1, nullptr, values, nullptr,
+                               nullptr, 0);
+    bool exists = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+      s = Internal("reading pg_database: " + Trimmed(PQresultErrorMessage(r)));
+    PQclear(r);
+    if (s.ok() && !exists) {
+      // CREATE DATABASE takes no parameters; the name goes in quoted as an identifier.
+      char* ident = PQescapeIdentifier(c, n.data(), n.size());
+      if (!ident) {
+        s = InvalidArgument("bad database name");
+      } else {
+        std::string sql = std::string("CREATE DATABASE ") + ident;
+        PQfreemem(ident);
+        r = PQexec(c, sql.c_str());
+        const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        // 42P04: created meanwhile by another starter.
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && !(state && std::string_view(state) == "42P04")) {
+          s = Internal("CREATE DATABASE failed: " + Trimmed(PQresultErrorMessage(r)));
+        }
+        PQclear(r);
+      }
+    }
+  }
+  PQfinish(c);
+  return s;
+}
+
 std::string LocalCluster::ConnInfo(std::string_view dbname) const {
   return "host=" + ConnQuote(data_dir_) + " port=" + std::to_string(port_) + " dbname=" + ConnQuote(dbname) +
          " user=" + ConnQuote(options_.superuser);

@@ -72,6 +72,9 @@ class LocalCluster {
   const std::string& data_dir() const { return data_dir_; }
   std::string log_file() const { return data_dir_ + "/postgresql.log"; }
 
+  // Creates database `name` (owned by the superuser) unless it exists. After Start().
+  Status EnsureDatabase(std::string_view name);
+
   // libpq conninfo through the Unix socket: "host=<data dir> port=<port> dbname=<db> user=<superuser>".
   std::string ConnInfo(std::string_view dbname = "postgres") const;
   // The same over TCP to 127.0.0.1, with the password. Fails when listen_tcp is off.

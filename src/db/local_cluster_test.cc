@@ -78,6 +78,12 @@ TEST(LocalClusterTest, StartStopRestartKeepsData) {
     auto t = Connection::Connect(*tcp);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
   }
+  ASSERT_TRUE(cluster.EnsureDatabase("govern \"app\"").ok());
+  ASSERT_TRUE(cluster.EnsureDatabase("govern \"app\"").ok());  // exists: fine
+  {
+    auto app = Connection::Connect(cluster.ConnInfo("govern \"app\""));
+    ASSERT_TRUE(app.ok()) << app.status().ToString();
+  }
   int port = cluster.port();
   ASSERT_TRUE(cluster.Stop().ok());
   EXPECT_FALSE(cluster.IsRunning());
