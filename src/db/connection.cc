@@ -105,7 +105,10 @@ Status Connection::Open() {
     PGresult* r = PQexec(conn_, sql.c_str());
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
-    if (!ok) return SqlError(kConnectionFailure, "could not LISTEN again after reconnecting");
+    if (!ok) {
+      broken_ = true;
+      return SqlError(kConnectionFailure, "could not LISTEN again after reconnecting");
+    }
   }
   return OkStatus();
 }
@@ -202,6 +205,18 @@ Result<Rows> Connection::Finish(PGresult* res, bool /*command_ok_expected*/) {
     AfterStatement();
     return rows;
   }
+  if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH) {
+    // A COPY reached Exec(): end it so the connection stays usable, and point to CopyFrom().
+    if (st == PGRES_COPY_OUT) {
+      char* buf = nullptr;
+      while (PQgetCopyData(conn_, &buf, 0) > 0) PQfreemem(buf);
+    } else {
+      PQputCopyEnd(conn_, "COPY through Exec() is not supported");
+    }
+    while (PGresult* r = PQgetResult(conn_)) PQclear(r);
+    AfterStatement();
+    return InvalidArgument("COPY goes through Connection::CopyFrom(), not Exec()");
+  }
   const char* state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
   std::string msg = Trim(PQresultErrorMessage(res));
   AfterStatement();
@@ -213,7 +228,15 @@ Result<Rows> Connection::Finish(PGresult* res, bool /*command_ok_expected*/) {
   return SqlError(state, msg);
 }
 
+namespace {
+Status CheckSql(std::string_view sql) {
+  if (sql.find('\0') != std::string_view::npos) return InvalidArgument("SQL text holds a NUL byte");
+  return OkStatus();
+}
+}  // namespace
+
 Result<Rows> Connection::Exec(std::string_view sql, const Params& params) {
+  GOVERN_RETURN_IF_ERROR(CheckSql(sql));
   GOVERN_RETURN_IF_ERROR(params.error());
   GOVERN_RETURN_IF_ERROR(EnsureConnected());
   std::string q(sql);
@@ -240,6 +263,7 @@ Result<Rows> Connection::ExecPrepared(std::string_view sql, const Params& params
 }
 
 Result<Rows> Connection::ExecPrepared(std::string_view sql, const Params& params, bool may_reprepare) {
+  GOVERN_RETURN_IF_ERROR(CheckSql(sql));
   GOVERN_RETURN_IF_ERROR(params.error());
   GOVERN_RETURN_IF_ERROR(EnsureConnected());
   bool created = false;
@@ -271,6 +295,7 @@ Result<Rows> Connection::ExecPrepared(std::string_view sql, const Params& params
 }
 
 Status Connection::ExecScript(std::string_view sql) {
+  GOVERN_RETURN_IF_ERROR(CheckSql(sql));
   GOVERN_RETURN_IF_ERROR(EnsureConnected());
   std::string q(sql);
   // PQexec returns only the last result; an error stops the script and is that last result.
@@ -282,7 +307,10 @@ Status Connection::ExecScript(std::string_view sql) {
 // Pipeline.
 
 Result<std::vector<Rows>> Connection::Pipeline(std::span<const Statement> statements) {
-  for (const Statement& s : statements) GOVERN_RETURN_IF_ERROR(s.params.error());
+  for (const Statement& s : statements) {
+    GOVERN_RETURN_IF_ERROR(CheckSql(s.sql));
+    GOVERN_RETURN_IF_ERROR(s.params.error());
+  }
   GOVERN_RETURN_IF_ERROR(EnsureConnected());
   if (!PQenterPipelineMode(conn_)) return ConnectionError("enter pipeline mode");
 

@@ -10,7 +10,9 @@
 // ConnectOptions::reconnect_budget, then runs the statement; a statement that was in flight when the
 // connection broke is never re-sent (it may have run), it fails with Unavailable. A connection cut in
 // the middle of a transaction fails the next call too (the transaction is gone) before reconnecting.
-// Prepared statements and LISTEN registrations are restored after a reconnect.
+// Prepared statements and LISTEN registrations are restored after a reconnect; notifications sent
+// while the connection was down are lost (NOTIFY is not durable), so a listener that sees
+// reconnects() change should re-read the state it follows.
 //
 // Not thread-safe: one thread at a time (a Pool hands each connection to one holder).
 #pragma once

@@ -94,6 +94,13 @@ TEST_F(ConnectionTest, TypedParamsAndGetters) {
   // Wrong-type reads are errors, not crashes.
   EXPECT_FALSE(r->Int64(0, 4).ok());
   EXPECT_FALSE(r->Int64(5, 0).ok());
+  auto special = conn_->Exec("SELECT $1, $2, $3::float8 = 'NaN'", Params(1e300, -1.0 / 0.0, 0.0 / 0.0));
+  ASSERT_TRUE(special.ok()) << special.status().ToString();
+  EXPECT_EQ(*special->Double(0, 0), 1e300);
+  EXPECT_EQ(*special->Double(0, 1), -1.0 / 0.0);
+  EXPECT_TRUE(*special->Bool(0, 2));
+  EXPECT_EQ(conn_->Exec(std::string_view("SELECT 1\0; DROP TABLE x", 21)).status().code(),
+            Code::kInvalidArgument);
   auto n = conn_->Exec("SELECT NULL::int");
   ASSERT_TRUE(n.ok());
   EXPECT_TRUE(n->IsNull(0, 0));
@@ -252,6 +259,16 @@ TEST_F(ConnectionTest, CopyWithABadRowStoresNothing) {
   auto count = conn_->Exec("SELECT count(*) FROM c");
   ASSERT_TRUE(count.ok()) << count.status().ToString();
   EXPECT_EQ(*count->Int64(0, 0), 0);
+}
+
+TEST_F(ConnectionTest, CopyThroughExecIsRefusedAndTheConnectionStaysUsable) {
+  ASSERT_TRUE(conn_->Exec("CREATE TABLE c (a int4)").ok());
+  EXPECT_EQ(conn_->Exec("COPY c FROM STDIN").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(conn_->Exec("COPY (SELECT 1) TO STDOUT").status().code(), Code::kInvalidArgument);
+  auto r = conn_->Exec("SELECT count(*) FROM c");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r->Int64(0, 0), 0);
+  EXPECT_EQ(conn_->reconnects(), 0);
 }
 
 TEST_F(ConnectionTest, ListenNotify) {

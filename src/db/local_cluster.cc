@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -155,6 +156,16 @@ Result<PidFile> ReadPidFile(const std::string& data_dir) {
   return p;
 }
 
+// Alive means running: a zombie (dead, not yet reaped, as happens under an init that does not reap
+// orphans) answers kill(pid, 0) but will never serve again.
+bool PidAlive(int pid) {
+  if (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH)) return false;
+  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) return true;  // no /proc: trust kill()
+  size_t paren = stat->rfind(')');
+  return !(paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z');
+}
+
 std::string RandomPassword() {
   unsigned char b[24];
   size_t got = 0;
@@ -171,13 +182,14 @@ std::string RandomPassword() {
   return out;
 }
 
-// Waits for the server to accept connections (PQping: no credentials needed).
-Status WaitReady(const std::string& conninfo, std::chrono::seconds timeout) {
+// Waits for the server `pid` to accept connections (PQping: no credentials needed).
+Status WaitReady(const std::string& conninfo, int pid, std::chrono::seconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     PGPing p = PQping((conninfo + " connect_timeout=2").c_str());
     if (p == PQPING_OK) return OkStatus();
     if (p == PQPING_NO_ATTEMPT) return InvalidArgument("bad connection parameters for the local cluster");
+    if (!PidAlive(pid)) return Unavailable("the server process " + std::to_string(pid) + " has exited");
     if (std::chrono::steady_clock::now() >= deadline) {
       return Unavailable("the running server did not accept connections within " +
                          std::to_string(timeout.count()) + " s");
@@ -185,6 +197,40 @@ Status WaitReady(const std::string& conninfo, std::chrono::seconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
+
+// Holds flock() on the data directory, so two processes starting (or stopping) the same cluster
+// at once take turns: the second finds the first's server running and reuses it.
+class DirLock {
+ public:
+  static Result<DirLock> Acquire(const std::string& dir, std::chrono::seconds timeout) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus(errno, "open " + dir);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        int e = errno;
+        ::close(fd);
+        return ErrnoStatus(e, "lock " + dir);
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        ::close(fd);
+        return Unavailable("another process kept " + dir + " locked for " + std::to_string(timeout.count()) +
+                           " s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return DirLock(fd);
+  }
+  DirLock(DirLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  DirLock& operator=(DirLock&&) = delete;
+  ~DirLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+
+ private:
+  explicit DirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 }  // namespace
 
@@ -314,18 +360,97 @@ Status LocalCluster::WriteOwnedFile(const std::string& path, const std::string& 
   return OkStatus();
 }
 
-// Resolves paths, binaries and the user to run as; checks the directories on the way.
+// FNV-1a: a stable short name for a relocated data directory.
+std::string PathHash(const std::string& path) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : path) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Status LocalCluster::ResolveRunUser(const fs::path& dir) {
+  std::error_code ec;
+  std::string name = options_.run_as;
+  // An existing cluster keeps the owner it has (unless that is root, which PostgreSQL refuses).
+  struct stat st {};
+  if (fs::exists(dir / "PG_VERSION", ec) && ::stat(dir.c_str(), &st) == 0 && st.st_uid != 0) {
+    if (passwd* owner = ::getpwuid(st.st_uid)) name = owner->pw_name;
+  }
+  passwd* pw = ::getpwnam(name.c_str());
+  if (!pw) {
+    return FailedPrecondition("running as root, PostgreSQL must run as another user, and there is no user '" +
+                              name + "' (installing postgresql-15 creates it)");
+  }
+  run_name_ = name;
+  run_uid_ = pw->pw_uid;
+  run_gid_ = pw->pw_gid;
+  run_home_ = pw->pw_dir ? pw->pw_dir : "/";
+  int n = 64;
+  std::vector<gid_t> groups(static_cast<size_t>(n));
+  if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) {
+    groups.resize(static_cast<size_t>(n));
+    ::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n);
+  }
+  groups.resize(static_cast<size_t>(std::max(n, 0)));
+  run_groups_.assign(groups.begin(), groups.end());
+  return OkStatus();
+}
+
+// The first existing directory above `dir` that the run-as user cannot enter, or "".
+std::string LocalCluster::Unreachable(const fs::path& dir) const {
+  std::error_code ec;
+  for (fs::path p = dir.parent_path(); !p.empty(); p = p.parent_path()) {
+    struct stat ps {};
+    if (::stat(p.c_str(), &ps) == 0) {
+      bool ok = (ps.st_mode & S_IXOTH) || (ps.st_uid == run_uid_ && (ps.st_mode & S_IXUSR)) ||
+                ((ps.st_mode & S_IXGRP) &&
+                 std::find(run_groups_.begin(), run_groups_.end(), ps.st_gid) != run_groups_.end());
+      if (!ok) return p.string();
+    }
+    if (p == p.parent_path()) break;
+  }
+  return "";
+}
+
+// Resolves paths, binaries and the user to run as; creates and checks the directories on the way.
 Status LocalCluster::Prepare() {
   if (prepared_) return OkStatus();
   if (options_.data_dir.empty()) return InvalidArgument("LocalCluster needs a data directory");
   std::error_code ec;
   fs::path dir = fs::absolute(options_.data_dir, ec).lexically_normal();
   if (ec) return InvalidArgument("bad data directory " + options_.data_dir + ": " + ec.message());
-  data_dir_ = dir.string();
-  while (data_dir_.size() > 1 && data_dir_.back() == '/') data_dir_.pop_back();
+  if (dir.has_parent_path() && dir.filename().empty()) dir = dir.parent_path();  // trailing slash
+  // A data directory given as a symlink (see relocate_root) is used through its target.
+  for (int hops = 0; hops < 8 && fs::is_symlink(dir, ec); ++hops) {
+    fs::path target = fs::read_symlink(dir, ec);
+    if (ec) return ErrnoStatus(ec.value(), "readlink " + dir.string());
+    dir = (target.is_absolute() ? target : dir.parent_path() / target).lexically_normal();
+  }
   GOVERN_ASSIGN_OR_RETURN(bin_dir_, FindBinDir(options_.bin_dir));
 
-  // Create missing parents (and the directory), remembering which ones are ours to chmod.
+  switch_user_ = ::geteuid() == 0;
+  if (switch_user_) {
+    GOVERN_RETURN_IF_ERROR(ResolveRunUser(dir));
+    std::string blocked = Unreachable(dir);
+    if (!blocked.empty() && !options_.relocate_root.empty() && !fs::exists(dir, ec)) {
+      // Keep the data where the server can reach it, and leave a symlink where it was asked for.
+      fs::path target =
+          fs::path(options_.relocate_root) / (dir.filename().string() + "-" + PathHash(dir.string()));
+      fs::create_directories(dir.parent_path(), ec);
+      if (ec) return ErrnoStatus(ec.value(), "mkdir " + dir.parent_path().string());
+      fs::create_directory_symlink(target, dir, ec);
+      if (ec) return ErrnoStatus(ec.value(), "symlink " + dir.string() + " -> " + target.string());
+      log::Info("db", "data directory relocated: PostgreSQL cannot enter " + blocked,
+                {{"requested", dir.string()}, {"actual", target.string()}});
+      dir = target;
+      blocked = Unreachable(dir);
+    }
+    (void)blocked;  // checked again below, after creating what is missing
+  }
+  data_dir_ = dir.string();
+
+  // Create missing parents (and the directory), remembering which ones are ours to open up.
   std::vector<fs::path> created;
   {
     std::vector<fs::path> missing;
@@ -340,56 +465,23 @@ Status LocalCluster::Prepare() {
     }
   }
 
-  switch_user_ = ::geteuid() == 0;
   if (switch_user_) {
+    // Every directory above the data directory must be enterable by the server's user.
+    for (std::string blocked = Unreachable(dir); !blocked.empty(); blocked = Unreachable(dir)) {
+      struct stat ps {};
+      if (::stat(blocked.c_str(), &ps) != 0) return ErrnoStatus(errno, "stat " + blocked);
+      if (std::find(created.begin(), created.end(), fs::path(blocked)) == created.end()) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", ps.st_mode & 07777);
+        return FailedPrecondition("PostgreSQL runs as user '" + run_name_ + "', which cannot enter " +
+                                  blocked + " (mode " + mode + "); allow it (chmod o+x " + blocked +
+                                  ") or put the data directory elsewhere");
+      }
+      if (::chmod(blocked.c_str(), (ps.st_mode & 07777) | S_IXOTH) != 0)
+        return ErrnoStatus(errno, "chmod " + blocked);
+    }
     struct stat st {};
     if (::stat(data_dir_.c_str(), &st) != 0) return ErrnoStatus(errno, "stat " + data_dir_);
-    std::string name = options_.run_as;
-    // An existing cluster keeps the owner it has (unless that is root, which PostgreSQL refuses).
-    if (fs::exists(dir / "PG_VERSION", ec) && st.st_uid != 0) {
-      passwd* pw = ::getpwuid(st.st_uid);
-      if (pw) name = pw->pw_name;
-    }
-    passwd* pw = ::getpwnam(name.c_str());
-    if (!pw) {
-      return FailedPrecondition(
-          "running as root, PostgreSQL must run as another user, and there is no user '" + name +
-          "' (installing postgresql-15 creates it)");
-    }
-    run_name_ = name;
-    run_uid_ = pw->pw_uid;
-    run_gid_ = pw->pw_gid;
-    run_home_ = pw->pw_dir ? pw->pw_dir : "/";
-    int n = 64;
-    std::vector<gid_t> groups(static_cast<size_t>(n));
-    if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) {
-      groups.resize(static_cast<size_t>(n));
-      ::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n);
-    }
-    groups.resize(static_cast<size_t>(std::max(n, 0)));
-    run_groups_.assign(groups.begin(), groups.end());
-
-    // Every directory above the data directory must be enterable by that user.
-    for (fs::path p = dir.parent_path(); !p.empty(); p = p.parent_path()) {
-      struct stat ps {};
-      if (::stat(p.c_str(), &ps) != 0) return ErrnoStatus(errno, "stat " + p.string());
-      bool ok = (ps.st_mode & S_IXOTH) || (ps.st_uid == run_uid_ && (ps.st_mode & S_IXUSR)) ||
-                ((ps.st_mode & S_IXGRP) &&
-                 std::find(run_groups_.begin(), run_groups_.end(), ps.st_gid) != run_groups_.end());
-      if (!ok) {
-        if (std::find(created.begin(), created.end(), p) != created.end()) {
-          if (::chmod(p.c_str(), (ps.st_mode & 07777) | S_IXOTH) != 0)
-            return ErrnoStatus(errno, "chmod " + p.string());
-        } else {
-          char mode[8];
-          std::snprintf(mode, sizeof mode, "%04o", ps.st_mode & 07777);
-          return FailedPrecondition("PostgreSQL runs as user '" + run_name_ + "', which cannot enter " +
-                                    p.string() + " (mode " + mode + "); allow it (chmod o+x " + p.string() +
-                                    ") or put the data directory elsewhere");
-        }
-      }
-      if (p == p.parent_path()) break;
-    }
     if (!fs::exists(dir / "PG_VERSION", ec)) {
       if (::chown(data_dir_.c_str(), run_uid_, run_gid_) != 0)
         return ErrnoStatus(errno, "chown " + data_dir_);
@@ -470,7 +562,7 @@ Status LocalCluster::AdoptRunning() {
     return FailedPrecondition("the server running on " + data_dir_ + " has its socket in " + pid.socket_dir +
                               ", not in its data directory; stop it and start it again with Govern");
   }
-  GOVERN_RETURN_IF_ERROR(WaitReady(ConnInfo(), options_.start_timeout));
+  GOVERN_RETURN_IF_ERROR(WaitReady(ConnInfo(), pid.pid, options_.start_timeout));
   reused_ = true;
   log::Info("db", "reusing running PostgreSQL", {{"dir", data_dir_}, {"port", port_}});
   return OkStatus();
@@ -487,6 +579,7 @@ bool LocalCluster::IsRunning() {
 Status LocalCluster::Start() {
   reused_ = created_ = false;
   GOVERN_RETURN_IF_ERROR(Prepare());
+  GOVERN_ASSIGN_OR_RETURN(DirLock dir_lock, DirLock::Acquire(data_dir_, options_.start_timeout * 2));
   std::error_code ec;
   if (!fs::exists(fs::path(data_dir_) / "PG_VERSION", ec)) GOVERN_RETURN_IF_ERROR(Create());
 
@@ -502,6 +595,20 @@ Status LocalCluster::Start() {
                               " but the binaries in " + bin_dir_ + " are " + bin_major);
   }
 
+  // pg_ctl and the postmaster clear a postmaster.pid whose process is gone, but not one whose
+  // process is a zombie: that one we remove, with the socket lock files it left in the directory.
+  if (auto pid = ReadPidFile(data_dir_); pid.ok() && !PidAlive(pid->pid)) {
+    log::Warn("db", "removing postmaster.pid of a dead server", {{"dir", data_dir_}, {"pid", pid->pid}});
+    ::unlink((data_dir_ + "/postmaster.pid").c_str());
+    for (const auto& e : fs::directory_iterator(data_dir_, ec)) {
+      std::string name = e.path().filename().string();
+      if (!name.starts_with(".s.PGSQL.") || !name.ends_with(".lock")) continue;
+      auto lock = ReadFile(e.path().string());
+      if (lock.ok() && ParseInt(Lines(*lock).empty() ? "" : Lines(*lock)[0]) == pid->pid) {
+        ::unlink(e.path().c_str());
+      }
+    }
+  }
   if (IsRunning()) return AdoptRunning();
   Status s = StartServer();
   if (!s.ok() && IsRunning()) return AdoptRunning();  // another starter won the race
@@ -567,6 +674,7 @@ Status LocalCluster::SetPassword() {
 
 Status LocalCluster::Stop() {
   GOVERN_RETURN_IF_ERROR(Prepare());
+  GOVERN_ASSIGN_OR_RETURN(DirLock dir_lock, DirLock::Acquire(data_dir_, options_.stop_timeout * 2));
   if (!IsRunning()) return OkStatus();
   std::string out;
   GOVERN_ASSIGN_OR_RETURN(int rc, RunTool({bin_dir_ + "/pg_ctl", "stop", "-D", data_dir_, "-m", "fast", "-w",
@@ -582,6 +690,44 @@ Status LocalCluster::Stop() {
                                       &out));
   if (rc != 0 && IsRunning()) return Unavailable("PostgreSQL in " + data_dir_ + " did not stop: " + out);
   return OkStatus();
+}
+
+Status LocalCluster::EnsureDatabase(std::string_view name) {
+  if (port_ == 0) return FailedPrecondition("EnsureDatabase() before Start()");
+  if (name.empty() || name.find('\0') != std::string_view::npos) return InvalidArgument("bad database name");
+  PGconn* c = PQconnectdb((ConnInfo() + " connect_timeout=10").c_str());
+  Status s;
+  if (PQstatus(c) != CONNECTION_OK) {
+    s = Unavailable("connecting to create a database: " + Trimmed(PQerrorMessage(c)));
+  } else {
+    std::string n(name);
+    const char* values[] = {n.c_str()};
+    PGresult* r = PQexecParams(c, "SELECT 1 FROM pg_database WHERE datname = $1", 1, nullptr, values, nullptr,
+                               nullptr, 0);
+    bool exists = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+      s = Internal("reading pg_database: " + Trimmed(PQresultErrorMessage(r)));
+    PQclear(r);
+    if (s.ok() && !exists) {
+      // CREATE DATABASE takes no parameters; the name goes in quoted as an identifier.
+      char* ident = PQescapeIdentifier(c, n.data(), n.size());
+      if (!ident) {
+        s = InvalidArgument("bad database name");
+      } else {
+        std::string sql = std::string("CREATE DATABASE ") + ident;
+        PQfreemem(ident);
+        r = PQexec(c, sql.c_str());
+        const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        // 42P04: created meanwhile by another starter.
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && !(state && std::string_view(state) == "42P04")) {
+          s = Internal("CREATE DATABASE failed: " + Trimmed(PQresultErrorMessage(r)));
+        }
+        PQclear(r);
+      }
+    }
+  }
+  PQfinish(c);
+  return s;
 }
 
 std::string LocalCluster::ConnInfo(std::string_view dbname) const {

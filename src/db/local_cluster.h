@@ -19,12 +19,14 @@
 // Running as root: PostgreSQL refuses to run as root, so the directory is given to the `postgres`
 // user (or whoever already owns an existing cluster) and initdb/pg_ctl run as that user (fork,
 // setgid, setuid, exec; no sudo). Every parent directory must be enterable by that user: directories
-// Start() creates get o+x; for others Start() fails with a message naming the directory.
+// Start() creates get o+x; for others Start() fails with a message naming the directory, unless
+// relocate_root is set (see there).
 //
 // Not thread-safe; use one LocalCluster per data directory from one thread.
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,10 @@ struct LocalClusterOptions {
   bool fsync = true;
   std::string shared_buffers = "128MB";
   int max_connections = 200;
+  // When we run as root and the server's user cannot enter a directory above data_dir (say the
+  // project lives under /root), and data_dir does not exist yet: create the cluster in a directory
+  // under relocate_root instead and make data_dir a symlink to it. Empty: fail with a clear error.
+  std::string relocate_root;
   std::chrono::seconds start_timeout{60};
   std::chrono::seconds stop_timeout{30};
 };
@@ -66,6 +72,9 @@ class LocalCluster {
   const std::string& data_dir() const { return data_dir_; }
   std::string log_file() const { return data_dir_ + "/postgresql.log"; }
 
+  // Creates database `name` (owned by the superuser) unless it exists. After Start().
+  Status EnsureDatabase(std::string_view name);
+
   // libpq conninfo through the Unix socket: "host=<data dir> port=<port> dbname=<db> user=<superuser>".
   std::string ConnInfo(std::string_view dbname = "postgres") const;
   // The same over TCP to 127.0.0.1, with the password. Fails when listen_tcp is off.
@@ -82,6 +91,8 @@ class LocalCluster {
  private:
   struct RunAs;
   Status Prepare();
+  Status ResolveRunUser(const std::filesystem::path& dir);
+  std::string Unreachable(const std::filesystem::path& dir) const;
   Status Create();
   Status WriteConf(int port);
   Status StartServer();

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <thread>
 
 #include "db/connection.h"
 #include "db/pool.h"
@@ -76,6 +78,12 @@ TEST(LocalClusterTest, StartStopRestartKeepsData) {
     auto t = Connection::Connect(*tcp);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
   }
+  ASSERT_TRUE(cluster.EnsureDatabase("govern \"app\"").ok());
+  ASSERT_TRUE(cluster.EnsureDatabase("govern \"app\"").ok());  // exists: fine
+  {
+    auto app = Connection::Connect(cluster.ConnInfo("govern \"app\""));
+    ASSERT_TRUE(app.ok()) << app.status().ToString();
+  }
   int port = cluster.port();
   ASSERT_TRUE(cluster.Stop().ok());
   EXPECT_FALSE(cluster.IsRunning());
@@ -121,6 +129,31 @@ TEST(LocalClusterTest, SecondStartOnRunningDirectoryReusesIt) {
   auto conninfo = LocalCluster::RunningConnInfo(dir);
   ASSERT_TRUE(conninfo.ok());
   EXPECT_EQ(*conninfo, first.ConnInfo());
+}
+
+TEST(LocalClusterTest, ConcurrentStartsOnAFreshDirectoryMakeOneCluster) {
+  ScratchDir scratch;
+  std::string dir = scratch.path() + "/data";
+  constexpr int kStarters = 3;
+  std::vector<std::unique_ptr<LocalCluster>> clusters;
+  for (int i = 0; i < kStarters; ++i) clusters.push_back(std::make_unique<LocalCluster>(TestOptions(dir)));
+  StopAtEnd stop{*clusters[0]};
+  std::vector<Status> results(kStarters);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStarters; ++i) {
+    threads.emplace_back(
+        [&, i] { results[static_cast<size_t>(i)] = clusters[static_cast<size_t>(i)]->Start(); });
+  }
+  for (auto& t : threads) t.join();
+  int created = 0, reused = 0;
+  for (int i = 0; i < kStarters; ++i) {
+    EXPECT_TRUE(results[static_cast<size_t>(i)].ok()) << results[static_cast<size_t>(i)].ToString();
+    created += clusters[static_cast<size_t>(i)]->created();
+    reused += clusters[static_cast<size_t>(i)]->reused();
+    EXPECT_EQ(clusters[static_cast<size_t>(i)]->port(), clusters[0]->port());
+  }
+  EXPECT_EQ(created, 1);
+  EXPECT_EQ(reused, kStarters - 1);
 }
 
 TEST(LocalClusterTest, TakenPortIsReplaced) {
@@ -236,6 +269,31 @@ TEST(LocalClusterTest, AsRootUnreachableParentIsNamed) {
   EXPECT_EQ(s.code(), Code::kFailedPrecondition);
   EXPECT_NE(s.message().find(locked), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("chmod o+x"), std::string::npos) << s.ToString();
+}
+
+TEST(LocalClusterTest, AsRootUnreachableParentIsRelocatedWhenAllowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root switches to the postgres user";
+  ScratchDir scratch;
+  std::string locked = scratch.path() + "/locked";
+  ASSERT_EQ(::mkdir(locked.c_str(), 0700), 0);
+  LocalClusterOptions o = TestOptions(locked + "/data");
+  o.relocate_root = scratch.path() + "/relocated";
+  LocalCluster cluster(o);
+  StopAtEnd stop{cluster};
+  Status s = cluster.Start();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(cluster.data_dir().starts_with(scratch.path() + "/relocated/data-")) << cluster.data_dir();
+  EXPECT_TRUE(fs::is_symlink(locked + "/data"));
+  auto c = Connection::Connect(cluster.ConnInfo());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // Found again through the symlink, by a second starter and by RunningConnInfo.
+  LocalCluster again(o);
+  ASSERT_TRUE(again.Start().ok());
+  EXPECT_TRUE(again.reused());
+  EXPECT_EQ(again.data_dir(), cluster.data_dir());
+  auto info = LocalCluster::RunningConnInfo(locked + "/data");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(*info, cluster.ConnInfo());
 }
 
 TEST(LocalClusterTest, AsRootCreatedParentsAreOpenedForPostgres) {

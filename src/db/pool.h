@@ -4,7 +4,9 @@
 // lazily up to max_size; an idle connection that the server has closed (pg_terminate_backend, a
 // restart) is reconnected at checkout, with backoff; a connection returned broken, inside a transaction
 // or a COPY is closed rather than reused. Checkout waits at most checkout_timeout for a free slot,
-// then fails with DeadlineExceeded. Thread-safe. The Pool must outlive every Lease.
+// then fails with DeadlineExceeded; repairing a dead connection may add up to the connect options'
+// reconnect_budget (the database being down is Unavailable, not a full pool). Thread-safe. The Pool must
+// outlive every Lease.
 #pragma once
 
 #include <chrono>

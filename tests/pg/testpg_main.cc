@@ -19,6 +19,9 @@ govern::db::LocalClusterOptions Options(const char* dir) {
   o.fsync = false;
   o.shared_buffers = "64MB";
   o.max_connections = 300;
+  // A checkout under /root is not enterable by postgres: keep the cluster in /var/tmp then, with
+  // the build directory's testpg a symlink to it.
+  o.relocate_root = "/var/tmp/govern-testpg";
   return o;
 }
 
@@ -60,6 +63,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "govern_testpg: %s; recreating the cluster\n", s.ToString().c_str());
     (void)cluster.Stop();
     std::error_code ec;
+    if (std::filesystem::is_symlink(argv[2], ec)) {
+      std::filesystem::remove_all(cluster.data_dir(), ec);  // the relocated directory itself
+    }
     std::filesystem::remove_all(argv[2], ec);
     govern::db::LocalCluster fresh(Options(argv[2]));
     s = fresh.Start();
