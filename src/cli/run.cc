@@ -10,7 +10,6 @@
 #include <memory>
 
 #include "base/log.h"
-#include "db/connection.h"
 #include "db/local_cluster.h"
 #include "db/migrator.h"
 #include "db/pool.h"
@@ -68,18 +67,14 @@ Result<Database> OpenDatabase(const config::Config& cfg, const std::string& data
   db::LocalClusterOptions o;
   o.data_dir = data_dir + "/postgres";
   o.bin_dir = cfg.GetString("database.pg_bin_dir");
+  // As root, the server runs as the postgres user; when it cannot reach a data_dir under a private
+  // home (say /root/govern/var), the cluster lives under /var/lib/govern instead, linked from data_dir.
+  o.relocate_root = "/var/lib/govern/postgres";
   d.cluster = std::make_unique<db::LocalCluster>(o);
   GOVERN_RETURN_IF_ERROR(d.cluster->Start().WithContext("private PostgreSQL under " + o.data_dir));
   d.started_here = !d.cluster->reused();
   // Govern's tables live in their own database, created on first start.
-  {
-    GOVERN_ASSIGN_OR_RETURN(auto admin, db::Connection::Connect(d.cluster->ConnInfo("postgres")));
-    GOVERN_ASSIGN_OR_RETURN(auto rows, admin->Exec("SELECT 1 FROM pg_database WHERE datname = $1",
-                                                   db::Params().Add(kDatabaseName)));
-    if (rows.size() == 0) {
-      GOVERN_RETURN_IF_ERROR(admin->ExecScript("CREATE DATABASE " + std::string(kDatabaseName)));
-    }
-  }
+  GOVERN_RETURN_IF_ERROR(d.cluster->EnsureDatabase(std::string(kDatabaseName)));
   d.conninfo = d.cluster->ConnInfo(kDatabaseName);
   d.description = "private, " + d.cluster->data_dir() + " (socket), 127.0.0.1:" +
                   std::to_string(d.cluster->port()) + (d.cluster->reused() ? " (already running)" : "");

@@ -303,6 +303,9 @@ Result<int> LocalCluster::RunTool(const std::vector<std::string>& argv, std::str
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, nullptr);
     for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+    // A session of its own: Ctrl-C at the terminal signals govern's process group, and govern, not
+    // the terminal, decides when the server stops (after the services have drained).
+    ::setsid();
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(pipefd[1], 1);
