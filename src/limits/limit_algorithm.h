@@ -12,7 +12,8 @@
 // pinned low, and the second window's RTT is what the server answers in without a queue. Without it,
 // an RTT baseline learnt under sustained overload is itself inflated and the limit creeps up without
 // bound (in Gradient2 the long-term average catches up with the short-term one; in Vegas Netflix's
-// "reset rtt_noload to the current RTT" probe does the same): the simulation test shows it. So between
+// "reset rtt_noload to the current RTT" probe does the same): Simulation.Gradient2WithoutProbeCreepsUp
+// shows it. So between
 // probes Gradient2's long-term RTT may fall but not rise above the last probe's RTT. A probe costs two
 // windows at a low limit every `interval_windows` windows (about 1% of throughput by default).
 // A window in which any request was dropped (a timeout or 5xx, Release(ok=false)) always shrinks the

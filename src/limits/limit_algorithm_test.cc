@@ -74,6 +74,28 @@ TEST(Gradient2, StaysWithinBounds) {
   EXPECT_EQ(limit, 10);
 }
 
+TEST(Gradient2, ProbePinsTheLimitThenRestoresItWithANewBaseline) {
+  Gradient2Options o;
+  o.probe.interval_windows = 10;
+  Gradient2Limit g(o);
+  int limit = g.initial_limit();
+  int pinned_windows = 0;
+  int before_probe = 0;
+  for (int i = 0; i < 10 && pinned_windows == 0; ++i) {
+    int next = g.Update(Window(10 * kMs, limit));
+    if (next == o.min_limit && limit > o.min_limit) {
+      ++pinned_windows;
+      before_probe = limit;
+    }
+    limit = next;
+  }
+  ASSERT_EQ(pinned_windows, 1);
+  EXPECT_EQ(g.Update(Window(30 * kMs, limit)), o.min_limit);  // draining window: still pinned
+  // The measuring window sees 5 ms at low concurrency: the baseline becomes 5 ms and the limit returns.
+  EXPECT_GE(g.Update(Window(5 * kMs, limit)), before_probe);
+  EXPECT_DOUBLE_EQ(g.long_rtt_nanos(), 5.0 * kMs);
+}
+
 TEST(Vegas, GrowsWhenFlatShrinksWhenQueueing) {
   VegasLimit v;
   int limit = RunWindows(v, 60, 10 * kMs);

@@ -172,6 +172,17 @@ TEST(Simulation, Gradient2ConvergesNearCapacityAndFollowsIt) {
   EXPECT_EQ(sim.limiter().Stats().release_underflows, 0);
 }
 
+// Why the no-load probe exists: without it, Gradient2's long-term RTT learns the queue under sustained
+// overload and the limit creeps far past the capacity (until the clients' own count stops it).
+TEST(Simulation, Gradient2WithoutProbeCreepsUp) {
+  Gradient2Options o;
+  o.probe.interval_windows = 0;
+  Simulation sim(std::make_unique<Gradient2Limit>(o),
+                 {ClientGroup{.count = 400, .cls = RequestClass::kNormal, .org = ""}});
+  Phase p{.capacity = 100, .base_nanos = 10 * kMs, .seconds = 40};
+  EXPECT_GT(sim.Run(p).mean_limit, 3.0 * p.capacity);
+}
+
 TEST(Simulation, VegasConvergesNearCapacityAndFollowsIt) {
   Simulation sim(std::make_unique<VegasLimit>(),
                  {ClientGroup{.count = 400, .cls = RequestClass::kNormal, .org = ""}});
