@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "base/log.h"
+#include "cli/limits_config.h"
 #include "db/local_cluster.h"
 #include "db/migrator.h"
 #include "db/pool.h"
@@ -92,6 +93,7 @@ int Fail(const Status& s) {
 
 void DeclareServiceKeys(config::Schema& schema) {
   for (const auto& reg : services::Registry()) reg.make()->DeclareConfig(schema);
+  DeclareLimitsKeys(schema);
 }
 
 void PrintServices() {
@@ -131,13 +133,15 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
   }
 
 
+  std::unique_ptr<limits::Limiter> limiter = NewLimiter(cfg, Clock::Real());
+
   std::vector<services::Endpoint> running;
   running.push_back({"postgres", "postgresql", database->description});
   services::Context ctx;
   ctx.config = &cfg;
   ctx.clock = &Clock::Real();
   ctx.db = pool->get();
-  ctx.admission = nullptr;
+  ctx.admission = limiter.get();
   ctx.data_dir = data_dir;
   ctx.version = GOVERN_VERSION;
   ctx.running = &running;
