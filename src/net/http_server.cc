@@ -6,6 +6,9 @@
 // tick, which keeps the request path free of timer syscalls.
 #include "net/http_server.h"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -16,10 +19,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
-
-#include <algorithm>
-#include <array>
-#include <atomic>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -87,9 +86,9 @@ struct Worker {
     conns.pop_back();
   }
   void RefreshDate() {
-    int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+    int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     if (now != date_second) {
       date_second = now;
       internal::FormatHttpDate(now, &date);
@@ -136,7 +135,10 @@ class Connection final : public ConnBase,
   static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
 
   Connection(Worker* w, Stream stream)
-      : w_(w), s_(w->server), stream_(std::move(stream)), reader_(static_cast<uint32_t>(s_->cfg.max_header_bytes)) {}
+      : w_(w),
+        s_(w->server),
+        stream_(std::move(stream)),
+        reader_(static_cast<uint32_t>(s_->cfg.max_header_bytes)) {}
 
   void Start() {
     auto now = SteadyClock::now();
@@ -144,11 +146,12 @@ class Connection final : public ConnBase,
     deadline_ = now + s_->cfg.header_timeout;
     if constexpr (kTls) {
       state_ = State::kHandshake;
-      stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
-        if (self->state_ == State::kClosed) return;
-        if (ec) return self->Close();
-        self->BeginRequest();
-      });
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (self->state_ == State::kClosed) return;
+                                if (ec) return self->Close();
+                                self->BeginRequest();
+                              });
     } else {
       BeginRequest();
     }
@@ -223,8 +226,9 @@ class Connection final : public ConnBase,
 
   void DoRead() {
     reading_ = true;
-    stream_.async_read_some(buf_.prepare(kReadChunk),
-                            [self = this->shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
+    stream_.async_read_some(
+        buf_.prepare(kReadChunk),
+        [self = this->shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
   void OnRead(beast::error_code ec, size_t n) {
@@ -287,8 +291,8 @@ class Connection final : public ConnBase,
         pending_error_ = 404;
       }
     }
-    size_t limit = route_ && route_->options.max_body_bytes ? route_->options.max_body_bytes
-                                                            : s_->cfg.max_body_bytes;
+    size_t limit =
+        route_ && route_->options.max_body_bytes ? route_->options.max_body_bytes : s_->cfg.max_body_bytes;
     if (!reader_.SetBodyLimit(limit)) {
       RespondError(413, reader_.error_detail());
       return false;
@@ -432,11 +436,12 @@ class Connection final : public ConnBase,
   }
 
   void Discard() {
-    Socket().async_read_some(buf_.prepare(kReadChunk), [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      if (self->state_ == State::kClosed) return;
-      if (ec) return self->Close();
-      self->Discard();
-    });
+    Socket().async_read_some(buf_.prepare(kReadChunk),
+                             [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                               if (self->state_ == State::kClosed) return;
+                               if (ec) return self->Close();
+                               self->Discard();
+                             });
   }
 
   void Close() {
@@ -505,7 +510,8 @@ void ServerCore::DoAccept(Worker* w) {
     if (target == w) {
       OnAccepted(w, std::move(socket));
     } else {
-      asio::post(target->ioc, [this, target, s = std::move(socket)]() mutable { OnAccepted(target, std::move(s)); });
+      asio::post(target->ioc,
+                 [this, target, s = std::move(socket)]() mutable { OnAccepted(target, std::move(s)); });
     }
     DoAccept(w);
   });
@@ -550,7 +556,8 @@ void ServerCore::ArmTick(Worker* w) {
 void ServerCore::AddBuiltins() {
   RouteOptions health{RequestClass::kHealth, 0, ""};
   if (!router.Has(Method::kGet, "/healthz")) {
-    router.AddSync(Method::kGet, "/healthz", [](Request&) { return JsonResponse(R"({"status":"ok"})"); }, health);
+    router.AddSync(
+        Method::kGet, "/healthz", [](Request&) { return JsonResponse(R"({"status":"ok"})"); }, health);
   }
   if (!router.Has(Method::kGet, "/readyz")) {
     router.AddSync(
@@ -647,8 +654,8 @@ Status Server::Start() {
     st.by_status.reset(new std::atomic<uint64_t>[kStatusSlots]);
     for (size_t i = 0; i < kStatusSlots; ++i) st.by_status[i].store(0, std::memory_order_relaxed);
     st.latency = &m.AddHistogram("govern_http_request_duration_seconds",
-                                 "Time from the end of the request header to the response", Histogram::LatencySeconds(),
-                                 {{"route", st.name}, {"method", st.method}});
+                                 "Time from the end of the request header to the response",
+                                 Histogram::LatencySeconds(), {{"route", st.name}, {"method", st.method}});
     s.stats.push_back(std::move(st));
   };
   for (const auto& r : s.router.routes()) add_stats(r->options.name, std::string(MethodName(r->method)));
@@ -669,8 +676,8 @@ Status Server::Start() {
                    }
                  });
 
-  auto shortest = std::min({cfg.header_timeout, cfg.body_timeout, cfg.idle_timeout, cfg.handler_timeout,
-                            cfg.write_timeout});
+  auto shortest = std::min(
+      {cfg.header_timeout, cfg.body_timeout, cfg.idle_timeout, cfg.handler_timeout, cfg.write_timeout});
   s.tick_interval = std::clamp<SteadyClock::duration>(shortest / 4, std::chrono::milliseconds(5),
                                                       std::chrono::milliseconds(250));
 
@@ -692,7 +699,8 @@ Status Server::Start() {
       if (!ec) w->acceptor->listen(asio::socket_base::max_listen_connections, ec);
       if (ec) {
         s.workers.clear();
-        return Unavailable("http listen on " + cfg.address + ":" + std::to_string(ep.port()) + ": " + ec.message());
+        return Unavailable("http listen on " + cfg.address + ":" + std::to_string(ep.port()) + ": " +
+                           ec.message());
       }
       if (i == 0) s.bound_port = w->acceptor->local_endpoint().port();
     }

@@ -156,8 +156,8 @@ Router::Match Router::Find(Method method, std::string_view path,
   }
   if (m.path_known) {
     if (allowed[static_cast<size_t>(Method::kGet)]) allowed[static_cast<size_t>(Method::kHead)] = true;
-    for (Method x : {Method::kGet, Method::kHead, Method::kPost, Method::kPut, Method::kPatch, Method::kDelete,
-                     Method::kOptions}) {
+    for (Method x : {Method::kGet, Method::kHead, Method::kPost, Method::kPut, Method::kPatch,
+                     Method::kDelete, Method::kOptions}) {
       if (!allowed[static_cast<size_t>(x)]) continue;
       if (!m.allow.empty()) m.allow += ", ";
       m.allow += MethodName(x);
