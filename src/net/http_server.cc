@@ -39,6 +39,7 @@ namespace {
 constexpr size_t kStatusSlots = 600;
 constexpr size_t kReadChunk = 16 * 1024;
 constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr auto kDrainLingerTime = std::chrono::milliseconds(200);
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // Counts and latency for one route (the last entry of Impl::stats is for unrouted requests).
@@ -106,7 +107,8 @@ struct ServerCore {
   MetricsRegistry* metrics = nullptr;
   std::vector<RouteStats> stats;
   Gauge* in_flight = nullptr;
-  Gauge* connections = nullptr;
+  Gauge* connections = nullptr;              // may be shared with other servers on the same registry
+  std::atomic<int64_t> open_connections{0};  // this server's own count, for limits and draining
   Counter* shed = nullptr;
   std::unique_ptr<asio::ssl::context> ssl;
   std::vector<std::unique_ptr<Worker>> workers;
@@ -427,7 +429,9 @@ class Connection final : public ConnBase,
   // reset the connection before the client has read our last response (RFC 9112 section 9.6).
   void Linger() {
     state_ = State::kLingering;
-    deadline_ = SteadyClock::now() + kLingerTime;
+    // While the server drains, a short linger keeps Stop() quick once the answers are out.
+    bool draining = s_->draining.load(std::memory_order_relaxed);
+    deadline_ = SteadyClock::now() + (draining ? kDrainLingerTime : kLingerTime);
     beast::error_code ec;
     Socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return Close();
@@ -462,6 +466,7 @@ class Connection final : public ConnBase,
     Socket().close(ec);
     w_->Unregister(this);
     s_->connections->Add(-1);
+    s_->open_connections.fetch_sub(1, std::memory_order_relaxed);
   }
 
   Worker* w_;
@@ -520,12 +525,13 @@ void ServerCore::DoAccept(Worker* w) {
 void ServerCore::OnAccepted(Worker* w, tcp::socket socket) {
   beast::error_code ec;
   if (draining.load(std::memory_order_relaxed) || w->stopped.load(std::memory_order_relaxed) ||
-      static_cast<size_t>(connections->Value()) >= cfg.max_connections) {
+      static_cast<size_t>(open_connections.load(std::memory_order_relaxed)) >= cfg.max_connections) {
     socket.close(ec);
     return;
   }
   socket.set_option(tcp::no_delay(true), ec);
   connections->Add(1);
+  open_connections.fetch_add(1, std::memory_order_relaxed);
   if (ssl) {
     using TlsStream = asio::ssl::stream<tcp::socket>;
     auto c = std::make_shared<Connection<TlsStream>>(w, TlsStream(std::move(socket), *ssl));
@@ -737,7 +743,7 @@ void Server::Stop() {
     });
   }
   auto deadline = SteadyClock::now() + s.cfg.drain_timeout;
-  while (s.connections->Value() > 0 && SteadyClock::now() < deadline) {
+  while (s.open_connections.load(std::memory_order_relaxed) > 0 && SteadyClock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   for (auto& wp : s.workers) {
