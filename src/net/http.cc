@@ -7,14 +7,22 @@ namespace govern::net {
 
 std::string_view MethodName(Method m) {
   switch (m) {
-    case Method::kGet: return "GET";
-    case Method::kHead: return "HEAD";
-    case Method::kPost: return "POST";
-    case Method::kPut: return "PUT";
-    case Method::kPatch: return "PATCH";
-    case Method::kDelete: return "DELETE";
-    case Method::kOptions: return "OPTIONS";
-    case Method::kOther: return "OTHER";
+    case Method::kGet:
+      return "GET";
+    case Method::kHead:
+      return "HEAD";
+    case Method::kPost:
+      return "POST";
+    case Method::kPut:
+      return "PUT";
+    case Method::kPatch:
+      return "PATCH";
+    case Method::kDelete:
+      return "DELETE";
+    case Method::kOptions:
+      return "OPTIONS";
+    case Method::kOther:
+      return "OTHER";
   }
   return "OTHER";
 }
@@ -141,7 +149,8 @@ std::vector<std::pair<std::string, std::string>> Request::QueryParams() const {
 
 Responder& Responder::operator=(Responder&& other) noexcept {
   if (this != &other) {
-    if (sink_) sink_->Deliver(seq_, ProblemResponse(500, "the handler dropped the request without answering"));
+    if (sink_)
+      sink_->Deliver(seq_, ProblemResponse(500, "the handler dropped the request without answering"));
     sink_ = std::move(other.sink_);
     seq_ = other.seq_;
   }

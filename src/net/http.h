@@ -49,11 +49,11 @@ class Headers {
 
 struct Request {
   Method method = Method::kGet;
-  std::string method_name;   // the token as sent ("GET"), useful when method is kOther
-  std::string target;        // as sent: "/v1/orgs/acme/events?limit=10"
-  std::string path;          // target up to '?', not percent-decoded: "/v1/orgs/acme/events"
-  std::string query;         // after '?', raw: "limit=10"
-  int version = 11;          // 10 or 11
+  std::string method_name;  // the token as sent ("GET"), useful when method is kOther
+  std::string target;       // as sent: "/v1/orgs/acme/events?limit=10"
+  std::string path;         // target up to '?', not percent-decoded: "/v1/orgs/acme/events"
+  std::string query;        // after '?', raw: "limit=10"
+  int version = 11;         // 10 or 11
   Headers headers;
   std::string body;
   // Path parameters filled by the router, percent-decoded: {"org", "acme"}.

@@ -3,6 +3,7 @@
 
 #include <openssl/ssl.h>
 
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -19,10 +20,9 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <atomic>
 #include <future>
-#include <optional>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -147,7 +147,8 @@ struct HttpClient::Impl {
 
   template <class Stream>
   asio::awaitable<Result<ClientResponse>> RoundTrip(Stream& stream, Conn& conn, const Url& u,
-                                                    const ClientRequest& req, bool* keep_alive, bool* got_bytes) {
+                                                    const ClientRequest& req, bool* keep_alive,
+                                                    bool* got_bytes) {
     beast::error_code ec;
     auto token = asio::redirect_error(asio::use_awaitable, ec);
     bhttp::request<bhttp::string_body> msg;
@@ -155,7 +156,8 @@ struct HttpClient::Impl {
     msg.target(u.target);
     msg.version(11);
     for (const auto& [k, v] : req.headers.fields()) {
-      if (EqualsIgnoreCase(k, "Host") || EqualsIgnoreCase(k, "Content-Length") || EqualsIgnoreCase(k, "Connection")) {
+      if (EqualsIgnoreCase(k, "Host") || EqualsIgnoreCase(k, "Content-Length") ||
+          EqualsIgnoreCase(k, "Connection")) {
         continue;
       }
       msg.insert(k, v);
@@ -232,7 +234,8 @@ struct HttpClient::Impl {
       }
       // A pooled connection the server closed meanwhile fails before any byte of a response: retry
       // once on a new connection (the request never reached a handler).
-      if (!r->ok() && reused && !got_bytes && attempt == 0 && r->status().code() == Code::kUnavailable) continue;
+      if (!r->ok() && reused && !got_bytes && attempt == 0 && r->status().code() == Code::kUnavailable)
+        continue;
       if (r->ok() && keep_alive) {
         auto& p = idle[url->origin];
         if (p.size() < opts.max_idle_per_host) p.push_back(std::move(conn));

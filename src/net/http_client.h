@@ -26,8 +26,8 @@ struct ClientOptions {
   std::chrono::milliseconds request_timeout{30000};  // writing the request and reading the response
   size_t max_response_bytes = 64 * 1024 * 1024;
   size_t max_idle_per_host = 16;
-  std::string ca_file;       // PEM bundle to verify TLS servers against; empty: the system store
-  bool verify_peer = true;   // false only for tests against throwaway certificates
+  std::string ca_file;      // PEM bundle to verify TLS servers against; empty: the system store
+  bool verify_peer = true;  // false only for tests against throwaway certificates
 };
 
 struct ClientRequest {
@@ -56,7 +56,8 @@ class HttpClient {
   // kDeadlineExceeded (a timeout), kResourceExhausted (response too large), kDataLoss (bad response).
   Result<ClientResponse> Send(ClientRequest request);
   Result<ClientResponse> Get(std::string url);
-  Result<ClientResponse> Post(std::string url, std::string body, std::string_view content_type = "application/json");
+  Result<ClientResponse> Post(std::string url, std::string body,
+                              std::string_view content_type = "application/json");
 
   // Sends without waiting; `done` runs once on the client's event loop thread.
   void SendAsync(ClientRequest request, std::function<void(Result<ClientResponse>)> done);

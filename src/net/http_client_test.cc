@@ -23,7 +23,8 @@ using namespace std::chrono_literals;
 
 Router HelloRoutes() {
   Router r;
-  r.AddSync(Method::kGet, "/hello", [](Request&) { return JsonResponse(R"({"message":"hello","ok":true})"); });
+  r.AddSync(Method::kGet, "/hello",
+            [](Request&) { return JsonResponse(R"({"message":"hello","ok":true})"); });
   return r;
 }
 
@@ -34,9 +35,10 @@ class TlsFiles {
   TlsFiles() {
     dir_ = std::filesystem::temp_directory_path() / ("govern-tls-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_);
-    std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
-                      "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
-                      key() + " -out " + cert() + " >/dev/null 2>&1";
+    std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+        "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+        key() + " -out " + cert() + " >/dev/null 2>&1";
     ok_ = std::system(cmd.c_str()) == 0;
   }
   ~TlsFiles() {

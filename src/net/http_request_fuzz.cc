@@ -19,8 +19,8 @@ const Router& TheRouter() {
     router->AddSync(Method::kGet, "/v1/orgs/{org}/events", [](Request& req) {
       return Response(200, std::string(req.Param("org")) + req.QueryParam("q").value_or(""));
     });
-    router->AddSync(Method::kPost, "/v1/orgs/{org}/events", [](Request& req) { return Response(202, req.body); },
-                    {RequestClass::kBulk, 4096, ""});
+    router->AddSync(Method::kPost, "/v1/orgs/{org}/events",
+                    [](Request& req) { return Response(202, req.body); }, {RequestClass::kBulk, 4096, ""});
     router->AddSync(Method::kGet, "/files/{path...}", [](Request& req) { return Response(200, req.target); });
     router->AddSync(Method::kGet, "/healthz", [](Request&) { return Response(200, "ok"); });
     return router;
@@ -78,8 +78,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     reader.TakeRequest(&req);
     auto m = TheRouter().Find(req.method, req.path, &req.params);
     auto sink = std::make_shared<Capture>();
-    if (m.route) m.route->handler(std::move(req), Responder(sink, 1));
-    else sink->last = ProblemResponse(m.path_known ? 405 : 404, "no route", req.path);
+    if (m.route)
+      m.route->handler(std::move(req), Responder(sink, 1));
+    else
+      sink->last = ProblemResponse(m.path_known ? 405 : 404, "no route", req.path);
     head.clear();
     internal::AppendResponseHead(head, sink->last, sink->last.body.size(), false, false, "");
     (void)req.QueryParams();

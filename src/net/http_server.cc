@@ -6,6 +6,9 @@
 // tick, which keeps the request path free of timer syscalls.
 #include "net/http_server.h"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -16,10 +19,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
-
-#include <algorithm>
-#include <array>
-#include <atomic>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -40,6 +39,7 @@ namespace {
 constexpr size_t kStatusSlots = 600;
 constexpr size_t kReadChunk = 16 * 1024;
 constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr auto kDrainLingerTime = std::chrono::milliseconds(200);
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // Counts and latency for one route (the last entry of Impl::stats is for unrouted requests).
@@ -87,9 +87,9 @@ struct Worker {
     conns.pop_back();
   }
   void RefreshDate() {
-    int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+    int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     if (now != date_second) {
       date_second = now;
       internal::FormatHttpDate(now, &date);
@@ -107,7 +107,8 @@ struct ServerCore {
   MetricsRegistry* metrics = nullptr;
   std::vector<RouteStats> stats;
   Gauge* in_flight = nullptr;
-  Gauge* connections = nullptr;
+  Gauge* connections = nullptr;              // may be shared with other servers on the same registry
+  std::atomic<int64_t> open_connections{0};  // this server's own count, for limits and draining
   Counter* shed = nullptr;
   std::unique_ptr<asio::ssl::context> ssl;
   std::vector<std::unique_ptr<Worker>> workers;
@@ -136,7 +137,10 @@ class Connection final : public ConnBase,
   static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
 
   Connection(Worker* w, Stream stream)
-      : w_(w), s_(w->server), stream_(std::move(stream)), reader_(static_cast<uint32_t>(s_->cfg.max_header_bytes)) {}
+      : w_(w),
+        s_(w->server),
+        stream_(std::move(stream)),
+        reader_(static_cast<uint32_t>(s_->cfg.max_header_bytes)) {}
 
   void Start() {
     auto now = SteadyClock::now();
@@ -144,11 +148,12 @@ class Connection final : public ConnBase,
     deadline_ = now + s_->cfg.header_timeout;
     if constexpr (kTls) {
       state_ = State::kHandshake;
-      stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
-        if (self->state_ == State::kClosed) return;
-        if (ec) return self->Close();
-        self->BeginRequest();
-      });
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (self->state_ == State::kClosed) return;
+                                if (ec) return self->Close();
+                                self->BeginRequest();
+                              });
     } else {
       BeginRequest();
     }
@@ -223,8 +228,9 @@ class Connection final : public ConnBase,
 
   void DoRead() {
     reading_ = true;
-    stream_.async_read_some(buf_.prepare(kReadChunk),
-                            [self = this->shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
+    stream_.async_read_some(
+        buf_.prepare(kReadChunk),
+        [self = this->shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
   void OnRead(beast::error_code ec, size_t n) {
@@ -287,8 +293,8 @@ class Connection final : public ConnBase,
         pending_error_ = 404;
       }
     }
-    size_t limit = route_ && route_->options.max_body_bytes ? route_->options.max_body_bytes
-                                                            : s_->cfg.max_body_bytes;
+    size_t limit =
+        route_ && route_->options.max_body_bytes ? route_->options.max_body_bytes : s_->cfg.max_body_bytes;
     if (!reader_.SetBodyLimit(limit)) {
       RespondError(413, reader_.error_detail());
       return false;
@@ -423,7 +429,9 @@ class Connection final : public ConnBase,
   // reset the connection before the client has read our last response (RFC 9112 section 9.6).
   void Linger() {
     state_ = State::kLingering;
-    deadline_ = SteadyClock::now() + kLingerTime;
+    // While the server drains, a short linger keeps Stop() quick once the answers are out.
+    bool draining = s_->draining.load(std::memory_order_relaxed);
+    deadline_ = SteadyClock::now() + (draining ? kDrainLingerTime : kLingerTime);
     beast::error_code ec;
     Socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return Close();
@@ -432,11 +440,12 @@ class Connection final : public ConnBase,
   }
 
   void Discard() {
-    Socket().async_read_some(buf_.prepare(kReadChunk), [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      if (self->state_ == State::kClosed) return;
-      if (ec) return self->Close();
-      self->Discard();
-    });
+    Socket().async_read_some(buf_.prepare(kReadChunk),
+                             [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                               if (self->state_ == State::kClosed) return;
+                               if (ec) return self->Close();
+                               self->Discard();
+                             });
   }
 
   void Close() {
@@ -457,6 +466,7 @@ class Connection final : public ConnBase,
     Socket().close(ec);
     w_->Unregister(this);
     s_->connections->Add(-1);
+    s_->open_connections.fetch_sub(1, std::memory_order_relaxed);
   }
 
   Worker* w_;
@@ -505,7 +515,8 @@ void ServerCore::DoAccept(Worker* w) {
     if (target == w) {
       OnAccepted(w, std::move(socket));
     } else {
-      asio::post(target->ioc, [this, target, s = std::move(socket)]() mutable { OnAccepted(target, std::move(s)); });
+      asio::post(target->ioc,
+                 [this, target, s = std::move(socket)]() mutable { OnAccepted(target, std::move(s)); });
     }
     DoAccept(w);
   });
@@ -514,12 +525,13 @@ void ServerCore::DoAccept(Worker* w) {
 void ServerCore::OnAccepted(Worker* w, tcp::socket socket) {
   beast::error_code ec;
   if (draining.load(std::memory_order_relaxed) || w->stopped.load(std::memory_order_relaxed) ||
-      static_cast<size_t>(connections->Value()) >= cfg.max_connections) {
+      static_cast<size_t>(open_connections.load(std::memory_order_relaxed)) >= cfg.max_connections) {
     socket.close(ec);
     return;
   }
   socket.set_option(tcp::no_delay(true), ec);
   connections->Add(1);
+  open_connections.fetch_add(1, std::memory_order_relaxed);
   if (ssl) {
     using TlsStream = asio::ssl::stream<tcp::socket>;
     auto c = std::make_shared<Connection<TlsStream>>(w, TlsStream(std::move(socket), *ssl));
@@ -550,7 +562,8 @@ void ServerCore::ArmTick(Worker* w) {
 void ServerCore::AddBuiltins() {
   RouteOptions health{RequestClass::kHealth, 0, ""};
   if (!router.Has(Method::kGet, "/healthz")) {
-    router.AddSync(Method::kGet, "/healthz", [](Request&) { return JsonResponse(R"({"status":"ok"})"); }, health);
+    router.AddSync(
+        Method::kGet, "/healthz", [](Request&) { return JsonResponse(R"({"status":"ok"})"); }, health);
   }
   if (!router.Has(Method::kGet, "/readyz")) {
     router.AddSync(
@@ -647,8 +660,8 @@ Status Server::Start() {
     st.by_status.reset(new std::atomic<uint64_t>[kStatusSlots]);
     for (size_t i = 0; i < kStatusSlots; ++i) st.by_status[i].store(0, std::memory_order_relaxed);
     st.latency = &m.AddHistogram("govern_http_request_duration_seconds",
-                                 "Time from the end of the request header to the response", Histogram::LatencySeconds(),
-                                 {{"route", st.name}, {"method", st.method}});
+                                 "Time from the end of the request header to the response",
+                                 Histogram::LatencySeconds(), {{"route", st.name}, {"method", st.method}});
     s.stats.push_back(std::move(st));
   };
   for (const auto& r : s.router.routes()) add_stats(r->options.name, std::string(MethodName(r->method)));
@@ -669,8 +682,8 @@ Status Server::Start() {
                    }
                  });
 
-  auto shortest = std::min({cfg.header_timeout, cfg.body_timeout, cfg.idle_timeout, cfg.handler_timeout,
-                            cfg.write_timeout});
+  auto shortest = std::min(
+      {cfg.header_timeout, cfg.body_timeout, cfg.idle_timeout, cfg.handler_timeout, cfg.write_timeout});
   s.tick_interval = std::clamp<SteadyClock::duration>(shortest / 4, std::chrono::milliseconds(5),
                                                       std::chrono::milliseconds(250));
 
@@ -692,7 +705,8 @@ Status Server::Start() {
       if (!ec) w->acceptor->listen(asio::socket_base::max_listen_connections, ec);
       if (ec) {
         s.workers.clear();
-        return Unavailable("http listen on " + cfg.address + ":" + std::to_string(ep.port()) + ": " + ec.message());
+        return Unavailable("http listen on " + cfg.address + ":" + std::to_string(ep.port()) + ": " +
+                           ec.message());
       }
       if (i == 0) s.bound_port = w->acceptor->local_endpoint().port();
     }
@@ -729,7 +743,7 @@ void Server::Stop() {
     });
   }
   auto deadline = SteadyClock::now() + s.cfg.drain_timeout;
-  while (s.connections->Value() > 0 && SteadyClock::now() < deadline) {
+  while (s.open_connections.load(std::memory_order_relaxed) > 0 && SteadyClock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   for (auto& wp : s.workers) {

@@ -155,13 +155,15 @@ ServerConfig TestConfig() {
 
 Router TestRoutes() {
   Router r;
-  r.AddSync(Method::kGet, "/hello", [](Request&) { return JsonResponse(R"({"message":"hello","ok":true})"); });
+  r.AddSync(Method::kGet, "/hello",
+            [](Request&) { return JsonResponse(R"({"message":"hello","ok":true})"); });
   r.AddSync(Method::kGet, "/v1/orgs/{org}/events", [](Request& req) {
-    return Response(200, std::string(req.Param("org")) + "|" + req.QueryParam("limit").value_or("none") + "|" +
-                             std::string(req.headers.Get("x-test").value_or("")));
+    return Response(200, std::string(req.Param("org")) + "|" + req.QueryParam("limit").value_or("none") +
+                             "|" + std::string(req.headers.Get("x-test").value_or("")));
   });
   r.AddSync(Method::kPost, "/echo", [](Request& req) { return Response(200, req.body); });
-  r.AddSync(Method::kPost, "/big", [](Request& req) { return Response(200, std::to_string(req.body.size())); },
+  r.AddSync(Method::kPost, "/big",
+            [](Request& req) { return Response(200, std::to_string(req.body.size())); },
             {RequestClass::kNormal, 100000, ""});
   r.Add(Method::kGet, "/later", [](Request&& req, Responder resp) {
     std::thread([resp = std::move(resp), path = req.path]() mutable {
@@ -183,7 +185,9 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(st.ok()) << st.ToString();
     ASSERT_NE(server_->port(), 0);
   }
-  std::string Url(std::string_view path) { return "http://127.0.0.1:" + std::to_string(server_->port()) + std::string(path); }
+  std::string Url(std::string_view path) {
+    return "http://127.0.0.1:" + std::to_string(server_->port()) + std::string(path);
+  }
   int64_t Connections() { return server_->metrics().AddGauge("govern_http_connections", "").Value(); }
 
   FakeAdmission adm_;  // declared before server_ so that it outlives the server
@@ -245,8 +249,9 @@ TEST_F(ServerTest, KeepAliveReusesOneConnection) {
 TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
   StartServer();
   RawConn c(server_->port());
-  ASSERT_TRUE(c.Send("GET /later HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"
-                     "abcGET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(c.Send(
+      "GET /later HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"
+      "abcGET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
   auto a = c.Read();
   auto b = c.Read();
   auto d = c.Read();
@@ -304,7 +309,9 @@ TEST_F(ServerTest, MalformedRequestsGet400AndOthersAreStillServed) {
 TEST_F(ServerTest, ChunkedBodiesAreAccepted) {
   StartServer();
   RawConn c(server_->port());
-  ASSERT_TRUE(c.Send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n "
+             "world\r\n0\r\n\r\n"));
   auto r = c.Read();
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "hello world");
@@ -497,12 +504,22 @@ TEST_F(ServerTest, MetricsAndHealthEndpoints) {
   EXPECT_EQ(m->status, 200);
   EXPECT_EQ(m->headers.Get("Content-Type").value_or(""), "text/plain; version=0.0.4; charset=utf-8");
   const std::string& t = m->body;
-  EXPECT_NE(t.find("govern_http_requests_total{route=\"/hello\",method=\"GET\",code=\"200\"} 3\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("govern_http_requests_total{route=\"unrouted\",method=\"any\",code=\"404\"} 1\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("govern_http_request_duration_seconds_count{route=\"/hello\",method=\"GET\"} 3\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("govern_http_request_duration_seconds_bucket{route=\"/hello\",method=\"GET\",le=\"+Inf\"} 3\n"),
-            std::string::npos) << t;
-  EXPECT_NE(t.find("# TYPE govern_http_requests_in_flight gauge\ngovern_http_requests_in_flight 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("govern_http_requests_total{route=\"/hello\",method=\"GET\",code=\"200\"} 3\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("govern_http_requests_total{route=\"unrouted\",method=\"any\",code=\"404\"} 1\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("govern_http_request_duration_seconds_count{route=\"/hello\",method=\"GET\"} 3\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(
+      t.find("govern_http_request_duration_seconds_bucket{route=\"/hello\",method=\"GET\",le=\"+Inf\"} 3\n"),
+      std::string::npos)
+      << t;
+  EXPECT_NE(t.find("# TYPE govern_http_requests_in_flight gauge\ngovern_http_requests_in_flight 1\n"),
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("govern_http_connections 1\n"), std::string::npos) << t;
   EXPECT_NE(t.find("govern_http_shed_total 0\n"), std::string::npos) << t;
   auto h = client_.Get(Url("/healthz"));
@@ -566,9 +583,9 @@ TEST_F(ServerTest, MaxConnectionsClosesTheExtra) {
   EXPECT_EQ(a.Read().status, 200);
 }
 
-TEST_F(ServerTest, SingleAcceptorModeServesAllWorkers) {
+TEST_F(ServerTest, ReusePortModeServesAllWorkers) {
   ServerConfig cfg = TestConfig();
-  cfg.reuse_port = false;
+  cfg.reuse_port = true;
   cfg.workers = 3;
   StartServer(cfg);
   for (int i = 0; i < 6; ++i) {
@@ -589,7 +606,7 @@ TEST_F(ServerTest, StartFailsOnBadRouteOrBusyPort) {
   StartServer();
   ServerConfig cfg = TestConfig();
   cfg.port = server_->port();
-  cfg.reuse_port = false;  // with SO_REUSEPORT on both sides the kernel would allow the bind
+  cfg.reuse_port = false;  // (with SO_REUSEPORT on both sides the kernel would allow the bind)
   Server s2(cfg, Router());
   EXPECT_FALSE(s2.Start().ok());
 }

@@ -87,8 +87,10 @@ void RequestReader::TakeRequest(Request* req) {
   req->target.assign(t);
   size_t q = t.find('?');
   req->path.assign(t.substr(0, q));
-  if (q == std::string_view::npos) req->query.clear();
-  else req->query.assign(t.substr(q + 1));
+  if (q == std::string_view::npos)
+    req->query.clear();
+  else
+    req->query.assign(t.substr(q + 1));
   req->version = static_cast<int>(msg.version());
   req->headers.clear();
   for (const auto& f : msg) req->headers.Add(f.name_string(), f.value());
@@ -150,8 +152,10 @@ void AppendResponseHead(std::string& out, const Response& resp, size_t body_size
     out += date;
     out += "\r\n";
   }
-  if (close) out += "Connection: close\r\n";
-  else if (http10_keep_alive) out += "Connection: keep-alive\r\n";
+  if (close)
+    out += "Connection: close\r\n";
+  else if (http10_keep_alive)
+    out += "Connection: keep-alive\r\n";
   out += "\r\n";
 }
 

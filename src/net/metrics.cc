@@ -50,18 +50,25 @@ namespace {
 
 void AppendEscapedLabel(std::string& out, std::string_view v) {
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
 }
 
 void AppendEscapedHelp(std::string& out, std::string_view v) {
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
 }
 
@@ -181,8 +188,10 @@ std::string MetricsRegistry::RenderText() const {
         out += f->name;
         out += c.labels;
         out += ' ';
-        if (c.counter) out += std::to_string(c.counter->Value());
-        else out += std::to_string(c.gauge->Value());
+        if (c.counter)
+          out += std::to_string(c.counter->Value());
+        else
+          out += std::to_string(c.gauge->Value());
         out += '\n';
         continue;
       }
@@ -191,8 +200,10 @@ std::string MetricsRegistry::RenderText() const {
       for (size_t i = 0; i <= h.bounds().size(); ++i) {
         cumulative += h.BucketCount(i);
         std::string le;
-        if (i == h.bounds().size()) le = "+Inf";
-        else AppendValue(le, h.bounds()[i]);
+        if (i == h.bounds().size())
+          le = "+Inf";
+        else
+          AppendValue(le, h.bounds()[i]);
         out += f->name;
         out += "_bucket";
         out += WithLe(c.labels, le);

@@ -18,8 +18,9 @@ TEST(Metrics, RendersPrometheusText) {
   h.Observe(5);
   m.AddCollector("custom_total", "Computed", "counter", [](std::string& out) { out += "custom_total 7\n"; });
   std::string text = m.RenderText();
-  EXPECT_NE(text.find("# HELP jobs_total Jobs done\n# TYPE jobs_total counter\njobs_total{kind=\"a\\\"b\"} 3\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("# HELP jobs_total Jobs done\n# TYPE jobs_total counter\njobs_total{kind=\"a\\\"b\"} 3\n"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("# TYPE queue_depth gauge\nqueue_depth -2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("latency_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos) << text;

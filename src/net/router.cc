@@ -7,8 +7,8 @@ namespace govern::net {
 namespace {
 
 // Splits "/a/b/c" into {"a","b","c"}; "/" gives one empty segment.
-std::vector<std::string_view> SplitPath(std::string_view path) {
-  std::vector<std::string_view> out;
+void SplitPath(std::string_view path, std::vector<std::string_view>& out) {
+  out.clear();
   if (!path.empty() && path[0] == '/') path.remove_prefix(1);
   while (true) {
     size_t slash = path.find('/');
@@ -16,7 +16,6 @@ std::vector<std::string_view> SplitPath(std::string_view path) {
     if (slash == std::string_view::npos) break;
     path.remove_prefix(slash + 1);
   }
-  return out;
 }
 
 bool ValidName(std::string_view n) {
@@ -41,7 +40,8 @@ void Router::Add(Method method, std::string_view pattern, Handler handler, Route
   route->handler = std::move(handler);
   route->options = std::move(options);
   if (route->options.name.empty()) route->options.name = route->pattern;
-  std::vector<std::string_view> parts = SplitPath(pattern);
+  std::vector<std::string_view> parts;
+  SplitPath(pattern, parts);
   for (size_t i = 0; i < parts.size(); ++i) {
     std::string_view s = parts[i];
     if (s.size() >= 2 && s.front() == '{' && s.back() == '}') {
@@ -129,7 +129,9 @@ Router::Match Router::Find(Method method, std::string_view path,
                            std::vector<std::pair<std::string, std::string>>* params) const {
   Match m;
   if (path.empty() || path[0] != '/') return m;
-  std::vector<std::string_view> parts = SplitPath(path);
+  // Reused per thread: Find runs on every request of every event loop.
+  thread_local std::vector<std::string_view> parts;
+  SplitPath(path, parts);
   const Route* best = nullptr;
   int64_t best_score = -1;
   const Route* get_fallback = nullptr;
@@ -156,8 +158,8 @@ Router::Match Router::Find(Method method, std::string_view path,
   }
   if (m.path_known) {
     if (allowed[static_cast<size_t>(Method::kGet)]) allowed[static_cast<size_t>(Method::kHead)] = true;
-    for (Method x : {Method::kGet, Method::kHead, Method::kPost, Method::kPut, Method::kPatch, Method::kDelete,
-                     Method::kOptions}) {
+    for (Method x : {Method::kGet, Method::kHead, Method::kPost, Method::kPut, Method::kPatch,
+                     Method::kDelete, Method::kOptions}) {
       if (!allowed[static_cast<size_t>(x)]) continue;
       if (!m.allow.empty()) m.allow += ", ";
       m.allow += MethodName(x);

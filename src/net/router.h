@@ -62,7 +62,8 @@ class Router {
   // Finds the route for `method` and `path` (raw, not decoded). On a match, `params` receives the
   // decoded path parameters. A literal segment wins over a parameter at the same place. HEAD falls
   // back to GET when no HEAD route exists.
-  Match Find(Method method, std::string_view path, std::vector<std::pair<std::string, std::string>>* params) const;
+  Match Find(Method method, std::string_view path,
+             std::vector<std::pair<std::string, std::string>>* params) const;
 
   // True when some route has exactly this method and pattern.
   bool Has(Method method, std::string_view pattern) const;
