@@ -3,6 +3,7 @@
 // the raw limit measured in the same run in the same directory: a loop of pwrite + fdatasync with one
 // record per sync, and the same loop with 256 records per sync.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -48,17 +49,33 @@ std::string RecordBytes(uint64_t i) {
   return s;
 }
 
+// One row's measurements, summed over its time slices.
 struct Result {
-  double per_s = 0;
-  double median_us = 0;
-  double p99_us = 0;
-  uint64_t groups = 0;
+  double secs = 0;
+  double cpu_secs = 0;  // user + system time of the whole process while the row ran
+  uint64_t groups = 0;  // fdatasync calls
   uint64_t records = 0;
+  LatencyRecorder lat;
+
+  double per_s() const { return secs > 0 ? static_cast<double>(records) / secs : 0; }
+  double median_us() { return static_cast<double>(lat.Percentile(50)) / 1e3; }
+  double p99_us() { return static_cast<double>(lat.Percentile(99)) / 1e3; }
+  double per_sync() const { return groups ? static_cast<double>(records) / static_cast<double>(groups) : 0; }
 };
+
+double CpuSeconds() {
+  rusage ru;
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto tv = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
 
 // The raw limit: the same framed bytes the log would write, with pwrite + fdatasync into fallocated
 // 64 MiB files (as the log's segments are), `per_sync` records per fdatasync.
-Result RawLoop(const Config& cfg, int per_sync) {
+void RawLoop(const Config& cfg, int per_sync, Result* acc) {
+  double cpu0 = CpuSeconds();
   std::filesystem::remove_all(cfg.dir);
   std::filesystem::create_directories(cfg.dir);
   const uint64_t file_size = 64ull << 20;
@@ -71,7 +88,7 @@ Result RawLoop(const Config& cfg, int per_sync) {
   uint64_t off = file_size;
   int file_no = 0;
   uint64_t records = 0;
-  LatencyRecorder lat;
+  LatencyRecorder& lat = acc->lat;
   auto start = SteadyClock::now();
   auto end = start + cfg.duration;
   for (;;) {
@@ -97,23 +114,19 @@ Result RawLoop(const Config& cfg, int per_sync) {
     records += static_cast<uint64_t>(per_sync);
     lat.Record(Nanos(t0, SteadyClock::now()));
   }
-  double secs = static_cast<double>(Nanos(start, SteadyClock::now())) / 1e9;
+  acc->secs += static_cast<double>(Nanos(start, SteadyClock::now())) / 1e9;
+  acc->cpu_secs += CpuSeconds() - cpu0;
+  acc->records += records;
+  acc->groups += records / static_cast<uint64_t>(per_sync);
   if (fd >= 0) ::close(fd);
   std::filesystem::remove_all(cfg.dir);
-  Result r;
-  r.per_s = static_cast<double>(records) / secs;
-  r.median_us = static_cast<double>(lat.Percentile(50)) / 1e3;
-  r.p99_us = static_cast<double>(lat.Percentile(99)) / 1e3;
-  r.groups = lat.count();
-  r.records = records;
-  return r;
 }
 
 enum class Mode { kBlocking, kBatch64, kAsync };
 
 // `threads` appenders for cfg.duration. kBlocking: Append per record. kBatch64: AppendBatch of 64.
 // kAsync: one thread keeps `window` AppendAsync calls in flight (latency from call to callback).
-Result LogLoop(const Config& cfg, int threads, Mode mode, Durability durability, int window = 0) {
+void LogLoop(const Config& cfg, int threads, Mode mode, Durability durability, int window, Result* acc) {
   std::filesystem::remove_all(cfg.dir);
   govern::wal::Options opt;
   opt.default_durability = durability;
@@ -196,32 +209,28 @@ Result LogLoop(const Config& cfg, int threads, Mode mode, Durability durability,
   }
   while (ready.load() < threads) std::this_thread::yield();
   auto start = SteadyClock::now();
+  double cpu0 = CpuSeconds();
   auto stats0 = (*log)->GetStats();
   std::this_thread::sleep_for(cfg.duration);
   stop = true;
   auto stats1 = (*log)->GetStats();
-  double secs = static_cast<double>(Nanos(start, SteadyClock::now())) / 1e9;
+  acc->secs += static_cast<double>(Nanos(start, SteadyClock::now())) / 1e9;
+  acc->cpu_secs += CpuSeconds() - cpu0;
   for (auto& w : workers) w.join();
-  Result r;
   // Throughput: records made durable during the measured interval (the log's own count).
-  r.records = stats1.records - stats0.records;
-  r.groups = stats1.groups - stats0.groups;
-  r.per_s = static_cast<double>(r.records) / secs;
-  LatencyRecorder all;
-  for (auto& l : lats) all.Merge(l);
-  r.median_us = static_cast<double>(all.Percentile(50)) / 1e3;
-  r.p99_us = static_cast<double>(all.Percentile(99)) / 1e3;
+  acc->records += stats1.records - stats0.records;
+  acc->groups += stats1.groups - stats0.groups;
+  for (auto& l : lats) acc->lat.Merge(l);
   log->reset();
   std::filesystem::remove_all(cfg.dir);
-  return r;
 }
 
-void Print(const char* name, const Result& r) {
-  std::fprintf(stderr,
-               "  %-34s %12.0f records/s  median %9.1f us  p99 %9.1f us  (%" PRIu64
-               " syncs, %.1f records/sync)\n",
-               name, r.per_s, r.median_us, r.p99_us, r.groups,
-               r.groups ? static_cast<double>(r.records) / static_cast<double>(r.groups) : 0.0);
+void Print(const std::string& name, Result& r) {
+  std::fprintf(
+      stderr,
+      "  %-34s %10.0f records/s  median %8.1f us  p99 %8.1f us  %8.1f records/sync  %.2f cores busy\n",
+      name.c_str(), r.per_s(), r.median_us(), r.p99_us(), r.per_sync(),
+      r.secs > 0 ? r.cpu_secs / r.secs : 0.0);
 }
 
 }  // namespace
@@ -235,60 +244,75 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--dir") == 0) cfg.dir = argv[i + 1];
   }
   cfg.dir += "/run";
-  cfg.duration = std::chrono::milliseconds(args.quick ? 1500 : 5000);
-  Report report("wal", args.quick);
-
-  std::fprintf(stderr, "wal bench: %zu-byte records, %lld ms per row, in %s\n", kRecord,
-               static_cast<long long>(cfg.duration.count()), cfg.dir.c_str());
-  Result raw1 = RawLoop(cfg, 1);
-  Print("raw pwrite+fdatasync, 1/sync", raw1);
-  Result raw256 = RawLoop(cfg, 256);
-  Print("raw pwrite+fdatasync, 256/sync", raw256);
-  const std::string raw1_name = "pwrite+fdatasync loop, 1 record per sync";
-  const std::string raw256_name = "pwrite+fdatasync loop, 256 records per sync (raw limit)";
-
-  report.Add(Row{"raw_fdatasync_1_per_sync_records_per_s", raw1.per_s, "records/s", std::nullopt, "higher",
-                 "", std::nullopt, "the raw limit for one synchronous appender"});
-  report.Add(Row{"raw_fdatasync_256_per_sync_records_per_s", raw256.per_s, "records/s", std::nullopt,
-                 "higher", "", std::nullopt, "the raw limit with batching"});
+  // The disk is shared and noisy: every row runs in short slices, round-robin with the others, so the
+  // raw limit and the log see the same conditions over the run.
+  const int rounds = args.quick ? 2 : 6;
+  cfg.duration = std::chrono::milliseconds(args.quick ? 600 : 1000);
 
   struct Case {
-    const char* metric;
-    int threads;
+    std::string metric;
+    int threads;  // 0: a raw loop
     Mode mode;
     Durability durability;
-    int window;
+    int param;  // raw: records per sync; async: window
     bool has_target;
-    bool vs_batched;
+    int peer;  // index of the raw row this one is compared with, -1 for none
+    Result r;
   };
-  const Case cases[] = {
-      {"append_1", 1, Mode::kBlocking, Durability::kSync, 0, false, false},
-      {"append_16", 16, Mode::kBlocking, Durability::kSync, 0, true, true},
-      {"append_256", 256, Mode::kBlocking, Durability::kSync, 0, true, true},
-      {"append_buffered_256", 256, Mode::kBlocking, Durability::kBuffered, 0, true, true},
-      {"append_async_window_4096", 1, Mode::kAsync, Durability::kSync, 4096, true, true},
-      {"append_batch64_16", 16, Mode::kBatch64, Durability::kSync, 0, true, true},
+  std::vector<Case> cases = {
+      {"raw_fdatasync_1_per_sync", 0, Mode::kBlocking, Durability::kSync, 1, false, -1, {}},
+      {"raw_fdatasync_256_per_sync", 0, Mode::kBlocking, Durability::kSync, 256, false, -1, {}},
+      {"append_1", 1, Mode::kBlocking, Durability::kSync, 0, false, 0, {}},
+      {"append_16", 16, Mode::kBlocking, Durability::kSync, 0, true, 1, {}},
+      {"append_256", 256, Mode::kBlocking, Durability::kSync, 0, true, 1, {}},
+      {"append_buffered_256", 256, Mode::kBlocking, Durability::kBuffered, 0, true, 1, {}},
+      {"append_async_window_4096", 1, Mode::kAsync, Durability::kSync, 4096, true, 1, {}},
+      {"append_async_buffered_window_4096", 1, Mode::kAsync, Durability::kBuffered, 4096, true, 1, {}},
+      {"append_batch64_16", 16, Mode::kBatch64, Durability::kSync, 0, true, 1, {}},
   };
-  for (const Case& c : cases) {
-    Result r = LogLoop(cfg, c.threads, c.mode, c.durability, c.window);
-    Print(c.metric, r);
-    const Result& peer = c.vs_batched ? raw256 : raw1;
-    const std::string& peer_name = c.vs_batched ? raw256_name : raw1_name;
-    char note[160];
-    std::snprintf(note, sizeof(note), "%.1f records per fdatasync; %.2fx the peer",
-                  r.groups ? static_cast<double>(r.records) / static_cast<double>(r.groups) : 0.0,
-                  peer.per_s > 0 ? r.per_s / peer.per_s : 0.0);
-    report.Add(Row{std::string(c.metric) + "_records_per_s", r.per_s, "records/s",
-                   c.has_target ? std::optional<double>(kTarget) : std::nullopt, "higher", peer_name,
-                   peer.per_s, note});
-    const char* lat_unit_note =
-        c.mode == Mode::kBatch64 ? "per 64-record batch" : "per append, call to durable";
-    report.Add(Row{std::string(c.metric) + "_latency_median_us", r.median_us, "us", std::nullopt, "lower",
-                   c.vs_batched ? "" : "fdatasync loop, 1 record per sync",
-                   c.vs_batched ? std::nullopt : std::optional<double>(raw1.median_us), lat_unit_note});
-    report.Add(Row{std::string(c.metric) + "_latency_p99_us", r.p99_us, "us", std::nullopt, "lower",
-                   c.vs_batched ? "" : "fdatasync loop, 1 record per sync",
-                   c.vs_batched ? std::nullopt : std::optional<double>(raw1.p99_us), lat_unit_note});
+  std::fprintf(stderr, "wal bench: %zu-byte records, %d rounds of %lld ms per row, in %s\n", kRecord, rounds,
+               static_cast<long long>(cfg.duration.count()), cfg.dir.c_str());
+  for (int round = 0; round < rounds; ++round) {
+    for (Case& c : cases) {
+      if (c.threads == 0) {
+        RawLoop(cfg, c.param, &c.r);
+      } else {
+        LogLoop(cfg, c.threads, c.mode, c.durability, c.param, &c.r);
+      }
+    }
+    std::fprintf(stderr, "  round %d of %d done\n", round + 1, rounds);
+  }
+  for (Case& c : cases) Print(c.metric, c.r);
+
+  Report report("wal", args.quick);
+  auto peer_name = [](const Case& p) {
+    return "pwrite+fdatasync loop, " + std::to_string(p.param) + (p.param == 1 ? " record" : " records") +
+           " per sync";
+  };
+  for (Case& c : cases) {
+    Case* peer = c.peer >= 0 ? &cases[static_cast<size_t>(c.peer)] : nullptr;
+    char buf[120];
+    std::snprintf(buf, sizeof(buf), "%.1f records per fdatasync; %.2f cores busy", c.r.per_sync(),
+                  c.r.secs > 0 ? c.r.cpu_secs / c.r.secs : 0.0);
+    std::string note = buf;
+    if (peer != nullptr) {
+      std::snprintf(buf, sizeof(buf), "; %.2fx the peer", c.r.per_s() / peer->r.per_s());
+      note += buf;
+    }
+    report.Add(Row{c.metric + "_records_per_s", c.r.per_s(), "records/s",
+                   c.has_target ? std::optional<double>(kTarget) : std::nullopt, "higher",
+                   peer ? peer_name(*peer) : "", peer ? std::optional<double>(peer->r.per_s()) : std::nullopt,
+                   note});
+    const char* what = c.threads == 0             ? "per pwrite+fdatasync"
+                       : c.mode == Mode::kBatch64 ? "per 64-record batch, call to durable"
+                                                  : "per append, call to durable";
+    bool lat_peer = peer != nullptr && c.mode != Mode::kBatch64;
+    report.Add(Row{c.metric + "_latency_median_us", c.r.median_us(), "us", std::nullopt, "lower",
+                   lat_peer ? peer_name(*peer) : "",
+                   lat_peer ? std::optional<double>(peer->r.median_us()) : std::nullopt, what});
+    report.Add(Row{c.metric + "_latency_p99_us", c.r.p99_us(), "us", std::nullopt, "lower",
+                   lat_peer ? peer_name(*peer) : "",
+                   lat_peer ? std::optional<double>(peer->r.p99_us()) : std::nullopt, what});
   }
   std::filesystem::remove_all(cfg.dir);
   return report.Finish(args.results_dir) ? 0 : 1;

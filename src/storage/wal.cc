@@ -102,6 +102,7 @@ struct Log::Impl {
   Group pending;
   uint64_t next_seq = 1;
   bool sync_idle = false;
+  uint64_t gather_target = 0;  // while the sync thread gathers: wake it when pending holds this many
   bool stop = false;
   Status poison;  // set once by a failed fdatasync; then every append fails
   uint64_t epoch = 0;
@@ -410,6 +411,10 @@ Result<Log::Impl::Ticket> Log::Impl::Enqueue(std::span<const std::string_view> r
   bool urgent = durability == Durability::kSync;
   pending.urgent = pending.urgent || urgent;
   bool notify = sync_idle && (urgent || was_empty);
+  if (gather_target != 0 && pending.last_seq - pending.first_seq + 1 >= gather_target) {
+    gather_target = 0;
+    notify = true;
+  }
   if (notify) sync_idle = false;  // one wake-up is enough; the thread re-checks everything
   lk.unlock();
   if (notify) work_cv.notify_one();
@@ -436,6 +441,9 @@ Status Log::Impl::WaitDurable(const Ticket& t) {
 void Log::Impl::SyncLoop() {
   Group inflight;
   std::vector<Completion> failed_queued;
+  uint64_t last_count = 0;             // records in the last group synced
+  SteadyClock::duration last_write{};  // how long its write + fdatasync took
+  const auto max_gather = std::chrono::microseconds(1000);
   std::unique_lock lk(mu);
   for (;;) {
     // Wait for a group that is due: an urgent record, a buffered one past its interval, or closing.
@@ -454,6 +462,19 @@ void Log::Impl::SyncLoop() {
       work_cv.wait(lk);
       sync_idle = false;
     }
+    // Gather: the appenders the last group woke come back within moments. Taking the first of them
+    // alone would split them into cohorts that alternate small syncs; waiting (at most half the last
+    // sync's time, at most 1 ms) until half of them are back keeps groups large.
+    if (!stop && pending.urgent && last_count >= 4) {
+      uint64_t want = last_count / 2;
+      auto count = [&] { return pending.last_seq - pending.first_seq + 1; };
+      if (count() < want) {
+        auto limit = std::min<SteadyClock::duration>(last_write / 2, max_gather);
+        gather_target = want;
+        work_cv.wait_until(lk, SteadyClock::now() + limit, [&] { return stop || count() >= want; });
+        gather_target = 0;
+      }
+    }
     std::swap(pending, inflight);
     if (space_waiters > 0) space_cv.notify_all();
     Status st = poison;
@@ -461,7 +482,10 @@ void Log::Impl::SyncLoop() {
 
     bool fatal = false;
     bool rotated = false;
+    auto write_start = SteadyClock::now();
     if (st.ok()) st = WriteGroup(inflight, &fatal, &rotated);
+    last_write = SteadyClock::now() - write_start;
+    last_count = st.ok() ? inflight.last_seq - inflight.first_seq + 1 : 0;
 
     lk.lock();
     if (st.ok()) {

@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
         int kind = t % 4;  // 0,1: blocking sync; 2: batch of 3; 3: async, alternating buffered
         if (kind == 2) {
           std::vector<std::string> b;
-          for (int k = 0; k < 3; ++k) b.push_back(govern::wal::testing::MakePayload(iteration, t, i * 3 + k, rng));
+          for (int k = 0; k < 3; ++k)
+            b.push_back(govern::wal::testing::MakePayload(iteration, t, i * 3 + k, rng));
           std::vector<std::string_view> v(b.begin(), b.end());
           auto first = (*log)->AppendBatch(v);
           if (!first.ok()) std::_Exit(4);

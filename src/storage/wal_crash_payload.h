@@ -23,7 +23,8 @@ inline uint64_t Fnv1a(std::string_view s) {
 inline uint64_t PayloadHash(std::string_view payload) { return Fnv1a(payload); }
 
 inline std::string MakePayload(int iteration, int thread, uint64_t index, std::mt19937_64& rng) {
-  std::string p = std::to_string(iteration) + ":" + std::to_string(thread) + ":" + std::to_string(index) + ":";
+  std::string p =
+      std::to_string(iteration) + ":" + std::to_string(thread) + ":" + std::to_string(index) + ":";
   size_t filler = rng() % 700;
   for (size_t i = 0; i < filler; ++i) p.push_back(static_cast<char>('a' + rng() % 26));
   char tail[17];
@@ -35,7 +36,8 @@ inline std::string MakePayload(int iteration, int thread, uint64_t index, std::m
 inline bool PayloadIntact(std::string_view p) {
   if (p.size() < 16) return false;
   char tail[17];
-  std::snprintf(tail, sizeof(tail), "%016llx", static_cast<unsigned long long>(Fnv1a(p.substr(0, p.size() - 16))));
+  std::snprintf(tail, sizeof(tail), "%016llx",
+                static_cast<unsigned long long>(Fnv1a(p.substr(0, p.size() - 16))));
   return p.substr(p.size() - 16) == tail;
 }
 

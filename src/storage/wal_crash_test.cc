@@ -2,12 +2,11 @@
 // completed; the parent SIGKILLs it at random moments, many times, then reopens the log and checks that
 // every acknowledged record is present, in order, once, with its content, and that no record is partial.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>

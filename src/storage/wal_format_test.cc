@@ -77,8 +77,9 @@ TEST(WalFormat, HeaderAndRecordBytesAreExact) {
   uint64_t first = 0;
   EXPECT_TRUE(ParseSegmentFileName("00000000000000000042.wal", &first));
   EXPECT_EQ(first, 42u);
-  for (const char* bad : {"00000000000000000000.wal", "0000000000000000004.wal", "00000000000000000042.wal.tmp",
-                          "0000000000000000004x.wal", "99999999999999999999.wal"}) {
+  for (const char* bad :
+       {"00000000000000000000.wal", "0000000000000000004.wal", "00000000000000000042.wal.tmp",
+        "0000000000000000004x.wal", "99999999999999999999.wal"}) {
     EXPECT_FALSE(ParseSegmentFileName(bad, &first)) << bad;
   }
 }
@@ -140,7 +141,8 @@ TEST(WalFormat, DamageTable) {
       {"short zero tail", b.bytes + std::string(5, '\0'), 10, b.bytes.size(), TailKind::kClean},
       {"torn header", b.bytes.substr(0, rec3 + 7), 3, rec3, TailKind::kTruncated},
       {"torn payload", b.bytes.substr(0, b.ends[3] - 1), 3, rec3, TailKind::kTruncated},
-      {"torn then zeros", b.bytes.substr(0, b.ends[3] - 1) + std::string(64, '\0'), 3, rec3, TailKind::kCorrupt},
+      {"torn then zeros", b.bytes.substr(0, b.ends[3] - 1) + std::string(64, '\0'), 3, rec3,
+       TailKind::kCorrupt},
       {"wrong sequence", wrong_seq, 3, rec3, TailKind::kCorrupt},
       {"length over the limit", huge_len, 3, rec3, TailKind::kCorrupt},
       {"zeros then data", zeros_then_data, 10, b.bytes.size(), TailKind::kZerosThenData},

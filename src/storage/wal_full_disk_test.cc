@@ -1,17 +1,16 @@
 // A full disk on a real, size-limited tmpfs: appends fail with ResourceExhausted, nothing acknowledged
 // is lost (also across a reopen), and appends work again once space is freed. Needs root to mount; it
 // skips with the reason otherwise.
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 
-#include <gtest/gtest.h>
-
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
-#include <condition_variable>
 
 #include "storage/wal.h"
 #include "storage/wal_test_util.h"
@@ -29,7 +28,8 @@ class WalFullDiskTest : public ::testing::TestWithParam<bool> {
     if (::mount("tmpfs", mount_.c_str(), "tmpfs", 0, "size=2m") != 0) {
       int err = errno;
       if (err == EPERM || err == EACCES) {
-        GTEST_SKIP() << "cannot mount a tmpfs (" << std::strerror(err) << "): run as root to test a full disk";
+        GTEST_SKIP() << "cannot mount a tmpfs (" << std::strerror(err)
+                     << "): run as root to test a full disk";
       }
       FAIL() << "mount tmpfs: " << std::strerror(err);
     }
@@ -61,7 +61,8 @@ TEST_P(WalFullDiskTest, AppendsFailCleanlyAndRecoverWhenSpaceIsFreed) {
     auto log = Log::Open(dir, opt);
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     for (uint64_t i = 1; i < 100000; ++i) {
-      std::string p = "record " + std::to_string(i) + " " + std::string(1000, static_cast<char>('a' + i % 26));
+      std::string p =
+          "record " + std::to_string(i) + " " + std::string(1000, static_cast<char>('a' + i % 26));
       auto seq = (*log)->Append(p);
       if (!seq.ok()) {
         failure = seq.status();
@@ -123,7 +124,9 @@ TEST_P(WalFullDiskTest, AppendsFailCleanlyAndRecoverWhenSpaceIsFreed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Preallocate, WalFullDiskTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Preallocated" : "NotPreallocated"; });
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "Preallocated" : "NotPreallocated";
+                         });
 
 }  // namespace
 }  // namespace govern::wal

@@ -1,13 +1,14 @@
 // Fuzz target for the recovery and reader paths: the input is one segment file. It is scanned as
 // bytes, then written into a fresh log directory that Log::Open recovers and a Reader reads to the end.
 // Nothing may crash; recovery either refuses with an error or yields records that all read back.
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
-#include <unistd.h>
 
 #include "base/log.h"
 #include "storage/wal.h"
