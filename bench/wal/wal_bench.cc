@@ -239,9 +239,11 @@ int main(int argc, char** argv) {
   govern::bench::Args args = govern::bench::ParseArgs(argc, argv);
   govern::log::Configure(govern::log::Level::kWarn, govern::log::Format::kText);
   Config cfg;
+  std::string only;
   cfg.dir = "wal-bench-data";
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--dir") == 0) cfg.dir = argv[i + 1];
+    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];  // one row, for profiling
   }
   cfg.dir += "/run";
   // The disk is shared and noisy: every row runs in short slices, round-robin with the others, so the
@@ -274,6 +276,7 @@ int main(int argc, char** argv) {
                static_cast<long long>(cfg.duration.count()), cfg.dir.c_str());
   for (int round = 0; round < rounds; ++round) {
     for (Case& c : cases) {
+      if (!only.empty() && c.metric != only) continue;
       if (c.threads == 0) {
         RawLoop(cfg, c.param, &c.r);
       } else {
@@ -281,6 +284,10 @@ int main(int argc, char** argv) {
       }
     }
     std::fprintf(stderr, "  round %d of %d done\n", round + 1, rounds);
+  }
+  if (!only.empty()) {
+    std::erase_if(cases, [&](const Case& c) { return c.metric != only; });
+    for (Case& c : cases) c.peer = -1;
   }
   for (Case& c : cases) Print(c.metric, c.r);
 

@@ -7,6 +7,9 @@
 #include "storage/wal.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -56,6 +59,16 @@ struct Segment {
   uint64_t end = 0;  // file offset after the last record
   bool preallocated = false;
 };
+
+// The appenders' sleep. std::atomic::wait spins with sched_yield first, which with hundreds of waiters
+// on two cores burns the CPU the sync thread needs; a plain futex sleeps at once.
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+void FutexWakeAll(std::atomic<uint32_t>* word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
 
 Result<std::string> ReadWholeFile(Fs* fs, int fd) {
   GOVERN_ASSIGN_OR_RETURN(uint64_t size, fs->FileSize(fd));
@@ -109,10 +122,12 @@ struct Log::Impl {
   // For each finished epoch (a failure ends one): the durable sequence then, and the failure.
   std::vector<std::pair<uint64_t, Status>> epoch_end;
 
-  // Published by the sync thread; appenders wait on `wake` (a futex word) and then read these.
+  // Published by the sync thread; appenders wait on a futex word and then read these. Group g wakes
+  // wake[g % 2] only: appenders queued for the next group sleep on through it.
   std::atomic<uint64_t> durable{0};
   std::atomic<uint64_t> epoch_now{0};
-  std::atomic<uint32_t> wake{0};
+  std::atomic<uint32_t> wake[2] = {0, 0};
+  uint64_t pending_gen = 0;  // number of the group `pending` becomes (guarded by mu)
 
   // Tailing readers wait here.
   std::mutex tail_mu;
@@ -141,6 +156,7 @@ struct Log::Impl {
   Status WriteCursorFile(std::string_view name, uint64_t next);
 
   struct Ticket {
+    uint64_t gen;  // the group the last record is in
     uint64_t epoch;
     uint64_t last_seq;
     uint64_t first_seq;
@@ -396,6 +412,7 @@ Result<Log::Impl::Ticket> Log::Impl::Enqueue(std::span<const std::string_view> r
     pending.oldest = SteadyClock::now();
   }
   Ticket t;
+  t.gen = pending_gen;
   t.epoch = epoch;
   t.first_seq = next_seq;
   for (size_t i = 0; i < records.size(); ++i) {
@@ -423,7 +440,8 @@ Result<Log::Impl::Ticket> Log::Impl::Enqueue(std::span<const std::string_view> r
 
 Status Log::Impl::WaitDurable(const Ticket& t) {
   for (;;) {
-    uint32_t w = wake.load(std::memory_order_acquire);
+    std::atomic<uint32_t>& word = wake[t.gen & 1];
+    uint32_t w = word.load(std::memory_order_acquire);
     uint64_t e = epoch_now.load(std::memory_order_acquire);
     if (e == t.epoch) {
       uint64_t d = durable.load(std::memory_order_acquire);
@@ -434,7 +452,7 @@ Status Log::Impl::WaitDurable(const Ticket& t) {
       const auto& [end, st] = epoch_end[t.epoch];
       return end >= t.last_seq ? OkStatus() : st;
     }
-    wake.wait(w, std::memory_order_acquire);
+    FutexWait(&word, w);
   }
 }
 
@@ -476,6 +494,7 @@ void Log::Impl::SyncLoop() {
       }
     }
     std::swap(pending, inflight);
+    const uint64_t gen = pending_gen++;
     if (space_waiters > 0) space_cv.notify_all();
     Status st = poison;
     lk.unlock();
@@ -510,8 +529,12 @@ void Log::Impl::SyncLoop() {
     }
     lk.unlock();
 
-    wake.fetch_add(1, std::memory_order_seq_cst);
-    wake.notify_all();
+    // A failure also fails the queued group, whose waiters sleep on the other word.
+    for (int k = 0; k < (st.ok() ? 1 : 2); ++k) {
+      std::atomic<uint32_t>& word = wake[(gen + static_cast<uint64_t>(k)) & 1];
+      word.fetch_add(1, std::memory_order_seq_cst);
+      FutexWakeAll(&word);
+    }
     if (tail_waiters.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard tl(tail_mu);
       tail_cv.notify_all();
@@ -732,6 +755,8 @@ Status Log::Flush() {
     std::unique_lock lk(impl_->mu);
     if (!impl_->poison.ok()) return impl_->poison;
     t.epoch = impl_->epoch;
+    // The last record queued is in the pending group, or (none pending) in the one in flight.
+    t.gen = impl_->pending.empty() ? impl_->pending_gen - 1 : impl_->pending_gen;
     t.last_seq = impl_->next_seq - 1;
     t.first_seq = t.last_seq;
     if (impl_->pending.empty()) {
