@@ -275,8 +275,9 @@ Status Log::Impl::Recover() {
     int prev_fd = -1;
     GOVERN_ASSIGN_OR_RETURN(SegmentScan prev, scan(firsts[firsts.size() - 2], &prev_fd));
     bool consistent = prev.tail == TailKind::kClean && prev.first_seq + prev.count == last.first_seq;
-    if (last.count > 0 || last.tail != TailKind::kClean) {
-      // The last segment holds data, so the one before it was synced whole before the rotation.
+    if (last.count > 0) {
+      // The last segment holds a record, so the one before it was synced whole before that record
+      // was written.
       fs->Close(prev_fd);
       if (!consistent) {
         fs->Close(last_fd);
@@ -287,8 +288,9 @@ Status Log::Impl::Recover() {
                              : prev.reason + " at offset " + std::to_string(prev.valid_end)));
       }
     } else if (!consistent) {
-      // A crash during rotation: the new segment exists (empty) but the old one's last group was not
-      // synced. Nothing there was acknowledged; cut the old one and drop the empty new one.
+      // A crash during rotation: the new segment exists (with no whole record) but the old one's last
+      // group was not synced. Nothing past the old one's tear was acknowledged; cut the old one and
+      // drop the new one.
       log::Warn(kComponent, "dropping empty segment after an interrupted rotation",
                 {{"segment", PathOf(last.first_seq)}, {"previous_ends_at", prev.first_seq + prev.count - 1}});
       fs->Close(last_fd);

@@ -297,7 +297,8 @@ TEST_F(WalRecoveryTest, InterruptedRotationDropsTheEmptyNewSegment) {
   Built s1 = BuildSegment(1, payloads);
   TempDir dir;
   WriteFileOrDie(dir.path() + "/" + SegmentFileName(1), s1.bytes.substr(0, s1.ends[5] + 4));
-  WriteFileOrDie(dir.path() + "/" + SegmentFileName(9), EncodeSegmentHeader(9));
+  // The new segment holds only a torn first record: it was never synced either.
+  WriteFileOrDie(dir.path() + "/" + SegmentFileName(9), EncodeSegmentHeader(9) + "\x11\x22\x33");
   auto log = Log::Open(dir.path(), opt_);
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   EXPECT_EQ((*log)->DurableSequence(), 6u);
