@@ -264,8 +264,18 @@ Status Log::Impl::Recover() {
     return s;
   };
 
+  // Closes the descriptors recovery opened unless it hands one over as the active segment.
+  struct FdCloser {
+    Fs* fs;
+    int fd = -1;
+    ~FdCloser() {
+      if (fd >= 0) fs->Close(fd);
+    }
+  };
   int last_fd = -1;
   GOVERN_ASSIGN_OR_RETURN(SegmentScan last, scan(firsts.back(), &last_fd));
+  FdCloser last_guard{fs, last_fd};
+  FdCloser prev_guard{fs, -1};
   Segment act;
   act.fd = last_fd;
   act.first = last.first_seq;
@@ -274,13 +284,12 @@ Status Log::Impl::Recover() {
   if (firsts.size() >= 2) {
     int prev_fd = -1;
     GOVERN_ASSIGN_OR_RETURN(SegmentScan prev, scan(firsts[firsts.size() - 2], &prev_fd));
+    prev_guard.fd = prev_fd;
     bool consistent = prev.tail == TailKind::kClean && prev.first_seq + prev.count == last.first_seq;
     if (last.count > 0) {
       // The last segment holds a record, so the one before it was synced whole before that record
       // was written.
-      fs->Close(prev_fd);
       if (!consistent) {
-        fs->Close(last_fd);
         return DataLoss("wal: sealed segment " + PathOf(prev.first_seq) + " is damaged: " +
                         (prev.reason.empty()
                              ? "ends at sequence " + std::to_string(prev.first_seq + prev.count - 1) +
@@ -293,15 +302,12 @@ Status Log::Impl::Recover() {
       // drop the new one.
       log::Warn(kComponent, "dropping empty segment after an interrupted rotation",
                 {{"segment", PathOf(last.first_seq)}, {"previous_ends_at", prev.first_seq + prev.count - 1}});
-      fs->Close(last_fd);
       GOVERN_RETURN_IF_ERROR(fs->Unlink(PathOf(last.first_seq)));
       GOVERN_RETURN_IF_ERROR(fs->SyncDir(dir));
       firsts.pop_back();
       act.fd = prev_fd;
       act.first = prev.first_seq;
       act_scan = prev;
-    } else {
-      fs->Close(prev_fd);
     }
   }
 
@@ -327,6 +333,7 @@ Status Log::Impl::Recover() {
   }
   GOVERN_RETURN_IF_ERROR(fs->Fdatasync(act.fd).WithContext("wal: sync after recovery"));
 
+  (act.fd == last_guard.fd ? last_guard.fd : prev_guard.fd) = -1;  // handed over
   active = act;
   seg_firsts = firsts;
   first_seq = firsts.front();
