@@ -417,6 +417,77 @@ class FaultFs : public Fs {
   }
 };
 
+// A file system whose fdatasync can be held at a gate, so a test can look at the log while a group is
+// written but not yet synced.
+class GatedSyncFs : public Fs {
+ public:
+  Status Fdatasync(int fd) override {
+    std::unique_lock lk(mu_);
+    ++blocked_;
+    cv_.notify_all();
+    cv_.wait(lk, [&] { return open_; });
+    --blocked_;
+    lk.unlock();
+    return Fs::Fdatasync(fd);
+  }
+  void Hold() {
+    std::lock_guard lk(mu_);
+    open_ = false;
+  }
+  void Release() {
+    std::lock_guard lk(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void WaitUntilBlocked() {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return blocked_ > 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int blocked_ = 0;
+  bool open_ = true;
+};
+
+TEST(Wal, NothingIsVisibleOrAcknowledgedBeforeItsSync) {
+  TempDir dir;
+  GatedSyncFs fs;
+  Options opt;
+  opt.fs = &fs;
+  auto log = OpenOrDie(dir.path(), opt);
+  ASSERT_TRUE(log->Append("before").ok());
+  auto reader = log->NewReader(2);
+  ASSERT_TRUE(reader.ok());
+
+  fs.Hold();
+  Result<uint64_t> blocking = Unavailable("not run");
+  std::thread appender([&] { blocking = log->Append("written, not yet synced"); });
+  fs.WaitUntilBlocked();  // the group is in the file; its fdatasync is held
+  std::atomic<bool> async_done{false};
+  log->AppendAsync("queued behind it", [&](Result<uint64_t> r) {
+    EXPECT_TRUE(r.ok());
+    async_done = true;
+  });
+  EXPECT_EQ(log->DurableSequence(), 1u);
+  auto none = (*reader)->Next(std::chrono::milliseconds(50));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value()) << "a reader saw a record before it was durable";
+  EXPECT_FALSE(async_done.load()) << "a callback ran before its sync";
+
+  fs.Release();
+  appender.join();
+  ASSERT_TRUE(blocking.ok());
+  EXPECT_EQ(*blocking, 2u);
+  auto r = (*reader)->Next(30s);
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_EQ((*r)->data, "written, not yet synced");
+  ASSERT_TRUE(log->Flush().ok());
+  EXPECT_TRUE(async_done.load());
+  EXPECT_EQ(log->DurableSequence(), 3u);
+}
+
 TEST(Wal, FailedWriteIsCutBackAndAppendsRecover) {
   TempDir dir;
   FaultFs fs;
