@@ -106,6 +106,7 @@ struct Log::Impl {
 
   // Owned by the sync thread once it runs (by Open before that).
   Segment active;
+  int lock_fd = -1;  // flock on <dir>/LOCK: one open Log per directory
 
   // The append queue, guarded by mu.
   mutable std::mutex mu;
@@ -211,6 +212,7 @@ Result<Segment> Log::Impl::CreateSegment(uint64_t first) {
 
 Status Log::Impl::Recover() {
   GOVERN_RETURN_IF_ERROR(fs->MakeDir(dir));
+  GOVERN_ASSIGN_OR_RETURN(lock_fd, fs->LockFile(dir + "/LOCK"));
   GOVERN_RETURN_IF_ERROR(fs->MakeDir(CursorDir()));
   GOVERN_ASSIGN_OR_RETURN(auto names, fs->ListDir(dir));
   std::vector<uint64_t> firsts;
@@ -706,7 +708,10 @@ Result<std::unique_ptr<Log>> Log::Open(const std::string& dir, Options options) 
   impl->dir = dir;
   impl->opt = options;
   impl->fs = options.fs != nullptr ? options.fs : PosixFs();
-  GOVERN_RETURN_IF_ERROR(impl->Recover());
+  if (Status st = impl->Recover(); !st.ok()) {
+    impl->fs->Close(impl->lock_fd);
+    return st;
+  }
   Impl* p = impl.get();
   p->sync_thread = std::thread([p] { p->SyncLoop(); });
   return std::unique_ptr<Log>(new Log(std::move(impl)));
@@ -725,6 +730,7 @@ Log::~Log() {
     impl_->tail_cv.notify_all();
   }
   impl_->fs->Close(impl_->active.fd);
+  impl_->fs->Close(impl_->lock_fd);
 }
 
 Result<uint64_t> Log::Append(std::string_view data) { return Append(data, impl_->opt.default_durability); }

@@ -1,7 +1,10 @@
 // wal::Log: a durable, segmented, append-only record log with group commit, and wal::Reader.
 //
 // Promises:
-//  - Records get dense sequence numbers starting at 1, in the order they are appended.
+//  - Records get dense sequence numbers starting at 1, in the order they are appended (a failed
+//    append's sequence is given to the next record, so there are never gaps).
+//  - One Log per directory at a time: Open takes an flock on <dir>/LOCK and fails with
+//    FailedPrecondition while another Log (in any process) holds it.
 //  - An append completes (returns, or calls its callback) only once its record is on disk: written and
 //    fdatasync'd. One fdatasync covers every record queued while the previous one ran (group commit).
 //  - After a crash, reopening recovers every completed record, in order, once; a record whose append

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,6 +115,17 @@ Status Fs::SyncDir(const std::string& path) {
   Status st = Fsync(fd);
   Close(fd);
   return st.WithContext("sync directory " + path);
+}
+
+Result<int> Fs::LockFile(const std::string& path) {
+  GOVERN_ASSIGN_OR_RETURN(int fd, Open(path, O_RDWR | O_CREAT));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    Close(fd);
+    if (err == EWOULDBLOCK) return FailedPrecondition(path + " is locked: the log is open elsewhere");
+    return ErrnoStatus(err, "flock " + path);
+  }
+  return fd;
 }
 
 Result<std::vector<std::string>> Fs::ListDir(const std::string& path) {

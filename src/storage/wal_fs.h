@@ -39,6 +39,9 @@ class Fs {
   virtual Status MakeDir(const std::string& path);
   // fsyncs a directory so a create, rename or unlink in it survives a crash.
   virtual Status SyncDir(const std::string& path);
+  // Opens (creating) `path` and takes an exclusive flock on it without waiting; FailedPrecondition if
+  // another open file holds it. Returns the descriptor, which keeps the lock until closed.
+  virtual Result<int> LockFile(const std::string& path);
   // Names (not paths) of the entries of a directory, without "." and "..".
   virtual Result<std::vector<std::string>> ListDir(const std::string& path);
 };

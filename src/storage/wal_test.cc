@@ -73,6 +73,15 @@ TEST(Wal, AppendReadBackAndReopen) {
   EXPECT_EQ(*seq, 501u);
 }
 
+TEST(Wal, OneOpenLogPerDirectory) {
+  TempDir dir;
+  auto log = OpenOrDie(dir.path());
+  auto second = Log::Open(dir.path());
+  EXPECT_EQ(second.status().code(), Code::kFailedPrecondition) << second.status().ToString();
+  log.reset();
+  EXPECT_TRUE(Log::Open(dir.path()).ok());
+}
+
 TEST(Wal, EmptyRecordAndTooLargeRecord) {
   TempDir dir;
   Options opt;
