@@ -497,6 +497,55 @@ TEST(Wal, NothingIsVisibleOrAcknowledgedBeforeItsSync) {
   EXPECT_EQ(log->DurableSequence(), 3u);
 }
 
+TEST(Wal, FullBacklogFailsAsyncAtOnceAndBlocksSyncCallers) {
+  TempDir dir;
+  GatedSyncFs fs;
+  Options opt;
+  opt.fs = &fs;
+  opt.max_pending_bytes = 4096;
+  auto log = OpenOrDie(dir.path(), opt);
+  CallbackSink sink;
+  fs.Hold();
+  log->AppendAsync("in flight", sink.Make(log.get()));
+  fs.WaitUntilBlocked();
+  // The group in flight is held; the queue behind it fills up to max_pending_bytes.
+  int accepted = 0;
+  Status refused;
+  for (int i = 0; i < 100 && refused.ok(); ++i) {
+    Status st;
+    bool called = false;
+    log->AppendAsync(std::string(500, 'q'), [&, i](Result<uint64_t> r) {
+      if (!r.ok()) {
+        st = r.status();
+        called = true;
+      } else {
+        sink.Make(log.get())(r);
+      }
+      (void)i;
+    });
+    if (called) {
+      refused = st;
+    } else {
+      ++accepted;
+    }
+  }
+  EXPECT_EQ(refused.code(), Code::kUnavailable) << refused.ToString();
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, 10);
+  // A blocking caller waits for room instead of failing.
+  std::atomic<bool> blocked_done{false};
+  std::thread blocking([&] {
+    EXPECT_TRUE(log->Append(std::string(3000, 'b')).ok());
+    blocked_done = true;
+  });
+  fs.Release();
+  blocking.join();
+  EXPECT_TRUE(blocked_done.load());
+  sink.WaitFor(static_cast<size_t>(accepted) + 1);
+  std::lock_guard lk(sink.mu);
+  EXPECT_EQ(sink.errors, 0);
+}
+
 TEST(Wal, FailedWriteIsCutBackAndAppendsRecover) {
   TempDir dir;
   FaultFs fs;
