@@ -1,0 +1,171 @@
+// wal::Log: a durable, segmented, append-only record log with group commit, and wal::Reader.
+//
+// Promises:
+//  - Records get dense sequence numbers starting at 1, in the order they are appended (a failed
+//    append's sequence is given to the next record, so there are never gaps).
+//  - One Log per directory at a time: Open takes an flock on <dir>/LOCK and fails with
+//    FailedPrecondition while another Log (in any process) holds it.
+//  - An append completes (returns, or calls its callback) only once its record is on disk: written and
+//    fdatasync'd. One fdatasync covers every record queued while the previous one ran (group commit).
+//  - After a crash, reopening recovers every completed record, in order, once; a record whose append
+//    did not complete is either wholly present or wholly absent, never partial.
+//  - A full disk fails appends with ResourceExhausted, loses nothing already acknowledged, and appends
+//    work again once space is free.
+//  - A failed fdatasync poisons the log: the page cache state after it is unknown (PostgreSQL's
+//    "fsyncgate"), so every later append fails with FailedPrecondition until the log is reopened,
+//    which re-reads what the disk really holds.
+//  - Readers see only durable records. Retention deletes a sealed segment only when every registered
+//    cursor is past its last record; with no cursor registered nothing is deleted.
+// The format and recovery rules are in docs/wal-format.md.
+//
+// Thread-safety: every Log method is safe to call from many threads at once. A Reader is used by one
+// thread at a time; many Readers may run beside appenders. A Log must outlive its Readers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "storage/wal_fs.h"
+
+namespace govern::wal {
+
+// How soon an append is synced. Either way it completes only once durable.
+enum class Durability {
+  kSync,      // sync as soon as possible (group commit)
+  kBuffered,  // wait up to Options::buffered_interval so more records share the sync
+};
+
+struct Options {
+  uint64_t segment_size = 64ull << 20;  // rotate when the next record would pass this
+  bool preallocate = true;              // fallocate each segment to segment_size when created
+  std::chrono::microseconds buffered_interval{5000};
+  Durability default_durability = Durability::kSync;
+  uint32_t max_record_size = 16u << 20;  // larger appends fail with InvalidArgument
+  // Bytes queued but not yet written beyond which blocking appends wait and async appends fail at once
+  // with Unavailable (so an event loop is never blocked).
+  size_t max_pending_bytes = 256u << 20;
+  Fs* fs = nullptr;  // nullptr: PosixFs()
+};
+
+// One record as a Reader returns it; data stays valid until the Reader's next call.
+struct Record {
+  uint64_t seq = 0;
+  std::string_view data;
+};
+
+class Reader;
+
+class Log {
+ public:
+  using Callback = std::function<void(Result<uint64_t>)>;
+
+  // Opens (creating if needed) the log in `dir`, recovering after a crash: the last segment is
+  // scanned and cut at the first torn or corrupt record (logged as a warning). A corrupt record inside
+  // a sealed segment fails the open with DataLoss instead of being cut.
+  static Result<std::unique_ptr<Log>> Open(const std::string& dir, Options options = {});
+
+  // Syncs everything queued, completes it, and closes the files.
+  ~Log();
+  Log(const Log&) = delete;
+  Log& operator=(const Log&) = delete;
+
+  // Appends one record and waits until it is durable; returns its sequence.
+  Result<uint64_t> Append(std::string_view data);
+  Result<uint64_t> Append(std::string_view data, Durability durability);
+  // Appends records with consecutive sequences, all in the same sync; returns the first sequence.
+  // All or nothing: on error none of them is acknowledged.
+  Result<uint64_t> AppendBatch(std::span<const std::string_view> records);
+  Result<uint64_t> AppendBatch(std::span<const std::string_view> records, Durability durability);
+  // Queues a record (or batch) and returns at once. `done` runs exactly once, on the log's sync thread
+  // after the sync, with the (first) sequence or the error; keep it short (post to your own loop).
+  // It may run before AppendAsync returns, and on immediate errors it runs on the calling thread.
+  void AppendAsync(std::string_view data, Callback done);
+  void AppendAsync(std::string_view data, Callback done, Durability durability);
+  void AppendBatchAsync(std::span<const std::string_view> records, Callback done, Durability durability);
+
+  // Waits until everything appended before the call is durable (or has failed).
+  Status Flush();
+
+  uint64_t FirstSequence() const;    // oldest record kept on disk (retention moves it)
+  uint64_t DurableSequence() const;  // last durable record, 0 when none
+  // The log's failure, if a failed fdatasync poisoned it; ok otherwise.
+  Status Health() const;
+
+  // A reader from `from` onward (FirstSequence() <= from; from may be in the future).
+  Result<std::unique_ptr<Reader>> NewReader(uint64_t from);
+
+  // Durable cursors: a named consumer's position, "every record before next_seq is consumed".
+  // RegisterCursor creates one at `start` (0: FirstSequence()) if the name is new, durably; an existing
+  // cursor keeps its position. A consumer that keeps its position elsewhere (say in PostgreSQL, in the
+  // same transaction as its output) registers too and calls CommitCursor after its own commit: the
+  // value here only needs to be a lower bound, it only holds retention back.
+  Status RegisterCursor(std::string_view name, uint64_t start = 0);
+  // Durably records the position (temp file, fsync, rename, fsync directory), then applies retention.
+  // next_seq must lie in [FirstSequence(), DurableSequence() + 1].
+  Status CommitCursor(std::string_view name, uint64_t next_seq);
+  Status UnregisterCursor(std::string_view name);
+  Result<uint64_t> CursorPosition(std::string_view name) const;
+  std::map<std::string, uint64_t> Cursors() const;
+  // A reader positioned at the cursor.
+  Result<std::unique_ptr<Reader>> NewCursorReader(std::string_view name);
+
+  // Deletes every sealed segment whose last record is before every cursor; returns how many. Runs by
+  // itself after each CommitCursor and each rotation.
+  Result<size_t> ApplyRetention();
+
+  struct Stats {
+    uint64_t groups = 0;    // write+fdatasync rounds
+    uint64_t records = 0;   // records made durable
+    uint64_t segments = 0;  // segment files on disk now
+  };
+  Stats GetStats() const;
+
+  struct Impl;
+
+ private:
+  explicit Log(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads records in sequence order from a starting sequence, across segments, and follows records
+// appended after it opened. Sees only durable records. Not thread-safe: one thread at a time.
+class Reader {
+ public:
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  // The next record, waiting up to `wait` for one to become durable; nullopt if none came in time.
+  // DataLoss if a durable record cannot be read back intact; OutOfRange if retention deleted it.
+  Result<std::optional<Record>> Next(std::chrono::milliseconds wait = std::chrono::milliseconds(0));
+
+  // The sequence the next call returns.
+  uint64_t next_sequence() const { return next_; }
+
+ private:
+  friend class Log;
+  Reader(Log::Impl* log, uint64_t from);
+  Status OpenSegment();
+  Status Fill(size_t need);
+
+  Log::Impl* log_;
+  uint64_t next_;  // sequence of the next record to return
+  int fd_ = -1;
+  uint64_t seg_first_ = 0;
+  uint64_t pos_seq_ = 0;   // sequence of the record at file_off_
+  uint64_t file_off_ = 0;  // file offset of the record pos_seq_
+  std::string buf_;        // bytes of the segment from buf_off_
+  uint64_t buf_off_ = 0;
+  uint64_t buf_durable_ = 0;  // durable sequence observed before buf_ was read
+  bool at_eof_ = false;       // buf_ reaches the end of the file
+};
+
+}  // namespace govern::wal
