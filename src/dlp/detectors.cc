@@ -487,9 +487,9 @@ constexpr BuiltinPattern kPatterns[] = {
     {R"(::[0-9A-Fa-f])", kIpv6, ValidateIpv6},
     {R"([0-9A-Fa-f]::)", kIpv6, ValidateIpv6},
     {R"(\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b)", kAwsKeyId, ValidateAwsKeyId},
-    {R"((?i)aws[a-z_\-]{0,20}secret[a-z_\-]{0,20}["']?\s{0,3}[=:]\s{0,3}["']?[A-Za-z0-9/+]{40})", kAwsSecret,
-     ValidateAwsSecret},
-    {R"((?i)secret_?access_?key["']?\s{0,3}[=:]\s{0,3}["']?[A-Za-z0-9/+]{40})", kAwsSecret,
+    {R"((?i)aws[a-z_\-]{0,20}secret[a-z_\-]{0,20}(?:\\?["'])?\s{0,3}[=:]\s{0,3}(?:\\?["'])?[A-Za-z0-9/+]{40})",
+     kAwsSecret, ValidateAwsSecret},
+    {R"((?i)secret_?access_?key(?:\\?["'])?\s{0,3}[=:]\s{0,3}(?:\\?["'])?[A-Za-z0-9/+]{40})", kAwsSecret,
      ValidateAwsSecret},
     {R"(\bgh[pousr]_[A-Za-z0-9]{36}\b)", kGithub, nullptr},
     {R"(\bgithub_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b)", kGithub, nullptr},
@@ -501,7 +501,7 @@ constexpr BuiltinPattern kPatterns[] = {
     {R"(\bsk-ant-[A-Za-z0-9_\-]{20})", kAnthropic, ValidateAnthropic},
     {R"(-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)", kPrivateKey, ValidatePrivateKey},
     {R"(\beyJ[A-Za-z0-9_\-]{8})", kJwt, ValidateJwt},
-    {R"((?i)(?:password|passwd|secret|api[_\-]?key|apikey|access[_\-]?token|auth[_\-]?token|private[_\-]?key)["']?\s*[=:])",
+    {R"((?i)(?:password|passwd|secret|api[_\-]?key|apikey|access[_\-]?token|auth[_\-]?token|private[_\-]?key)(?:\\?["'])?\s*[=:])",
      kGenericSecret, ValidateGenericSecret},
 };
 
