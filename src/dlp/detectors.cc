@@ -331,12 +331,15 @@ bool ValidateStripe(Text t, Span* s) {
 
 bool ValidateGoogle(Text t, Span* s) { return !TokenChar(At(t, s->end)); }
 
-// "sk-" alone is common in prose and code ("sk-learn"); a real key's body mixes upper case, lower case
-// and digits.
-bool ValidateOpenai(Text t, Span* s) {
-  Text v = t.substr(s->begin);
-  if (v.starts_with("sk-ant-")) return false;  // Anthropic's detector owns these
+// "sk-ant-..." is Anthropic's; other "sk-..." keys are OpenAI's ("sk-proj-", "sk-svcacct-", legacy). "sk-"
+// alone is common in prose and code ("sk-learn"), so an OpenAI key's body must mix upper case, lower
+// case and digits.
+bool ValidateSkKey(Text t, Span* s) {
   s->end = ExtendRight(t, s->begin, s->end, 256, TokenChar);
+  if (t.substr(s->begin, s->end - s->begin).starts_with("sk-ant-")) {
+    s->detector = kAnthropic;
+    return true;
+  }
   bool upper = false, lower = false, digit = false;
   for (size_t i = s->begin + 3; i < s->end; ++i) {
     upper |= IsUpper(t[i]);
@@ -344,11 +347,6 @@ bool ValidateOpenai(Text t, Span* s) {
     digit |= IsDigit(t[i]);
   }
   return upper && lower && digit;
-}
-
-bool ValidateAnthropic(Text t, Span* s) {
-  s->end = ExtendRight(t, s->begin, s->end, 256, TokenChar);
-  return true;
 }
 
 // From BEGIN through the END line; a block cut short (no END) is secret to the end of the text.
@@ -451,8 +449,16 @@ bool ValidateGenericSecret(Text t, Span* s) {
 
 // ---- email ----
 
+bool IsLocalPartChar(char c) {
+  return IsAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-';
+}
+
+// The pattern is compiled without start-of-match tracking; the local part is walked back from the '@'.
 bool ValidateEmail(Text t, Span* s) {
-  size_t at = t.find('@', s->begin);
+  size_t at = t.rfind('@', s->end - 1);
+  if (at == Text::npos) return false;
+  s->begin = at;
+  while (s->begin > 0 && IsLocalPartChar(t[s->begin - 1]) && at - s->begin < 256) --s->begin;
   while (s->begin < at && (t[s->begin] == '.' || t[s->begin] == '-')) ++s->begin;
   if (s->begin == at) return false;
   Text local = t.substr(s->begin, at - s->begin);
@@ -472,12 +478,17 @@ bool ValidateEmail(Text t, Span* s) {
 // Hyperscan syntax. Every pattern is compiled with HS_FLAG_SOM_LEFTMOST; none uses HS_FLAG_UTF8
 // because every built-in matches ASCII only, so a span can never start or end inside a UTF-8 character.
 constexpr BuiltinPattern kPatterns[] = {
-    {R"([A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,24}\b)", kEmail, ValidateEmail},
+    {R"([A-Za-z0-9._%+\-]@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,24}\b)", kEmail, ValidateEmail,
+     false},
     {R"(\+[1-9][0-9 .\-()]{6,20}[0-9]\b)", kPhone, ValidateIntlPhone},
     {R"((?:\b1[ .\-]?)?(?:\(\b[2-9][0-9]{2}\)|\b[2-9][0-9]{2})[ .\-]?[2-9][0-9]{2}[ .\-][0-9]{4}\b)", kPhone,
      ValidateNanpPhone},
     {R"(\b0[1-9][0-9]{0,3}[ \-][0-9]{2,4}(?:[ \-][0-9]{2,4}){1,3}\b)", kPhone, ValidateNationalPhone},
-    {R"(\b[0-9](?:[ \-]?[0-9]){12,18}\b)", kCard, ValidateCard},
+    // Cards: unseparated, grouped by four, or the 4-6-5 / 4-6-4 grouping of Amex and Diners. Separate
+    // simple patterns scan much faster than one pattern with optional separators between any digits.
+    {R"(\b[0-9]{13,19}\b)", kCard, ValidateCard},
+    {R"(\b[0-9]{4}[ \-][0-9]{4}[ \-][0-9]{4}[ \-][0-9]{1,7}\b)", kCard, ValidateCard},
+    {R"(\b[0-9]{4}[ \-][0-9]{6}[ \-][0-9]{4,5}\b)", kCard, ValidateCard},
     {R"(\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b)", kIban, ValidateIban},
     {R"(\b[0-9]{3}-[0-9]{2}-[0-9]{4}\b)", kSsn, ValidateSsn},
     {R"(\b[0-9]{3} [0-9]{2} [0-9]{4}\b)", kSsn, ValidateSsn},
@@ -497,8 +508,8 @@ constexpr BuiltinPattern kPatterns[] = {
     {R"(\bxox[abprs]-[A-Za-z0-9\-]{10})", kSlack, ValidateSlack},
     {R"(\b[sr]k_live_[A-Za-z0-9]{20})", kStripe, ValidateStripe},
     {R"(\bAIza[0-9A-Za-z_\-]{35})", kGoogle, ValidateGoogle},
-    {R"(\bsk-[A-Za-z0-9_\-]{20})", kOpenai, ValidateOpenai},
-    {R"(\bsk-ant-[A-Za-z0-9_\-]{20})", kAnthropic, ValidateAnthropic},
+    // One pattern for OpenAI and Anthropic keys: two overlapping "sk-" patterns slow the whole scan.
+    {R"(\bsk-[A-Za-z0-9_\-]{20})", kOpenai, ValidateSkKey, true, kAnthropic},
     {R"(-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)", kPrivateKey, ValidatePrivateKey},
     {R"(\beyJ[A-Za-z0-9_\-]{8})", kJwt, ValidateJwt},
     {R"((?i)(?:password|passwd|secret|api[_\-]?key|apikey|access[_\-]?token|auth[_\-]?token|private[_\-]?key)(?:\\?["'])?\s*[=:])",

@@ -17,6 +17,7 @@ namespace govern::dlp::internal {
 struct Span {
   size_t begin;
   size_t end;
+  unsigned detector;  // the pattern's detector; a validator may reassign it (one "sk-" pattern, two vendors)
 };
 
 // Returns false to reject the candidate; may adjust *span (always within text).
@@ -26,6 +27,10 @@ struct BuiltinPattern {
   const char* expression;
   unsigned detector;    // index into BuiltinDetectors()
   Validator validator;  // null: the match stands as found
+  // Report the leftmost start (HS_FLAG_SOM_LEFTMOST). Off where the validator finds the start itself and
+  // SOM tracking is costly (the e-mail pattern's unbounded local part).
+  bool som = true;
+  int also = -1;  // another detector the validator may report, or -1
 };
 
 std::span<const BuiltinPattern> BuiltinPatterns();

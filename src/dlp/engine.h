@@ -26,6 +26,7 @@ struct Detector {
 struct PatternEntry {
   unsigned detector;
   Validator validator;  // may be null
+  bool som;             // reports its start; otherwise the validator finds it
 };
 
 struct RawMatch {

@@ -36,7 +36,8 @@ namespace {
 int OnMatch(unsigned id, unsigned long long from, unsigned long long to, unsigned /*flags*/, void* ctx) {
   auto* raw = static_cast<std::vector<RawMatch>*>(ctx);
   // Unbounded patterns report every end for one start; keep the longest so the buffer stays small.
-  if (!raw->empty() && raw->back().pattern == id && raw->back().from == from) {
+  // (Patterns without start tracking report from = 0: never merge those.)
+  if (from != 0 && !raw->empty() && raw->back().pattern == id && raw->back().from == from) {
     raw->back().to = to;
     return 0;
   }
@@ -163,16 +164,16 @@ void Database::Find(Worker* w, std::string_view text, const std::vector<uint8_t>
   w->candidates.clear();
   for (const RawMatch& r : w->raw) {
     const PatternEntry& p = patterns_[r.pattern];
-    if (!enabled[p.detector]) continue;
     size_t covered = w->covered[p.detector];
-    if (covered != 0 && r.from < covered && r.to <= covered) continue;  // inside a finding we already have
-    Span s{r.from, r.to};
+    if (p.som && covered != 0 && r.from < covered && r.to <= covered) continue;  // inside one we already have
+    Span s{r.from, r.to, p.detector};
     if (p.validator != nullptr && !p.validator(text, &s)) continue;
+    if (!enabled[s.detector]) continue;
     // Never split a character: widen to UTF-8 boundaries (a custom pattern may match any byte).
     while (s.begin > 0 && IsContinuation(text[s.begin])) --s.begin;
     while (s.end < text.size() && IsContinuation(text[s.end])) ++s.end;
     if (s.end <= s.begin) continue;
-    w->candidates.push_back({p.detector, s.begin, s.end});
+    w->candidates.push_back({s.detector, s.begin, s.end});
     w->covered[p.detector] = std::max(covered, s.end);
   }
   // Leftmost-longest; then higher priority; then detector order: deterministic whatever the scan order.
@@ -310,16 +311,19 @@ Result<std::shared_ptr<const internal::Database>> BuildDatabase(const std::vecto
   std::vector<std::string> expressions;
   std::vector<unsigned> flags;
   for (const internal::BuiltinPattern& p : internal::BuiltinPatterns()) {
-    if (builtin_enabled != nullptr && !(*builtin_enabled)[p.detector]) continue;
-    patterns.push_back({p.detector, p.validator});
+    if (builtin_enabled != nullptr && !(*builtin_enabled)[p.detector] &&
+        (p.also < 0 || !(*builtin_enabled)[static_cast<size_t>(p.also)])) {
+      continue;
+    }
+    patterns.push_back({p.detector, p.validator, p.som});
     expressions.emplace_back(p.expression);
-    flags.push_back(HS_FLAG_SOM_LEFTMOST);
+    flags.push_back(p.som ? HS_FLAG_SOM_LEFTMOST : 0u);
   }
   size_t first_custom = expressions.size();
   std::vector<std::string> ids;
   bool has_utf8 = false;
   for (const CustomRule& r : custom) {
-    patterns.push_back({static_cast<unsigned>(detectors.size()), nullptr});
+    patterns.push_back({static_cast<unsigned>(detectors.size()), nullptr, true});
     detectors.push_back({r.id, r.category, r.priority});
     expressions.push_back(r.pattern);
     unsigned f = HS_FLAG_SOM_LEFTMOST;

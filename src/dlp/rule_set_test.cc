@@ -107,6 +107,23 @@ TEST(RuleSetTest, CustomRulesCategoriesAndDisabling) {
   EXPECT_EQ(Redacted(*MustCompile(p), "EMP-123456"), "EMP-123456");
 }
 
+TEST(RuleSetTest, SharedSkPatternHonoursEachVendorsSwitch) {
+  const std::string ant = "sk-ant-api03-aB3cD4eF5gH6iJ7kL8mN9oP0qRsTuVwXyZ";
+  const std::string oai = "sk-proj-aB3cD4eF5gH6iJ7kL8mN9oP0qRsTuVwXyZ";
+  for (bool custom : {false, true}) {
+    Policy p;
+    if (custom) p.custom_rules.push_back({.id = "x", .pattern = "xyzzy"});  // forces a per-policy database
+    p.disabled = {"openai_api_key"};
+    auto fs = MustCompile(p)->Scan(ant + " " + oai);
+    ASSERT_EQ(fs.size(), 1u) << custom;
+    EXPECT_EQ(fs[0].detector, "anthropic_api_key");
+    p.disabled = {"anthropic_api_key"};
+    fs = MustCompile(p)->Scan(ant + " " + oai);
+    ASSERT_EQ(fs.size(), 1u) << custom;
+    EXPECT_EQ(fs[0].detector, "openai_api_key");
+  }
+}
+
 TEST(RuleSetTest, BadPolicyErrorsNameTheProblem) {
   Policy p;
   p.custom_rules.push_back({.id = "fine", .pattern = "abc"});
