@@ -109,6 +109,7 @@ bool TryCard(Text t, size_t begin, size_t end) {
       ++current;
     } else {
       if (sep != 0 && c != sep) return false;  // mixed separators: not one number
+      if (ngroups == 19) return false;
       sep = c;
       groups[ngroups++] = current;
       current = 0;

@@ -17,9 +17,11 @@
 
 namespace govern::dlp::internal {
 
+// Built-in ids point at static storage, so a Finding of a built-in detector stays valid even after its
+// RuleSet is gone; custom names are owned by the Database.
 struct Detector {
-  std::string id;
-  std::string category;
+  std::string_view id;
+  std::string_view category;
   int priority = 0;
 };
 
@@ -66,7 +68,8 @@ class Database {
   static Result<std::shared_ptr<const Database>> Build(
       std::vector<Detector> detectors, std::vector<PatternEntry> patterns,
       const std::vector<std::string>& expressions, const std::vector<unsigned>& flags,
-      size_t first_custom_pattern, const std::vector<std::string>& custom_ids, bool has_utf8);
+      size_t first_custom_pattern, const std::vector<std::string>& custom_ids, bool has_utf8,
+      std::vector<std::unique_ptr<std::string>> names);
 
   const std::vector<Detector>& detectors() const { return detectors_; }
   unsigned PatternDetector(unsigned pattern) const { return patterns_[pattern].detector; }
@@ -83,6 +86,7 @@ class Database {
   hs_database_t* db_ = nullptr;
   hs_scratch_t* prototype_ = nullptr;
   std::vector<Detector> detectors_;
+  std::vector<std::unique_ptr<std::string>> names_;  // storage for custom rules' ids and categories
   std::vector<PatternEntry> patterns_;
   bool has_utf8_ = false;
   mutable std::mutex mu_;

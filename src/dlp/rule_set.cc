@@ -87,9 +87,11 @@ Database::~Database() {
 Result<std::shared_ptr<const Database>> Database::Build(
     std::vector<Detector> detectors, std::vector<PatternEntry> patterns,
     const std::vector<std::string>& expressions, const std::vector<unsigned>& flags,
-    size_t first_custom_pattern, const std::vector<std::string>& custom_ids, bool has_utf8) {
+    size_t first_custom_pattern, const std::vector<std::string>& custom_ids, bool has_utf8,
+    std::vector<std::unique_ptr<std::string>> names) {
   std::shared_ptr<Database> d(new Database());
   d->detectors_ = std::move(detectors);
+  d->names_ = std::move(names);
   d->patterns_ = std::move(patterns);
   d->has_utf8_ = has_utf8;
   if (expressions.empty()) return std::shared_ptr<const Database>(d);  // every detector disabled
@@ -304,9 +306,8 @@ bool ValidName(std::string_view s) {
 Result<std::shared_ptr<const internal::Database>> BuildDatabase(const std::vector<uint8_t>* builtin_enabled,
                                                                 const std::vector<CustomRule>& custom) {
   std::vector<internal::Detector> detectors;
-  for (const DetectorInfo& d : BuiltinDetectors()) {
-    detectors.push_back({std::string(d.id), std::string(d.category), d.priority});
-  }
+  for (const DetectorInfo& d : BuiltinDetectors()) detectors.push_back({d.id, d.category, d.priority});
+  std::vector<std::unique_ptr<std::string>> names;
   std::vector<internal::PatternEntry> patterns;
   std::vector<std::string> expressions;
   std::vector<unsigned> flags;
@@ -324,7 +325,10 @@ Result<std::shared_ptr<const internal::Database>> BuildDatabase(const std::vecto
   bool has_utf8 = false;
   for (const CustomRule& r : custom) {
     patterns.push_back({static_cast<unsigned>(detectors.size()), nullptr, true});
-    detectors.push_back({r.id, r.category, r.priority});
+    names.push_back(std::make_unique<std::string>(r.id));
+    std::string_view id = *names.back();
+    names.push_back(std::make_unique<std::string>(r.category));
+    detectors.push_back({id, *names.back(), r.priority});
     expressions.push_back(r.pattern);
     unsigned f = HS_FLAG_SOM_LEFTMOST;
     if (r.caseless) f |= HS_FLAG_CASELESS;
@@ -334,7 +338,7 @@ Result<std::shared_ptr<const internal::Database>> BuildDatabase(const std::vecto
     ids.push_back(r.id);
   }
   return internal::Database::Build(std::move(detectors), std::move(patterns), expressions, flags,
-                                   first_custom, ids, has_utf8);
+                                   first_custom, ids, has_utf8, std::move(names));
 }
 
 Result<std::shared_ptr<const internal::Database>> SharedBuiltinDatabase() {

@@ -24,7 +24,8 @@
 
 namespace govern::dlp {
 
-// One detected value. The string_views point into the RuleSet and are valid as long as it lives.
+// One detected value. The string_views of a built-in detector point at static storage; those of a custom
+// rule point into the RuleSet and are valid as long as it lives.
 struct Finding {
   std::string_view detector;  // stable id: "email", "card_number", or a custom rule's id
   std::string_view category;  // "contact", "financial", "secret", ... or a custom category
@@ -34,7 +35,7 @@ struct Finding {
 };
 
 struct DetectorCount {
-  std::string_view detector;  // valid as long as the RuleSet lives
+  std::string_view detector;  // as Finding::detector
   uint32_t count = 0;
 };
 

@@ -85,7 +85,8 @@ TEST(RuleSetTest, OverlapsResolveLeftmostLongestThenPriority) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].detector, "card_number");
   p.custom_rules[1].priority = 90;
-  fs = MustCompile(p)->Scan("x 4111111111111111");
+  rs = MustCompile(p);
+  fs = rs->Scan("x 4111111111111111");
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].detector, "digits16");
 }
