@@ -267,7 +267,8 @@ bool ValidateIpv4(Text t, Span* s) {
 
 bool IsIpv6Char(char c) { return IsHex(c) || c == ':' || c == '.'; }
 
-// The pattern only finds "h:h:h" or "::h" triggers; the address is the surrounding run of hex, ':' and
+// The pattern only finds "h:h:h:h", "::h" or "h::" triggers; the address is the surrounding run of hex, ':'
+// and
 // '.', checked by inet_pton. Runs glued to other word characters ("std::find") are not addresses.
 bool ValidateIpv6(Text t, Span* s) {
   size_t b = s->begin;
@@ -495,7 +496,9 @@ constexpr BuiltinPattern kPatterns[] = {
     {R"(\b[0-9]{3} [0-9]{2} [0-9]{4}\b)", kSsn, ValidateSsn},
     {R"(\b(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\b)",
      kIpv4, ValidateIpv4},
-    {R"([0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f])", kIpv6, ValidateIpv6},
+    // IPv6 triggers: three colons between hex groups, or "::". An address without "::" has seven colons, so
+    // times ("10:30:45", two colons) never reach the validator.
+    {R"([0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f])", kIpv6, ValidateIpv6},
     {R"(::[0-9A-Fa-f])", kIpv6, ValidateIpv6},
     {R"([0-9A-Fa-f]::)", kIpv6, ValidateIpv6},
     {R"(\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b)", kAwsKeyId, ValidateAwsKeyId},

@@ -152,6 +152,7 @@ void Database::Find(Worker* w, std::string_view text, const std::vector<uint8_t>
     return;
   }
   // UTF-8 custom rules have undefined results on malformed UTF-8: give them a same-length clean copy.
+  const std::string_view original = text;
   if (has_utf8_ && !simdjson::validate_utf8(text.data(), text.size())) {
     SanitizeUtf8(text, &w->sanitized);
     text = w->sanitized;
@@ -172,8 +173,9 @@ void Database::Find(Worker* w, std::string_view text, const std::vector<uint8_t>
     if (p.validator != nullptr && !p.validator(text, &s)) continue;
     if (!enabled[s.detector]) continue;
     // Never split a character: widen to UTF-8 boundaries (a custom pattern may match any byte).
-    while (s.begin > 0 && IsContinuation(text[s.begin])) --s.begin;
-    while (s.end < text.size() && IsContinuation(text[s.end])) ++s.end;
+    // (On the original bytes: the sanitized copy has no continuation bytes where the input had stray ones.)
+    while (s.begin > 0 && IsContinuation(original[s.begin])) --s.begin;
+    while (s.end < original.size() && IsContinuation(original[s.end])) ++s.end;
     if (s.end <= s.begin) continue;
     w->candidates.push_back({s.detector, s.begin, s.end});
     w->covered[p.detector] = std::max(covered, s.end);
