@@ -251,6 +251,13 @@ TEST(RuleSetTest, InvalidUtf8NeverCrashes) {
   EXPECT_TRUE(o.changed);
   EXPECT_NE(out.find("[REDACTED:email]"), std::string::npos);
   EXPECT_NE(out.find("[REDACTED:word]"), std::string::npos);
+  // Stray continuation bytes right after a finding: the span still ends on a boundary of the original
+  // bytes, although the UTF-8 rule made the scan run over a sanitized copy.
+  std::string glued = "key AKIAIOSFODNN7EXAMPLE\xa6\xa6 end";
+  auto fs = rs->Scan(glued);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].begin, 4u);
+  EXPECT_EQ(fs[0].end, 26u);
   auto builtin = MustCompile(Policy{});
   for (size_t cut = 0; cut <= bad.size(); ++cut) builtin->Redact(std::string_view(bad).substr(0, cut), &out);
 }
