@@ -78,8 +78,9 @@ class Database {
   std::unique_ptr<Worker> Acquire() const;
   void Release(std::unique_ptr<Worker> w) const;
 
-  // Fills w->findings for `text`. enabled: per detector.
-  void Find(Worker* w, std::string_view text, const std::vector<uint8_t>& enabled) const;
+  // Fills w->findings for `text`. enabled: per detector. False when the text could not be scanned (over
+  // 4 GiB, no memory for scratch): callers fail closed.
+  bool Find(Worker* w, std::string_view text, const std::vector<uint8_t>& enabled) const;
 
  private:
   Database() = default;

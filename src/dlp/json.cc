@@ -159,7 +159,7 @@ Result<Outcome> RuleSet::RedactJson(std::string_view json, std::string* out) con
   // Escapes could hide a value's characters, and anchored custom patterns behave differently on the
   // whole document, so those take the slow path.
   if (impl.json_prefilter && std::memchr(json.data(), '\\', json.size()) == nullptr) {
-    impl.db->Find(w.get(), json, impl.enabled);
+    if (!impl.db->Find(w.get(), json, impl.enabled)) return ResourceExhausted("DLP scan failed");
     bool secret_key = false;
     for (const auto& r : w->raw) secret_key |= impl.db->PatternDetector(r.pattern) == impl.generic_secret;
     if (w->findings.empty() && !secret_key) return outcome;
@@ -199,7 +199,7 @@ Result<Outcome> RuleSet::RedactJson(std::string_view json, std::string* out) con
     bool secret_value = pending_secret;
     pending_secret = false;
     std::string_view value = escaped ? Unescape(raw, &w->unescaped) : raw;
-    impl.db->Find(w.get(), value, impl.enabled);
+    if (!impl.db->Find(w.get(), value, impl.enabled)) return ResourceExhausted("DLP scan failed");
     if (secret_value && !internal::IsPlaceholderSecret(value)) {
       w->findings.clear();
       w->findings.push_back({impl.generic_secret, 0, value.size()});

@@ -143,13 +143,14 @@ void Database::Release(std::unique_ptr<Worker> w) const {
   free_.push_back(std::move(w));
 }
 
-void Database::Find(Worker* w, std::string_view text, const std::vector<uint8_t>& enabled) const {
+bool Database::Find(Worker* w, std::string_view text, const std::vector<uint8_t>& enabled) const {
   w->findings.clear();
   w->raw.clear();
-  if (db_ == nullptr || text.empty()) return;
+  if (db_ == nullptr || text.empty()) return true;
+  if (text.size() > UINT_MAX) return false;  // vectorscan scans at most 4 GiB at once
   if (w->scratch == nullptr && hs_clone_scratch(prototype_, &w->scratch) != HS_SUCCESS) {
     w->scratch = nullptr;
-    return;
+    return false;
   }
   // UTF-8 custom rules have undefined results on malformed UTF-8: give them a same-length clean copy.
   const std::string_view original = text;
@@ -157,8 +158,11 @@ void Database::Find(Worker* w, std::string_view text, const std::vector<uint8_t>
     SanitizeUtf8(text, &w->sanitized);
     text = w->sanitized;
   }
-  hs_scan(db_, text.data(), static_cast<unsigned>(text.size()), 0, w->scratch, OnMatch, &w->raw);
-  if (w->raw.empty()) return;  // the fast path: nothing matched, nothing allocated
+  if (hs_scan(db_, text.data(), static_cast<unsigned>(text.size()), 0, w->scratch, OnMatch, &w->raw) !=
+      HS_SUCCESS) {
+    return false;
+  }
+  if (w->raw.empty()) return true;  // the fast path: nothing matched, nothing allocated
 
   std::sort(w->raw.begin(), w->raw.end(), [](const RawMatch& a, const RawMatch& b) {
     return a.from != b.from ? a.from < b.from : a.to > b.to;
@@ -194,6 +198,7 @@ void Database::Find(Worker* w, std::string_view text, const std::vector<uint8_t>
     w->findings.push_back(c);
     taken_end = c.end;
   }
+  return true;
 }
 
 }  // namespace internal
@@ -462,9 +467,11 @@ std::vector<Finding> RuleSet::Scan(std::string_view text) const {
 
 void RuleSet::Scan(std::string_view text, std::vector<Finding>* out) const {
   out->clear();
-  if (text.size() > UINT_MAX) return;
   internal::Lease w(*impl_->db);
-  impl_->db->Find(w.get(), text, impl_->enabled);
+  if (!impl_->db->Find(w.get(), text, impl_->enabled)) {
+    out->push_back({"unscannable", "error", 0, text.size(), Action::kDrop});  // fail closed
+    return;
+  }
   const auto& detectors = impl_->db->detectors();
   for (const Candidate& c : w->findings) {
     const auto& d = detectors[c.detector];
@@ -474,13 +481,13 @@ void RuleSet::Scan(std::string_view text, std::vector<Finding>* out) const {
 
 Outcome RuleSet::Redact(std::string_view text, std::string* out) const {
   Outcome outcome;
-  if (text.size() > UINT_MAX) {  // vectorscan scans at most 4 GiB at once: fail closed
+  internal::Lease w(*impl_->db);
+  if (!impl_->db->Find(w.get(), text, impl_->enabled)) {  // could not scan: fail closed
     out->clear();
     outcome.changed = outcome.dropped = true;
+    outcome.counts.push_back({"unscannable", 1});
     return outcome;
   }
-  internal::Lease w(*impl_->db);
-  impl_->db->Find(w.get(), text, impl_->enabled);
   if (w->findings.empty()) return outcome;
   impl_->Count(w.get(), &outcome);
   outcome.changed = true;

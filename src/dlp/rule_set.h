@@ -63,20 +63,23 @@ class RuleSet {
   RuleSet& operator=(const RuleSet&) = delete;
 
   // Every finding in `text`, ordered by begin, non-overlapping. Returns an empty vector (no allocation)
-  // when nothing matches.
+  // when nothing matches. A text that cannot be scanned (over 4 GiB, or no memory for scan state) fails
+  // closed: one finding "unscannable" (category "error", action kDrop) covering all of it.
   std::vector<Finding> Scan(std::string_view text) const;
   // As above, appending to *out (cleared first) so a caller can reuse its buffer.
   void Scan(std::string_view text, std::vector<Finding>* out) const;
 
   // Redacts `text` into *out according to each finding's action. When nothing is found, returns
   // changed=false and leaves *out untouched (the caller keeps using `text`). When a finding's action is
-  // kDrop, *out is cleared and dropped=true. Texts longer than 4 GiB cannot be scanned and are dropped.
+  // kDrop, *out is cleared and dropped=true. A text that cannot be scanned is dropped the same way (counted
+  // as "unscannable").
   Outcome Redact(std::string_view text, std::string* out) const;
 
   // Redacts every string value of a JSON document; object keys, numbers, literals and the document's
   // layout are copied byte for byte. A value whose key names a secret ("password", "api_key",
   // "client_secret", ...) is redacted whole as generic_secret. A dropped value becomes null.
-  // Invalid JSON (or invalid UTF-8) gives InvalidArgument. *out is touched only when changed=true.
+  // Invalid JSON (or invalid UTF-8) gives InvalidArgument, a failed scan ResourceExhausted. *out is
+  // touched only when changed=true.
   Result<Outcome> RedactJson(std::string_view json, std::string* out) const;
 
   // The detectors this rule set runs (built-ins not disabled, then custom rules), in detector order.
