@@ -61,9 +61,24 @@ TEST(JsonTest, SecretNamedKeysRedactTheWholeValue) {
       R"({"db_password":"[REDACTED:generic_secret]","passwordHint":"a pet","apiKey":"[REDACTED:generic_secret]","x":"password"})");
   EXPECT_EQ(RedactedJson(*rs, R"({"password" :  "hunter2", "secret": "", "token": {"secret": 5}})"),
             R"({"password" :  "[REDACTED:generic_secret]", "secret": "", "token": {"secret": 5}})");
+  // Pretty-printed documents put any whitespace between a key and its value.
+  EXPECT_EQ(RedactedJson(*rs, "{\n  \"password\"\n      :\n  \"hunter2\"\n}"),
+            "{\n  \"password\"\n      :\n  \"[REDACTED:generic_secret]\"\n}");
   Policy p;
   p.disabled = {"generic_secret"};
   EXPECT_EQ(RedactedJson(*Compile(p), R"({"password":"hunter2"})"), R"({"password":"hunter2"})");
+}
+
+TEST(JsonTest, HashAndPartialInValues) {
+  Policy p;
+  p.actions = {{"email", Action::kHash}, {"card_number", Action::kPartialMask}};
+  p.hash_key = "k";
+  auto rs = Compile(p);
+  std::string a = RedactedJson(*rs, R"({"to":"bob@example.com","card":"4111-1111-1111-1111"})");
+  std::string b = RedactedJson(*rs, R"({"to":"BOB@example.com","card":"4111 1111 1111 1111"})");
+  EXPECT_EQ(a.substr(0, a.find("\"card\"")), b.substr(0, b.find("\"card\"")));  // same e-mail, same hash
+  EXPECT_NE(a.find("[HASH:email:"), std::string::npos) << a;
+  EXPECT_NE(a.find("\"****-****-****-1111\""), std::string::npos) << a;
 }
 
 TEST(JsonTest, DropBecomesNull) {
