@@ -19,7 +19,7 @@ namespace govern::dlp {
 // What happens to a finding's bytes when text is redacted.
 enum class Action : uint8_t {
   kMask,         // replaced by "[REDACTED:<detector id>]"
-  kPartialMask,  // every letter/digit but the last 4 becomes '*'; punctuation and spacing stay
+  kPartialMask,  // every letter/digit but the last 4 (at most a third) becomes '*'; punctuation stays
   kHash,         // replaced by "[HASH:<detector id>:<16 hex of HMAC-SHA256(org key, value)>]"
   kDrop,         // the whole string (or JSON string value) is dropped and the caller is told
 };

@@ -240,9 +240,13 @@ void RuleSet::Impl::Replace(const Candidate& f, std::string_view text, std::stri
       out->append("[REDACTED:").append(d.id).push_back(']');
       return;
     case Action::kPartialMask: {
-      // Keep the last four letters/digits; every other letter, digit or non-ASCII character becomes '*'.
+      // Keep the last four letters/digits, but at most a third of them so a short value is never shown
+      // whole; every other letter, digit or non-ASCII character becomes '*'.
+      size_t alnum = 0;
+      for (char c : value) alnum += IsAlnumAscii(c) ? 1 : 0;
+      const size_t keep = std::min<size_t>(4, alnum / 3);
       size_t keep_from = value.size();
-      for (int kept = 0; keep_from > 0 && kept < 4;) {
+      for (size_t kept = 0; kept < keep && keep_from > 0;) {
         if (IsAlnumAscii(value[--keep_from])) ++kept;
       }
       for (size_t i = 0; i < value.size(); ++i) {

@@ -171,6 +171,14 @@ TEST(RuleSetTest, Actions) {
   p.actions = {{"financial", Action::kMask}, {"card_number", Action::kPartialMask}};
   EXPECT_EQ(Redacted(*MustCompile(p), "4111-1111-1111-1111"), "****-****-****-1111");
 
+  // Short values keep at most a third of their letters and digits.
+  Policy short_values;
+  short_values.custom_rules.push_back({.id = "pin", .pattern = "\\b[0-9]{2,6}\\b"});
+  short_values.actions = {{"pin", Action::kPartialMask}};
+  auto pins = MustCompile(short_values);
+  EXPECT_EQ(Redacted(*pins, "pin 12"), "pin **");
+  EXPECT_EQ(Redacted(*pins, "pin 123456"), "pin ****56");
+
   p.actions = {{"card_number", Action::kHash}, {"email", Action::kHash}};
   p.hash_key = "org-key-1";
   auto hashed = MustCompile(p);
