@@ -13,6 +13,12 @@ namespace {
 std::atomic<long> allocations{0};
 }  // namespace
 
+// AddressSanitizer owns operator new (and checks new/free pairing across libraries such as libhs), so
+// the counting replacement exists only in builds without it; there the test is skipped.
+#if defined(__SANITIZE_ADDRESS__)
+#define GOVERN_COUNTS_ALLOCATIONS 0
+#else
+#define GOVERN_COUNTS_ALLOCATIONS 1
 void* operator new(size_t n) {
   allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
@@ -20,11 +26,13 @@ void* operator new(size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+#endif
 
 namespace govern::dlp {
 namespace {
 
 TEST(AllocTest, NoAllocationWithoutFindings) {
+  if (!GOVERN_COUNTS_ALLOCATIONS) GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
   auto rs = RuleSet::Compile(Policy{}).value();
   // Timestamps, versions and an order number that fails Luhn: raw matches the validators reject.
   const std::string clean =
