@@ -396,7 +396,13 @@ class TypedColumnWriter final : public ColumnWriter {
     d.definition_level_encoding = format::kRle;
     d.repetition_level_encoding = format::kRle;
     d.statistics = EncodeStats(page_stats_, options_.statistics_string_bytes);
+    const bool first_page = pages_.empty();
     GOVERN_RETURN_IF_ERROR(EmitPage(std::move(h), body_, &pages_));
+    if (first_page && dict_mode_ && page_non_null_ >= 1000 && 2 * int64_t{dict_size_} > page_non_null_) {
+      // Most values of the first page were new: a dictionary will not pay off for this chunk (ids,
+      // timestamps, free text), so spare the hashing and write PLAIN from here on.
+      dict_mode_ = false;
+    }
     chunk_stats_.Merge(page_stats_);
     chunk_rows_ += page_rows_;
     page_stats_ = Stats<T>();
