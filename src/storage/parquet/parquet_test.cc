@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <random>
 
+#include "storage/parquet/metadata.h"
 #include "storage/parquet/reader.h"
 #include "storage/parquet/writer.h"
 
@@ -174,6 +176,57 @@ INSTANTIATE_TEST_SUITE_P(Codecs, RoundTrip,
                                            Variant{Compression::kSnappy, true},
                                            Variant{Compression::kUncompressed, true},
                                            Variant{Compression::kUncompressed, false}));
+
+// The encodings of the data pages of column `column` in row group 0, read straight from the bytes.
+std::vector<int32_t> DataPageEncodings(const std::string& file, size_t column) {
+  uint32_t footer_len = 0;
+  std::memcpy(&footer_len, file.data() + file.size() - 8, 4);
+  format::FileMetaData meta;
+  EXPECT_TRUE(
+      format::DecodeFileMetaData(reinterpret_cast<const uint8_t*>(file.data()) + file.size() - 8 - footer_len,
+                                 footer_len, &meta)
+          .ok());
+  const format::ColumnMetaData& m = *meta.row_groups.at(0).columns.at(column).meta_data;
+  size_t pos = static_cast<size_t>(m.dictionary_page_offset.value_or(m.data_page_offset));
+  const size_t end = pos + static_cast<size_t>(m.total_compressed_size);
+  std::vector<int32_t> out;
+  while (pos < end) {
+    format::PageHeader h;
+    size_t used = 0;
+    EXPECT_TRUE(
+        format::DecodePageHeader(reinterpret_cast<const uint8_t*>(file.data()) + pos, end - pos, &h, &used)
+            .ok());
+    if (h.data_page_header) {
+      out.push_back(h.data_page_header->encoding);
+      // Every data page carries its own statistics too.
+      const auto& st = h.data_page_header->statistics;
+      EXPECT_TRUE(st && st->null_count && st->min_value && st->max_value);
+    }
+    pos += used + static_cast<size_t>(h.compressed_page_size);
+  }
+  return out;
+}
+
+TEST(Parquet, DictionaryGivesWayToPlainWhenValuesAreUnique) {
+  Schema schema = {{"id", Type::kInt64, false}, {"kind", Type::kInt64, false}};
+  std::vector<ColumnVector> cols = {ColumnVector(Type::kInt64), ColumnVector(Type::kInt64)};
+  for (int64_t i = 0; i < 6000; ++i) {
+    cols[0].AppendInt64(i * 7919);
+    cols[1].AppendInt64(i % 3);
+  }
+  WriterOptions o;
+  o.page_rows = 2000;
+  std::string bytes = WriteToString(schema, cols, o);
+  auto r = OpenBytes(bytes);
+  ASSERT_TRUE(r);
+  // The unique column keeps its first page's dictionary and continues in PLAIN; the repetitive one
+  // stays dictionary-encoded throughout.
+  EXPECT_EQ(DataPageEncodings(bytes, 0), (std::vector<int32_t>{8, 0, 0}));
+  EXPECT_EQ(DataPageEncodings(bytes, 1), (std::vector<int32_t>{8, 8, 8}));
+  auto back = ReadAll(*r);
+  EXPECT_TRUE(back[0] == cols[0]);
+  EXPECT_TRUE(back[1] == cols[1]);
+}
 
 TEST(Parquet, StatisticsMatchTheData) {
   WriterOptions o;
