@@ -64,7 +64,8 @@ Status Decompress(int32_t codec, std::string_view in, size_t uncompressed_size, 
     case format::kZstd: {
       unsigned long long declared = ZSTD_getFrameContentSize(in.data(), in.size());
       if (declared == ZSTD_CONTENTSIZE_ERROR) return DataLoss("parquet: corrupt zstd page");
-      if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != uncompressed_size) {
+      // The first frame's size (a page may hold several frames) cannot exceed the whole page's.
+      if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > uncompressed_size) {
         return DataLoss("parquet: zstd page length disagrees with its header");
       }
       out->resize(uncompressed_size);
