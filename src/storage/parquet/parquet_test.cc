@@ -284,6 +284,27 @@ TEST(Parquet, StatisticsMatchTheData) {
   }
 }
 
+TEST(Parquet, RowGroupsArePrunedByTime) {
+  Schema schema = {{"time", Type::kTimestampMicros, false}, {"n", Type::kInt32, true}};
+  std::vector<ColumnVector> cols = {ColumnVector(Type::kTimestampMicros), ColumnVector(Type::kInt32)};
+  for (int64_t i = 0; i < 1000; ++i) {
+    cols[0].AppendInt64(1000 * i);  // row group g holds times [100000 g, 100000 g + 99000]
+    if (i < 500)
+      cols[1].AppendNull();
+    else
+      cols[1].AppendInt32(static_cast<int32_t>(i));
+  }
+  WriterOptions o;
+  o.row_group_rows = 100;
+  auto r = OpenBytes(WriteToString(schema, cols, o));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->RowGroupsOverlapping(0, 250'000, 420'000), (std::vector<size_t>{2, 3, 4}));
+  EXPECT_EQ(r->RowGroupsOverlapping(0, 199'000, 199'000), (std::vector<size_t>{1}));
+  EXPECT_EQ(r->RowGroupsOverlapping(0, 2'000'000, 3'000'000), (std::vector<size_t>{}));
+  // An all-null row group holds no value in any range.
+  EXPECT_EQ(r->RowGroupsOverlapping(1, 0, 1'000'000), (std::vector<size_t>{5, 6, 7, 8, 9}));
+}
+
 TEST(Parquet, LongStringStatisticsAreTruncatedToValidBounds) {
   Schema schema = {{"s", Type::kString, false}};
   std::vector<ColumnVector> cols(1, ColumnVector(Type::kString));

@@ -293,7 +293,7 @@ class Reader::Impl {
         ci.num_values = m.num_values;
         ci.compressed_bytes = m.total_compressed_size;
         ci.uncompressed_bytes = m.total_uncompressed_size;
-        ci.has_dictionary = m.dictionary_page_offset.has_value();
+        ci.has_dictionary = m.dictionary_page_offset.value_or(0) > 0;
         if (m.statistics) {
           ci.statistics.null_count = m.statistics->null_count;
           ci.statistics.min = DecodeScalar(schema_[c].type, m.statistics->min_value);
@@ -480,6 +480,28 @@ int64_t Reader::num_rows() const { return impl_->num_rows_; }
 const std::vector<RowGroupInfo>& Reader::row_groups() const { return impl_->row_groups_; }
 const std::vector<KeyValue>& Reader::key_value_metadata() const { return impl_->kv_; }
 const std::string& Reader::created_by() const { return impl_->created_by_; }
+
+std::vector<size_t> Reader::RowGroupsOverlapping(size_t column, int64_t lo, int64_t hi) const {
+  auto as_int = [](const std::optional<Scalar>& s) -> std::optional<int64_t> {
+    if (!s) return std::nullopt;
+    if (const auto* v = std::get_if<int64_t>(&*s)) return *v;
+    if (const auto* v = std::get_if<int32_t>(&*s)) return *v;
+    return std::nullopt;
+  };
+  std::vector<size_t> out;
+  const auto& groups = impl_->row_groups_;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (column >= groups[g].columns.size()) break;
+    const ColumnStatistics& st = groups[g].columns[column].statistics;
+    if (st.null_count && *st.null_count == groups[g].num_rows && groups[g].num_rows > 0)
+      continue;  // all null
+    std::optional<int64_t> min = as_int(st.min), max = as_int(st.max);
+    if (min && max && (*max < lo || *min > hi)) continue;
+    if (groups[g].num_rows == 0) continue;
+    out.push_back(g);
+  }
+  return out;
+}
 
 Result<ColumnVector> Reader::ReadColumn(size_t row_group, size_t column) const {
   return impl_->ReadColumn(row_group, column);

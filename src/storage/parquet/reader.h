@@ -67,6 +67,11 @@ class Reader {
   const std::vector<KeyValue>& key_value_metadata() const;
   const std::string& created_by() const;
 
+  // Row groups that may hold a value of integer column `column` (int32, int64 or timestamp_us) in
+  // [lo, hi], judged by their min/max statistics; a row group without statistics is always included.
+  // This is how archive queries skip row groups by time.
+  std::vector<size_t> RowGroupsOverlapping(size_t column, int64_t lo, int64_t hi) const;
+
   // Reads one column of one row group: exactly row_groups()[row_group].num_rows values.
   Result<ColumnVector> ReadColumn(size_t row_group, size_t column) const;
   // Reads every column of a row group.
