@@ -448,9 +448,10 @@ class GatedSyncFs : public Fs {
     open_ = true;
     cv_.notify_all();
   }
-  void WaitUntilBlocked() {
+  // False if no fdatasync arrived within a minute (the log did not sync at all).
+  bool WaitUntilBlocked() {
     std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return blocked_ > 0; });
+    return cv_.wait_for(lk, std::chrono::seconds(60), [&] { return blocked_ > 0; });
   }
 
  private:
@@ -473,7 +474,7 @@ TEST(Wal, NothingIsVisibleOrAcknowledgedBeforeItsSync) {
   fs.Hold();
   Result<uint64_t> blocking = Unavailable("not run");
   std::thread appender([&] { blocking = log->Append("written, not yet synced"); });
-  fs.WaitUntilBlocked();  // the group is in the file; its fdatasync is held
+  ASSERT_TRUE(fs.WaitUntilBlocked());  // the group is in the file; its fdatasync is held
   std::atomic<bool> async_done{false};
   log->AppendAsync("queued behind it", [&](Result<uint64_t> r) {
     EXPECT_TRUE(r.ok());
@@ -507,7 +508,7 @@ TEST(Wal, FullBacklogFailsAsyncAtOnceAndBlocksSyncCallers) {
   CallbackSink sink;
   fs.Hold();
   log->AppendAsync("in flight", sink.Make(log.get()));
-  fs.WaitUntilBlocked();
+  ASSERT_TRUE(fs.WaitUntilBlocked());
   // The group in flight is held; the queue behind it fills up to max_pending_bytes.
   int accepted = 0;
   Status refused;
