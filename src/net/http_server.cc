@@ -109,6 +109,7 @@ struct ServerCore {
   std::unique_ptr<MetricsRegistry> own_metrics;
   MetricsRegistry* metrics = nullptr;
   std::vector<RouteStats> stats;
+  uint64_t collector_id = 0;  // the requests_total collector in `metrics`, which reads `stats`
   Gauge* in_flight = nullptr;
   Gauge* connections = nullptr;              // may be shared with other servers on the same registry
   std::atomic<int64_t> open_connections{0};  // this server's own count, for limits and draining
@@ -611,7 +612,11 @@ Server::Server(ServerConfig config, Router router) : impl_(std::make_unique<Impl
   }
 }
 
-Server::~Server() { Stop(); }
+Server::~Server() {
+  Stop();
+  // The registry may outlive the server (ServerConfig::metrics): drop what reads our state.
+  if (impl_->collector_id) impl_->metrics->RemoveCollector(impl_->collector_id);
+}
 
 void Server::AddReadinessCheck(std::string name, std::function<bool()> check) {
   impl_->ready_checks.emplace_back(std::move(name), std::move(check));
@@ -669,21 +674,23 @@ Status Server::Start() {
   };
   for (const auto& r : s.router.routes()) add_stats(r->options.name, std::string(MethodName(r->method)));
   add_stats("unrouted", "any");
-  m.AddCollector("govern_http_requests_total", "HTTP requests answered, by route and status", "counter",
-                 [impl = &s](std::string& out) {
-                   for (const RouteStats& st : impl->stats) {
-                     for (size_t code = 0; code < kStatusSlots; ++code) {
-                       uint64_t n = st.by_status[code].load(std::memory_order_relaxed);
-                       if (!n) continue;
-                       out += "govern_http_requests_total";
-                       out += MetricsRegistry::FormatLabels(
-                           {{"route", st.name}, {"method", st.method}, {"code", std::to_string(code)}});
-                       out += ' ';
-                       out += std::to_string(n);
-                       out += '\n';
-                     }
-                   }
-                 });
+  if (s.collector_id) m.RemoveCollector(s.collector_id);
+  s.collector_id =
+      m.AddCollector("govern_http_requests_total", "HTTP requests answered, by route and status", "counter",
+                     [impl = &s](std::string& out) {
+                       for (const RouteStats& st : impl->stats) {
+                         for (size_t code = 0; code < kStatusSlots; ++code) {
+                           uint64_t n = st.by_status[code].load(std::memory_order_relaxed);
+                           if (!n) continue;
+                           out += "govern_http_requests_total";
+                           out += MetricsRegistry::FormatLabels(
+                               {{"route", st.name}, {"method", st.method}, {"code", std::to_string(code)}});
+                           out += ' ';
+                           out += std::to_string(n);
+                           out += '\n';
+                         }
+                       }
+                     });
 
   auto shortest = std::min(
       {cfg.header_timeout, cfg.body_timeout, cfg.idle_timeout, cfg.handler_timeout, cfg.write_timeout});
