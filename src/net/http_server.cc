@@ -74,6 +74,9 @@ struct Worker {
   std::vector<ConnBase*> conns;  // loop thread only
   std::string date;              // Date header value, refreshed by the tick
   int64_t date_second = -1;
+  // Refreshed by the tick. Deadlines are set from it, which saves a clock read per state change;
+  // a deadline may come at most one tick early (the tick is at most a quarter of every timeout).
+  SteadyClock::time_point coarse_now = SteadyClock::now();
   std::atomic<bool> stopped{false};
 
   void Register(ConnBase* c) {
@@ -106,6 +109,7 @@ struct ServerCore {
   std::unique_ptr<MetricsRegistry> own_metrics;
   MetricsRegistry* metrics = nullptr;
   std::vector<RouteStats> stats;
+  uint64_t collector_id = 0;  // the requests_total collector in `metrics`, which reads `stats`
   Gauge* in_flight = nullptr;
   Gauge* connections = nullptr;              // may be shared with other servers on the same registry
   std::atomic<int64_t> open_connections{0};  // this server's own count, for limits and draining
@@ -143,7 +147,7 @@ class Connection final : public ConnBase,
         reader_(static_cast<uint32_t>(s_->cfg.max_header_bytes)) {}
 
   void Start() {
-    auto now = SteadyClock::now();
+    auto now = w_->coarse_now;
     idle_ = true;
     deadline_ = now + s_->cfg.header_timeout;
     if constexpr (kTls) {
@@ -213,7 +217,7 @@ class Connection final : public ConnBase,
     http10_ = false;
     keep_alive_ = true;
     timed_out_ = false;
-    auto now = SteadyClock::now();
+    auto now = w_->coarse_now;
     if (buf_.size() == 0) {
       if (s_->draining.load(std::memory_order_relaxed)) return Close();
       idle_ = true;
@@ -243,7 +247,7 @@ class Connection final : public ConnBase,
     buf_.commit(n);
     if (idle_) {
       idle_ = false;
-      deadline_ = SteadyClock::now() + s_->cfg.header_timeout;
+      deadline_ = w_->coarse_now + s_->cfg.header_timeout;
     }
     if (state_ == State::kTimedOut) return RespondError(408, "the request was not received in time");
     ProcessBuffer();
@@ -271,9 +275,8 @@ class Connection final : public ConnBase,
   // Routes the request as soon as its header is complete, so the body limit is the route's.
   // Returns false when processing must pause (an error answer or a 100 Continue is being written).
   bool OnHeader() {
-    auto now = SteadyClock::now();
-    started_ = now;
-    deadline_ = now + s_->cfg.body_timeout;
+    started_ = SteadyClock::now();  // precise: the latency histogram starts here
+    deadline_ = w_->coarse_now + s_->cfg.body_timeout;
     Method method = reader_.method();
     head_request_ = method == Method::kHead;
     std::string_view target = reader_.target();
@@ -306,7 +309,7 @@ class Connection final : public ConnBase,
                           if (self->state_ == State::kClosed) return;
                           if (ec) return self->Close();
                           self->state_ = State::kReading;
-                          self->deadline_ = SteadyClock::now() + self->s_->cfg.body_timeout;
+                          self->deadline_ = self->w_->coarse_now + self->s_->cfg.body_timeout;
                           self->ProcessBuffer();
                         });
       return false;
@@ -316,7 +319,7 @@ class Connection final : public ConnBase,
 
   void Dispatch() {
     state_ = State::kHandling;
-    deadline_ = SteadyClock::now() + s_->cfg.handler_timeout;
+    deadline_ = w_->coarse_now + s_->cfg.handler_timeout;
     keep_alive_ = reader_.keep_alive();
     http10_ = reader_.version() == 10;
     Request req;
@@ -406,7 +409,7 @@ class Connection final : public ConnBase,
 
   void Write(Response&& r, bool close) {
     state_ = State::kWriting;
-    deadline_ = SteadyClock::now() + s_->cfg.write_timeout;
+    deadline_ = w_->coarse_now + s_->cfg.write_timeout;
     close_after_ = close;
     body_ = std::move(r.body);
     head_.clear();
@@ -431,7 +434,7 @@ class Connection final : public ConnBase,
     state_ = State::kLingering;
     // While the server drains, a short linger keeps Stop() quick once the answers are out.
     bool draining = s_->draining.load(std::memory_order_relaxed);
-    deadline_ = SteadyClock::now() + (draining ? kDrainLingerTime : kLingerTime);
+    deadline_ = w_->coarse_now + (draining ? kDrainLingerTime : kLingerTime);
     beast::error_code ec;
     Socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return Close();
@@ -550,6 +553,7 @@ void ServerCore::ArmTick(Worker* w) {
     if (ec) return;
     w->RefreshDate();
     auto now = SteadyClock::now();
+    w->coarse_now = now;
     for (size_t i = 0; i < w->conns.size();) {
       ConnBase* c = w->conns[i];
       c->OnTick(now);
@@ -608,7 +612,11 @@ Server::Server(ServerConfig config, Router router) : impl_(std::make_unique<Impl
   }
 }
 
-Server::~Server() { Stop(); }
+Server::~Server() {
+  Stop();
+  // The registry may outlive the server (ServerConfig::metrics): drop what reads our state.
+  if (impl_->collector_id) impl_->metrics->RemoveCollector(impl_->collector_id);
+}
 
 void Server::AddReadinessCheck(std::string name, std::function<bool()> check) {
   impl_->ready_checks.emplace_back(std::move(name), std::move(check));
@@ -666,21 +674,23 @@ Status Server::Start() {
   };
   for (const auto& r : s.router.routes()) add_stats(r->options.name, std::string(MethodName(r->method)));
   add_stats("unrouted", "any");
-  m.AddCollector("govern_http_requests_total", "HTTP requests answered, by route and status", "counter",
-                 [impl = &s](std::string& out) {
-                   for (const RouteStats& st : impl->stats) {
-                     for (size_t code = 0; code < kStatusSlots; ++code) {
-                       uint64_t n = st.by_status[code].load(std::memory_order_relaxed);
-                       if (!n) continue;
-                       out += "govern_http_requests_total";
-                       out += MetricsRegistry::FormatLabels(
-                           {{"route", st.name}, {"method", st.method}, {"code", std::to_string(code)}});
-                       out += ' ';
-                       out += std::to_string(n);
-                       out += '\n';
-                     }
-                   }
-                 });
+  if (s.collector_id) m.RemoveCollector(s.collector_id);
+  s.collector_id =
+      m.AddCollector("govern_http_requests_total", "HTTP requests answered, by route and status", "counter",
+                     [impl = &s](std::string& out) {
+                       for (const RouteStats& st : impl->stats) {
+                         for (size_t code = 0; code < kStatusSlots; ++code) {
+                           uint64_t n = st.by_status[code].load(std::memory_order_relaxed);
+                           if (!n) continue;
+                           out += "govern_http_requests_total";
+                           out += MetricsRegistry::FormatLabels(
+                               {{"route", st.name}, {"method", st.method}, {"code", std::to_string(code)}});
+                           out += ' ';
+                           out += std::to_string(n);
+                           out += '\n';
+                         }
+                       }
+                     });
 
   auto shortest = std::min(
       {cfg.header_timeout, cfg.body_timeout, cfg.idle_timeout, cfg.handler_timeout, cfg.write_timeout});

@@ -527,6 +527,22 @@ TEST_F(ServerTest, MetricsAndHealthEndpoints) {
   EXPECT_EQ(h->status, 200);
 }
 
+TEST_F(ServerTest, SharedRegistryOutlivesTheServer) {
+  MetricsRegistry registry;
+  {
+    ServerConfig cfg = TestConfig();
+    cfg.metrics = &registry;
+    Server s(cfg, TestRoutes());
+    ASSERT_TRUE(s.Start().ok());
+    ASSERT_EQ(client_.Get("http://127.0.0.1:" + std::to_string(s.port()) + "/hello")->status, 200);
+  }
+  std::string t = registry.RenderText();  // the server's collector is gone; its histograms remain
+  EXPECT_EQ(t.find("govern_http_requests_total{"), std::string::npos) << t;
+  EXPECT_NE(t.find("govern_http_request_duration_seconds_count{route=\"/hello\",method=\"GET\"} 1\n"),
+            std::string::npos)
+      << t;
+}
+
 TEST_F(ServerTest, ReadyzReportsFailingChecks) {
   std::atomic<bool> db_ok{false};
   server_ = std::make_unique<Server>(TestConfig(), TestRoutes());

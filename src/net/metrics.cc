@@ -1,6 +1,7 @@
 // Metrics registry and the Prometheus text rendering.
 #include "net/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -40,7 +41,7 @@ struct MetricsRegistry::Family {
     std::unique_ptr<Histogram> histogram;
   };
   std::vector<Child> children;
-  std::vector<std::function<void(std::string&)>> collectors;
+  std::vector<std::pair<uint64_t, std::function<void(std::string&)>>> collectors;
 };
 
 MetricsRegistry::MetricsRegistry() = default;
@@ -163,10 +164,20 @@ Histogram& MetricsRegistry::AddHistogram(std::string_view name, std::string_view
   return *f.children.back().histogram;
 }
 
-void MetricsRegistry::AddCollector(std::string_view name, std::string_view help, std::string_view type,
-                                   std::function<void(std::string&)> write) {
+uint64_t MetricsRegistry::AddCollector(std::string_view name, std::string_view help, std::string_view type,
+                                       std::function<void(std::string&)> write) {
   std::lock_guard lock(mu_);
-  FamilyFor(name, help, type).collectors.push_back(std::move(write));
+  uint64_t id = next_collector_id_++;
+  FamilyFor(name, help, type).collectors.emplace_back(id, std::move(write));
+  return id;
+}
+
+void MetricsRegistry::RemoveCollector(uint64_t id) {
+  std::lock_guard lock(mu_);
+  for (auto& f : families_) {
+    auto& c = f->collectors;
+    c.erase(std::remove_if(c.begin(), c.end(), [id](const auto& e) { return e.first == id; }), c.end());
+  }
 }
 
 std::string MetricsRegistry::RenderText() const {
@@ -224,7 +235,7 @@ std::string MetricsRegistry::RenderText() const {
       out += std::to_string(cumulative);
       out += '\n';
     }
-    for (const auto& write : f->collectors) write(out);
+    for (const auto& [id, write] : f->collectors) write(out);
   }
   return out;
 }

@@ -74,8 +74,10 @@ class MetricsRegistry {
 
   // A family whose samples are computed at scrape time: `write` appends complete sample lines
   // ("name{l=\"v\"} 1\n") to its argument. `type` is "counter", "gauge", "histogram" or "untyped".
-  void AddCollector(std::string_view name, std::string_view help, std::string_view type,
-                    std::function<void(std::string&)> write);
+  // Returns an id for RemoveCollector: whoever owns what `write` reads must remove it before dying.
+  uint64_t AddCollector(std::string_view name, std::string_view help, std::string_view type,
+                        std::function<void(std::string&)> write);
+  void RemoveCollector(uint64_t id);
 
   // The whole registry in the Prometheus text exposition format (version 0.0.4).
   std::string RenderText() const;
@@ -89,6 +91,7 @@ class MetricsRegistry {
   Family& FamilyFor(std::string_view name, std::string_view help, std::string_view type);
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Family>> families_;
+  uint64_t next_collector_id_ = 1;
 };
 
 }  // namespace govern::net

@@ -16,7 +16,8 @@ TEST(Metrics, RendersPrometheusText) {
   h.Observe(0.05);
   h.Observe(0.5);
   h.Observe(5);
-  m.AddCollector("custom_total", "Computed", "counter", [](std::string& out) { out += "custom_total 7\n"; });
+  uint64_t id = m.AddCollector("custom_total", "Computed", "counter",
+                               [](std::string& out) { out += "custom_total 7\n"; });
   std::string text = m.RenderText();
   EXPECT_NE(
       text.find("# HELP jobs_total Jobs done\n# TYPE jobs_total counter\njobs_total{kind=\"a\\\"b\"} 3\n"),
@@ -29,6 +30,8 @@ TEST(Metrics, RendersPrometheusText) {
   EXPECT_NE(text.find("latency_seconds_sum 5.55\n"), std::string::npos) << text;
   EXPECT_NE(text.find("latency_seconds_count 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE custom_total counter\ncustom_total 7\n"), std::string::npos) << text;
+  m.RemoveCollector(id);
+  EXPECT_EQ(m.RenderText().find("custom_total 7"), std::string::npos);
 }
 
 TEST(Metrics, SameNameAndLabelsGiveTheSameMetric) {
