@@ -17,7 +17,7 @@ elseif(GOVERN_SANITIZE)
 endif()
 
 # Asio: no deprecated names, and no Boost.System library needed.
-add_compile_definitions(BOOST_ASIO_NO_DEPRECATED BOOST_BEAST_USE_STD_STRING_VIEW)
+add_compile_definitions(BOOST_ASIO_NO_DEPRECATED)
 
 # govern_library(NAME SOURCES ... DEPS ...): a static library under src/, included as "folder/header.h".
 function(govern_library name)
