@@ -79,3 +79,14 @@ function(govern_bench name)
   target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
 endfunction()
+
+# govern_add_subfolders(): adds every direct subfolder that has a CMakeLists.txt, so a new test suite,
+# benchmark suite or service joins the build without an edit to its parent.
+macro(govern_add_subfolders)
+  file(GLOB _govern_children LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  foreach(_govern_child ${_govern_children})
+    if(IS_DIRECTORY ${_govern_child} AND EXISTS ${_govern_child}/CMakeLists.txt)
+      add_subdirectory(${_govern_child})
+    endif()
+  endforeach()
+endmacro()

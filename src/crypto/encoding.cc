@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "base/ascii.h"
+
 namespace govern::crypto {
 namespace {
 
@@ -23,13 +25,6 @@ constexpr DecodeTable MakeTable(const char* alphabet) {
 
 constexpr DecodeTable kStdTable = MakeTable(kStdAlphabet);
 constexpr DecodeTable kUrlTable = MakeTable(kUrlAlphabet);
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 std::string EncodeBase64(std::span<const uint8_t> in, const char* alphabet, bool pad) {
   std::string out;
@@ -101,8 +96,8 @@ Result<std::vector<uint8_t>> HexDecode(std::string_view hex) {
   if (hex.size() % 2 != 0) return InvalidArgument("hex: odd length " + std::to_string(hex.size()));
   std::vector<uint8_t> out(hex.size() / 2);
   for (size_t i = 0; i < out.size(); ++i) {
-    int hi = HexValue(hex[2 * i]);
-    int lo = HexValue(hex[2 * i + 1]);
+    int hi = HexDigitValue(hex[2 * i]);
+    int lo = HexDigitValue(hex[2 * i + 1]);
     if (hi < 0) return BadChar("hex", 2 * i);
     if (lo < 0) return BadChar("hex", 2 * i + 1);
     out[i] = static_cast<uint8_t>(hi << 4 | lo);

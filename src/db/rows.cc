@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "base/ascii.h"
+
 namespace govern::db {
 
 void Rows::Deleter::operator()(pg_result* r) const { PQclear(r); }
@@ -98,16 +100,10 @@ Result<std::string> Rows::Bytes(int row, int col) const {
   if (t.size() < 2 || t[0] != '\\' || t[1] != 'x' || t.size() % 2 != 0) {
     return InvalidArgument("not a bytea in hex format");
   }
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
   std::string out;
   out.reserve((t.size() - 2) / 2);
   for (size_t i = 2; i < t.size(); i += 2) {
-    int hi = nibble(t[i]), lo = nibble(t[i + 1]);
+    int hi = HexDigitValue(t[i]), lo = HexDigitValue(t[i + 1]);
     if (hi < 0 || lo < 0) return InvalidArgument("bad hex digit in bytea");
     out.push_back(static_cast<char>(hi * 16 + lo));
   }

@@ -5,22 +5,16 @@
 // re-escaped.
 #include <cstring>
 
+#include "base/ascii.h"
 #include "dlp/engine.h"
 
 namespace govern::dlp {
 namespace {
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 unsigned ReadHex4(std::string_view s, size_t i) {
   unsigned v = 0;
   for (size_t k = 0; k < 4; ++k) {
-    int h = i + k < s.size() ? HexValue(s[i + k]) : -1;
+    int h = i + k < s.size() ? HexDigitValue(s[i + k]) : -1;
     if (h < 0) return 0xFFFD;
     v = v * 16 + static_cast<unsigned>(h);
   }

@@ -1,6 +1,7 @@
 // HTTP message helpers: header lookup, query decoding, and the Responder's once-only delivery.
 #include "net/http.h"
 
+#include "base/ascii.h"
 #include "net/problem.h"
 
 namespace govern::net {
@@ -78,13 +79,6 @@ void Headers::Remove(std::string_view name) {
 
 namespace {
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Calls fn(name, value) for each raw "name=value" pair of a query string.
 template <typename Fn>
 void ForEachQueryPair(std::string_view query, Fn&& fn) {
@@ -108,8 +102,8 @@ std::string PercentDecode(std::string_view s, bool plus_as_space) {
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (c == '%' && i + 2 < s.size()) {
-      int hi = HexValue(s[i + 1]);
-      int lo = HexValue(s[i + 2]);
+      int hi = HexDigitValue(s[i + 1]);
+      int lo = HexDigitValue(s[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out += static_cast<char>(hi * 16 + lo);
         i += 2;

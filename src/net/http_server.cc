@@ -550,7 +550,9 @@ void ServerCore::OnAccepted(Worker* w, tcp::socket socket) {
 void ServerCore::ArmTick(Worker* w) {
   w->tick.expires_after(tick_interval);
   w->tick.async_wait([this, w](beast::error_code ec) {
-    if (ec) return;
+    // Stop() cancels the timer, but a tick that had already fired is queued with success: it must not
+    // re-arm, or the event loop never runs out of work and Stop() waits forever in join().
+    if (ec || w->stopped.load(std::memory_order_acquire)) return;
     w->RefreshDate();
     auto now = SteadyClock::now();
     w->coarse_now = now;
