@@ -494,8 +494,10 @@ TEST(Wal, NothingIsVisibleOrAcknowledgedBeforeItsSync) {
   ASSERT_TRUE(r.ok() && r->has_value());
   EXPECT_EQ((*r)->data, "written, not yet synced");
   ASSERT_TRUE(log->Flush().ok());
-  EXPECT_TRUE(async_done.load());
   EXPECT_EQ(log->DurableSequence(), 3u);
+  // Flush() returns once the record is durable; its callback runs just after, on the sync thread.
+  for (int i = 0; i < 30000 && !async_done.load(); ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(async_done.load());
 }
 
 TEST(Wal, FullBacklogFailsAsyncAtOnceAndBlocksSyncCallers) {
