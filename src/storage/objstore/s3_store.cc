@@ -171,6 +171,7 @@ struct S3Store::Impl {
       sreq.canonical_uri = path;
       sreq.query = call.query;
       sreq.headers = call.headers;
+      sreq.payload_sha256_hex = payload_hash;
       sreq.headers.emplace_back("host", Authority());
       const std::string amz_date = sigv4::AmzDate(clock.UnixMicros());
       sreq.headers.emplace_back("x-amz-date", amz_date);
