@@ -10,6 +10,7 @@
 #include <charconv>
 #include <thread>
 
+#include "base/log.h"
 #include "crypto/encoding.h"
 #include "crypto/sha256.h"
 #include "storage/objstore/s3_xml.h"
@@ -158,6 +159,11 @@ struct S3Store::Impl {
     Status last;
     for (int attempt = 1; attempt <= std::max(1, config.max_attempts); ++attempt) {
       if (attempt > 1) {
+        log::Warn("objstore", "s3 request failed, retrying",
+                  {{"request", call.what},
+                   {"attempt", attempt},
+                   {"backoff_ms", backoff.count()},
+                   {"error", last.ToString()}});
         if (config.sleep) {
           config.sleep(backoff);
         } else {
