@@ -152,6 +152,10 @@ Status AnyValue(const Context& cx, const element& v, int depth, std::string* out
       }
       continue;
     }
+    const bool known = Is(k, "boolValue", "bool_value") || Is(k, "intValue", "int_value") ||
+                       Is(k, "doubleValue", "double_value") || Is(k, "arrayValue", "array_value") ||
+                       Is(k, "kvlistValue", "kvlist_value") || Is(k, "bytesValue", "bytes_value");
+    if (!known) continue;  // unknown keys are ignored and must not touch the value chosen so far
     if (is_string) *is_string = false;
     if (Is(k, "boolValue", "bool_value")) {
       bool b = false;
@@ -412,6 +416,9 @@ Status ResourceLogs(const Context& cx, const element& v, std::string_view org, B
 
 Result<DecodedBatch> DecodeOtlpLogsJson(std::string_view body, std::string_view org,
                                         const OtlpLimits& limits) {
+  // Checked here, not by simdjson: an empty view may have a null data pointer, which simdjson would
+  // hand to memcpy (undefined behaviour even for zero bytes; UBSan caught it on an empty fuzz input).
+  if (body.empty()) return InvalidArgument("invalid JSON: empty body");
   simdjson::dom::parser parser;
   element root;
   if (auto err = parser.parse(body.data(), body.size()).get(root); err != simdjson::SUCCESS) {

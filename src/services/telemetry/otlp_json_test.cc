@@ -138,6 +138,7 @@ TEST(OtlpJson, MalformedDocumentsRejectTheRequest) {
     return R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[{)" + fields + R"(}]}]}]})";
   };
   const std::vector<Case> cases = {
+      {"empty", "", "invalid JSON: empty body"},
       {"not json", "{\"resourceLogs\":[", "invalid JSON"},
       {"trailing garbage", "{} x", "invalid JSON"},
       {"invalid utf-8", "{\"resourceLogs\":[],\"x\":\"\xff\"}", "invalid JSON"},
@@ -167,6 +168,17 @@ TEST(OtlpJson, MalformedDocumentsRejectTheRequest) {
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << c.name;
     EXPECT_THAT(r.status().message(), HasSubstr(c.message)) << c.name;
   }
+}
+
+TEST(OtlpJson, UnknownKeyInsideAnyValueKeepsTheValue) {
+  // Found by otlp_json_fuzz: an unknown key after stringValue used to mark the body as JSON.
+  auto r = Decode(R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[
+    {"body":{"stringValue":"text","extra":1},"attributes":[{"key":"k","value":{"intValue":"5","x":"y"}}]}]}]}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->events[0].body_kind, BodyKind::kString);
+  EXPECT_EQ(r->events[0].body, "text");
+  EXPECT_EQ(r->events[0].attributes[0].value_json, "5");
+  EXPECT_FALSE(DecodeOtlpLogsJson(std::string_view(), "o").ok());  // null data pointer
 }
 
 TEST(OtlpJson, NestingDepthIsBounded) {
