@@ -26,6 +26,37 @@ void AppendJsonDouble(std::string& out, double v) {
   }
 }
 
+std::string ServiceName(const std::vector<Attribute>& resource_attributes) {
+  std::string name;
+  for (const auto& a : resource_attributes) {
+    const std::string& v = a.value_json;
+    if (a.key != "service.name" || v.size() < 2 || v.front() != '"') continue;
+    name.clear();  // the last service.name wins, as a map built from the list would have it
+    for (size_t i = 1; i + 1 < v.size(); ++i) {
+      if (v[i] != '\\' || i + 2 >= v.size()) {
+        name.push_back(v[i]);
+        continue;
+      }
+      const char c = v[++i];
+      if (c == 'n') {
+        name.push_back('\n');
+      } else if (c == 'r') {
+        name.push_back('\r');
+      } else if (c == 't') {
+        name.push_back('\t');
+      } else if (c == 'u' && i + 4 < v.size()) {  // \u00XX: a control character
+        unsigned x = 0;
+        std::from_chars(v.data() + i + 3, v.data() + i + 5, x, 16);
+        name.push_back(static_cast<char>(x));
+        i += 4;
+      } else {
+        name.push_back(c);  // \" and \\ (and anything else) stand for the character itself
+      }
+    }
+  }
+  return name;
+}
+
 }  // namespace internal
 
 namespace {

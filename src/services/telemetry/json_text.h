@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
+#include "services/telemetry/event.h"
 
 namespace govern::telemetry::internal {
 
@@ -73,6 +75,10 @@ inline std::string LowerHex(std::string_view bytes) {
   }
   return out;
 }
+
+// The resource attribute service.name when its value is a string, unquoted (empty otherwise). Reads
+// value_json as AppendJsonString wrote it, so it undoes exactly those escapes.
+std::string ServiceName(const std::vector<Attribute>& resource_attributes);
 
 // Appends a double as JSON: shortest round-trip form; NaN and infinities as the strings proto3 JSON uses.
 void AppendJsonDouble(std::string& out, double v);

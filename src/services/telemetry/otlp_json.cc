@@ -393,12 +393,8 @@ Status ResourceLogs(const Context& cx, const element& v, std::string_view org, B
       have_scopes = true;
     }
   }
-  for (const auto& a : proto.resource_attributes) {
-    if (a.key == "service.name" && a.value_json.size() >= 2 && a.value_json[0] == '"') {
-      std::string_view inner(a.value_json.data() + 1, a.value_json.size() - 2);
-      proto.service_name = inner.find('\\') == std::string_view::npos ? std::string(inner) : a.value_json;
-    }
-  }
+  proto.service_name = internal::ServiceName(proto.resource_attributes);
+
   if (!have_scopes) return OkStatus();
   array items;
   Status st = GetArray(scopes, &items);

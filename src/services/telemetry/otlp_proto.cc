@@ -302,13 +302,8 @@ Status Resource(const Context& cx, const Field& outer, Event* proto) {
       GOVERN_RETURN_IF_ERROR(Expect(f, kVarint, ".dropped_attributes_count"));
     }
   }
-  for (const auto& a : proto->resource_attributes) {
-    if (a.key == "service.name" && a.value_json.size() >= 2 && a.value_json[0] == '"') {
-      // Undo the JSON quoting; service names with escapes are rare enough to keep them as JSON text.
-      std::string_view inner(a.value_json.data() + 1, a.value_json.size() - 2);
-      proto->service_name = inner.find('\\') == std::string_view::npos ? std::string(inner) : a.value_json;
-    }
-  }
+  proto->service_name = internal::ServiceName(proto->resource_attributes);
+
   return OkStatus();
 }
 

@@ -75,6 +75,26 @@ TEST(OtlpProto, DefaultsWhenFieldsAbsent) {
   EXPECT_EQ(e.service_name, "");
 }
 
+TEST(OtlpProto, ServiceNameIsTheUnquotedString) {
+  struct Case {
+    std::string resource, service;
+  };
+  const std::vector<Case> cases = {
+      {LenField(1, KeyValue("service.name", StringValue("a\"b\\c\td\x01"))), "a\"b\\c\td\x01"},
+      {LenField(1, KeyValue("service.name", VarintField(3, 5))), ""},  // not a string
+      {LenField(1, KeyValue("service.name", StringValue("x"))) +
+           LenField(1, KeyValue("service.name", StringValue("y"))),
+       "y"},
+      {LenField(1, KeyValue("service", StringValue("x"))), ""},
+  };
+  for (const auto& c : cases) {
+    auto r = Decode(Request(ResourceLogs(c.resource, LenField(2, ""))));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->events.size(), 1u);
+    EXPECT_EQ(r->events[0].service_name, c.service);
+  }
+}
+
 TEST(OtlpProto, ScopeAndResourceMayFollowTheirChildren) {
   // ResourceLogs with scope_logs (2) before resource (1); ScopeLogs with log_records (2) before scope (1).
   const std::string scope_logs = Record(LenField(3, "x")) + LenField(1, LenField(1, "late-scope"));
