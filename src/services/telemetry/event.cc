@@ -1,0 +1,169 @@
+// Severity names, the canonical event encoding and deterministic ids (see event.h).
+#include "services/telemetry/event.h"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <unordered_map>
+
+#include "services/telemetry/json_text.h"
+
+namespace govern::telemetry {
+namespace internal {
+
+void AppendJsonDouble(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out.append("\"NaN\"");
+  } else if (std::isinf(v)) {
+    out.append(v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+  } else {
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+  }
+}
+
+std::string ServiceName(const std::vector<Attribute>& resource_attributes) {
+  std::string name;
+  for (const auto& a : resource_attributes) {
+    const std::string& v = a.value_json;
+    if (a.key != "service.name" || v.size() < 2 || v.front() != '"') continue;
+    name.clear();  // the last service.name wins, as a map built from the list would have it
+    for (size_t i = 1; i + 1 < v.size(); ++i) {
+      if (v[i] != '\\' || i + 2 >= v.size()) {
+        name.push_back(v[i]);
+        continue;
+      }
+      const char c = v[++i];
+      if (c == 'n') {
+        name.push_back('\n');
+      } else if (c == 'r') {
+        name.push_back('\r');
+      } else if (c == 't') {
+        name.push_back('\t');
+      } else if (c == 'u' && i + 4 < v.size()) {  // \u00XX: a control character
+        unsigned x = 0;
+        std::from_chars(v.data() + i + 3, v.data() + i + 5, x, 16);
+        name.push_back(static_cast<char>(x));
+        i += 4;
+      } else {
+        name.push_back(c);  // \" and \\ (and anything else) stand for the character itself
+      }
+    }
+  }
+  return name;
+}
+
+}  // namespace internal
+
+namespace {
+
+char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (Lower(a[i]) != Lower(b[i])) return false;
+  }
+  return true;
+}
+
+void PutU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void PutField(std::string& out, std::string_view s) {
+  PutU64(out, s.size());
+  out.append(s);
+}
+
+void PutAttributes(std::string& out, const std::vector<Attribute>& attrs) {
+  PutU64(out, attrs.size());
+  for (const auto& a : attrs) {
+    PutField(out, a.key);
+    PutField(out, a.value_json);
+  }
+}
+
+// The canonical encoding of event.h without the ordinal (which EventId appends).
+std::string CanonicalContent(std::string_view org, const Event& e) {
+  std::string out;
+  out.reserve(256 + e.body.size());
+  out.append("govern.event.v1");
+  for (std::string_view s :
+       {org, std::string_view(e.type), std::string_view(e.severity_text), std::string_view(e.body),
+        std::string_view(e.trace_id_hex), std::string_view(e.span_id_hex), std::string_view(e.service_name),
+        std::string_view(e.scope_name), std::string_view(e.scope_version)}) {
+    PutField(out, s);
+  }
+  PutU64(out, static_cast<uint64_t>(e.time_unix_nanos));
+  PutU64(out, static_cast<uint64_t>(e.observed_unix_nanos));
+  PutU64(out, static_cast<uint64_t>(static_cast<int64_t>(e.severity_number)));
+  PutU64(out, static_cast<uint64_t>(e.body_kind));
+  PutU64(out, e.flags);
+  PutU64(out, e.dropped_attributes_count);
+  return out;
+}
+
+std::string HashToId(std::string& canonical, uint64_t ordinal, const Event& e) {
+  PutU64(canonical, ordinal);
+  PutAttributes(canonical, e.attributes);
+  PutAttributes(canonical, e.resource_attributes);
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  // EVP_Digest with SHA-256 fails only when OpenSSL cannot allocate; there is no useful id then.
+  if (EVP_Digest(canonical.data(), canonical.size(), md.data(), &len, EVP_sha256(), nullptr) != 1) {
+    std::abort();
+  }
+  return internal::LowerHex(std::string_view(reinterpret_cast<const char*>(md.data()), len));
+}
+
+}  // namespace
+
+int32_t SeverityNumberFromName(std::string_view name) {
+  static constexpr std::pair<std::string_view, int32_t> kNames[] = {
+      {"trace", 1},  {"debug", 5},    {"info", 9},      {"information", 9}, {"notice", 10},
+      {"warn", 13},  {"warning", 13}, {"error", 17},    {"err", 17},        {"critical", 21},
+      {"fatal", 21}, {"crit", 21},    {"emergency", 21}};
+  for (const auto& [n, v] : kNames) {
+    if (EqualsIgnoreCase(name, n)) return v;
+  }
+  // OTLP enum names: SEVERITY_NUMBER_<LEVEL>[2-4].
+  constexpr std::string_view kPrefix = "SEVERITY_NUMBER_";
+  if (name.size() > kPrefix.size() && EqualsIgnoreCase(name.substr(0, kPrefix.size()), kPrefix)) {
+    std::string_view rest = name.substr(kPrefix.size());
+    int32_t offset = 0;
+    if (!rest.empty() && rest.back() >= '2' && rest.back() <= '4') {
+      offset = rest.back() - '1';
+      rest.remove_suffix(1);
+    }
+    static constexpr std::pair<std::string_view, int32_t> kLevels[] = {
+        {"trace", 1}, {"debug", 5}, {"info", 9}, {"warn", 13}, {"error", 17}, {"fatal", 21}};
+    for (const auto& [n, v] : kLevels) {
+      if (EqualsIgnoreCase(rest, n)) return v + offset;
+    }
+  }
+  return 0;
+}
+
+std::string EventId(std::string_view org, const Event& event, uint64_t ordinal) {
+  std::string canonical = CanonicalContent(org, event);
+  return HashToId(canonical, ordinal, event);
+}
+
+void AssignMissingIds(std::vector<Event>& events) {
+  // Key: the id with ordinal 0, which identifies the content (SHA-256 collisions aside).
+  std::unordered_map<std::string, uint64_t> seen;
+  for (auto& e : events) {
+    if (!e.id.empty()) continue;
+    std::string first = EventId(e.org, e, 0);
+    uint64_t& count = seen[first];
+    e.id = count == 0 ? std::move(first) : EventId(e.org, e, count);
+    ++count;
+  }
+}
+
+}  // namespace govern::telemetry

@@ -1,0 +1,212 @@
+// NDJSON event batch decoder (see ndjson.h).
+#include "services/telemetry/ndjson.h"
+
+#include <simdjson.h>
+
+#include <limits>
+#include <string>
+
+#include "services/telemetry/json_text.h"
+
+namespace govern::telemetry {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
+  if (pos + n > s.size()) return false;
+  int v = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+int64_t DaysFromCivil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+bool IdChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == ':' || c == '-';
+}
+
+Status Bad(std::string_view field, std::string reason) {
+  return InvalidArgument(std::string(field) + ": " + reason);
+}
+
+Status DecodeLine(const element& root, std::string_view org, Event* e) {
+  object obj;
+  if (root.get_object().get(obj) != simdjson::SUCCESS) return InvalidArgument("expected a JSON object");
+  e->org.assign(org);
+  bool have_time = false;
+  for (auto [k, v] : obj) {
+    std::string_view s;
+    const bool is_string = v.get_string().get(s) == simdjson::SUCCESS;
+    if (k == "id") {
+      if (!is_string) return Bad(k, "expected a string");
+      if (s.empty() || s.size() > 128) return Bad(k, "must be 1 to 128 characters");
+      for (char c : s) {
+        if (!IdChar(c)) return Bad(k, "may only contain letters, digits and . _ : -");
+      }
+      e->id.assign(s);
+    } else if (k == "org") {
+      if (!is_string) return Bad(k, "expected a string");
+      if (s != org)
+        return Bad(k, "\"" + std::string(s.substr(0, 64)) + "\" is not the ingest key's organisation");
+    } else if (k == "time") {
+      have_time = true;
+      if (is_string) {
+        auto t = ParseRfc3339Nanos(s);
+        if (!t.ok()) return Bad(k, t.status().message());
+        e->time_unix_nanos = *t;
+      } else if (v.type() == element_type::INT64 || v.type() == element_type::UINT64) {
+        int64_t t = 0;
+        if (v.get_int64().get(t) != simdjson::SUCCESS || t < 0) {
+          return Bad(k, "integer nanoseconds must be between 0 and 9223372036854775807");
+        }
+        e->time_unix_nanos = t;
+      } else {
+        return Bad(k, "expected an RFC 3339 string or integer unix nanoseconds");
+      }
+    } else if (k == "type") {
+      if (!is_string) return Bad(k, "expected a string");
+      if (s.empty() || s.size() > 256) return Bad(k, "must be 1 to 256 bytes");
+      e->type.assign(s);
+    } else if (k == "attributes") {
+      object attrs;
+      if (v.get_object().get(attrs) != simdjson::SUCCESS) return Bad(k, "expected an object");
+      for (auto [ak, av] : attrs) {
+        e->attributes.push_back({std::string(ak), simdjson::minify(av)});
+      }
+    } else if (k == "body") {
+      if (is_string) {
+        e->body_kind = BodyKind::kString;
+        e->body.assign(s);
+      } else if (v.type() == element_type::OBJECT) {
+        e->body_kind = BodyKind::kJson;
+        e->body = simdjson::minify(v);
+      } else {
+        return Bad(k, "expected a string or an object");
+      }
+    } else if (k == "severity") {
+      if (!is_string) return Bad(k, "expected a string");
+      e->severity_text.assign(s);
+      e->severity_number = SeverityNumberFromName(s);
+    } else {
+      std::string quoted;
+      internal::AppendJsonString(quoted, k.substr(0, 64));
+      return InvalidArgument("unknown field " + quoted +
+                             " (allowed: id, org, time, type, attributes, body, severity)");
+    }
+  }
+  if (!have_time) return InvalidArgument("missing \"time\"");
+  if (e->type.empty()) return InvalidArgument("missing \"type\"");
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<int64_t> ParseRfc3339Nanos(std::string_view s) {
+  const auto bad = [&](std::string_view why) {
+    std::string quoted;
+    internal::AppendJsonString(quoted, s.substr(0, 64));
+    return InvalidArgument(quoted + " is not an RFC 3339 date-time (" + std::string(why) + ")");
+  };
+  int year, month, day, hour, minute, second;
+  if (!Digits(s, 0, 4, &year) || s.size() < 19 || s[4] != '-' || !Digits(s, 5, 2, &month) || s[7] != '-' ||
+      !Digits(s, 8, 2, &day) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !Digits(s, 11, 2, &hour) ||
+      s[13] != ':' || !Digits(s, 14, 2, &minute) || s[16] != ':' || !Digits(s, 17, 2, &second)) {
+    return bad("expected YYYY-MM-DDTHH:MM:SS");
+  }
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (month < 1 || month > 12) return bad("month out of range");
+  if (day < 1 || day > kDays[month - 1] + (month == 2 && leap)) return bad("day out of range");
+  if (hour > 23 || minute > 59 || second > 60) return bad("time of day out of range");
+  size_t pos = 19;
+  int64_t frac = 0;
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    const size_t start = pos;
+    int64_t scale = 100000000;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      frac += (s[pos] - '0') * scale;  // digits past nanoseconds add 0 (scale reaches 0)
+      scale /= 10;
+      ++pos;
+    }
+    if (pos == start) return bad("empty fraction");
+  }
+  int64_t offset = 0;
+  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    int oh, om;
+    if (!Digits(s, pos + 1, 2, &oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
+        !Digits(s, pos + 4, 2, &om) || oh > 23 || om > 59) {
+      return bad("bad offset, expected Z or +HH:MM");
+    }
+    offset = (oh * 3600 + om * 60) * (s[pos] == '+' ? 1 : -1);
+    pos += 6;
+  } else {
+    return bad("missing time zone, expected Z or +HH:MM");
+  }
+  if (pos != s.size()) return bad("trailing characters");
+  const int64_t secs = DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset;
+  constexpr int64_t kMaxSecs = std::numeric_limits<int64_t>::max() / 1000000000;
+  if (secs < 0) return bad("before 1970");
+  if (secs > kMaxSecs || secs * 1000000000 > std::numeric_limits<int64_t>::max() - frac) {
+    return bad("after 2262-04-11");
+  }
+  return secs * 1000000000 + frac;
+}
+
+Result<DecodedBatch> DecodeNdjson(std::string_view body, std::string_view org, const NdjsonLimits& limits) {
+  DecodedBatch out;
+  simdjson::dom::parser parser;
+  // max_depth bounds nesting; capacity grows with the longest line (at most max_line_bytes).
+  if (parser.allocate(4096, limits.max_depth) != simdjson::SUCCESS) {
+    return Internal("cannot allocate the JSON parser");
+  }
+  size_t line_no = 0;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    ++line_no;
+    size_t end = body.find('\n', pos);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view line = body.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::string where = "line " + std::to_string(line_no);
+    if (line.size() > limits.max_line_bytes) {
+      return InvalidArgument(where + ": " + std::to_string(line.size()) + " bytes, more than the limit of " +
+                             std::to_string(limits.max_line_bytes));
+    }
+    if (out.events.size() >= limits.max_events) {
+      return InvalidArgument(where + ": batch has more than " + std::to_string(limits.max_events) +
+                             " events; split it");
+    }
+    element root;
+    if (auto err = parser.parse(line.data(), line.size()).get(root); err != simdjson::SUCCESS) {
+      return InvalidArgument(where + ": invalid JSON: " + simdjson::error_message(err));
+    }
+    Event e;
+    Status st = DecodeLine(root, org, &e);
+    if (!st.ok()) return InvalidArgument(where + ": " + st.message());
+    out.events.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace govern::telemetry
