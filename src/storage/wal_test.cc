@@ -180,8 +180,8 @@ struct CallbackSink {
 
 TEST(Wal, AsyncCallbacksRunOnceAfterSync) {
   TempDir dir;
+  CallbackSink sink;  // declared first: it must outlive the log, whose sync thread calls into it
   auto log = OpenOrDie(dir.path());
-  CallbackSink sink;
   constexpr int kN = 2000;
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -204,8 +204,8 @@ TEST(Wal, AsyncBatchAndErrorsOnCallerThread) {
   TempDir dir;
   Options opt;
   opt.max_record_size = 10;
+  CallbackSink sink;  // declared first: it must outlive the log, whose sync thread calls into it
   auto log = OpenOrDie(dir.path(), opt);
-  CallbackSink sink;
   std::vector<std::string_view> batch = {"1", "2", "3"};
   log->AppendBatchAsync(batch, sink.Make(log.get()), Durability::kSync);
   sink.WaitFor(1);
@@ -226,8 +226,8 @@ TEST(Wal, BufferedModeCompletesOnlyWhenDurable) {
   Options opt;
   opt.buffered_interval = 20ms;
   opt.default_durability = Durability::kBuffered;
+  CallbackSink sink;  // declared first: it must outlive the log, whose sync thread calls into it
   auto log = OpenOrDie(dir.path(), opt);
-  CallbackSink sink;
   for (int i = 0; i < 100; ++i) log->AppendAsync(Payload(static_cast<uint64_t>(i)), sink.Make(log.get()));
   sink.WaitFor(100);
   {
@@ -254,6 +254,7 @@ TEST(Wal, BufferedModeCompletesOnlyWhenDurable) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(log->DurableSequence(), *s);
   EXPECT_TRUE(log->Flush().ok());
+  sink.WaitFor(101);
   EXPECT_EQ(ReadAll(*log).size(), 262u);
 }
 
@@ -506,8 +507,8 @@ TEST(Wal, FullBacklogFailsAsyncAtOnceAndBlocksSyncCallers) {
   Options opt;
   opt.fs = &fs;
   opt.max_pending_bytes = 4096;
+  CallbackSink sink;  // declared first: it must outlive the log, whose sync thread calls into it
   auto log = OpenOrDie(dir.path(), opt);
-  CallbackSink sink;
   fs.Hold();
   log->AppendAsync("in flight", sink.Make(log.get()));
   ASSERT_TRUE(fs.WaitUntilBlocked());
