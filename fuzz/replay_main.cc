@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
     } else if (std::filesystem::exists(p, ec)) {
       failures += RunFile(p);
       ++runs;
+    } else {
+      std::fprintf(stderr, "no such corpus file or directory: %s\n", argv[i]);
+      ++failures;
     }
   }
   std::printf("replayed %d inputs\n", runs + 1);

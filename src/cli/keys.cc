@@ -1,6 +1,11 @@
 // Core configuration keys. docs/configuration.md is generated from these (`govern config docs`).
 #include "cli/keys.h"
 
+#include <algorithm>
+#include <string>
+
+#include "services/service.h"
+
 namespace govern::cli {
 
 void DeclareCoreKeys(config::Schema& s) {
@@ -45,7 +50,23 @@ void DeclareCoreKeys(config::Schema& s) {
   s.Add({.key = "http.tls_key", .type = Type::kString, .default_value = "",
          .help = "PEM private key for `http.tls_cert`.", .secret = true});
   s.Add({.key = "up.services", .type = Type::kStringList, .default_value = "",
-         .help = "Services `govern up` runs. Empty: every service."});
+         .help = "Services `govern up` runs. Empty: every service.",
+         .validate = [](std::string_view text) -> Status {
+           std::string known;
+           for (const auto& reg : services::Registry()) known += (known.empty() ? "" : ", ") + std::string(reg.name);
+           size_t start = 0;
+           while (start <= text.size()) {
+             size_t comma = std::min(text.find(',', start), text.size());
+             std::string name(text.substr(start, comma - start));
+             name.erase(0, name.find_first_not_of(" \t"));
+             name.erase(name.find_last_not_of(" \t") + 1);
+             bool found = name.empty();
+             for (const auto& reg : services::Registry()) found = found || reg.name == name;
+             if (!found) return InvalidArgument("unknown service '" + name + "' (this binary holds: " + known + ")");
+             start = comma + 1;
+           }
+           return OkStatus();
+         }});
 }
 
 }  // namespace govern::cli

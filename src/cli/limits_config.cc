@@ -29,11 +29,19 @@ void DeclareLimitsKeys(config::Schema& s) {
          .max = 100});
 }
 
-std::unique_ptr<limits::Limiter> NewLimiter(const config::Config& cfg, const Clock& clock) {
-  if (!cfg.GetBool("limits.enabled")) return nullptr;
+Result<std::unique_ptr<limits::Limiter>> NewLimiter(const config::Config& cfg, const Clock& clock) {
+  if (!cfg.GetBool("limits.enabled")) return std::unique_ptr<limits::Limiter>();
   int initial = static_cast<int>(cfg.GetInt("limits.initial"));
   int min = static_cast<int>(cfg.GetInt("limits.min"));
   int max = static_cast<int>(cfg.GetInt("limits.max"));
+  if (min > max) {
+    return InvalidArgument("limits.min (" + std::to_string(min) + ") is above limits.max (" +
+                           std::to_string(max) + ")");
+  }
+  if (initial < min || initial > max) {
+    return InvalidArgument("limits.initial (" + std::to_string(initial) + ") must lie within limits.min (" +
+                           std::to_string(min) + ") and limits.max (" + std::to_string(max) + ")");
+  }
   limits::LimiterOptions o;
   const std::string& algorithm = cfg.GetString("limits.algorithm");
   if (algorithm == "fixed") {

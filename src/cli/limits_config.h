@@ -12,7 +12,7 @@ namespace govern::cli {
 void DeclareLimitsKeys(config::Schema& schema);
 
 // The limiter every HTTP server of this process asks before each handler; null when limits.enabled
-// is false.
-std::unique_ptr<limits::Limiter> NewLimiter(const config::Config& cfg, const Clock& clock);
+// is false. Refuses contradictory settings (min above max, initial outside [min, max]).
+Result<std::unique_ptr<limits::Limiter>> NewLimiter(const config::Config& cfg, const Clock& clock);
 
 }  // namespace govern::cli

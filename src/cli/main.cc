@@ -67,7 +67,8 @@ void ApplyLogging(const config::Config& cfg) {
 
 int Main(int argc, char** argv) {
   CLI::App app{"govern: governs AI agents and the infrastructure they run on.\n"
-               "One binary holds every service; PostgreSQL is the only other service it needs.",
+               "One binary holds every service; PostgreSQL is the only other service it needs.\n"
+               "Exit codes: 0 ok, 1 a runtime failure, 2 a bad command line or configuration.",
                "govern"};
   app.require_subcommand(1);
   app.fallthrough();
@@ -95,7 +96,7 @@ int Main(int argc, char** argv) {
 
   CLI::App* cfg_cmd = app.add_subcommand("config", "Inspect configuration");
   cfg_cmd->require_subcommand(1);
-  cfg_cmd->add_subcommand("check", "Load and validate the configuration; exit 1 with the reason if bad");
+  cfg_cmd->add_subcommand("check", "Load and validate the configuration; exit 2 with the reason if bad");
   cfg_cmd->add_subcommand("show", "Print every key, its value and where it came from (secrets masked)");
   cfg_cmd->add_subcommand("docs", "Print the Markdown reference of every key (docs/configuration.md)");
 
@@ -125,6 +126,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   ApplyLogging(*cfg);
+  for (const std::string& name : cfg->unknown_env()) {
+    log::Warn("config", "ignoring environment variable that names no configuration key", {{"name", name}});
+  }
 
   if (cfg_cmd->parsed()) {
     if (cfg_cmd->got_subcommand("show")) std::fputs(cfg->Describe().c_str(), stdout);

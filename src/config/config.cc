@@ -117,6 +117,9 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   }
   std::string unit = t.substr(i);
   int64_t mult = 0;
+  if (unit.empty() && n != 0) {
+    return InvalidArgument("'" + t + "' needs a unit (" + t + "ms, " + t + "s, " + t + "m or " + t + "h)");
+  }
   if (unit.empty() || unit == "ms") mult = 1;
   else if (unit == "s") mult = 1000;
   else if (unit == "m") mult = 60'000;
@@ -186,6 +189,12 @@ Status ParseValue(const KeySpec& spec, std::string_view text, V* v) {
       auto d = ParseDuration(text);
       if (!d.ok()) return d.status();
       v->number = d->count();
+      // No duration key means more than 30 days; larger values would overflow deadline arithmetic.
+      constexpr int64_t kMaxMillis = int64_t{30} * 24 * 3600 * 1000;
+      if (v->number > std::min(spec.max, kMaxMillis)) {
+        return InvalidArgument("duration " + std::string(text) + " is too long (at most " +
+                               std::to_string(std::min(spec.max, kMaxMillis) / 1000) + "s)");
+      }
       return bounds(v->number, "duration (ms)");
     }
     case Type::kBytes: {
@@ -292,6 +301,7 @@ Result<Config> Config::Load(const Schema& schema, const LoadOptions& options) {
     Value v;
     v.spec = &spec;
     Status s = ParseValue(spec, text, &v);
+    if (s.ok() && spec.validate) s = spec.validate(text);
     if (!s.ok()) return InvalidArgument(origin.where + ": " + spec.key + ": " + s.message());
     v.origin = std::move(origin);
     cfg.values_[spec.key] = std::move(v);
@@ -315,11 +325,27 @@ Result<Config> Config::Load(const Schema& schema, const LoadOptions& options) {
   }
 
   for (const auto& [name, text] : options.env) {
+    bool known = false;
+    std::string closest;
+    size_t closest_d = 3;
     for (const KeySpec& spec : schema.keys()) {
-      if (EnvName(spec.key) == name) {
+      std::string env = EnvName(spec.key);
+      if (env == name) {
+        known = true;
         GOVERN_RETURN_IF_ERROR(set(spec, text, Origin{Origin::Kind::kEnv, name}));
+        continue;
+      }
+      size_t d = EditDistance(env, name);
+      if (d < closest_d) {
+        closest_d = d;
+        closest = env;
       }
     }
+    if (known) continue;
+    if (!closest.empty()) {
+      return InvalidArgument(name + ": unknown configuration variable (did you mean " + closest + "?)");
+    }
+    cfg.unknown_env_.push_back(name);
   }
 
   for (const auto& [key, text] : options.flags) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -32,6 +33,9 @@ struct KeySpec {
   int64_t min = INT64_MIN;           // kInt, kBytes, kDuration (millis) bounds
   int64_t max = INT64_MAX;
   bool secret = false;  // never printed back (`govern config show` masks it)
+  // Extra check of the value's text after its type is checked (a listen address, a service name).
+  // Its error message becomes the reason, with the value's origin in front.
+  std::function<Status(std::string_view)> validate;
 };
 
 // The environment variable for a key: "log.level" -> "GOVERN_LOG_LEVEL".
@@ -57,7 +61,8 @@ struct Origin {
   std::string where;  // "govern.toml:12", "GOVERN_LOG_LEVEL", "--set"
 };
 
-// Parses text forms: "250ms", "5s", "2m", "1h" (and bare integers as milliseconds).
+// Parses text forms: "250ms", "5s", "2m", "1h"; a bare number must be 0 (a unit is required, so
+// "60" is never silently 60 ms).
 Result<std::chrono::milliseconds> ParseDuration(std::string_view text);
 // Parses "8MiB", "16KiB", "1GiB", "512" (bytes), "10MB" (10^6).
 Result<int64_t> ParseBytes(std::string_view text);
@@ -86,6 +91,11 @@ class Config {
   // "key = value  # origin" per line, secrets masked.
   std::string Describe() const;
 
+  // GOVERN_* environment variables that name no key and look like no key (tools' own variables, such
+  // as GOVERN_TEST_JOBS): the caller may warn. A variable one or two letters away from a key's
+  // variable is refused by Load instead, as a typo.
+  const std::vector<std::string>& unknown_env() const { return unknown_env_; }
+
  private:
   struct Value {
     const KeySpec* spec = nullptr;
@@ -96,6 +106,7 @@ class Config {
   };
   const Value& Get(std::string_view key, Type type) const;
   std::map<std::string, Value, std::less<>> values_;
+  std::vector<std::string> unknown_env_;
 };
 
 // The process environment as pairs (only GOVERN_* variables).

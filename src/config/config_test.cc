@@ -118,6 +118,34 @@ TEST(ConfigTest, BadEnvAndFlagNameTheirSource) {
   EXPECT_EQ(cfg.status().message(), "--set: unknown key 'http.worker' (did you mean http.workers?)");
 }
 
+TEST(ConfigTest, EnvTyposAreRefusedAndOtherVariablesReported) {
+  Schema s = TestSchema();
+  auto cfg = Config::Load(s, {.env = {{"GOVERN_LOG_LEVL", "debug"}}});
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_EQ(cfg.status().message(), "GOVERN_LOG_LEVL: unknown configuration variable (did you mean GOVERN_LOG_LEVEL?)");
+  cfg = Config::Load(s, {.env = {{"GOVERN_TEST_JOBS", "2"}}});
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->unknown_env(), std::vector<std::string>{"GOVERN_TEST_JOBS"});
+}
+
+TEST(ConfigTest, ValidatorsAndDurationBounds) {
+  Schema s = TestSchema();
+  s.Add({.key = "admin.listen", .type = Type::kString, .default_value = "127.0.0.1:1", .help = "addr",
+         .validate = [](std::string_view v) {
+           return v.find(':') == std::string_view::npos ? InvalidArgument("'" + std::string(v) + "' is not host:port")
+                                                        : OkStatus();
+         }});
+  auto cfg = Config::Load(s, {.flags = {{"admin.listen", "nonsense"}}});
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_EQ(cfg.status().message(), "--set admin.listen: admin.listen: 'nonsense' is not host:port");
+  cfg = Config::Load(s, {.flags = {{"http.idle_timeout", "99999999h"}}});
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("is too long"), std::string::npos);
+  cfg = Config::Load(s, {.env = {{"GOVERN_HTTP_IDLE_TIMEOUT", "60"}}});
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("needs a unit"), std::string::npos);
+}
+
 TEST(ConfigTest, MissingNamedFileIsAnError) {
   Schema s = TestSchema();
   auto cfg = Config::Load(s, {.file = "/nonexistent/govern.toml", .file_required = true});
@@ -147,7 +175,8 @@ TEST(ConfigTest, ListsFromTomlArrayAndText) {
 TEST(ConfigTest, DurationsAndSizes) {
   EXPECT_EQ(*ParseDuration("250ms"), std::chrono::milliseconds(250));
   EXPECT_EQ(*ParseDuration("2m"), std::chrono::minutes(2));
-  EXPECT_EQ(*ParseDuration("1500"), std::chrono::milliseconds(1500));
+  EXPECT_EQ(ParseDuration("1500").status().message(), "'1500' needs a unit (1500ms, 1500s, 1500m or 1500h)");
+  EXPECT_EQ(*ParseDuration("0"), std::chrono::milliseconds(0));
   EXPECT_FALSE(ParseDuration("-1s").ok());
   EXPECT_EQ(*ParseBytes("16KiB"), 16384);
   EXPECT_EQ(*ParseBytes("10MB"), 10'000'000);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,24 @@ struct Endpoint {
   std::string address;   // "127.0.0.1:7700"
 };
 
+// Every endpoint of this process. Written by the runner as services start, read by the admin service's
+// HTTP threads meanwhile: thread-safe.
+class EndpointList {
+ public:
+  void Add(Endpoint e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    endpoints_.push_back(std::move(e));
+  }
+  std::vector<Endpoint> Snapshot() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return endpoints_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Endpoint> endpoints_;
+};
+
 // What a service is given at Start. Everything outlives the service.
 struct Context {
   const config::Config* config = nullptr;
@@ -41,7 +60,7 @@ struct Context {
   std::string data_dir;                 // the service may use <data_dir>/<name>/
   std::string version;
   // Names and endpoints of every service running in this process (for the admin service).
-  const std::vector<Endpoint>* running = nullptr;
+  const EndpointList* running = nullptr;
 };
 
 class Service {
@@ -55,6 +74,7 @@ class Service {
   virtual std::vector<db::Migration> Migrations() const { return {}; }
   virtual Status Start(const Context& ctx) = 0;
   virtual std::vector<Endpoint> Endpoints() const = 0;
+  // Also called after a Start that failed part way: must be safe then, and release what Start took.
   virtual void Stop() = 0;
 };
 

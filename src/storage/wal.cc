@@ -650,6 +650,10 @@ Status Log::Impl::WriteGroup(Group& g, bool* fatal, bool* rotated) {
       drop_created();
       Status t = fs->Truncate(active.fd, active.end);
       active.preallocated = false;
+      // The cut must be durable too: earlier pieces of this group may already be synced in a sealed
+      // segment, and records refused here must not come back after a crash (their sequences are
+      // handed out again).
+      if (t.ok()) t = fs->Fdatasync(active.fd);
       if (!t.ok()) {
         *fatal = true;
         return t.WithContext("wal: cannot cut back a failed write (" + st.message() + ")");
@@ -812,6 +816,8 @@ Status Log::RegisterCursor(std::string_view name, uint64_t start) {
   if (impl_->cursors.find(name) != impl_->cursors.end()) return OkStatus();
   if (start == 0) start = FirstSequence();
   if (start < FirstSequence()) return OutOfRange("wal: cursor start before the oldest record kept");
+  // A cursor past the end would let retention delete records nobody has read.
+  if (start > DurableSequence() + 1) return OutOfRange("wal: cursor start after the newest durable record");
   GOVERN_RETURN_IF_ERROR(impl_->WriteCursorFile(name, start));
   impl_->cursors.emplace(std::string(name), start);
   return OkStatus();

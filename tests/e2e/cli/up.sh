@@ -61,25 +61,31 @@ pg_port="$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/first.out" | head 
 psql_cmd=(psql -X -q -t -A -h "$data/postgres" -p "$pg_port" -U postgres -d govern)
 expect "write a marker row" 0 "" "${psql_cmd[@]}" -c "CREATE TABLE marker(v text); INSERT INTO marker VALUES ('kept')"
 
-# A second govern up on the same data directory reuses the running cluster.
+# A second govern up on the same data directory reuses the running cluster, and keeps it when the
+# first one (which started it) exits; the last one to exit stops it.
+first_admin=$ADMIN_PORT
 start_up second
 second_pid=$LAST_PID
+second_admin=$ADMIN_PORT
 expect "second up reuses the cluster" 0 "already running" cat "$work/second.out"
-expect "second up serves" 0 "200" http_get 127.0.0.1 "$ADMIN_PORT" /healthz
-kill -TERM "$second_pid"
-wait "$second_pid" && rc=0 || rc=$?
-checks=$((checks + 1))
-[ "$rc" -eq 0 ] || fail "second govern up exited $rc on SIGTERM"
-expect "cluster still up after the second stops" 0 "kept" "${psql_cmd[@]}" -c "SELECT v FROM marker"
-
-# SIGTERM stops the first cleanly, with the cluster it started.
+expect "second up serves" 0 "200" http_get 127.0.0.1 "$second_admin" /healthz
 kill -TERM "$first_pid"
 wait "$first_pid" && rc=0 || rc=$?
 checks=$((checks + 1))
 [ "$rc" -eq 0 ] || fail "govern up exited $rc on SIGTERM: $(tail -5 "$work/first.log")"
 expect "stop is logged" 0 'msg="stopped"' cat "$work/first.log"
+expect "first leaves the cluster to the second" 0 "another govern process uses it" cat "$work/first.log"
+expect "cluster still up after the first stops" 0 "kept" "${psql_cmd[@]}" -c "SELECT v FROM marker"
+sleep 1.5  # the admin service re-checks the database once a second
+expect "second still ready" 0 "200" http_get 127.0.0.1 "$second_admin" /readyz
+
+# The last user stops the cluster govern started.
+kill -TERM "$second_pid"
+wait "$second_pid" && rc=0 || rc=$?
 checks=$((checks + 1))
-[ ! -f "$data/postgres/postmaster.pid" ] || fail "private PostgreSQL still running after govern up stopped"
+[ "$rc" -eq 0 ] || fail "second govern up exited $rc on SIGTERM"
+checks=$((checks + 1))
+[ ! -f "$data/postgres/postmaster.pid" ] || fail "private PostgreSQL still running after the last govern up stopped"
 
 # Restart: the data is kept.
 start_up third
@@ -94,5 +100,11 @@ checks=$((checks + 1))
 [ "$rc" -eq 0 ] || fail "govern up exited $rc on SIGINT"
 
 # Bad usage is refused with a reason.
-expect "unknown service" 1 "unknown service 'nosuch' (this binary holds: admin" "$GOVERN" serve nosuch --data-dir "$data"
+expect "unknown service" 2 "unknown service 'nosuch' (this binary holds: admin" "$GOVERN" serve nosuch --data-dir "$data"
+expect "bad listen address refused before anything starts" 2 "admin.listen: 'nonsense' is not host:port" \
+  "$GOVERN" up --data-dir "$work/never" --set admin.listen=nonsense
+checks=$((checks + 1))
+[ ! -d "$work/never/postgres" ] || fail "a bad configuration still created a cluster"
+expect "contradictory limits refused" 1 "limits.min (500) is above limits.max (100)" \
+  "$GOVERN" up --data-dir "$work/never" --set limits.min=500 --set limits.max=100
 finish
