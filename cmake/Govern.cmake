@@ -20,6 +20,12 @@ endif()
 # Asio: no deprecated names, and no Boost.System library needed.
 add_compile_definitions(BOOST_ASIO_NO_DEPRECATED)
 
+# Every executable that a "unit"-labelled test runs, so the sanitizer pass of scripts/test builds only
+# what it runs (not the benchmarks, the govern binary or the e2e helpers).
+if(NOT TARGET govern_unit_tests)
+  add_custom_target(govern_unit_tests)
+endif()
+
 # govern_library(NAME SOURCES ... DEPS ...): a static library under src/, included as "folder/header.h".
 function(govern_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
@@ -43,6 +49,9 @@ function(govern_test name)
     set(labels ${ARG_LABELS})
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${labels}")
+  if("unit" IN_LIST labels)
+    add_dependencies(govern_unit_tests ${name})
+  endif()
   if(ARG_FIXTURES)
     set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${ARG_FIXTURES}"
                          ENVIRONMENT "GOVERN_TEST_PG_DIR=${PROJECT_BINARY_DIR}/testpg")
@@ -70,6 +79,7 @@ function(govern_fuzz name)
     set(corpus ${PROJECT_SOURCE_DIR}/fuzz/corpus/${name})
     add_test(NAME ${name}_replay COMMAND ${name} ${corpus})
     set_tests_properties(${name}_replay PROPERTIES LABELS unit TIMEOUT 300)
+    add_dependencies(govern_unit_tests ${name})
   endif()
 endfunction()
 
