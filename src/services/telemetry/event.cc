@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <unordered_map>
 
 #include "services/telemetry/json_text.h"
@@ -122,6 +123,18 @@ std::string HashToId(std::string& canonical, uint64_t ordinal, const Event& e) {
 }
 
 }  // namespace
+
+void FinishOtlpRecord(uint64_t time, uint64_t observed, std::string_view time_field,
+                      std::string_view observed_field, Event* e, std::string* rejected) {
+  constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (rejected->empty() && (time > kMax || observed > kMax)) {
+    *rejected = std::string(time > kMax ? time_field : observed_field) +
+                ": beyond the year 2262 (does not fit signed 64-bit nanoseconds)";
+  }
+  e->observed_unix_nanos = static_cast<int64_t>(observed);
+  e->time_unix_nanos = static_cast<int64_t>(time != 0 ? time : observed);
+  if (e->type.empty()) e->type = "log";
+}
 
 int32_t SeverityNumberFromName(std::string_view name) {
   static constexpr std::pair<std::string_view, int32_t> kNames[] = {

@@ -65,6 +65,13 @@ struct DecodedBatch {
   std::string rejected_message;  // the first rejection's reason (with its field path), empty if none
 };
 
+// Finishes an OTLP log record, the same for both encodings: sets observed_unix_nanos, time_unix_nanos
+// (the observed time when the record's own time is 0) and type ("log" when no event name), and when
+// either time does not fit signed 64-bit nanoseconds, sets *rejected (if still empty) to the field
+// named `time_field` or `observed_field` with the reason.
+void FinishOtlpRecord(uint64_t time, uint64_t observed, std::string_view time_field,
+                      std::string_view observed_field, Event* e, std::string* rejected);
+
 // Severity number for a severity name, case-insensitive: "trace".."fatal" (1, 5, 9, 13, 17, 21),
 // "warning"/"err"/"critical" aliases, and the OTLP enum names "SEVERITY_NUMBER_INFO2" etc. 0 if unknown.
 int32_t SeverityNumberFromName(std::string_view name);

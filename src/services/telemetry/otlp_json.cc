@@ -294,14 +294,7 @@ Status LogRecord(const Context& cx, const element& v, Event* e, std::string* rej
     }
     if (!st.ok()) return st;
   }
-  constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  if (rejected->empty() && (time > kMax || observed > kMax)) {
-    *rejected = std::string(time > kMax ? ".timeUnixNano" : ".observedTimeUnixNano") +
-                ": beyond the year 2262 (does not fit signed 64-bit nanoseconds)";
-  }
-  e->observed_unix_nanos = static_cast<int64_t>(observed);
-  e->time_unix_nanos = static_cast<int64_t>(time != 0 ? time : observed);
-  if (e->type.empty()) e->type = "log";
+  FinishOtlpRecord(time, observed, ".timeUnixNano", ".observedTimeUnixNano", e, rejected);
   return OkStatus();
 }
 
