@@ -15,6 +15,15 @@ ProbeOptions WithLimit(ProbeOptions p, int min_limit) {
   return p;
 }
 
+// Normalises the bounds every algorithm shares (min >= 1, max >= min, smoothing in [0.01, 1]) and
+// returns the starting limit, `initial` clamped into them.
+double NormalizeBounds(int initial, int* min_limit, int* max_limit, double* smoothing) {
+  *min_limit = std::max(1, *min_limit);
+  *max_limit = std::max(*min_limit, *max_limit);
+  *smoothing = std::clamp(*smoothing, 0.01, 1.0);
+  return std::clamp<double>(initial, *min_limit, *max_limit);
+}
+
 }  // namespace
 
 NoLoadProbe::NoLoadProbe(ProbeOptions options) : options_(options), rng_(options.seed) { Schedule(); }
@@ -48,18 +57,15 @@ Gradient2Limit::Gradient2Limit(Gradient2Options options)
   if (!options_.queue_size) {
     options_.queue_size = [](double limit) { return std::max(4.0, std::sqrt(limit)); };
   }
-  options_.min_limit = std::max(1, options_.min_limit);
-  options_.max_limit = std::max(options_.min_limit, options_.max_limit);
-  options_.smoothing = std::clamp(options_.smoothing, 0.01, 1.0);
-  limit_ = std::clamp<double>(options_.initial_limit, options_.min_limit, options_.max_limit);
+  limit_ = NormalizeBounds(options_.initial_limit, &options_.min_limit, &options_.max_limit,
+                           &options_.smoothing);
 }
 
 int Gradient2Limit::Update(const LimitSample& s) {
   int64_t measured = 0;
   switch (probe_.Next(s, &measured)) {
     case NoLoadProbe::Step::kPinned:
-      return std::min(static_cast<int>(limit_),
-                      std::max(1, options_.probe.limit > 0 ? options_.probe.limit : options_.min_limit));
+      return std::min(static_cast<int>(limit_), probe_.limit());
     case NoLoadProbe::Step::kMeasured:
       if (measured > 0) {
         probe_rtt_ = static_cast<double>(measured);
@@ -112,18 +118,15 @@ VegasLimit::VegasLimit(VegasOptions options)
   if (!options_.alpha) options_.alpha = [](double l) { return 3 * Log10Floor1(l); };
   if (!options_.beta) options_.beta = [](double l) { return 6 * Log10Floor1(l); };
   if (!options_.threshold) options_.threshold = [](double l) { return Log10Floor1(l); };
-  options_.min_limit = std::max(1, options_.min_limit);
-  options_.max_limit = std::max(options_.min_limit, options_.max_limit);
-  options_.smoothing = std::clamp(options_.smoothing, 0.01, 1.0);
-  limit_ = std::clamp<double>(options_.initial_limit, options_.min_limit, options_.max_limit);
+  limit_ = NormalizeBounds(options_.initial_limit, &options_.min_limit, &options_.max_limit,
+                           &options_.smoothing);
 }
 
 int VegasLimit::Update(const LimitSample& s) {
   int64_t measured = 0;
   switch (probe_.Next(s, &measured)) {
     case NoLoadProbe::Step::kPinned:
-      return std::min(static_cast<int>(limit_),
-                      std::max(1, options_.probe.limit > 0 ? options_.probe.limit : options_.min_limit));
+      return std::min(static_cast<int>(limit_), probe_.limit());
     case NoLoadProbe::Step::kMeasured:
       if (measured > 0) rtt_noload_ = measured;
       return static_cast<int>(limit_);

@@ -63,6 +63,8 @@ class NoLoadProbe {
   // Called first in every Update. kPinned: return the probe limit and change nothing else. kMeasured:
   // the probe is over and `measured_rtt_nanos` is the no-load RTT (0 if the window had no samples).
   Step Next(const LimitSample& sample, int64_t* measured_rtt_nanos);
+  // The limit to hold while pinned (the resolved ProbeOptions::limit).
+  int limit() const { return options_.limit; }
 
  private:
   void Schedule();
