@@ -1,0 +1,84 @@
+#include "services/telemetry/schema.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+
+namespace govern::telemetry {
+
+std::vector<db::Migration> Migrations() {
+  return {
+      {1, "telemetry tables", R"sql(
+CREATE TABLE telemetry_ingest_keys (
+  key_id      text PRIMARY KEY,
+  org         text NOT NULL,
+  secret_hash bytea NOT NULL,
+  name        text NOT NULL DEFAULT '',
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  revoked_at  timestamptz
+);
+CREATE INDEX telemetry_ingest_keys_org ON telemetry_ingest_keys (org);
+
+CREATE TABLE telemetry_events (
+  org                 text NOT NULL,
+  time_ns             bigint NOT NULL,
+  id                  text NOT NULL,
+  observed_ns         bigint NOT NULL,
+  received_ns         bigint NOT NULL,
+  type                text NOT NULL,
+  severity_text       text NOT NULL,
+  severity_number     integer NOT NULL,
+  body_kind           smallint NOT NULL,
+  body                text NOT NULL,
+  attributes          jsonb NOT NULL,
+  resource_attributes jsonb NOT NULL,
+  service_name        text NOT NULL,
+  scope_name          text NOT NULL,
+  scope_version       text NOT NULL,
+  trace_id            text NOT NULL,
+  span_id             text NOT NULL,
+  flags               bigint NOT NULL,
+  dropped_attributes  bigint NOT NULL,
+  PRIMARY KEY (org, time_ns, id)
+) PARTITION BY RANGE (time_ns);
+CREATE INDEX telemetry_events_org_type_time ON telemetry_events (org, type, time_ns);
+
+CREATE TABLE telemetry_ingest_cursor (
+  name     text PRIMARY KEY,
+  next_seq bigint NOT NULL
+);
+
+CREATE TABLE telemetry_archive_files (
+  org          text NOT NULL,
+  hour_ns      bigint NOT NULL,
+  seq          integer NOT NULL,
+  object_key   text NOT NULL UNIQUE,
+  rows         bigint NOT NULL,
+  bytes        bigint NOT NULL,
+  min_time_ns  bigint NOT NULL,
+  max_time_ns  bigint NOT NULL,
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (org, hour_ns, seq)
+);
+)sql"},
+  };
+}
+
+Partition PartitionFor(int64_t time_ns) {
+  int64_t day = time_ns / kNanosPerDay;
+  if (time_ns % kNanosPerDay < 0) --day;  // floor, not truncation
+  Partition p;
+  p.from_ns = day * kNanosPerDay;
+  // The last day before 2262-04-11 ends past int64: saturate (the DDL then says MAXVALUE).
+  p.to_ns = p.from_ns > INT64_MAX - kNanosPerDay ? INT64_MAX : p.from_ns + kNanosPerDay;
+  std::time_t secs = static_cast<std::time_t>(day * 86400);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "telemetry_events_p%04d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday);
+  p.name = buf;
+  return p;
+}
+
+}  // namespace govern::telemetry
