@@ -13,6 +13,7 @@ CREATE TABLE telemetry_ingest_keys (
   key_id      text PRIMARY KEY,
   org         text NOT NULL,
   secret_hash bytea NOT NULL,
+  scope       text NOT NULL CHECK (scope IN ('ingest', 'query')),
   name        text NOT NULL DEFAULT '',
   created_at  timestamptz NOT NULL DEFAULT now(),
   revoked_at  timestamptz

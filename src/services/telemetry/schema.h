@@ -1,7 +1,8 @@
 // The telemetry service's PostgreSQL schema (its migrations) and the names every part shares.
 //
 // Tables (docs/telemetry.md explains each choice):
-//   telemetry_ingest_keys    ingest keys, stored as SHA-256 of the secret; one organisation each
+//   telemetry_ingest_keys    API keys (scope "ingest" to send, "query" to read), stored as SHA-256 of
+//                            the secret; one organisation each
 //   telemetry_events         recent events, range-partitioned by time_ns into one partition per UTC
 //                            day (telemetry_events_pYYYYMMDD, created by ingest on demand); primary
 //                            key (org, time_ns, id): at most one copy of an event, and the index the
