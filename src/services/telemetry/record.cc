@@ -66,7 +66,7 @@ class Cursor {
     return Fail("varint longer than 10 bytes");
   }
   bool String(std::string* s) {
-    uint64_t n;
+    uint64_t n = 0;
     if (!Varint(&n)) return false;
     if (n > data_.size() - pos_) return Fail("string runs past the end of the record");
     s->assign(data_.substr(pos_, n));
@@ -85,7 +85,7 @@ class Cursor {
     return true;
   }
   bool Attributes(std::vector<Attribute>* attrs) {
-    uint64_t n;
+    uint64_t n = 0;
     if (!Count(&n, 2)) return false;
     attrs->resize(n);
     for (Attribute& a : *attrs) {
@@ -162,8 +162,8 @@ Result<RecordBatch> DecodeRecord(std::string_view data) {
   batch.received_unix_nanos = UnZigZag(received);
   batch.events.resize(count);
   for (Event& e : batch.events) {
-    uint64_t t, o, sev, flags, dropped;
-    uint8_t kind;
+    uint64_t t = 0, o = 0, sev = 0, flags = 0, dropped = 0;
+    uint8_t kind = 0;
     if (!c.String(&e.id) || !c.String(&e.org) || !c.String(&e.type) || !c.String(&e.severity_text) ||
         !c.String(&e.body) || !c.String(&e.service_name) || !c.String(&e.scope_name) ||
         !c.String(&e.scope_version) || !c.String(&e.trace_id_hex) || !c.String(&e.span_id_hex) ||
