@@ -2,15 +2,15 @@
 // and hands over to the command that was asked for.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "base/log.h"
 #include "cli/keys.h"
 #include "cli/run.h"
+#include "cli/telemetry_cmd.h"
 #include "config/config.h"
 
 #ifndef GOVERN_VERSION
@@ -66,10 +66,11 @@ void ApplyLogging(const config::Config& cfg) {
 }  // namespace
 
 int Main(int argc, char** argv) {
-  CLI::App app{"govern: governs AI agents and the infrastructure they run on.\n"
-               "One binary holds every service; PostgreSQL is the only other service it needs.\n"
-               "Exit codes: 0 ok, 1 a runtime failure, 2 a bad command line or configuration.",
-               "govern"};
+  CLI::App app{
+      "govern: governs AI agents and the infrastructure they run on.\n"
+      "One binary holds every service; PostgreSQL is the only other service it needs.\n"
+      "Exit codes: 0 ok, 1 a runtime failure, 2 a bad command line or configuration.",
+      "govern"};
   app.require_subcommand(1);
   app.fallthrough();
   app.set_version_flag("--version", GOVERN_VERSION);
@@ -85,8 +86,9 @@ int Main(int argc, char** argv) {
   app.add_subcommand("version", "Print the version and exit");
 
   CLI::App* up = app.add_subcommand(
-      "up", "Run every service on this machine, with a private PostgreSQL under <data_dir>/postgres "
-            "unless database.url is set; prints where each service listens");
+      "up",
+      "Run every service on this machine, with a private PostgreSQL under <data_dir>/postgres "
+      "unless database.url is set; prints where each service listens");
 
   std::vector<std::string> serve_names;
   CLI::App* serve = app.add_subcommand("serve", "Run the named services (see `govern services`)");
@@ -99,6 +101,8 @@ int Main(int argc, char** argv) {
   cfg_cmd->add_subcommand("check", "Load and validate the configuration; exit 2 with the reason if bad");
   cfg_cmd->add_subcommand("show", "Print every key, its value and where it came from (secrets masked)");
   cfg_cmd->add_subcommand("docs", "Print the Markdown reference of every key (docs/configuration.md)");
+
+  TelemetryCommand telemetry(app);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -131,10 +135,13 @@ int Main(int argc, char** argv) {
   }
 
   if (cfg_cmd->parsed()) {
-    if (cfg_cmd->got_subcommand("show")) std::fputs(cfg->Describe().c_str(), stdout);
-    else std::puts("configuration ok");
+    if (cfg_cmd->got_subcommand("show"))
+      std::fputs(cfg->Describe().c_str(), stdout);
+    else
+      std::puts("configuration ok");
     return 0;
   }
+  if (telemetry.parsed()) return telemetry.Run(*cfg);
   if (up->parsed()) return RunServices(*cfg, {}, /*all=*/true);
   if (serve->parsed()) return RunServices(*cfg, serve_names, /*all=*/false);
   return 0;
