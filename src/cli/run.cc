@@ -98,8 +98,8 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
   Database database;
   Status opened = database.Open(cfg, data_dir);
   if (!opened.ok()) return Fail(opened);
-  auto pool = db::Pool::Create(
-      {.conninfo = database.conninfo(), .max_size = static_cast<int>(cfg.GetInt("database.pool_size"))});
+  auto pool = db::Pool::Create({.conninfo = database.conninfo(),
+                                .max_size = static_cast<int>(cfg.GetInt("database.pool_size"))});
   if (!pool.ok()) return Fail(pool.status().WithContext("connect to PostgreSQL"));
 
   for (const auto& svc : svcs) {
