@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "cli/keys.h"
 #include "cli/run.h"
+#include "cli/telemetry_cmd.h"
 #include "config/config.h"
 
 #ifndef GOVERN_VERSION
@@ -100,6 +101,8 @@ int Main(int argc, char** argv) {
   cfg_cmd->add_subcommand("show", "Print every key, its value and where it came from (secrets masked)");
   cfg_cmd->add_subcommand("docs", "Print the Markdown reference of every key (docs/configuration.md)");
 
+  TelemetryCommand telemetry(app);
+
   CLI11_PARSE(app, argc, argv);
 
   if (app.got_subcommand("version")) {
@@ -135,6 +138,7 @@ int Main(int argc, char** argv) {
     else std::puts("configuration ok");
     return 0;
   }
+  if (telemetry.parsed()) return telemetry.Run(*cfg);
   if (up->parsed()) return RunServices(*cfg, {}, /*all=*/true);
   if (serve->parsed()) return RunServices(*cfg, serve_names, /*all=*/false);
   return 0;

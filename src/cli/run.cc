@@ -1,21 +1,18 @@
 // `govern up` and `govern serve`: start services in order, wait for a signal, stop them in reverse.
 #include "cli/run.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <thread>
 
 #include "base/log.h"
+#include "cli/database.h"
 #include "cli/limits_config.h"
-#include "db/local_cluster.h"
 #include "db/migrator.h"
 #include "db/pool.h"
 #include "services/service.h"
@@ -26,8 +23,6 @@
 
 namespace govern::cli {
 namespace {
-
-constexpr std::string_view kDatabaseName = "govern";
 
 Result<std::vector<std::unique_ptr<services::Service>>> Select(const config::Config& cfg,
                                                                const std::vector<std::string>& names,
@@ -53,80 +48,6 @@ Result<std::vector<std::unique_ptr<services::Service>>> Select(const config::Con
   }
   return out;
 }
-
-// The database this process uses. For the private cluster, every govern process using it holds a
-// shared flock on <data_dir>/postgres.users; at exit, the process that can turn it into an exclusive
-// lock is the last user, and stops the cluster if govern started it (marker <data_dir>/postgres.owned).
-// So a second `govern up` on the same data directory keeps its database when the first one exits, and
-// every exit path of the last one (including a failed start) stops what govern started.
-class Database {
- public:
-  Database() = default;
-  Database(const Database&) = delete;
-  Database& operator=(const Database&) = delete;
-  ~Database() { Release(); }
-
-  Status Open(const config::Config& cfg, const std::string& data_dir) {
-    conninfo_ = cfg.GetString("database.url");
-    if (!conninfo_.empty()) {
-      description_ = "external (database.url)";
-      return OkStatus();
-    }
-    users_path_ = data_dir + "/postgres.users";
-    owned_path_ = data_dir + "/postgres.owned";
-    users_fd_ = ::open(users_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (users_fd_ < 0) return ErrnoStatus(errno, "open " + users_path_);
-    if (::flock(users_fd_, LOCK_SH) != 0) return ErrnoStatus(errno, "lock " + users_path_);
-
-    db::LocalClusterOptions o;
-    o.data_dir = data_dir + "/postgres";
-    o.bin_dir = cfg.GetString("database.pg_bin_dir");
-    // As root, the server runs as the postgres user; when it cannot reach a data_dir under a private
-    // home (say /root/govern/var), the cluster lives under /var/lib/govern instead, linked from data_dir.
-    o.relocate_root = "/var/lib/govern/postgres";
-    cluster_ = std::make_unique<db::LocalCluster>(o);
-    GOVERN_RETURN_IF_ERROR(cluster_->Start().WithContext("private PostgreSQL under " + o.data_dir));
-    if (!cluster_->reused()) {
-      int fd = ::open(owned_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (fd >= 0) ::close(fd);
-    }
-    // Govern's tables live in their own database, created on first start.
-    GOVERN_RETURN_IF_ERROR(cluster_->EnsureDatabase(std::string(kDatabaseName)));
-    conninfo_ = cluster_->ConnInfo(kDatabaseName);
-    description_ = "private, " + cluster_->data_dir() + " (socket), 127.0.0.1:" +
-                   std::to_string(cluster_->port()) + (cluster_->reused() ? " (already running)" : "");
-    return OkStatus();
-  }
-
-  // Stops the private cluster when this is its last user and govern started it. Idempotent.
-  void Release() {
-    if (users_fd_ < 0) return;
-    if (cluster_ && ::flock(users_fd_, LOCK_EX | LOCK_NB) == 0 && ::access(owned_path_.c_str(), F_OK) == 0) {
-      Status s = cluster_->Stop();
-      if (s.ok()) {
-        ::unlink(owned_path_.c_str());
-      } else {
-        log::Warn("cli", "private PostgreSQL did not stop cleanly", {{"error", s.message()}});
-      }
-    } else if (cluster_) {
-      log::Info("cli", "private PostgreSQL left running: another govern process uses it, or govern did "
-                       "not start it");
-    }
-    ::close(users_fd_);
-    users_fd_ = -1;
-  }
-
-  const std::string& conninfo() const { return conninfo_; }
-  const std::string& description() const { return description_; }
-
- private:
-  std::unique_ptr<db::LocalCluster> cluster_;
-  std::string conninfo_;
-  std::string description_;
-  std::string users_path_;
-  std::string owned_path_;
-  int users_fd_ = -1;
-};
 
 int Fail(const Status& s) {
   log::Error("cli", s.message(), {{"code", std::string(CodeName(s.code()))}});
@@ -165,10 +86,9 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
   }
   std::vector<std::unique_ptr<services::Service>>& svcs = *selected;
 
-  std::error_code ec;
-  std::string data_dir = std::filesystem::absolute(cfg.GetString("data_dir"), ec).lexically_normal();
-  std::filesystem::create_directories(data_dir, ec);
-  if (ec) return Fail(ErrnoStatus(ec.value(), "create data_dir " + data_dir));
+  auto resolved = ResolveDataDir(cfg);
+  if (!resolved.ok()) return Fail(resolved.status());
+  const std::string& data_dir = *resolved;
 
   auto limiter = NewLimiter(cfg, Clock::Real());
   if (!limiter.ok()) return Fail(limiter.status());

@@ -30,7 +30,9 @@ http_get() {
 # start_up NAME: starts govern up in the background, waits for its banner, sets ADMIN_PORT.
 start_up() {
   local name="$1"
-  "$GOVERN" up --data-dir "$data" --set admin.listen=127.0.0.1:0 >"$work/$name.out" 2>"$work/$name.log" &
+  # Each instance gets its own telemetry port and WAL (one WAL has one writer: its lock).
+  "$GOVERN" up --data-dir "$data" --set admin.listen=127.0.0.1:0 --set telemetry.listen=127.0.0.1:0 \
+    --set telemetry.wal_dir="$work/$name-wal" >"$work/$name.out" 2>"$work/$name.log" &
   local pid=$!
   pids+=("$pid")
   for _ in $(seq 1 600); do

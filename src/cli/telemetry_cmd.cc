@@ -1,0 +1,251 @@
+// `govern telemetry ...`: API keys and the write-ahead log, from the command line.
+#include "cli/telemetry_cmd.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/database.h"
+#include "db/connection.h"
+#include "db/migrator.h"
+#include "services/telemetry/api_keys.h"
+#include "services/telemetry/record.h"
+#include "services/telemetry/schema.h"
+#include "services/telemetry/service.h"
+#include "storage/wal.h"
+
+namespace govern::cli {
+namespace {
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "govern: %s\n", s.message().c_str());
+  return 1;
+}
+
+// A connection to the database `govern serve` uses, with the telemetry tables in place.
+class KeyStore {
+ public:
+  Status Open(const config::Config& cfg) {
+    GOVERN_ASSIGN_OR_RETURN(std::string data_dir, ResolveDataDir(cfg));
+    GOVERN_RETURN_IF_ERROR(database_.Open(cfg, data_dir));
+    auto conn = db::Connection::Connect(database_.conninfo());
+    if (!conn.ok()) return conn.status().WithContext("connect to PostgreSQL");
+    conn_ = std::move(*conn);
+    auto applied = db::Migrator("telemetry", telemetry::Migrations()).Apply(*conn_);
+    if (!applied.ok()) return applied.status().WithContext("telemetry: migrations");
+    return OkStatus();
+  }
+  db::Connection& conn() { return *conn_; }
+  ~KeyStore() {
+    conn_.reset();  // before the private cluster may stop
+    database_.Release();
+  }
+
+ private:
+  Database database_;
+  std::unique_ptr<db::Connection> conn_;
+};
+
+// RFC 3339 in UTC with nanoseconds: 2026-11-30T01:02:03.123456789Z.
+std::string FormatTime(int64_t unix_nanos) {
+  int64_t secs = unix_nanos / 1'000'000'000;
+  int64_t nanos = unix_nanos % 1'000'000'000;
+  if (nanos < 0) {
+    nanos += 1'000'000'000;
+    --secs;
+  }
+  std::time_t t = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(nanos));
+  return buf;
+}
+
+// value_json back into JSON (it always is JSON; a malformed one is shown as its text).
+nlohmann::ordered_json JsonValue(const std::string& text) {
+  auto v = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (v.is_discarded()) return text;
+  return v;
+}
+
+nlohmann::ordered_json Attributes(const std::vector<telemetry::Attribute>& attrs) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& a : attrs) out[a.key] = JsonValue(a.value_json);
+  return out;
+}
+
+nlohmann::ordered_json EventJson(uint64_t seq, const telemetry::Event& e) {
+  nlohmann::ordered_json j;
+  j["seq"] = seq;
+  j["id"] = e.id;
+  j["org"] = e.org;
+  j["time"] = FormatTime(e.time_unix_nanos);
+  j["time_unix_nanos"] = e.time_unix_nanos;
+  j["observed_unix_nanos"] = e.observed_unix_nanos;
+  j["type"] = e.type;
+  j["severity_text"] = e.severity_text;
+  j["severity_number"] = e.severity_number;
+  switch (e.body_kind) {
+    case telemetry::BodyKind::kNone:
+      j["body"] = nullptr;
+      break;
+    case telemetry::BodyKind::kString:
+      j["body"] = e.body;
+      break;
+    case telemetry::BodyKind::kJson:
+      j["body"] = JsonValue(e.body);
+      break;
+  }
+  j["attributes"] = Attributes(e.attributes);
+  j["resource_attributes"] = Attributes(e.resource_attributes);
+  j["service_name"] = e.service_name;
+  j["scope_name"] = e.scope_name;
+  j["scope_version"] = e.scope_version;
+  j["trace_id"] = e.trace_id_hex;
+  j["span_id"] = e.span_id_hex;
+  j["flags"] = e.flags;
+  j["dropped_attributes_count"] = e.dropped_attributes_count;
+  return j;
+}
+
+}  // namespace
+
+TelemetryCommand::TelemetryCommand(CLI::App& app) {
+  telemetry_ = app.add_subcommand("telemetry", "Telemetry API keys and write-ahead log");
+  telemetry_->require_subcommand(1);
+  CLI::App* keys = telemetry_->add_subcommand("keys", "API keys: one organisation each, stored hashed");
+  keys->require_subcommand(1);
+  keys_create_ = keys->add_subcommand("create", "Create a key and print it (the only time it is shown)");
+  keys_create_->add_option("--org", org_, "Organisation the key sends or reads as")->required();
+  keys_create_->add_option("--scope", scope_, "ingest (send events) or query (read them)")
+      ->check(CLI::IsMember({"ingest", "query"}));
+  keys_create_->add_option("--name", name_, "A note saying what the key is for");
+  keys_list_ = keys->add_subcommand("list", "List keys (ids, organisations, scopes; never secrets)");
+  keys_list_->add_option("--org", org_, "Only this organisation's keys");
+  keys_revoke_ = keys->add_subcommand(
+      "revoke", "Revoke a key; running services stop accepting it within telemetry.key_cache_ttl");
+  keys_revoke_->add_option("key_id", key_id_, "The key's id (the 12 characters after gvk_)")->required();
+
+  CLI::App* wal = telemetry_->add_subcommand("wal", "The telemetry write-ahead log");
+  wal->require_subcommand(1);
+  wal_inspect_ = wal->add_subcommand(
+      "inspect",
+      "Print the WAL's records (sequence, events, organisations, receive time); the service "
+      "must not be running");
+  wal_inspect_->add_option("--from", from_, "First sequence to print (default: the oldest kept)");
+  wal_inspect_->add_option("--limit", limit_, "Most records to print (default: all)");
+  wal_inspect_->add_flag("--events", events_, "Also print every event, one JSON object per line");
+}
+
+bool TelemetryCommand::parsed() const { return telemetry_->parsed(); }
+
+int TelemetryCommand::Run(const config::Config& cfg) {
+  if (keys_create_->parsed()) return KeysCreate(cfg);
+  if (keys_list_->parsed()) return KeysList(cfg);
+  if (keys_revoke_->parsed()) return KeysRevoke(cfg);
+  if (wal_inspect_->parsed()) return WalInspect(cfg);
+  return 2;
+}
+
+int TelemetryCommand::KeysCreate(const config::Config& cfg) {
+  // Refuse a bad name before starting a database for it.
+  if (Status s = telemetry::ValidateOrg(org_); !s.ok()) {
+    std::fprintf(stderr, "govern: %s\n", s.message().c_str());
+    return 2;
+  }
+  auto scope = telemetry::ParseScope(scope_);
+  if (!scope.ok()) return Fail(scope.status());
+  KeyStore store;
+  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
+  auto key = telemetry::CreateKey(store.conn(), org_, *scope, name_);
+  if (!key.ok()) return Fail(key.status());
+  std::printf("%s\n", key->c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "created %s key %s for organisation %s; it is shown only this once (only its hash is "
+               "stored)\n",
+               scope_.c_str(), std::string(telemetry::ParseKey(*key)->key_id).c_str(), org_.c_str());
+  return 0;
+}
+
+int TelemetryCommand::KeysList(const config::Config& cfg) {
+  KeyStore store;
+  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
+  auto keys = telemetry::ListKeys(store.conn(), org_);
+  if (!keys.ok()) return Fail(keys.status());
+  std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
+              "NAME");
+  for (const auto& k : *keys) {
+    std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(),
+                std::string(telemetry::ScopeName(k.scope)).c_str(), k.created_at.c_str(),
+                k.revoked_at.value_or("-").c_str(), k.name.c_str());
+  }
+  return 0;
+}
+
+int TelemetryCommand::KeysRevoke(const config::Config& cfg) {
+  KeyStore store;
+  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
+  if (Status s = telemetry::RevokeKey(store.conn(), key_id_); !s.ok()) return Fail(s);
+  std::printf("revoked %s (running services refuse it within telemetry.key_cache_ttl, %lld ms)\n",
+              key_id_.c_str(), static_cast<long long>(cfg.GetDuration("telemetry.key_cache_ttl").count()));
+  return 0;
+}
+
+int TelemetryCommand::WalInspect(const config::Config& cfg) {
+  std::error_code ec;
+  std::string data_dir = std::filesystem::absolute(cfg.GetString("data_dir"), ec).lexically_normal();
+  std::string dir = telemetry::WalDir(cfg, data_dir);
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return Fail(NotFound("no telemetry write-ahead log at " + dir + " (set data_dir or telemetry.wal_dir)"));
+  }
+  auto log = wal::Log::Open(dir);
+  if (!log.ok()) {
+    if (log.status().code() == Code::kFailedPrecondition) {
+      return Fail(FailedPrecondition("the telemetry write-ahead log at " + dir +
+                                     " is in use: a running govern (serve telemetry or up) holds its lock. "
+                                     "Stop it first, then inspect."));
+    }
+    return Fail(log.status().WithContext("open " + dir));
+  }
+  uint64_t from = std::max(from_, (*log)->FirstSequence());
+  auto reader = (*log)->NewReader(from);
+  if (!reader.ok()) return Fail(reader.status());
+  uint64_t printed = 0;
+  for (;;) {
+    if (limit_ != 0 && printed >= limit_) break;
+    auto rec = (*reader)->Next();
+    if (!rec.ok()) return Fail(rec.status());
+    if (!rec->has_value()) break;
+    const wal::Record& r = **rec;
+    auto batch = telemetry::DecodeRecord(r.data);
+    if (!batch.ok()) {
+      std::printf("seq %llu  undecodable: %s\n", static_cast<unsigned long long>(r.seq),
+                  batch.status().message().c_str());
+      ++printed;
+      continue;
+    }
+    std::set<std::string> orgs;
+    for (const auto& e : batch->events) orgs.insert(e.org);
+    std::string org_list;
+    for (const auto& o : orgs) org_list += (org_list.empty() ? "" : ",") + o;
+    std::printf("seq %llu  events %zu  orgs %s  received %s\n", static_cast<unsigned long long>(r.seq),
+                batch->events.size(), org_list.c_str(), FormatTime(batch->received_unix_nanos).c_str());
+    if (events_) {
+      for (const auto& e : batch->events) std::printf("%s\n", EventJson(r.seq, e).dump().c_str());
+    }
+    ++printed;
+  }
+  std::fprintf(stderr, "%llu records printed; the log holds %llu to %llu\n",
+               static_cast<unsigned long long>(printed),
+               static_cast<unsigned long long>((*log)->FirstSequence()),
+               static_cast<unsigned long long>((*log)->DurableSequence()));
+  return 0;
+}
+
+}  // namespace govern::cli

@@ -1,0 +1,53 @@
+// `govern telemetry ...`: API keys (create, list, revoke) and a look into the write-ahead log.
+//
+//   govern telemetry keys create --org ORG [--scope ingest|query] [--name N]   prints the key, once
+//   govern telemetry keys list [--org ORG]
+//   govern telemetry keys revoke KEY_ID
+//   govern telemetry wal inspect [--from SEQ] [--limit N] [--events]
+//
+// The keys commands use the same database as `govern serve` (database.url or the private cluster under
+// data_dir) and apply the telemetry migrations first, so they work before the service ever ran.
+// `wal inspect` needs no database; it takes the WAL's lock, so it refuses (exit 1) while the service runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace govern::cli {
+
+class TelemetryCommand {
+ public:
+  // Adds the subcommands to `app`.
+  explicit TelemetryCommand(CLI::App& app);
+  // The command line asked for `govern telemetry ...`.
+  bool parsed() const;
+  // Runs it; returns the exit code (0 ok, 1 a runtime failure, 2 bad usage).
+  int Run(const config::Config& cfg);
+
+ private:
+  int KeysCreate(const config::Config& cfg);
+  int KeysList(const config::Config& cfg);
+  int KeysRevoke(const config::Config& cfg);
+  int WalInspect(const config::Config& cfg);
+
+  CLI::App* telemetry_ = nullptr;
+  CLI::App* keys_create_ = nullptr;
+  CLI::App* keys_list_ = nullptr;
+  CLI::App* keys_revoke_ = nullptr;
+  CLI::App* wal_inspect_ = nullptr;
+  std::string org_;
+  std::string scope_ = "ingest";
+  std::string name_;
+  std::string key_id_;
+  uint64_t from_ = 1;
+  uint64_t limit_ = 0;
+  bool events_ = false;
+};
+
+}  // namespace govern::cli
