@@ -454,8 +454,11 @@ Result<int64_t> CopyIn::Finish() {
   PGconn* c = conn_->conn_;
   if (PQputCopyEnd(c, nullptr) != 1) return conn_->ConnectionError("COPY end");
   PGresult* res = PQgetResult(c);
-  auto r = conn_->Finish(res, true);
+  // Drain before Finish() reads the transaction status: until PQgetResult returns null libpq still
+  // reports the COPY as active (not "in transaction"), and a wrong in_tx_ would let the next call
+  // reconnect silently and run outside the transaction it belongs to.
   while (PGresult* extra = PQgetResult(c)) PQclear(extra);
+  auto r = conn_->Finish(res, true);
   if (!r.ok()) return r.status();
   return r->affected();
 }
@@ -468,8 +471,8 @@ Status CopyIn::Abort(std::string_view reason) {
   if (PQputCopyEnd(c, why.c_str()) != 1) return conn_->ConnectionError("COPY abort");
   // The server answers the abort with an error (57014): expected, so only a lost connection counts.
   PGresult* res = PQgetResult(c);
+  while (PGresult* extra = PQgetResult(c)) PQclear(extra);  // first: see Finish()
   (void)conn_->Finish(res, true);
-  while (PGresult* extra = PQgetResult(c)) PQclear(extra);
   return OkStatus();
 }
 

@@ -261,6 +261,24 @@ TEST_F(ConnectionTest, CopyWithABadRowStoresNothing) {
   EXPECT_EQ(*count->Int64(0, 0), 0);
 }
 
+// Regression: CopyIn::Finish once recorded the transaction state before draining libpq's results, so
+// a COPY inside BEGIN left the connection believing it was outside a transaction; a connection lost
+// right then made the next statement reconnect silently and run outside the transaction.
+TEST_F(ConnectionTest, CopyInsideATransactionKeepsTheTransaction) {
+  ASSERT_TRUE(conn_->Exec("CREATE TABLE ct (a int4)").ok());
+  ASSERT_TRUE(conn_->Exec("BEGIN").ok());
+  {
+    auto copy = conn_->CopyFrom("COPY ct FROM STDIN (FORMAT binary)");
+    ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+    copy->Row(1).Int32(7);
+    auto n = copy->Finish();
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+  }
+  EXPECT_TRUE(conn_->InTransaction());
+  ASSERT_TRUE(conn_->Exec("ROLLBACK").ok());
+  EXPECT_FALSE(conn_->InTransaction());
+}
+
 TEST_F(ConnectionTest, CopyThroughExecIsRefusedAndTheConnectionStaysUsable) {
   ASSERT_TRUE(conn_->Exec("CREATE TABLE c (a int4)").ok());
   EXPECT_EQ(conn_->Exec("COPY c FROM STDIN").status().code(), Code::kInvalidArgument);

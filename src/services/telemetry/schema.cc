@@ -69,9 +69,10 @@ Partition PartitionFor(int64_t time_ns) {
   int64_t day = time_ns / kNanosPerDay;
   if (time_ns % kNanosPerDay < 0) --day;  // floor, not truncation
   Partition p;
-  p.from_ns = day * kNanosPerDay;
+  // The first day of the int64 range (1677-09-21) starts before INT64_MIN: saturate (MINVALUE).
+  p.from_ns = day < INT64_MIN / kNanosPerDay ? INT64_MIN : day * kNanosPerDay;
   // The last day before 2262-04-11 ends past int64: saturate (the DDL then says MAXVALUE).
-  p.to_ns = p.from_ns > INT64_MAX - kNanosPerDay ? INT64_MAX : p.from_ns + kNanosPerDay;
+  p.to_ns = day >= INT64_MAX / kNanosPerDay ? INT64_MAX : (day + 1) * kNanosPerDay;
   std::time_t secs = static_cast<std::time_t>(day * 86400);
   std::tm tm{};
   gmtime_r(&secs, &tm);

@@ -36,7 +36,7 @@ inline constexpr int kEventColumnCount = 19;
 // times before 1970 work too).
 struct Partition {
   std::string name;  // "telemetry_events_p20261130"
-  int64_t from_ns = 0;
+  int64_t from_ns = 0;  // INT64_MIN for the first day (the DDL says MINVALUE)
   int64_t to_ns = 0;  // INT64_MAX for the last day (the DDL says MAXVALUE)
 };
 Partition PartitionFor(int64_t time_ns);
