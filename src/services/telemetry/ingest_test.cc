@@ -4,6 +4,7 @@
 #include "services/telemetry/ingest.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "db/local_cluster.h"
 #include "db/migrator.h"
 #include "db/testing.h"
 #include "services/telemetry/schema.h"
@@ -455,6 +457,88 @@ TEST_F(IngestTest, OldestUnstoredKnownBeforePostgresAnswers) {
   EXPECT_EQ(ing.OldestUnstoredReceivedNs(), 777);
   EXPECT_EQ(ing.NextSequence(), 0u);
   EXPECT_EQ(ing.GetStats().retries, 1u);
+}
+
+// PostgreSQL itself goes away (a private cluster, stopped and started again) while ingest runs and
+// intake keeps appending: the lag grows while it is down, Stop() returns while it is down, and after
+// the restart every event is stored exactly once.
+TEST(IngestRestartTest, PostgresDownAndRestartedLosesAndDuplicatesNothing) {
+  char tmpl[] = "/tmp/govern_ingest_restart_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string root = tmpl;
+  ::chmod(root.c_str(), 0755);  // PostgreSQL's own user must enter it
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{root};
+  db::LocalClusterOptions co;
+  co.data_dir = root + "/pg";
+  co.fsync = false;
+  co.shared_buffers = "16MB";
+  co.max_connections = 20;
+  db::LocalCluster cluster(co);
+  ASSERT_TRUE(cluster.Start().ok());
+  struct StopAtEnd {
+    db::LocalCluster& c;
+    ~StopAtEnd() { (void)c.Stop(); }
+  } stop{cluster};
+  db::PoolOptions po;
+  po.conninfo = cluster.ConnInfo();
+  po.max_size = 2;
+  po.checkout_timeout = milliseconds(500);
+  po.connect.connect_timeout = milliseconds(500);
+  po.connect.reconnect_budget = milliseconds(300);
+  auto pool = db::Pool::Create(po);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  ASSERT_TRUE(db::Migrator("telemetry", Migrations()).Apply(**pool).ok());
+  auto log = wal::Log::Open(root + "/wal");
+  ASSERT_TRUE(log.ok());
+  auto append = [&](int first, int64_t received) {
+    std::vector<Event> evs;
+    for (int i = first; i < first + 50; ++i) evs.push_back(MakeEvent(i, kNow + i));
+    std::string rec;
+    EncodeRecord(evs, received, &rec);
+    EXPECT_TRUE((*log)->Append(rec).ok());
+  };
+  IngestOptions o;
+  o.max_wait = milliseconds(1);
+  o.retry_initial = milliseconds(10);
+  o.retry_max = milliseconds(200);
+  auto ing = std::make_unique<Ingester>(log->get(), pool->get(), o, &Clock::Real());
+  ASSERT_TRUE(ing->Start().ok());
+  append(0, 100);
+  for (int i = 0; i < 500 && ing->NextSequence() != 2; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(ing->NextSequence(), 2u);
+
+  ASSERT_TRUE(cluster.Stop().ok());
+  append(100, 200);
+  append(200, 300);
+  for (int i = 0; i < 500 && ing->OldestUnstoredReceivedNs() != 200; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(ing->OldestUnstoredReceivedNs(), 200);  // PostgreSQL down: the oldest stays, the lag grows
+  ing->Stop();                                      // returns although the database is unreachable
+  EXPECT_EQ(ing->NextSequence(), 2u);
+  EXPECT_GT(ing->GetStats().retries, 0u);
+  ASSERT_TRUE(ing->Start().ok());
+  append(300, 400);
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(ing->OldestUnstoredReceivedNs(), 200);
+
+  ASSERT_TRUE(cluster.Start().ok());
+  for (int i = 0; i < 3000 && ing->NextSequence() != 5; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ing->Stop();
+  EXPECT_EQ(ing->NextSequence(), 5u) << ing->GetStats().last_error;
+  EXPECT_EQ(ing->OldestUnstoredReceivedNs(), 0);
+  auto lease = (*pool)->Checkout();
+  ASSERT_TRUE(lease.ok());
+  auto n = (*lease)->Exec("SELECT count(*), count(DISTINCT id) FROM telemetry_events");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n->Int64(0, 0), 200);
+  EXPECT_EQ(*n->Int64(0, 1), 200);
 }
 
 TEST_F(IngestTest, PoisonRecordStopsIngestUntilAnOperatorMovesTheCursor) {
