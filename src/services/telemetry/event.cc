@@ -180,3 +180,51 @@ void AssignMissingIds(std::vector<Event>& events) {
 }
 
 }  // namespace govern::telemetry
+
+namespace govern::telemetry {
+namespace {
+
+bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
+// True when valid JSON text `json` holds a \u0000 escape (the only way JSON spells NUL).
+bool JsonHasNulEscape(std::string_view json) {
+  for (size_t i = 0; i + 1 < json.size(); ++i) {
+    if (json[i] != '\\') continue;
+    if (json[i + 1] == 'u' && json.substr(i + 2, 4) == "0000") return true;
+    ++i;  // skip the escaped character (so "\\u0000" is a backslash then text)
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string UnstorableReason(const Event& e) {
+  const std::pair<std::string_view, std::string_view> fields[] = {
+      {"id", e.id},
+      {"type", e.type},
+      {"severity_text", e.severity_text},
+      {"service_name", e.service_name},
+      {"scope_name", e.scope_name},
+      {"scope_version", e.scope_version},
+      {"trace_id", e.trace_id_hex},
+      {"span_id", e.span_id_hex},
+  };
+  for (const auto& [name, value] : fields) {
+    if (HasNul(value)) return std::string(name) + ": contains a NUL character, which cannot be stored";
+  }
+  if (HasNul(e.body) || (e.body_kind == BodyKind::kJson && JsonHasNulEscape(e.body))) {
+    return "body: contains a NUL character, which cannot be stored";
+  }
+  for (const auto* attrs : {&e.attributes, &e.resource_attributes}) {
+    const char* what = attrs == &e.attributes ? "attributes" : "resource attributes";
+    for (const Attribute& a : *attrs) {
+      if (HasNul(a.key) || HasNul(a.value_json) || JsonHasNulEscape(a.value_json)) {
+        return std::string(what) + " \"" + (HasNul(a.key) ? std::string("?") : a.key) +
+               "\": contains a NUL character, which cannot be stored";
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace govern::telemetry

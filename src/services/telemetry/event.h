@@ -100,3 +100,12 @@ std::string EventId(std::string_view org, const Event& event, uint64_t ordinal);
 void AssignMissingIds(std::vector<Event>& events);
 
 }  // namespace govern::telemetry
+
+namespace govern::telemetry {
+
+// Why `event` cannot be stored, or empty when it can: PostgreSQL text and jsonb hold no NUL character,
+// so a raw NUL byte in any string, or a "\u0000" escape in JSON text (attribute values, a JSON body),
+// is refused at intake (with the field named) rather than stalling ingest on it later.
+std::string UnstorableReason(const Event& event);
+
+}  // namespace govern::telemetry

@@ -111,3 +111,30 @@ TEST(Severity, Names) {
 
 }  // namespace
 }  // namespace govern::telemetry
+
+namespace govern::telemetry {
+namespace {
+
+TEST(UnstorableReasonTest, FindsNulInEveryForm) {
+  Event e;
+  e.type = "t";
+  e.body_kind = BodyKind::kJson;
+  e.body = R"({"a":"\\u0000 is text, not NUL"})";
+  e.attributes = {{"k", R"("fine")"}};
+  EXPECT_EQ(UnstorableReason(e), "");
+  e.body = R"({"a":"x\u0000"})";
+  EXPECT_NE(UnstorableReason(e).find("body"), std::string::npos);
+  e.body = "{}";
+  e.attributes.push_back({"k2", R"(["\u0000"])"});
+  EXPECT_NE(UnstorableReason(e).find("\"k2\""), std::string::npos);
+  e.attributes.pop_back();
+  e.type = std::string("a\0b", 3);
+  EXPECT_NE(UnstorableReason(e).find("type"), std::string::npos);
+  e.type = "t";
+  e.body_kind = BodyKind::kString;
+  e.body = R"(\u0000 in a string body is just text)";
+  EXPECT_EQ(UnstorableReason(e), "");
+}
+
+}  // namespace
+}  // namespace govern::telemetry

@@ -279,6 +279,20 @@ struct Intake::Impl {
       return;
     }
     std::vector<Event>& events = decoded->events;
+    // PostgreSQL cannot hold a NUL character: refuse such events here, not as a poison record later.
+    // OTLP rejects the record (partial success); an NDJSON batch is refused whole, as for any bad line.
+    for (size_t i = 0; i < events.size(); ++i) {
+      std::string why = UnstorableReason(events[i]);
+      if (why.empty()) continue;
+      if (c->kind != Kind::kLogs) {
+        Fail(*c, refused_bad_request, 400, kRpcInvalidArgument, "event " + std::to_string(i + 1) + ": " + why);
+        return;
+      }
+      if (decoded->rejected_message.empty()) decoded->rejected_message = "log record: " + why;
+      ++decoded->rejected;
+      events.erase(events.begin() + static_cast<ptrdiff_t>(i));
+      --i;
+    }
     AssignMissingIds(events);
     for (Event& e : events) {
       if (e.time_unix_nanos == 0) e.time_unix_nanos = now_ns;

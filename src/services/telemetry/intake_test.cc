@@ -472,6 +472,29 @@ TEST_F(IntakeTest, BadUtf8Is400) {
   EXPECT_TRUE(WalEvents().empty());
 }
 
+// PostgreSQL text and jsonb hold no NUL: such events are refused at intake, never left to stall ingest.
+TEST_F(IntakeTest, NulCharactersAreRefusedNotStored) {
+  Start();
+  nlohmann::json j = nlohmann::json::parse(OtlpJson("good"));
+  auto bad = j["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0];
+  bad["body"] = {{"stringValue", std::string("nul\0byte", 8)}};
+  j["resourceLogs"][0]["scopeLogs"][0]["logRecords"].push_back(bad);
+  auto r = Post("/v1/logs", j.dump(), "application/json", acme_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto reply = nlohmann::json::parse(r.body);
+  EXPECT_EQ(reply["partialSuccess"]["rejectedLogRecords"], "1");
+  EXPECT_THAT(reply["partialSuccess"]["errorMessage"].get<std::string>(), HasSubstr("NUL"));
+
+  r = Post("/v1/events", "{\"time\":1,\"type\":\"t\"}\n{\"time\":1,\"type\":\"t\",\"attributes\":{\"k\":\"a\\u0000b\"}}\n",
+           "application/x-ndjson", acme_);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("event 2"));
+  EXPECT_THAT(r.body, HasSubstr("NUL"));
+  auto events = WalEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].body, "good");
+}
+
 TEST_F(IntakeTest, IngestLagIs429WithRetryAfterAndNothingIsAppended) {
   Start();
   oldest_ = (Clock::Real().UnixMicros() - 60'000'000) * 1000;  // a minute behind, the bound is 30 s

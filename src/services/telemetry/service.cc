@@ -10,6 +10,7 @@
 #include "net/metrics.h"
 #include "services/http_config.h"
 #include "services/telemetry/api_keys.h"
+#include "services/telemetry/ingest.h"
 #include "services/telemetry/intake.h"
 #include "services/telemetry/schema.h"
 #include "storage/wal.h"
@@ -62,6 +63,7 @@ class TelemetryService final : public services::Service {
                    "within this time. 0: ask PostgreSQL on every request.",
            .min = 0,
            .max = 3'600'000});
+    DeclareIngestConfig(s);
   }
 
   std::vector<db::Migration> Migrations() const override { return telemetry::Migrations(); }
@@ -83,12 +85,12 @@ class TelemetryService final : public services::Service {
     keys_ = std::make_unique<KeyCache>(
         ctx.db, KeyCacheOptions{.ttl = cfg.GetDuration("telemetry.key_cache_ttl"), .clock = ctx.clock});
 
-    // HOOK(ingest): start the Ingester here. It reads log_ from its cursor (wal::Log::RegisterCursor /
-    // NewCursorReader; the position of record is telemetry_ingest_cursor, committed with the rows) and
-    // writes into ctx.db. Then set
-    //   oldest_unstored_received_ns_ = [ingester] { return ingester->OldestUnstoredReceivedNs(); };
-    // (receive time in unix nanoseconds of the oldest WAL record not yet committed, 0 when caught up;
-    // called on an event loop per request, so an atomic read). Until then intake is always caught up.
+    // Ingest reads the log from its cursor (PostgreSQL's telemetry_ingest_cursor is the position of
+    // record, committed with the rows) and stores the events; intake refuses new batches with 429
+    // while the oldest unstored one is older than telemetry.max_ingest_lag.
+    ingester_ = std::make_unique<Ingester>(log_.get(), ctx.db, IngestOptionsFromConfig(cfg), ctx.clock);
+    GOVERN_RETURN_IF_ERROR(ingester_->Start().WithContext("telemetry: start ingest"));
+    oldest_unstored_received_ns_ = [ing = ingester_.get()] { return ing->OldestUnstoredReceivedNs(); };
 
     IntakeOptions io;
     io.max_batch_bytes = static_cast<size_t>(cfg.GetBytes("telemetry.max_batch_bytes"));
@@ -137,8 +139,10 @@ class TelemetryService final : public services::Service {
     // Lookups still waiting answer 503 (and no KeyCache thread runs intake any more).
     if (keys_) keys_->Shutdown();
     // HOOK(compaction): stop the Compactor here.
-    // HOOK(ingest): stop the Ingester here (before the log closes; it reads the log).
+    // Ingest stops before the log closes (it reads the log); an in-flight batch commits or rolls back.
+    if (ingester_) ingester_->Stop();
     oldest_unstored_received_ns_ = nullptr;
+    ingester_.reset();  // its WAL reader must not outlive the log
     // The log completes every pending append and closes before the server object goes, since the
     // appends' callbacks answer through its Responders.
     log_.reset();
@@ -154,7 +158,8 @@ class TelemetryService final : public services::Service {
   std::unique_ptr<Intake> intake_;
   std::unique_ptr<net::Server> server_;
   std::string host_;
-  // HOOK(ingest): the lag provider intake consults (see Start). Empty: caught up.
+  std::unique_ptr<Ingester> ingester_;
+  // The lag provider intake consults (see Start). Empty: caught up.
   std::function<int64_t()> oldest_unstored_received_ns_;
 };
 
