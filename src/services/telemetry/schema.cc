@@ -23,7 +23,7 @@ CREATE INDEX telemetry_ingest_keys_org ON telemetry_ingest_keys (org);
 CREATE TABLE telemetry_events (
   org                 text NOT NULL,
   time_ns             bigint NOT NULL,
-  id                  text NOT NULL,
+  id                  text COLLATE "C" NOT NULL,
   observed_ns         bigint NOT NULL,
   received_ns         bigint NOT NULL,
   type                text NOT NULL,
