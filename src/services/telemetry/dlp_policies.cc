@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "db/params.h"
+#include "services/telemetry/json_text.h"
 
 namespace govern::telemetry {
 namespace {
@@ -305,8 +306,48 @@ RedactedEvent RedactEvent(const dlp::RuleSet& rules, StoredEvent event) {
   } else if (e.body_kind == BodyKind::kJson) {
     json_value(e.body);
   }
-  for (Attribute& a : e.attributes) json_value(a.value_json);
-  for (Attribute& a : e.resource_attributes) json_value(a.value_json);
+  // One document per attribute set: one scan instead of one per value, and the keys give context.
+  auto object = [&](std::vector<Attribute>& attrs, std::string* doc) {
+    auto member = [](std::string* to, const Attribute& a) {
+      internal::AppendJsonString(*to, a.key);
+      to->push_back(':');
+      to->append(a.value_json.empty() ? "null" : a.value_json);
+    };
+    doc->assign("{");
+    for (size_t i = 0; i < attrs.size(); ++i) {
+      if (i > 0) doc->push_back(',');
+      member(doc, attrs[i]);
+    }
+    doc->push_back('}');
+    Result<dlp::Outcome> o = rules.RedactJson(*doc, &out);
+    if (o.ok()) {
+      if (o->changed) doc->swap(out);
+      if (o->dropped) r.redacted = true;
+    } else {
+      // Some value is not JSON: redact member by member, so only the bad ones become null.
+      doc->assign("{");
+      std::string one;
+      for (size_t i = 0; i < attrs.size(); ++i) {
+        if (i > 0) doc->push_back(',');
+        one.assign("{");
+        member(&one, attrs[i]);
+        one.push_back('}');
+        if (Result<dlp::Outcome> m = rules.RedactJson(one, &out); m.ok()) {
+          if (m->changed) one.swap(out);
+          if (m->dropped) r.redacted = true;
+          doc->append(one, 1, one.size() - 2);
+        } else {
+          internal::AppendJsonString(*doc, attrs[i].key);
+          doc->append(":null");
+          r.redacted = true;
+        }
+      }
+      doc->push_back('}');
+    }
+    attrs.clear();
+  };
+  object(e.attributes, &r.attributes_json);
+  object(e.resource_attributes, &r.resource_attributes_json);
   text(e.type, RedactedEvent::kType);
   text(e.severity_text, RedactedEvent::kSeverityText);
   text(e.service_name, RedactedEvent::kServiceName);

@@ -94,7 +94,13 @@ class DlpPolicyCache {
 
 // An event after redaction, as the query API returns it.
 struct RedactedEvent {
-  StoredEvent stored;  // every redactable string replaced by its redacted form
+  // Every redactable string replaced by its redacted form, except the attributes: those were moved
+  // out (the vectors are empty) into the two JSON objects below.
+  StoredEvent stored;
+  // {"key": value, ...} in the event's attribute order, redacted as one document each, so a value
+  // under a secret-like key ("db_password") is redacted whole.
+  std::string attributes_json;
+  std::string resource_attributes_json;
   // Fields whose whole value was dropped (a finding with action drop): they are returned as null.
   enum Field : uint32_t {
     kBody = 1,
@@ -111,10 +117,11 @@ struct RedactedEvent {
 };
 
 // Redacts every string of `event` that carries content: the body (a string with Redact, JSON with
-// RedactJson), every attribute and resource attribute value (RedactJson), type, severity text, service
-// name, scope name and version. Identifiers are not redacted: the event id ([A-Za-z0-9._:-], the
-// page cursor's key), trace and span ids (hex), and attribute keys (as RedactJson keeps object keys).
-// An attribute value or JSON body that is not valid JSON becomes null (fail closed).
+// RedactJson), the attributes and the resource attributes (each set as one JSON object through
+// RedactJson: every string inside a value, and whole values under secret-like keys), type, severity
+// text, service name, scope name and version. Identifiers are not redacted: the event id ([A-Za-z0-9._:-],
+// the page cursor's key), trace and span ids (hex), and attribute keys (as RedactJson keeps object keys). An
+// attribute value or JSON body that is not valid JSON becomes null (fail closed).
 RedactedEvent RedactEvent(const dlp::RuleSet& rules, StoredEvent event);
 
 }  // namespace govern::telemetry

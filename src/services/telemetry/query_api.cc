@@ -232,15 +232,8 @@ void AppendEventJson(const RedactedEvent& r, std::string* out) {
       internal::AppendJsonString(*out, v);
     }
   };
-  auto attrs = [&](std::string_view name, const std::vector<Attribute>& list) {
-    out->append(",\"").append(name).append("\":{");
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (i > 0) out->push_back(',');
-      internal::AppendJsonString(*out, list[i].key);
-      out->push_back(':');
-      out->append(list[i].value_json.empty() ? "null" : list[i].value_json);
-    }
-    out->push_back('}');
+  auto attrs = [&](std::string_view name, const std::string& object) {
+    out->append(",\"").append(name).append("\":").append(object.empty() ? "{}" : object);
   };
   out->append("{\"id\":");
   internal::AppendJsonString(*out, e.id);
@@ -258,8 +251,8 @@ void AppendEventJson(const RedactedEvent& r, std::string* out) {
   } else {
     out->append(e.body.empty() ? "null" : e.body);
   }
-  attrs("attributes", e.attributes);
-  attrs("resource_attributes", e.resource_attributes);
+  attrs("attributes", r.attributes_json);
+  attrs("resource_attributes", r.resource_attributes_json);
   str("service_name", e.service_name, RedactedEvent::kServiceName);
   str("scope_name", e.scope_name, RedactedEvent::kScopeName);
   str("scope_version", e.scope_version, RedactedEvent::kScopeVersion);

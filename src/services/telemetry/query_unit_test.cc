@@ -334,14 +334,25 @@ TEST(RedactEvent, HashIsKeyedAndStable) {
 
 TEST(RedactEvent, InvalidStoredJsonFailsClosed) {
   StoredEvent s = Sensitive();
-  s.event.attributes = {{"bad", "{not json alice@example.com"}};
+  s.event.attributes = {{"bad", "{not json alice@example.com"}, {"good", "\"bob@example.com\""}};
   s.event.body_kind = BodyKind::kJson;
   s.event.body = "[unterminated";
   RedactedEvent r = RedactEvent(*Rules("{}"), s);
   EXPECT_TRUE(r.redacted);
   nlohmann::json j = Render(r);
   EXPECT_TRUE(j["attributes"]["bad"].is_null());
+  EXPECT_EQ(j["attributes"]["good"], "[REDACTED:email]");  // only the bad value is lost
   EXPECT_TRUE(j["body"].is_null());
+}
+
+TEST(RedactEvent, ValuesUnderSecretLikeKeysAreRedactedWhole) {
+  StoredEvent s = Sensitive();
+  s.event.attributes = {{"db_password", "\"hunter2\""}, {"note", "\"hunter2\""}};
+  s.event.resource_attributes = {{"x-api-key", "\"plainvalue\""}};
+  nlohmann::json j = Render(RedactEvent(*Rules("{}"), s));
+  EXPECT_EQ(j["attributes"]["db_password"], "[REDACTED:generic_secret]");
+  EXPECT_EQ(j["attributes"]["note"], "hunter2");
+  EXPECT_EQ(j["resource_attributes"]["x-api-key"], "[REDACTED:generic_secret]");
 }
 
 TEST(AppendEventJson, EscapesKeysAndStrings) {
