@@ -40,10 +40,12 @@ inline Status InsertEvents(db::Connection& conn, const std::vector<StoredEvent>&
   for (const StoredEvent& s : events) {
     Partition p = PartitionFor(s.event.time_unix_nanos);
     if (!made.insert(p.name).second) continue;
+    // Saturated ends of the int64 range are open bounds (as ingest writes them).
+    std::string from = p.from_ns == INT64_MIN ? "MINVALUE" : std::to_string(p.from_ns);
     std::string to = p.to_ns == INT64_MAX ? "MAXVALUE" : std::to_string(p.to_ns);
     GOVERN_RETURN_IF_ERROR(conn.ExecScript("CREATE TABLE IF NOT EXISTS " + p.name +
-                                           " PARTITION OF telemetry_events FOR VALUES FROM (" +
-                                           std::to_string(p.from_ns) + ") TO (" + to + ")"));
+                                           " PARTITION OF telemetry_events FOR VALUES FROM (" + from +
+                                           ") TO (" + to + ")"));
   }
   GOVERN_ASSIGN_OR_RETURN(db::CopyIn copy, conn.CopyFrom(std::string("COPY telemetry_events (") +
                                                          kEventColumns + ") FROM STDIN (FORMAT binary)"));
