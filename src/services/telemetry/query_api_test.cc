@@ -40,7 +40,12 @@ class QueryApiTest : public ::testing::Test {
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
     pool_ = std::move(pool).value();
 
-    api_ = std::make_unique<QueryApi>(pool_.get(), &archive_, QueryApiOptions{.workers = 2});
+    StartApi(&archive_, QueryApiOptions{.workers = 2});
+  }
+
+  void StartApi(ArchiveReader* archive, QueryApiOptions options) {
+    if (server_) server_->Stop();
+    api_ = std::make_unique<QueryApi>(pool_.get(), archive, options);
     net::Router router;
     api_->Register(router, [this](std::string_view key, std::function<void(Result<std::string>)> done) {
       Verify(std::string(key), std::move(done));
@@ -56,6 +61,7 @@ class QueryApiTest : public ::testing::Test {
     api_.reset();
     std::lock_guard<std::mutex> lock(mu_);
     for (std::thread& t : verifier_threads_) t.join();
+    verifier_threads_.clear();
     server_.reset();
     pool_.reset();
     conn_.reset();
@@ -273,6 +279,30 @@ TEST_F(QueryApiTest, PolicyEndpointsValidateStoreAndChangeRedaction) {
   EXPECT_EQ(json::parse(del.body)["deleted"], true);
   EXPECT_EQ(json::parse(Get(events + "&order=oldest").body)["events"][0]["body"],
             "mail [REDACTED:email] badge EMP-123456");
+}
+
+TEST_F(QueryApiTest, ArchiveFailuresAndAFullQueueAreServerErrorsWithoutDetail) {
+  class Failing final : public ArchiveReader {
+   public:
+    Status status;
+    Result<std::vector<StoredEvent>> Scan(const EventQuery&) override { return status; }
+  } failing;
+  std::string events = "/v1/query/events?" + Range(kBase, kBase + 1000);
+  failing.status = Unavailable("object store unreachable");
+  StartApi(&failing, QueryApiOptions{.workers = 1});
+  net::ClientResponse down = Get(events);
+  EXPECT_EQ(down.status, 503);
+  EXPECT_TRUE(down.headers.Has("Retry-After"));
+  failing.status = DataLoss("s3://bucket/secret-path.parquet: bad footer");
+  net::ClientResponse broken = Get(events);
+  EXPECT_EQ(broken.status, 500);
+  EXPECT_EQ(broken.body.find("secret-path"), std::string::npos) << broken.body;  // logged, not shown
+
+  // No room in the queue: refused at once with 503, never left hanging.
+  StartApi(&archive_, QueryApiOptions{.workers = 1, .max_queued = 0});
+  net::ClientResponse full = Get(events);
+  EXPECT_EQ(full.status, 503);
+  EXPECT_EQ(full.headers.Get("Retry-After").value_or(""), "1");
 }
 
 }  // namespace
