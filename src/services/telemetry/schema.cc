@@ -62,6 +62,13 @@ CREATE TABLE telemetry_archive_files (
   PRIMARY KEY (org, hour_ns, seq)
 );
 )sql"},
+      {2, "telemetry DLP policies", R"sql(
+CREATE TABLE telemetry_dlp_policies (
+  org        text PRIMARY KEY,
+  policy     jsonb NOT NULL CHECK (jsonb_typeof(policy) = 'object'),
+  updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+)sql"},
   };
 }
 

@@ -9,6 +9,7 @@
 //                            queries walk in either direction
 //   telemetry_ingest_cursor  the next WAL sequence ingest reads, committed with the rows it covers
 //   telemetry_archive_files  the manifest: one row per Parquet file of one organisation and hour
+//   telemetry_dlp_policies   each organisation's DLP policy for query results (dlp_policies.h)
 #pragma once
 
 #include <cstdint>

@@ -12,6 +12,7 @@
 #include "services/telemetry/api_keys.h"
 #include "services/telemetry/ingest.h"
 #include "services/telemetry/intake.h"
+#include "services/telemetry/query_api.h"
 #include "services/telemetry/schema.h"
 #include "storage/wal.h"
 
@@ -111,10 +112,13 @@ class TelemetryService final : public services::Service {
     sc.metrics = &metrics_;
     net::Router router;
     intake_->AddRoutes(router);
-    // HOOK(query): add the query API's routes to `router` here, before the server starts. It checks
-    // `Authorization: Bearer <query key>` with keys_->Verify(key, KeyScope::kQuery, ...) (never
-    // blocking the event loop: the callback may run on the KeyCache's threads) and reads ctx.db and
-    // the archive.
+    // The query API checks `Authorization: Bearer <query key>` through the same cache (its callback
+    // may run on a KeyCache thread; the API answers through the Responder from its own workers).
+    query_ = std::make_unique<QueryApi>(ctx.db, archive_.get(), QueryApiOptions{.clock = ctx.clock});
+    query_->Register(router, [keys = keys_.get()](std::string_view key,
+                                                  std::function<void(Result<std::string>)> done) {
+      keys->Verify(key, KeyScope::kQuery, std::move(done));
+    });
 
     server_ = std::make_unique<net::Server>(std::move(sc), std::move(router));
     // Not ready while the WAL is poisoned (a failed fdatasync): every append would fail until a restart.
@@ -138,6 +142,7 @@ class TelemetryService final : public services::Service {
     if (server_) server_->Stop();
     // Lookups still waiting answer 503 (and no KeyCache thread runs intake any more).
     if (keys_) keys_->Shutdown();
+    query_.reset();  // its workers finish what they run; the server no longer hands it requests
     // HOOK(compaction): stop the Compactor here.
     // Ingest stops before the log closes (it reads the log); an in-flight batch commits or rolls back.
     if (ingester_) ingester_->Stop();
@@ -159,6 +164,8 @@ class TelemetryService final : public services::Service {
   std::unique_ptr<net::Server> server_;
   std::string host_;
   std::unique_ptr<Ingester> ingester_;
+  std::unique_ptr<ArchiveReader> archive_;  // null until the archive is configured
+  std::unique_ptr<QueryApi> query_;
   // The lag provider intake consults (see Start). Empty: caught up.
   std::function<int64_t()> oldest_unstored_received_ns_;
 };
