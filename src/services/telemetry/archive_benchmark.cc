@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     auto lease = (*pool)->Checkout();
     std::vector<StoredEvent> batch;
     for (int64_t i = 0; i < rows; ++i) {
-      int64_t t = testing::kDay0 + (i * hours * kNanosPerHour) / rows;
+      int64_t t = testing::kDay0 + i * (hours * kNanosPerHour / rows);
       batch.push_back(testing::MakeEvent("acme", t, static_cast<uint64_t>(i)));
       const Event& e = batch.back().event;
       event_bytes += static_cast<double>(
@@ -99,6 +99,10 @@ int main(int argc, char** argv) {
   std::printf("compaction: %lld rows in %.2f s = %.0f rows/s, %lld files\n",
               static_cast<long long>(stats->rows), Seconds(t0, t1),
               static_cast<double>(stats->rows) / Seconds(t0, t1), static_cast<long long>(stats->groups));
+  std::printf(
+      "  of which: read from PostgreSQL %.2f s, encode Parquet %.2f s, upload %.2f s, manifest+delete %.2f "
+      "s\n",
+      stats->read_seconds, stats->encode_seconds, stats->upload_seconds, stats->commit_seconds);
   std::printf(
       "size: PostgreSQL %.1f MB with indexes (%.1f MB table+toast), Parquet %.1f MB: %.1fx smaller "
       "(%.1fx vs table alone)\n",

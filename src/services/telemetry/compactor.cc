@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <future>
 #include <optional>
 #include <vector>
 
@@ -21,8 +23,9 @@
 namespace govern::telemetry {
 namespace {
 
-// Any key: the advisory lock that makes one compactor per database.
-constexpr int64_t kCompactorLockKey = 0x676f76636f6d70;  // "govcomp"
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 [[noreturn]] void CrashForTest(const char* point) {
   log::Write(log::Level::kWarn, "telemetry.compactor", "test crash point reached", {{"point", point}});
@@ -126,7 +129,7 @@ Result<CompactionStats> Compactor::RunOnce() {
   // The lock lives on its own connection for the whole pass (session-level: released on unlock or
   // when the connection goes).
   GOVERN_ASSIGN_OR_RETURN(auto lock_conn, pool_->Checkout());
-  auto locked = lock_conn->Exec("SELECT pg_try_advisory_lock($1)", db::Params(kCompactorLockKey));
+  auto locked = lock_conn->Exec("SELECT pg_try_advisory_lock($1)", db::Params(kCompactionLockKey));
   if (!locked.ok()) return locked.status();
   GOVERN_ASSIGN_OR_RETURN(bool have_lock, locked->Bool(0, 0));
   if (!have_lock) {
@@ -135,7 +138,7 @@ Result<CompactionStats> Compactor::RunOnce() {
   }
   struct Unlock {
     db::Pool::Lease& c;
-    ~Unlock() { (void)c->Exec("SELECT pg_advisory_unlock($1)", db::Params(kCompactorLockKey)); }
+    ~Unlock() { (void)c->Exec("SELECT pg_advisory_unlock($1)", db::Params(kCompactionLockKey)); }
   } unlock{lock_conn};
 
   GOVERN_ASSIGN_OR_RETURN(auto conn, pool_->Checkout());
@@ -209,23 +212,39 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
   int64_t rows = 0;
   int64_t min_time = 0, max_time = 0;
   EventColumns batch;
-  std::optional<std::pair<int64_t, std::string>> last;
+  // Pages are read ahead: while one page is encoded here, the next is fetched on another thread
+  // (PostgreSQL works in its own process, so the two overlap on two cores). The connection is used by
+  // one thread at a time: the fetch of page k+1 starts after page k arrived.
+  auto fetch = [&, batch_rows = options_.read_batch_rows](
+                   std::optional<std::pair<int64_t, std::string>> after) -> Result<db::Rows> {
+    if (!after) {
+      return conn.ExecPrepared(std::string("SELECT ") + kEventColumns +
+                                   " FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns < $3 "
+                                   "ORDER BY time_ns, id LIMIT $4",
+                               db::Params(org, hour_ns, end, batch_rows));
+    }
+    return conn.ExecPrepared(std::string("SELECT ") + kEventColumns +
+                                 " FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns < $3 "
+                                 "AND (time_ns, id) > ($2, $4) ORDER BY time_ns, id LIMIT $5",
+                             db::Params(org, after->first, end, after->second, batch_rows));
+  };
+  auto phase = std::chrono::steady_clock::now();
+  Result<db::Rows> page = fetch(std::nullopt);
   while (true) {
-    Result<db::Rows> page =
-        last ? conn.ExecPrepared(
-                   std::string("SELECT ") + kEventColumns +
-                       " FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns < $3 "
-                       "AND (time_ns, id) > ($2, $4) ORDER BY time_ns, id LIMIT $5",
-                   db::Params(org, last->first, end, last->second, options_.read_batch_rows))
-             : conn.ExecPrepared(
-                   std::string("SELECT ") + kEventColumns +
-                       " FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns < $3 "
-                       "ORDER BY time_ns, id LIMIT $4",
-                   db::Params(org, hour_ns, end, options_.read_batch_rows));
     if (!page.ok()) return page.status();
+    stats->read_seconds += SecondsSince(phase);
+    phase = std::chrono::steady_clock::now();
     if (page->empty()) break;
+    const int n = page->size();
+    const bool more = n >= options_.read_batch_rows;
+    std::future<Result<db::Rows>> next;
+    if (more) {
+      GOVERN_ASSIGN_OR_RETURN(int64_t last_time, page->Int64(n - 1, 1));
+      next = std::async(std::launch::async, fetch,
+                        std::make_optional(std::make_pair(last_time, std::string(page->Text(n - 1, 2)))));
+    }
     batch.Clear();
-    for (int r = 0; r < page->size(); ++r) {
+    for (int r = 0; r < n; ++r) {
       GOVERN_RETURN_IF_ERROR(batch.AppendPgRow(*page, r));
       if (rows + r > 0) {
         times.push_back(',');
@@ -237,18 +256,24 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
     const auto& t = batch.columns()[kColTimeNs];
     if (rows == 0) min_time = t.GetInt64(0);
     max_time = t.GetInt64(t.size() - 1);
-    rows += page->size();
-    last.emplace(max_time, std::string(page->Text(page->size() - 1, 2)));
+    rows += n;
     GOVERN_RETURN_IF_ERROR((*writer)->Write(batch.columns()));
+    stats->encode_seconds += SecondsSince(phase);
+    phase = std::chrono::steady_clock::now();
     if (crash_at_ == "compaction.mid_file") CrashForTest("compaction.mid_file");
-    if (page->size() < options_.read_batch_rows) break;
+    if (!more) break;
+    page = next.get();
   }
   times.push_back('}');
   ids.push_back('}');
   GOVERN_ASSIGN_OR_RETURN(auto summary, (*writer)->Close());
   if (rows == 0) return OkStatus();  // the rows went meanwhile; nothing to archive
+  stats->encode_seconds += SecondsSince(phase);
+  phase = std::chrono::steady_clock::now();
 
   GOVERN_RETURN_IF_ERROR(store_->PutFile(key, temp.path));
+  stats->upload_seconds += SecondsSince(phase);
+  phase = std::chrono::steady_clock::now();
   if (crash_at_ == "compaction.after_upload") CrashForTest("compaction.after_upload");
 
   const auto bytes = static_cast<int64_t>(summary.file_bytes);
@@ -258,20 +283,33 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
         "max_time_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         db::Params(org, hour_ns, seq, key, rows, bytes, min_time, max_time));
     if (!ins.ok()) return ins.status();
-    auto del = c.ExecPrepared(
-        "DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns < $3 AND (time_ns, id) IN "
+    // Usually the hour's range holds exactly the rows read (one compactor at a time, and nothing else
+    // deletes events), and deleting the range is the cheap way. When a row arrived meanwhile inside
+    // the range, the count differs: undo that and delete by the keys read instead, so the newcomer
+    // stays for the next pass.
+    GOVERN_RETURN_IF_ERROR(c.Exec("SAVEPOINT compaction_range").status());
+    auto del =
+        c.ExecPrepared("DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3",
+                       db::Params(org, min_time, max_time));
+    if (!del.ok()) return del.status();
+    if (del->affected() == rows) return OkStatus();
+    GOVERN_RETURN_IF_ERROR(c.Exec("ROLLBACK TO SAVEPOINT compaction_range").status());
+    del = c.ExecPrepared(
+        "DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3 AND (time_ns, id) "
+        "IN "
         "(SELECT * FROM unnest($4::bigint[], $5::text[]))",
-        db::Params(org, min_time, max_time + 1, times, ids));
+        db::Params(org, min_time, max_time, times, ids));
     if (!del.ok()) return del.status();
     if (del->affected() != rows) {
-      // Someone else removed rows we archived: registering the file would duplicate nothing, but the
-      // manifest's row count would lie. Leave everything as it was.
+      // Rows we archived are gone already (someone else deleted them): registering the file would
+      // make its manifest row lie. Leave everything as it was; the orphan is overwritten next pass.
       return Aborted("compaction of " + key + ": deleted " + std::to_string(del->affected()) +
                      " rows, read " + std::to_string(rows));
     }
     return OkStatus();
   });
   if (!st.ok()) return Status(st.code(), "registering " + key + ": " + st.message());
+  stats->commit_seconds += SecondsSince(phase);
   stats->groups++;
   stats->rows += rows;
   stats->bytes += bytes;

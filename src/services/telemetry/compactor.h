@@ -13,8 +13,11 @@
 // keys) and that the next run overwrites, since it reuses the same seq. So after a crash at any point
 // every event is either in PostgreSQL or in exactly one manifest-listed file.
 //
-// One compactor at a time per database: RunOnce holds a PostgreSQL advisory lock while it works, and a
-// second compactor finds it taken and does nothing (stats.skipped_locked).
+// One compactor at a time per database: RunOnce holds the PostgreSQL advisory lock
+// kCompactionLockKey (session level) while it works, and a second compactor finds it taken and does
+// nothing (stats.skipped_locked). The delete relies on that: it removes the hour's time range when
+// the range holds exactly as many rows as were read, else only the keys read. Anything else that ever
+// deletes events (retention, erasure) must hold the same lock while it does.
 //
 // Test crash points: GOVERN_TELEMETRY_CRASH_AT=compaction.after_upload or compaction.mid_file (read
 // once, at construction) makes the process _exit(137) at that point.
@@ -37,6 +40,9 @@
 
 namespace govern::telemetry {
 
+// The advisory lock (pg_advisory_lock key) held by a compaction pass.
+inline constexpr int64_t kCompactionLockKey = 0x676f76636f6d70;  // "govcomp"
+
 struct CompactionOptions {
   // Hours that ended at least this long ago are archived.
   std::chrono::nanoseconds age = std::chrono::hours(1);
@@ -56,6 +62,9 @@ struct CompactionStats {
   int64_t bytes = 0;  // Parquet bytes uploaded
   int64_t partitions_dropped = 0;
   bool skipped_locked = false;  // another compactor held the lock
+  // Where the time went (seconds, summed over groups): reading rows from PostgreSQL, encoding
+  // Parquet, uploading, and the manifest + delete transaction.
+  double read_seconds = 0, encode_seconds = 0, upload_seconds = 0, commit_seconds = 0;
 };
 
 class Compactor {

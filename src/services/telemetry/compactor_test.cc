@@ -418,14 +418,14 @@ TEST_F(CompactorTest, EmptyOldPartitionsAreDropped) {
 TEST_F(CompactorTest, SecondCompactorWaitsItsTurn) {
   Insert(Generate({"acme"}, 1, 10));
   auto lease = pool_->Checkout();
-  ASSERT_TRUE((*lease)->Exec("SELECT pg_advisory_lock($1)", db::Params(int64_t{0x676f76636f6d70})).ok());
+  ASSERT_TRUE((*lease)->Exec("SELECT pg_advisory_lock($1)", db::Params(kCompactionLockKey)).ok());
   testing::SettableClock clock(At(3));
   Compactor compactor(pool_.get(), store_.get(), &clock, options_);
   auto stats = compactor.RunOnce();
   ASSERT_TRUE(stats.ok());
   EXPECT_TRUE(stats->skipped_locked);
   EXPECT_EQ(PgCount(), 10);
-  ASSERT_TRUE((*lease)->Exec("SELECT pg_advisory_unlock($1)", db::Params(int64_t{0x676f76636f6d70})).ok());
+  ASSERT_TRUE((*lease)->Exec("SELECT pg_advisory_unlock($1)", db::Params(kCompactionLockKey)).ok());
   auto after = compactor.RunOnce();
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->rows, 10);
