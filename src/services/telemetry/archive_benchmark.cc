@@ -4,11 +4,17 @@
 // Needs a PostgreSQL: GOVERN_TEST_PG_DIR of a cluster started with `govern_testpg start DIR`.
 // Usage: telemetry_archive_benchmark [rows_to_compact (default 500000)] [repetitions (default 50)]
 // Prints one line per figure.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +40,44 @@ void Die(const Status& s, const char* what) {
     std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
     std::exit(1);
   }
+}
+
+// CPU seconds used so far by this process.
+double SelfCpu() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// CPU seconds used so far by the PostgreSQL cluster (the postmaster and every backend: their
+// utime + stime, plus cutime + cstime of the postmaster for exited children), from /proc.
+double PgCpu() {
+  const char* dir = std::getenv("GOVERN_TEST_PG_DIR");
+  if (!dir) return 0;
+  std::ifstream pidfile(std::string(dir) + "/postmaster.pid");
+  long postmaster = 0;
+  pidfile >> postmaster;
+  double ticks = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::vector<std::string> f{std::istream_iterator<std::string>(rest),
+                               std::istream_iterator<std::string>()};
+    if (f.size() < 15) continue;
+    long pid = std::atol(name.c_str());
+    long ppid = std::atol(f[1].c_str());
+    if (pid != postmaster && ppid != postmaster) continue;
+    ticks += std::atof(f[11].c_str()) + std::atof(f[12].c_str());
+    if (pid == postmaster) ticks += std::atof(f[13].c_str()) + std::atof(f[14].c_str());
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 int64_t PgEventBytes(db::Pool& pool, const char* fn) {
@@ -90,15 +134,19 @@ int main(int argc, char** argv) {
   CompactionOptions co;
   co.temp_dir = (dir / "tmp").string();
   Compactor compactor(pool->get(), store->get(), &clock, co);
+  const double self0 = SelfCpu(), pg0 = PgCpu();
   auto t0 = std::chrono::steady_clock::now();
   auto stats = compactor.RunOnce();
   auto t1 = std::chrono::steady_clock::now();
+  const double self_cpu = SelfCpu() - self0, pg_cpu = PgCpu() - pg0;
   Die(stats.status(), "compaction");
   std::printf("events: %lld, average %.0f bytes of field data each\n", static_cast<long long>(stats->rows),
               event_bytes / static_cast<double>(rows));
   std::printf("compaction: %lld rows in %.2f s = %.0f rows/s, %lld files\n",
               static_cast<long long>(stats->rows), Seconds(t0, t1),
               static_cast<double>(stats->rows) / Seconds(t0, t1), static_cast<long long>(stats->groups));
+  std::printf("  CPU: compactor %.2f s, PostgreSQL %.2f s: %.0f rows per CPU-second (both together)\n",
+              self_cpu, pg_cpu, static_cast<double>(stats->rows) / (self_cpu + pg_cpu));
   std::printf(
       "  of which: read from PostgreSQL %.2f s, encode Parquet %.2f s, upload %.2f s, manifest+delete %.2f "
       "s\n",

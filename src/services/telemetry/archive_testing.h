@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,7 +118,12 @@ inline Status EnsurePartition(db::Connection& conn, int64_t time_ns) {
 
 // Inserts events with binary COPY, creating their partitions first.
 inline Status InsertEvents(db::Connection& conn, const std::vector<StoredEvent>& events) {
-  for (const auto& s : events) GOVERN_RETURN_IF_ERROR(EnsurePartition(conn, s.event.time_unix_nanos));
+  std::set<std::string> made;
+  for (const auto& s : events) {
+    if (made.insert(PartitionFor(s.event.time_unix_nanos).name).second) {
+      GOVERN_RETURN_IF_ERROR(EnsurePartition(conn, s.event.time_unix_nanos));
+    }
+  }
   auto copy =
       conn.CopyFrom(std::string("COPY telemetry_events (") + kEventColumns + ") FROM STDIN (FORMAT binary)");
   if (!copy.ok()) return copy.status();

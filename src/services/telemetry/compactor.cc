@@ -206,9 +206,10 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
                                         EventWriterOptions(org, hour_ns, options_.row_group_rows));
   if (!writer.ok()) return writer.status();
 
-  // The keys read, for the delete: exactly these rows leave PostgreSQL.
-  std::string times = "{";
-  std::string ids = "{";
+  // The keys read, in case the delete has to name them (see the transaction below).
+  std::vector<int64_t> key_times;
+  std::string key_ids;           // the ids, back to back
+  std::vector<size_t> key_ends;  // where each id ends in key_ids
   int64_t rows = 0;
   int64_t min_time = 0, max_time = 0;
   EventColumns batch;
@@ -246,14 +247,11 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
     batch.Clear();
     for (int r = 0; r < n; ++r) {
       GOVERN_RETURN_IF_ERROR(batch.AppendPgRow(*page, r));
-      if (rows + r > 0) {
-        times.push_back(',');
-        ids.push_back(',');
-      }
-      times.append(page->Text(r, 1));
-      AppendArrayString(ids, page->Text(r, 2));
+      key_ids.append(page->Text(r, 2));
+      key_ends.push_back(key_ids.size());
     }
     const auto& t = batch.columns()[kColTimeNs];
+    key_times.insert(key_times.end(), t.int64_data(), t.int64_data() + t.size());
     if (rows == 0) min_time = t.GetInt64(0);
     max_time = t.GetInt64(t.size() - 1);
     rows += n;
@@ -264,8 +262,6 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
     if (!more) break;
     page = next.get();
   }
-  times.push_back('}');
-  ids.push_back('}');
   GOVERN_ASSIGN_OR_RETURN(auto summary, (*writer)->Close());
   if (rows == 0) return OkStatus();  // the rows went meanwhile; nothing to archive
   stats->encode_seconds += SecondsSince(phase);
@@ -294,6 +290,18 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
     if (!del.ok()) return del.status();
     if (del->affected() == rows) return OkStatus();
     GOVERN_RETURN_IF_ERROR(c.Exec("ROLLBACK TO SAVEPOINT compaction_range").status());
+    std::string times = "{", ids = "{";
+    for (size_t i = 0; i < key_times.size(); ++i) {
+      if (i) {
+        times.push_back(',');
+        ids.push_back(',');
+      }
+      times.append(std::to_string(key_times[i]));
+      size_t from = i ? key_ends[i - 1] : 0;
+      AppendArrayString(ids, std::string_view(key_ids).substr(from, key_ends[i] - from));
+    }
+    times.push_back('}');
+    ids.push_back('}');
     del = c.ExecPrepared(
         "DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3 AND (time_ns, id) "
         "IN "

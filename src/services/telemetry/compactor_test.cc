@@ -373,6 +373,9 @@ class InsertDuringUpload final : public objstore::Store {
 
 TEST_F(CompactorTest, RowsInsertedDuringCompactionStayInPostgres) {
   auto events = Generate({"acme"}, 1, 30);
+  // Ids that need quoting in an array literal, for the delete by keys.
+  events[0].event.id = "id \"with\" \\quotes\\, {braces} and 'ticks'";
+  events[1].event.id = "NULL";
   Insert(events);
   // Between the first and last event's time, so a delete by time range alone would take it.
   StoredEvent late = MakeEvent("acme", events[10].event.time_unix_nanos + 1, 999999);
