@@ -219,16 +219,19 @@ std::string CompactJson(std::string_view json) {
   out.reserve(json.size());
   size_t i = 0;
   while (i < json.size()) {
-    char c = json[i];
-    if (c == '"') {
-      size_t end = SkipString(json, i);
+    // Copy the run up to the next space or string in one append, then the string whole.
+    size_t j = i;
+    while (j < json.size() && json[j] != '"' && !IsJsonSpace(json[j])) ++j;
+    out.append(json.data() + i, j - i);
+    if (j == json.size()) break;
+    if (json[j] == '"') {
+      size_t end = SkipString(json, j);
       if (end == std::string_view::npos) end = json.size();
-      out.append(json.substr(i, end - i));
+      out.append(json.data() + j, end - j);
       i = end;
-      continue;
+    } else {
+      i = j + 1;
     }
-    if (!IsJsonSpace(c)) out.push_back(c);
-    ++i;
   }
   return out;
 }
