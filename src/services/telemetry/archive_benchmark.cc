@@ -3,6 +3,7 @@
 //
 // Needs a PostgreSQL: GOVERN_TEST_PG_DIR of a cluster started with `govern_testpg start DIR`.
 // Usage: telemetry_archive_benchmark [rows_to_compact (default 500000)] [repetitions (default 50)]
+//        [row_group_rows (default: CompactionOptions's)]
 // Prints one line per figure.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
   testing::SettableClock clock(testing::kDay0 + (hours + 2) * kNanosPerHour);
   CompactionOptions co;
   co.temp_dir = (dir / "tmp").string();
+  if (argc > 3) co.row_group_rows = std::atoll(argv[3]);
   Compactor compactor(pool->get(), store->get(), &clock, co);
   const double self0 = SelfCpu(), pg0 = PgCpu();
   auto t0 = std::chrono::steady_clock::now();
