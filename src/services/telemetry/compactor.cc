@@ -126,22 +126,23 @@ Result<CompactionStats> Compactor::RunOnce() {
   // Whole hours only: an hour is archived once all of it is older than `age`.
   const int64_t cutoff = HourOf(now_ns - age_ns);
 
-  // The lock lives on its own connection for the whole pass (session-level: released on unlock or
-  // when the connection goes).
-  GOVERN_ASSIGN_OR_RETURN(auto lock_conn, pool_->Checkout());
-  auto locked = lock_conn->Exec("SELECT pg_try_advisory_lock($1)", db::Params(kCompactionLockKey));
+  // The lock is session-level, on the connection that does the work: it lasts across the pass's
+  // transactions, and goes with the connection. A reconnect therefore means the lock may be someone
+  // else's now, so every group checks the reconnect count before it uploads and before it commits.
+  GOVERN_ASSIGN_OR_RETURN(auto conn, pool_->Checkout());
+  auto locked = conn->Exec("SELECT pg_try_advisory_lock($1)", db::Params(kCompactionLockKey));
   if (!locked.ok()) return locked.status();
   GOVERN_ASSIGN_OR_RETURN(bool have_lock, locked->Bool(0, 0));
   if (!have_lock) {
     stats.skipped_locked = true;
     return stats;
   }
+  lock_reconnects_ = conn->reconnects();
   struct Unlock {
     db::Pool::Lease& c;
     ~Unlock() { (void)c->Exec("SELECT pg_advisory_unlock($1)", db::Params(kCompactionLockKey)); }
-  } unlock{lock_conn};
+  } unlock{conn};
 
-  GOVERN_ASSIGN_OR_RETURN(auto conn, pool_->Checkout());
   Status result;
   // Each organisation in turn (one index probe per step), then each of its old hours.
   std::optional<std::string> org;
@@ -267,6 +268,7 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
   stats->encode_seconds += SecondsSince(phase);
   phase = std::chrono::steady_clock::now();
 
+  GOVERN_RETURN_IF_ERROR(StillLocked(conn));
   GOVERN_RETURN_IF_ERROR(store_->PutFile(key, temp.path));
   stats->upload_seconds += SecondsSince(phase);
   phase = std::chrono::steady_clock::now();
@@ -274,6 +276,7 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
 
   const auto bytes = static_cast<int64_t>(summary.file_bytes);
   Status st = conn.Transact([&](db::Connection& c) -> Status {
+    GOVERN_RETURN_IF_ERROR(StillLocked(c));
     auto ins = c.ExecPrepared(
         "INSERT INTO telemetry_archive_files (org, hour_ns, seq, object_key, rows, bytes, min_time_ns, "
         "max_time_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -326,6 +329,13 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
   return OkStatus();
 }
 
+Status Compactor::StillLocked(const db::Connection& conn) const {
+  if (conn.reconnects() == lock_reconnects_) return OkStatus();
+  return Aborted(
+      "compaction: the database connection was re-established, so the compaction lock may be "
+      "lost; stopping this pass");
+}
+
 Status Compactor::DropOldPartitions(db::Connection& conn, int64_t cutoff_ns, CompactionStats* stats) {
   auto parts = conn.Exec(
       "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
@@ -339,6 +349,7 @@ Status Compactor::DropOldPartitions(db::Connection& conn, int64_t cutoff_ns, Com
     bool dropped = false;
     // The name matched telemetry_events_pYYYYMMDD above, so it is safe as an identifier.
     Status st = conn.Transact([&](db::Connection& c) -> Status {
+      GOVERN_RETURN_IF_ERROR(StillLocked(c));
       dropped = false;
       GOVERN_RETURN_IF_ERROR(c.Exec("SET LOCAL lock_timeout = '2s'").status());
       GOVERN_RETURN_IF_ERROR(c.Exec("LOCK TABLE " + name + " IN ACCESS EXCLUSIVE MODE").status());

@@ -14,10 +14,10 @@
 // every event is either in PostgreSQL or in exactly one manifest-listed file.
 //
 // One compactor at a time per database: RunOnce holds the PostgreSQL advisory lock
-// kCompactionLockKey (session level) while it works, and a second compactor finds it taken and does
-// nothing (stats.skipped_locked). The delete relies on that: it removes the hour's time range when
-// the range holds exactly as many rows as were read, else only the keys read. Anything else that ever
-// deletes events (retention, erasure) must hold the same lock while it does.
+// kCompactionLockKey (session level, on its working connection) while it works, and a second compactor finds
+// it taken and does nothing (stats.skipped_locked). The delete relies on that: it removes the hour's time
+// range when the range holds exactly as many rows as were read, else only the keys read. Anything else that
+// ever deletes events (retention, erasure) must hold the same lock while it does.
 //
 // Test crash points: GOVERN_TELEMETRY_CRASH_AT=compaction.after_upload or compaction.mid_file (read
 // once, at construction) makes the process _exit(137) at that point.
@@ -90,12 +90,16 @@ class Compactor {
  private:
   Status CompactGroup(db::Connection& conn, const std::string& org, int64_t hour_ns, CompactionStats* stats);
   Status DropOldPartitions(db::Connection& conn, int64_t cutoff_ns, CompactionStats* stats);
+  // Aborted when `conn` reconnected since the pass took the advisory lock (the lock went with the
+  // old session).
+  Status StillLocked(const db::Connection& conn) const;
 
   db::Pool* pool_;
   objstore::Store* store_;
   const Clock* clock_;
   CompactionOptions options_;
   std::string crash_at_;
+  int lock_reconnects_ = 0;  // conn->reconnects() when RunOnce took the lock
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

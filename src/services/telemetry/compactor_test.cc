@@ -400,6 +400,32 @@ TEST_F(CompactorTest, RowsInsertedDuringCompactionStayInPostgres) {
   for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id;
 }
 
+TEST_F(CompactorTest, LosingTheConnectionStopsThePassBeforeItCommits) {
+  Insert(Generate({"acme"}, 1, 30));
+  // While the file uploads, every other session of this database is terminated: the compactor's
+  // advisory lock goes with its session, so it must not commit on a new one.
+  InsertDuringUpload store(store_.get(), [&] {
+    auto lease = pool_->Checkout();
+    ASSERT_TRUE((*lease)
+                    ->Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+                           "current_database() AND pid <> pg_backend_pid()")
+                    .ok());
+  });
+  testing::SettableClock clock(At(3));
+  auto own_pool = MakePool();
+  Compactor compactor(own_pool.get(), &store, &clock, options_);
+  auto stats = compactor.RunOnce();
+  ASSERT_FALSE(stats.ok());
+  EXPECT_EQ(stats.status().code(), Code::kAborted) << stats.status().ToString();
+  EXPECT_EQ(PgCount(), 30);
+  EXPECT_TRUE(Manifest().empty());
+  // The next pass (a fresh session, the lock taken again) archives the hour over the orphan.
+  auto again = compactor.RunOnce();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->rows, 30);
+  EXPECT_EQ(PgCount(), 0);
+}
+
 TEST_F(CompactorTest, EmptyOldPartitionsAreDropped) {
   Insert(Generate({"acme"}, 2, 10));
   // Another day, still recent: stays.
