@@ -174,6 +174,10 @@ parquet::WriterOptions EventWriterOptions(std::string_view org, int64_t hour_ns,
   parquet::WriterOptions o;
   o.compression = parquet::Compression::kZstd;
   o.row_group_rows = std::max<int64_t>(1, row_group_rows);
+  // Small pages: the writer decides after a column's first page whether its dictionary pays, so ids,
+  // trace ids and free text stop being hashed after 2,048 rows instead of a whole row group, which
+  // made files both faster to write and smaller (telemetry_archive_benchmark: 9.6x vs 8.6x).
+  o.page_rows = 2048;
   o.metadata = {{"govern.telemetry.org", std::string(org)},
                 {"govern.telemetry.hour_ns", std::to_string(hour_ns)},
                 {"govern.telemetry.layout", std::to_string(kLayoutVersion)}};
