@@ -40,7 +40,13 @@ const child = spawn(binary, args, {
     GOVERN_S3_SECRET_ACCESS_KEY: secretKey,
   },
 });
-const code = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(signal ? 128 : c)));
+const code = await new Promise((resolve) => {
+  child.on('exit', (c, signal) => resolve(signal ? 128 : c));
+  child.on('error', (e) => {
+    console.error(`cannot run ${binary}: ${e.message}`);
+    resolve(127);
+  });
+});
 await server.close();
 rmSync(dir, { recursive: true, force: true });
 process.exit(code);
