@@ -1,4 +1,4 @@
-// `govern telemetry ...`: API keys and the write-ahead log, from the command line.
+// `govern telemetry ...`: API keys, the write-ahead log, the ingest cursor, exports and DLP policies.
 #include "cli/telemetry_cmd.h"
 
 #include <CLI/CLI.hpp>
@@ -11,7 +11,13 @@
 #include "cli/database.h"
 #include "db/connection.h"
 #include "db/migrator.h"
+#include "db/pool.h"
 #include "services/telemetry/api_keys.h"
+#include "services/telemetry/archive.h"
+#include "services/telemetry/archive_config.h"
+#include "services/telemetry/dlp_policies.h"
+#include "services/telemetry/ingest.h"
+#include "services/telemetry/ndjson.h"
 #include "services/telemetry/record.h"
 #include "services/telemetry/schema.h"
 #include "services/telemetry/service.h"
@@ -34,20 +40,61 @@ class KeyStore {
     auto conn = db::Connection::Connect(database_.conninfo());
     if (!conn.ok()) return conn.status().WithContext("connect to PostgreSQL");
     conn_ = std::move(*conn);
+    auto pool = db::Pool::Create({.conninfo = database_.conninfo(), .max_size = 2});
+    if (!pool.ok()) return pool.status().WithContext("connect to PostgreSQL");
+    pool_ = std::move(*pool);
     auto applied = db::Migrator("telemetry", telemetry::Migrations()).Apply(*conn_);
     if (!applied.ok()) return applied.status().WithContext("telemetry: migrations");
     return OkStatus();
   }
   db::Connection& conn() { return *conn_; }
+  db::Pool& pool() { return *pool_; }
   ~KeyStore() {
     conn_.reset();  // before the private cluster may stop
+    pool_.reset();
     database_.Release();
   }
 
  private:
   Database database_;
   std::unique_ptr<db::Connection> conn_;
+  std::unique_ptr<db::Pool> pool_;
 };
+
+// Opens the telemetry WAL the way the service does, explaining the lock when the service holds it.
+Result<std::unique_ptr<wal::Log>> OpenWal(const config::Config& cfg) {
+  std::error_code ec;
+  std::string data_dir = std::filesystem::absolute(cfg.GetString("data_dir"), ec).lexically_normal();
+  std::string dir = telemetry::WalDir(cfg, data_dir);
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return NotFound("no telemetry write-ahead log at " + dir + " (set data_dir or telemetry.wal_dir)");
+  }
+  auto log = wal::Log::Open(dir);
+  if (!log.ok() && log.status().code() == Code::kFailedPrecondition) {
+    return FailedPrecondition("the telemetry write-ahead log at " + dir +
+                              " is in use: a running govern (serve telemetry or up) holds its lock. "
+                              "Stop it first.");
+  }
+  if (!log.ok()) return log.status().WithContext("open " + dir);
+  return log;
+}
+
+// The ingest cursor's position in PostgreSQL (the position of record).
+Result<uint64_t> IngestCursor(db::Connection& conn, const std::string& name) {
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                          conn.Exec("SELECT next_seq FROM telemetry_ingest_cursor WHERE name = $1", {name}));
+  if (rows.size() == 0) return NotFound("no ingest cursor \"" + name + "\": ingest has not run yet");
+  GOVERN_ASSIGN_OR_RETURN(int64_t next, rows.Int64(0, 0));
+  return static_cast<uint64_t>(next);
+}
+
+std::string ReadAll(std::FILE* f) {
+  std::string out;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  return out;
+}
 
 // RFC 3339 in UTC with nanoseconds: 2026-11-30T01:02:03.123456789Z.
 std::string FormatTime(int64_t unix_nanos) {
@@ -116,7 +163,7 @@ nlohmann::ordered_json EventJson(uint64_t seq, const telemetry::Event& e) {
 }  // namespace
 
 TelemetryCommand::TelemetryCommand(CLI::App& app) {
-  telemetry_ = app.add_subcommand("telemetry", "Telemetry API keys and write-ahead log");
+  telemetry_ = app.add_subcommand("telemetry", "Telemetry: API keys, write-ahead log, ingest cursor, export, DLP policies");
   telemetry_->require_subcommand(1);
   CLI::App* keys = telemetry_->add_subcommand("keys", "API keys: one organisation each, stored hashed");
   keys->require_subcommand(1);
@@ -140,6 +187,37 @@ TelemetryCommand::TelemetryCommand(CLI::App& app) {
   wal_inspect_->add_option("--from", from_, "First sequence to print (default: the oldest kept)");
   wal_inspect_->add_option("--limit", limit_, "Most records to print (default: all)");
   wal_inspect_->add_flag("--events", events_, "Also print every event, one JSON object per line");
+
+  CLI::App* ingest = telemetry_->add_subcommand("ingest", "The ingest cursor (WAL -> PostgreSQL)");
+  ingest->require_subcommand(1);
+  ingest_status_ = ingest->add_subcommand("status", "Where ingest stands in the write-ahead log");
+  ingest_replay_ = ingest->add_subcommand(
+      "replay",
+      "Move the ingest cursor back to SEQ so ingest stores the WAL's records from there again (events "
+      "already stored are skipped by id); the service must not be running");
+  ingest_replay_->add_option("--from", from_, "WAL sequence to replay from")->required();
+  ingest_skip_ = ingest->add_subcommand(
+      "skip",
+      "Move the ingest cursor past the record SEQ it is stopped on (a record PostgreSQL refuses); its "
+      "events are not stored. The service must not be running");
+  ingest_skip_->add_option("--seq", from_, "The record to skip: must be where the cursor stands")->required();
+  for (CLI::App* c : {ingest_status_, ingest_replay_, ingest_skip_}) {
+    c->add_option("--cursor", cursor_, "Cursor name (telemetry.ingest.cursor)");
+  }
+
+  export_ = telemetry_->add_subcommand(
+      "export", "Write one organisation's hour (PostgreSQL and archive) to a local Parquet file");
+  export_->add_option("--org", org_, "Organisation")->required();
+  export_->add_option("--hour", hour_, "The hour, UTC: 2026-11-30T14")->required();
+  export_->add_option("--out", out_, "Parquet file to write")->required();
+
+  CLI::App* dlp = telemetry_->add_subcommand("dlp-policy", "An organisation's DLP policy for query results");
+  dlp->require_subcommand(1);
+  dlp_get_ = dlp->add_subcommand("get", "Print the stored policy (never its hash key)");
+  dlp_set_ = dlp->add_subcommand("set", "Validate and store a policy (JSON, see docs/telemetry-query.md)");
+  dlp_set_->add_option("file", file_, "JSON file, or - for standard input")->required();
+  dlp_delete_ = dlp->add_subcommand("delete", "Remove the policy (the built-in detectors with mask apply)");
+  for (CLI::App* c : {dlp_get_, dlp_set_, dlp_delete_}) c->add_option("--org", org_, "Organisation")->required();
 }
 
 bool TelemetryCommand::parsed() const { return telemetry_->parsed(); }
@@ -149,7 +227,102 @@ int TelemetryCommand::Run(const config::Config& cfg) {
   if (keys_list_->parsed()) return KeysList(cfg);
   if (keys_revoke_->parsed()) return KeysRevoke(cfg);
   if (wal_inspect_->parsed()) return WalInspect(cfg);
+  if (ingest_status_->parsed() || ingest_replay_->parsed() || ingest_skip_->parsed()) return Ingest(cfg);
+  if (export_->parsed()) return Export(cfg);
+  if (dlp_get_->parsed() || dlp_set_->parsed() || dlp_delete_->parsed()) return DlpPolicy(cfg);
   return 2;
+}
+
+int TelemetryCommand::Ingest(const config::Config& cfg) {
+  std::string cursor = cursor_.empty() ? cfg.GetString("telemetry.ingest.cursor") : cursor_;
+  // The WAL first: its lock proves the service is not running (a running ingester owns the cursor).
+  auto log = OpenWal(cfg);
+  if (!log.ok()) return Fail(log.status());
+  KeyStore store;
+  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
+  auto at = IngestCursor(store.conn(), cursor);
+  if (!at.ok()) return Fail(at.status());
+  uint64_t first = (*log)->FirstSequence(), durable = (*log)->DurableSequence();
+  if (ingest_status_->parsed()) {
+    std::printf("cursor %s  next %llu  wal %llu..%llu  unstored records %llu\n", cursor.c_str(),
+                static_cast<unsigned long long>(*at), static_cast<unsigned long long>(first),
+                static_cast<unsigned long long>(durable),
+                static_cast<unsigned long long>(durable + 1 > *at ? durable + 1 - *at : 0));
+    return 0;
+  }
+  uint64_t to = 0;
+  if (ingest_replay_->parsed()) {
+    if (from_ < first || from_ > *at) {
+      return Fail(InvalidArgument("--from " + std::to_string(from_) + " must lie between the oldest record the WAL keeps (" +
+                                  std::to_string(first) + ") and the cursor (" + std::to_string(*at) + ")"));
+    }
+    to = from_;
+    from_ = *at;
+  } else {
+    if (from_ != *at) {
+      return Fail(FailedPrecondition("the cursor stands at " + std::to_string(*at) + ", not at " +
+                                     std::to_string(from_) + ": only the record it is stopped on can be skipped"));
+    }
+    if (from_ > durable) return Fail(InvalidArgument("record " + std::to_string(from_) + " is not in the WAL"));
+    to = from_ + 1;
+  }
+  if (Status s = telemetry::MoveIngestCursor(store.pool(), cursor, from_, to); !s.ok()) return Fail(s);
+  std::printf("moved cursor %s from %llu to %llu\n", cursor.c_str(), static_cast<unsigned long long>(from_),
+              static_cast<unsigned long long>(to));
+  return 0;
+}
+
+int TelemetryCommand::Export(const config::Config& cfg) {
+  if (Status s = telemetry::ValidateOrg(org_); !s.ok()) return Fail(s);
+  auto t = telemetry::ParseRfc3339Nanos(hour_ + ":00:00Z");
+  if (!t.ok() || telemetry::HourOf(*t) != *t) {
+    return Fail(InvalidArgument("--hour \"" + hour_ + "\": expected a UTC hour like 2026-11-30T14"));
+  }
+  std::error_code ec;
+  std::string data_dir = std::filesystem::absolute(cfg.GetString("data_dir"), ec).lexically_normal();
+  auto objects = telemetry::OpenArchiveStore(cfg, data_dir);
+  if (!objects.ok()) return Fail(objects.status());
+  KeyStore store;
+  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
+  telemetry::Archive archive(&store.pool(), objects->get());
+  if (Status s = archive.ExportHour(store.conn(), org_, *t, out_); !s.ok()) return Fail(s);
+  std::fprintf(stderr, "wrote %s\n", out_.c_str());
+  return 0;
+}
+
+int TelemetryCommand::DlpPolicy(const config::Config& cfg) {
+  if (Status s = telemetry::ValidateOrg(org_); !s.ok()) return Fail(s);
+  std::string doc;
+  if (dlp_set_->parsed()) {
+    std::FILE* f = file_ == "-" ? stdin : std::fopen(file_.c_str(), "rb");
+    if (f == nullptr) return Fail(ErrnoStatus(errno, "open " + file_));
+    doc = ReadAll(f);
+    if (f != stdin) std::fclose(f);
+    if (auto parsed = telemetry::ParseDlpPolicy(doc); !parsed.ok()) return Fail(parsed.status());
+  }
+  KeyStore store;
+  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
+  if (dlp_get_->parsed()) {
+    auto p = telemetry::GetDlpPolicy(store.conn(), org_);
+    if (!p.ok()) return Fail(p.status());
+    if (!p->has_value()) {
+      std::fprintf(stderr, "organisation %s has no policy: the built-in detectors mask\n", org_.c_str());
+      return 0;
+    }
+    std::printf("%s\n", (*p)->c_str());
+    return 0;
+  }
+  if (dlp_set_->parsed()) {
+    auto stored = telemetry::SetDlpPolicy(store.conn(), org_, doc);
+    if (!stored.ok()) return Fail(stored.status());
+    std::printf("%s\n", stored->c_str());
+    std::fprintf(stderr, "stored; running services apply it within a few seconds\n");
+    return 0;
+  }
+  auto deleted = telemetry::DeleteDlpPolicy(store.conn(), org_);
+  if (!deleted.ok()) return Fail(deleted.status());
+  std::fprintf(stderr, *deleted ? "deleted\n" : "organisation %s had no policy\n", org_.c_str());
+  return 0;
 }
 
 int TelemetryCommand::KeysCreate(const config::Config& cfg) {
@@ -198,21 +371,8 @@ int TelemetryCommand::KeysRevoke(const config::Config& cfg) {
 }
 
 int TelemetryCommand::WalInspect(const config::Config& cfg) {
-  std::error_code ec;
-  std::string data_dir = std::filesystem::absolute(cfg.GetString("data_dir"), ec).lexically_normal();
-  std::string dir = telemetry::WalDir(cfg, data_dir);
-  if (!std::filesystem::is_directory(dir, ec)) {
-    return Fail(NotFound("no telemetry write-ahead log at " + dir + " (set data_dir or telemetry.wal_dir)"));
-  }
-  auto log = wal::Log::Open(dir);
-  if (!log.ok()) {
-    if (log.status().code() == Code::kFailedPrecondition) {
-      return Fail(FailedPrecondition("the telemetry write-ahead log at " + dir +
-                                     " is in use: a running govern (serve telemetry or up) holds its lock. "
-                                     "Stop it first, then inspect."));
-    }
-    return Fail(log.status().WithContext("open " + dir));
-  }
+  auto log = OpenWal(cfg);
+  if (!log.ok()) return Fail(log.status());
   uint64_t from = std::max(from_, (*log)->FirstSequence());
   auto reader = (*log)->NewReader(from);
   if (!reader.ok()) return Fail(reader.status());

@@ -4,10 +4,14 @@
 //   govern telemetry keys list [--org ORG]
 //   govern telemetry keys revoke KEY_ID
 //   govern telemetry wal inspect [--from SEQ] [--limit N] [--events]
+//   govern telemetry ingest status|replay --from SEQ|skip --seq SEQ [--cursor NAME]
+//   govern telemetry export --org ORG --hour 2026-11-30T14 --out FILE.parquet
+//   govern telemetry dlp-policy get|set FILE|delete --org ORG
 //
 // The keys commands use the same database as `govern serve` (database.url or the private cluster under
 // data_dir) and apply the telemetry migrations first, so they work before the service ever ran.
-// `wal inspect` needs no database; it takes the WAL's lock, so it refuses (exit 1) while the service runs.
+// `wal inspect` needs no database; it and `ingest` take the WAL's lock, so they refuse (exit 1) while
+// the service runs.
 #pragma once
 
 #include <cstdint>
@@ -35,12 +39,26 @@ class TelemetryCommand {
   int KeysList(const config::Config& cfg);
   int KeysRevoke(const config::Config& cfg);
   int WalInspect(const config::Config& cfg);
+  int Ingest(const config::Config& cfg);
+  int Export(const config::Config& cfg);
+  int DlpPolicy(const config::Config& cfg);
 
   CLI::App* telemetry_ = nullptr;
   CLI::App* keys_create_ = nullptr;
   CLI::App* keys_list_ = nullptr;
   CLI::App* keys_revoke_ = nullptr;
   CLI::App* wal_inspect_ = nullptr;
+  CLI::App* ingest_status_ = nullptr;
+  CLI::App* ingest_replay_ = nullptr;
+  CLI::App* ingest_skip_ = nullptr;
+  CLI::App* export_ = nullptr;
+  CLI::App* dlp_get_ = nullptr;
+  CLI::App* dlp_set_ = nullptr;
+  CLI::App* dlp_delete_ = nullptr;
+  std::string cursor_;
+  std::string hour_;
+  std::string out_;
+  std::string file_;
   std::string org_;
   std::string scope_ = "ingest";
   std::string name_;

@@ -9,7 +9,8 @@ const std::vector<Registration>& Registry() {
   static const std::vector<Registration> registry = {
       {"admin", "health, readiness, metrics and status of this govern process (HTTP)", &NewAdminService},
       {"telemetry",
-       "takes in events (OTLP/HTTP logs, NDJSON) into a write-ahead log, with per-organisation API keys",
+       "takes in events (OTLP/HTTP logs, NDJSON), stores each once in PostgreSQL, archives old hours to "
+       "Parquet, answers queries with DLP redaction",
        &telemetry::NewTelemetryService},
   };
   return registry;

@@ -1,5 +1,5 @@
-// The telemetry service: configuration, the write-ahead log, API keys and the intake routes, with the
-// hook points where ingest, compaction and the query API attach.
+// The telemetry service: configuration, the write-ahead log, API keys, intake, ingest into PostgreSQL,
+// compaction to the Parquet archive and the query API, started and stopped in that order.
 #include "services/telemetry/service.h"
 
 #include <filesystem>
@@ -10,6 +10,9 @@
 #include "net/metrics.h"
 #include "services/http_config.h"
 #include "services/telemetry/api_keys.h"
+#include "services/telemetry/archive.h"
+#include "services/telemetry/archive_config.h"
+#include "services/telemetry/compactor.h"
 #include "services/telemetry/ingest.h"
 #include "services/telemetry/intake.h"
 #include "services/telemetry/query_api.h"
@@ -23,7 +26,8 @@ class TelemetryService final : public services::Service {
  public:
   std::string_view name() const override { return "telemetry"; }
   std::string_view summary() const override {
-    return "takes in events (OTLP/HTTP logs, NDJSON) into a write-ahead log, with per-organisation API keys";
+    return "takes in events (OTLP/HTTP logs, NDJSON), stores each once in PostgreSQL, archives old hours "
+           "to Parquet, answers queries with DLP redaction";
   }
 
   void DeclareConfig(config::Schema& s) const override {
@@ -65,6 +69,7 @@ class TelemetryService final : public services::Service {
            .min = 0,
            .max = 3'600'000});
     DeclareIngestConfig(s);
+    DeclareArchiveConfig(s);
   }
 
   std::vector<db::Migration> Migrations() const override { return telemetry::Migrations(); }
@@ -112,6 +117,13 @@ class TelemetryService final : public services::Service {
     sc.metrics = &metrics_;
     net::Router router;
     intake_->AddRoutes(router);
+    // The archive: Parquet files listed in telemetry_archive_files, in a local directory or an S3
+    // bucket. The compactor moves whole hours older than telemetry.compaction.age there.
+    auto store = OpenArchiveStore(cfg, ctx.data_dir);
+    if (!store.ok()) return store.status().WithContext("telemetry: open the archive");
+    store_ = std::move(*store);
+    archive_ = std::make_unique<Archive>(ctx.db, store_.get());
+
     // The query API checks `Authorization: Bearer <query key>` through the same cache (its callback
     // may run on a KeyCache thread; the API answers through the Responder from its own workers).
     query_ = std::make_unique<QueryApi>(ctx.db, archive_.get(), QueryApiOptions{.clock = ctx.clock});
@@ -126,7 +138,9 @@ class TelemetryService final : public services::Service {
     GOVERN_RETURN_IF_ERROR(server_->Start().WithContext("telemetry: start HTTP server"));
     host_ = services::ParseListen(cfg.GetString("telemetry.listen"))->host;
 
-    // HOOK(compaction): start the Compactor here (it reads ctx.db and writes Parquet to the archive).
+    CompactionOptions co = CompactionOptionsFromConfig(cfg, ctx.data_dir);
+    compactor_ = std::make_unique<Compactor>(ctx.db, store_.get(), ctx.clock, co);
+    compactor_->Start(co.interval);
     log::Info("telemetry", "intake listening",
               {{"address", services::FormatListen(host_, server_->port())}, {"wal_dir", wal_dir}});
     return OkStatus();
@@ -143,7 +157,8 @@ class TelemetryService final : public services::Service {
     // Lookups still waiting answer 503 (and no KeyCache thread runs intake any more).
     if (keys_) keys_->Shutdown();
     query_.reset();  // its workers finish what they run; the server no longer hands it requests
-    // HOOK(compaction): stop the Compactor here.
+    // A compaction pass in progress ends first (it holds a pool connection and the store).
+    if (compactor_) compactor_->Stop();
     // Ingest stops before the log closes (it reads the log); an in-flight batch commits or rolls back.
     if (ingester_) ingester_->Stop();
     oldest_unstored_received_ns_ = nullptr;
@@ -154,6 +169,9 @@ class TelemetryService final : public services::Service {
     server_.reset();
     intake_.reset();
     keys_.reset();
+    compactor_.reset();
+    archive_.reset();
+    store_.reset();
   }
 
  private:
@@ -164,7 +182,9 @@ class TelemetryService final : public services::Service {
   std::unique_ptr<net::Server> server_;
   std::string host_;
   std::unique_ptr<Ingester> ingester_;
-  std::unique_ptr<ArchiveReader> archive_;  // null until the archive is configured
+  std::unique_ptr<objstore::Store> store_;
+  std::unique_ptr<Archive> archive_;
+  std::unique_ptr<Compactor> compactor_;
   std::unique_ptr<QueryApi> query_;
   // The lag provider intake consults (see Start). Empty: caught up.
   std::function<int64_t()> oldest_unstored_received_ns_;
