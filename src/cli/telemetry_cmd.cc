@@ -82,7 +82,7 @@ Result<std::unique_ptr<wal::Log>> OpenWal(const config::Config& cfg) {
 // The ingest cursor's position in PostgreSQL (the position of record).
 Result<uint64_t> IngestCursor(db::Connection& conn, const std::string& name) {
   GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
-                          conn.Exec("SELECT next_seq FROM telemetry_ingest_cursor WHERE name = $1", {name}));
+                          conn.Exec("SELECT next_seq FROM telemetry_ingest_cursor WHERE name = $1", db::Params(name)));
   if (rows.size() == 0) return NotFound("no ingest cursor \"" + name + "\": ingest has not run yet");
   GOVERN_ASSIGN_OR_RETURN(int64_t next, rows.Int64(0, 0));
   return static_cast<uint64_t>(next);

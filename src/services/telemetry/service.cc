@@ -43,6 +43,14 @@ class TelemetryService final : public services::Service {
            .type = Type::kString,
            .default_value = "",
            .help = "Directory of the telemetry write-ahead log. Empty: `<data_dir>/telemetry/wal`."});
+    s.Add({.key = "telemetry.wal_segment_size",
+           .type = Type::kBytes,
+           .default_value = "64MiB",
+           .help = "Size of one WAL segment file (allocated whole when created). Segments are deleted once "
+                   "ingest has stored every record in them, so the WAL disk needs a few segments of room "
+                   "plus whatever accumulates while PostgreSQL is unreachable.",
+           .min = int64_t{1} << 20,
+           .max = int64_t{1} << 30});
     s.Add({.key = "telemetry.max_batch_bytes",
            .type = Type::kBytes,
            .default_value = "4MiB",
@@ -84,6 +92,7 @@ class TelemetryService final : public services::Service {
 
     wal::Options wo;
     wo.default_durability = wal::Durability::kSync;
+    wo.segment_size = static_cast<uint64_t>(cfg.GetBytes("telemetry.wal_segment_size"));
     auto log = wal::Log::Open(wal_dir, wo);
     if (!log.ok()) return log.status().WithContext("open the write-ahead log in " + wal_dir);
     log_ = std::move(*log);
