@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interop test with real OTLP senders: the OpenTelemetry JS log exporters (JSON and protobuf+gzip)
 # send logs to `govern serve telemetry` with a key from `govern telemetry keys create`; then
-# `govern telemetry wal inspect --events` must show every log intact, once. Expects $GOVERN (ctest sets it).
+# the query API must return every log intact, once (and nothing to another organisation), and
+# `govern telemetry wal inspect --events` must show them in the WAL. Expects $GOVERN (ctest sets it).
 set -euo pipefail
 : "${GOVERN:?GOVERN must point at the govern binary}"
 GOVERN="$(realpath "$GOVERN")"
@@ -53,6 +54,13 @@ g telemetry wal inspect >"$work/inspect-busy.out" 2>&1 || rc=$?
 grep -q "in use" "$work/inspect-busy.out" || fail "wal inspect while serving: $(cat "$work/inspect-busy.out")"
 
 node send.mjs "http://127.0.0.1:$port" "$key" "$revoked" >"$work/sent.json" 2>"$work/send.log" || fail "send.mjs"
+
+# Back through the query API (after ingest stores them), with a query key; another org sees nothing.
+qkey="$(g telemetry keys create --org acme --scope query 2>>"$work/keys.log")" || fail "keys create query"
+okey="$(g telemetry keys create --org other --scope query 2>>"$work/keys.log")" || fail "keys create other"
+node verify_query.mjs "http://127.0.0.1:$port" "$work/sent.json" "$qkey" "$okey" >"$work/query.out" 2>&1 ||
+  fail "verify_query.mjs: $(cat "$work/query.out")"
+cat "$work/query.out"
 
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "govern serve telemetry exited $? on SIGTERM"
