@@ -143,7 +143,7 @@ std::string LogRecord(const Event& e) {
 Generator::Generator(GeneratorOptions options)
     : options_(std::move(options)),
       state_(options_.seed * 0x9e3779b97f4a7c15ULL + options_.stream * 0xbf58476d1ce4e5b9ULL + 1),
-      time_ns_(static_cast<double>(options_.start_unix_nanos)) {}
+      time_ns_(options_.start_unix_nanos) {}
 
 uint64_t Generator::Rand() {  // splitmix64: fixed across platforms and standard libraries
   uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
@@ -175,8 +175,8 @@ void Generator::Next(Event* e) {
   ++count_;
   // Exponential inter-arrival at the configured rate.
   const double u = (static_cast<double>(Rand() >> 11) + 0.5) / 9007199254740992.0;
-  time_ns_ += -std::log(u) * 1e9 / options_.events_per_second;
-  e->time_unix_nanos = static_cast<int64_t>(time_ns_);
+  time_ns_ += static_cast<int64_t>(-std::log(u) * 1e9 / options_.events_per_second);
+  e->time_unix_nanos = time_ns_;
   e->observed_unix_nanos = e->time_unix_nanos + 200'000 + static_cast<int64_t>(Below(3'000'000));
   e->org = options_.org.empty() ? kOrgs[Skewed(5)] : options_.org;
   // A trace covers a few consecutive events (a request and the tool calls it leads to).
@@ -220,14 +220,12 @@ void Generator::Next(Event* e) {
           m.provider, status, m.name, route, static_cast<long long>(latency), 1 + static_cast<int>(Below(3)));
     } else {
       e->type = "gateway.request";
-      std::snprintf(body, sizeof body,
-                    "POST %s model=%s provider=%s status=%d latency=%lldms tokens=%lld/%lld cost=$%.6f",
-                    route, m.name, m.provider, status, static_cast<long long>(latency),
-                    static_cast<long long>(in), static_cast<long long>(out), cost);
+      std::snprintf(body, sizeof body, "%s %s: %d in %lld ms, %lld+%lld tokens, $%.6f", route, m.name, status,
+                    static_cast<long long>(latency), static_cast<long long>(in), static_cast<long long>(out),
+                    cost);
     }
     Add(&a, "request.id", Quote(request_id));
     Add(&a, "agent.id", Quote(agent));
-    Add(&a, "http.route", Quote(route));
     Add(&a, "http.status_code", Int(status));
     Add(&a, "gen_ai.system", Quote(m.provider));
     Add(&a, "gen_ai.request.model", Quote(m.name));
@@ -235,7 +233,7 @@ void Generator::Next(Event* e) {
     Add(&a, "gen_ai.usage.output_tokens", Int(error ? 0 : out));
     Add(&a, "cost_usd", Num(error ? 0.0 : cost));
     Add(&a, "latency_ms", Int(latency));
-    Add(&a, "cache.hit", Below(5) == 0 ? "true" : "false");
+    if (!error) Add(&a, "cache.hit", Below(5) == 0 ? "true" : "false");
   } else if (kind < 70) {  // an agent's tool call
     svc = &kAgentServices[Skewed(6)];
     const Tool& t = kTools[Skewed(12)];
@@ -258,7 +256,6 @@ void Generator::Next(Event* e) {
     Add(&a, "tool.action", Quote(t.action));
     Add(&a, "tool.outcome", Quote(outcome));
     Add(&a, "latency_ms", Int(latency));
-    Add(&a, "tool.args_bytes", Int(static_cast<int64_t>(40 + Below(4000))));
   } else if (kind < 85) {  // a policy decision on an agent's action
     svc = &kGatewayServices[0];
     const char* policy = kPolicies[Skewed(6)];
@@ -279,7 +276,6 @@ void Generator::Next(Event* e) {
     Add(&a, "policy.id", Quote(policy));
     Add(&a, "policy.decision", Quote(decision));
     Add(&a, "policy.rule", Quote(std::string(policy) + "/" + std::to_string(1 + Below(9))));
-    Add(&a, "tool.name", Quote(t.name));
     Add(&a, "eval_us", Int(eval_us));
   } else {  // an agent run finished
     svc = &kAgentServices[Skewed(6)];
@@ -309,7 +305,7 @@ void Generator::Next(Event* e) {
   e->scope_name = svc->scope;
   e->scope_version = svc->version;
   const std::string host =
-      std::string(svc->name).substr(0, 6) + "-" + std::to_string(1 + Skewed(4)) + "." + region + ".internal";
+      std::string(svc->name).substr(0, 6) + "-" + std::to_string(1 + Skewed(4)) + "." + region;
   Add(&e->resource_attributes, "service.name", Quote(svc->name));
   Add(&e->resource_attributes, "service.version", Quote(svc->version));
   Add(&e->resource_attributes, "host.name", Quote(host));

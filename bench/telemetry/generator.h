@@ -59,7 +59,7 @@ class Generator {
   GeneratorOptions options_;
   uint64_t state_;
   uint64_t count_ = 0;
-  double time_ns_;
+  int64_t time_ns_;
   std::string trace_, span_;
   int trace_left_ = 0;
 };

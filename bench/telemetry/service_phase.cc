@@ -345,7 +345,7 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
 
   int64_t expected = 0;  // acknowledged events so far (every run adds to the same organisation)
   uint64_t seed = 1;
-  const double run_s = o.quick ? 15 : 60;
+  const double run_s = o.quick ? 10 : 60;
   // One run: send at `rate` (0: max) for `seconds`, then wait until every acknowledged event is stored.
   // The figure is acknowledged events / (first send .. all of them stored).
   auto run = [&](const Target& t, double rate, double seconds, bool measure_cpu, bool probe) {
