@@ -382,6 +382,13 @@ std::string RenderOtlpProto(std::span<const Event> events) {
   return out;
 }
 
-std::string ContentHash(const Event& e) { return EventId(e.org, e, 0); }
+std::string ContentHash(const Event& e) {
+  Event sorted = e;
+  sorted.id.clear();
+  auto by_key = [](const Attribute& a, const Attribute& b) { return a.key < b.key; };
+  std::stable_sort(sorted.attributes.begin(), sorted.attributes.end(), by_key);
+  std::stable_sort(sorted.resource_attributes.begin(), sorted.resource_attributes.end(), by_key);
+  return EventId(sorted.org, sorted, 0);
+}
 
 }  // namespace govern::telemetry::benchgen

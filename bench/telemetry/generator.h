@@ -76,9 +76,12 @@ std::string RenderNdjson(std::span<const Event> events, bool with_org = false);
 // records in their original order within each. Trace and span ids are sent as raw bytes.
 std::string RenderOtlpProto(std::span<const Event> events);
 
-// The content hash the load generator writes beside each acknowledged id: EventId() of the event with
-// ordinal 0, i.e. lower-case hex SHA-256 of the canonical encoding (event.h) of everything stored
-// except the id. A checker recomputes it from a stored row turned back into an Event.
+// The content hash the load generator writes beside each acknowledged id: lower-case hex SHA-256 of the
+// canonical encoding of event.h (what EventId() hashes, ordinal 0, the id excluded) of the event with
+// its attributes and resource attributes sorted by key (stable). Sorted because PostgreSQL's jsonb
+// keeps keys in its own order: a checker turns a stored row back into an Event (each attribute value as
+// compact JSON text, the text jsonb returns with the spaces after ':' and ',' removed; numbers keep
+// their digits in jsonb) and gets the same hash whatever order the columns return keys in.
 std::string ContentHash(const Event& e);
 
 }  // namespace govern::telemetry::benchgen

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -86,6 +87,22 @@ TEST(Generator, NdjsonDecodesWithTimesTypesBodiesAndAttributes) {
         EXPECT_DOUBLE_EQ(std::stod(got.value_json), std::stod(want.value_json)) << want.key;
     }
   }
+}
+
+TEST(Generator, ContentHashIgnoresAttributeOrderAndIdButNotValues) {
+  Event e = Make({}, 1)[0];
+  const std::string h = ContentHash(e);
+  Event reordered = e;
+  std::reverse(reordered.attributes.begin(), reordered.attributes.end());
+  std::reverse(reordered.resource_attributes.begin(), reordered.resource_attributes.end());
+  reordered.id = "given-by-sender";
+  EXPECT_EQ(ContentHash(reordered), h);
+  Event changed = e;
+  changed.attributes.back().value_json += "0";
+  EXPECT_NE(ContentHash(changed), h);
+  changed = e;
+  changed.time_unix_nanos += 1;
+  EXPECT_NE(ContentHash(changed), h);
 }
 
 TEST(Generator, EventsAreAboutFiveHundredFiftyBytesAsNdjson) {
