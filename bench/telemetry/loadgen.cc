@@ -103,6 +103,22 @@ void Worker(Shared& s, int index) {
       const auto t0 = Clock::now();
       const int64_t sent_at = NowNanos();
       auto reply = conn.Post(head, body);
+      // /v1/events answers {"accepted": n, "ids": [...]}: the ids the server gave are the truth; count
+      // any that differ from ours (they should not) and write the server's.
+      int64_t mismatched = 0;
+      std::string server_lines;
+      if (reply.ok() && reply->status / 100 == 2 && !otlp) {
+        nlohmann::json j = nlohmann::json::parse(reply->body, nullptr, false);
+        if (!j.is_discarded() && j.is_object() && j.contains("ids") && j["ids"].is_array() &&
+            j["ids"].size() == decoded->events.size()) {
+          for (size_t k = 0; k < decoded->events.size(); ++k) {
+            const auto& id = j["ids"][k];
+            const std::string given = id.is_string() ? id.get<std::string>() : std::string();
+            if (given != decoded->events[k].id) ++mismatched;
+            server_lines += given + '\t' + benchgen::ContentHash(decoded->events[k]) + '\n';
+          }
+        }
+      }
       std::lock_guard lock(s.mu);
       ++s.summary.sent_batches;
       if (s.summary.first_send_unix_nanos == 0 || sent_at < s.summary.first_send_unix_nanos)
@@ -115,10 +131,12 @@ void Worker(Shared& s, int index) {
         continue;
       }
       if (reply->status >= 200 && reply->status < 300) {
+        const std::string& out = mismatched > 0 ? server_lines : lines;
         if (s.acked != nullptr) {
-          std::fwrite(lines.data(), 1, lines.size(), s.acked);
+          std::fwrite(out.data(), 1, out.size(), s.acked);
           std::fflush(s.acked);
         }
+        s.summary.id_mismatches += mismatched;
         ++s.summary.acked_batches;
         s.summary.acked_events += static_cast<int64_t>(decoded->events.size());
         s.acked_events.fetch_add(static_cast<int64_t>(decoded->events.size()));
@@ -166,6 +184,7 @@ std::string Summary::Json() const {
                       {"failed_batches", failed_batches},
                       {"connection_errors", connection_errors},
                       {"abandoned_batches", abandoned_batches},
+                      {"id_mismatches", id_mismatches},
                       {"elapsed_s", elapsed_s},
                       {"acked_rate", acked_rate()},
                       {"latency_p50_ms", latency_p50_ms},

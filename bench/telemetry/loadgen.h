@@ -7,7 +7,8 @@
 // body with the intake's decoder and runs AssignMissingIds, the same code the intake runs) and their
 // content hashes (benchgen::ContentHash). Then:
 //  - 2xx: the batch is acknowledged. Its lines "id<TAB>content-hash\n" are written to the acked file
-//    handed to the kernel (fflush) as soon as the reply is read, so a killed server (or a killed
+//    (for NDJSON, with the ids the reply lists when it lists them; a difference is counted)
+//    and handed to the kernel (fflush) as soon as the reply is read, so a killed server (or a killed
 //    loadgen) leaves a file holding every acknowledged event and nothing that was not acknowledged.
 //  - 429 or 503: refused; waits Retry-After seconds (1 when absent or not a number of seconds) and
 //    sends the same bytes again. A refused batch is not acknowledged.
@@ -58,6 +59,7 @@ struct Summary {
   int64_t failed_batches = 0;     // 4xx other than 429: given up
   int64_t connection_errors = 0;  // connect/send/receive failures
   int64_t abandoned_batches = 0;  // unacknowledged when sending stopped
+  int64_t id_mismatches = 0;      // NDJSON: ids in the reply that differ from the ones computed here
   double elapsed_s = 0;           // first send to last acknowledgement
   double latency_p50_ms = 0, latency_p90_ms = 0, latency_p99_ms = 0, latency_max_ms = 0;  // acked requests
   int64_t first_send_unix_nanos = 0;

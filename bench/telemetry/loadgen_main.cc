@@ -103,6 +103,9 @@ int main(int argc, char** argv) {
       static_cast<long long>(r->refused), static_cast<long long>(r->server_errors),
       static_cast<long long>(r->failed_batches), static_cast<long long>(r->connection_errors),
       static_cast<long long>(r->abandoned_batches));
+  if (r->id_mismatches > 0)
+    std::printf("ids in replies that differ from the computed ones: %lld\n",
+                static_cast<long long>(r->id_mismatches));
   std::printf("request latency ms: p50 %.2f p90 %.2f p99 %.2f max %.2f\n", r->latency_p50_ms,
               r->latency_p90_ms, r->latency_p99_ms, r->latency_max_ms);
   if (!r->first_failure.empty()) std::printf("first failure: %s\n", r->first_failure.c_str());

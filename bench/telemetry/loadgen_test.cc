@@ -27,7 +27,7 @@
 namespace govern::telemetry::loadgen {
 namespace {
 
-enum class Script { kMixed, kAlways400 };
+enum class Script { kMixed, kAlways400, kIdsInReply };
 
 class FakeIntake {
  public:
@@ -113,6 +113,19 @@ class FakeIntake {
         ++dropped;
         ::close(fd);
         return;
+      }
+      if (script_ == Script::kIdsInReply) {  // the /v1/events reply, with the first id the server's own
+        std::string ids;
+        for (size_t k = 0; k < decoded->events.size(); ++k) {
+          Event& e = decoded->events[k];
+          if (k == 0) e.id = "server-chose-" + std::to_string(n);
+          answered_ok[e.id] = benchgen::ContentHash(e);
+          ids += (k ? ",\"" : "\"") + e.id + "\"";
+        }
+        const std::string reply =
+            "{\"accepted\":" + std::to_string(decoded->events.size()) + ",\"ids\":[" + ids + "]}";
+        Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(reply.size()) + "\r\n\r\n" + reply);
+        continue;
       }
       for (const Event& e : decoded->events) answered_ok[e.id] = benchgen::ContentHash(e);
       // Chunked on odd requests, Content-Length on even ones: the client must read both.
@@ -204,6 +217,29 @@ TEST(Loadgen, RejectedBatchesAreCountedNotAcknowledged) {
   EXPECT_EQ(summary->acked_events, 0);
   EXPECT_GT(summary->failed_batches, 0);
   EXPECT_NE(summary->first_failure.find("400"), std::string::npos) << summary->first_failure;
+}
+
+TEST(Loadgen, NdjsonRepliesIdsAreTheOnesWritten) {
+  FakeIntake server("org_t", Script::kIdsInReply);
+  const std::string acked = ::testing::TempDir() + "/ackedids-" + std::to_string(::getpid());
+  Options o;
+  o.port = server.port();
+  o.key = "gvk_test";
+  o.org = "org_t";
+  o.connections = 2;
+  o.batch = 25;
+  o.duration_s = 30;
+  o.max_events = 500;
+  o.acked_path = acked;
+  auto summary = loadgen::Run(o);
+  ASSERT_TRUE(summary.ok());
+  auto lines = ReadAcked(acked);
+  std::filesystem::remove(acked);
+  std::lock_guard lock(server.mu);
+  std::map<std::string, std::string> from_file(lines.begin(), lines.end());
+  EXPECT_EQ(from_file, server.answered_ok);
+  EXPECT_EQ(summary->id_mismatches, summary->acked_batches);  // one per batch
+  EXPECT_GT(summary->acked_batches, 0);
 }
 
 TEST(Loadgen, ParseUrl) {
