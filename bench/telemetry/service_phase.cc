@@ -239,16 +239,22 @@ class Service {
   }
 
   // Waits until the organisation holds `want` rows (polling); returns when that was seen (unix ns).
-  Result<int64_t> WaitStored(int64_t want, std::chrono::seconds timeout, int64_t* seen) {
-    const auto deadline = Clock::now() + timeout;
+  // Gives up when the count has not grown for 60 s (ingest stopped or absent).
+  Result<int64_t> WaitStored(int64_t want, int64_t* seen) {
+    auto last_growth = Clock::now();
+    int64_t last = -1;
     for (;;) {
       auto n = StoredCount();
       if (!n.ok()) return n.status();
       *seen = *n;
       if (*n >= want) return NowNanos();
-      if (Clock::now() > deadline)
+      if (*n != last) {
+        last = *n;
+        last_growth = Clock::now();
+      } else if (Clock::now() - last_growth > std::chrono::seconds(60)) {
         return DeadlineExceeded(std::to_string(*n) + " of " + std::to_string(want) +
-                                " acknowledged events stored");
+                                " acknowledged events stored, no progress for 60 s");
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -363,38 +369,19 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
       NotRunRow(not_run, t, summary.status().message());
       return;
     }
+    const double cpu = ProcessCpuSeconds(svc.pid()) - cpu0;  // the sending period only
     const int64_t acked_events = (*summary)["acked_events"].get<int64_t>();
-    expected += acked_events + static_cast<int64_t>(latencies.size());
-    int64_t seen = 0;
-    auto stored_at = svc.WaitStored(expected, std::chrono::seconds(600), &seen);
-    const double cpu = ProcessCpuSeconds(svc.pid()) - cpu0;
-    if (!stored_at.ok()) {
-      NotRunRow(not_run, t, "not every acknowledged event was stored: " + stored_at.status().message());
-      return;
-    }
-    const double span_s =
-        static_cast<double>(*stored_at - (*summary)["first_send_unix_nanos"].get<int64_t>()) / 1e9;
-    char note[300];
-    std::snprintf(
-        note, sizeof note,
-        "%lld acked (send rate %.0f/s, refused %lld), all %lld counted in PostgreSQL %.1f s after the "
-        "first send; request p99 %.1f ms",
-        static_cast<long long>(acked_events), (*summary)["acked_rate"].get<double>(),
-        static_cast<long long>((*summary)["refused"].get<int64_t>()), static_cast<long long>(seen), span_s,
-        (*summary)["latency_p99_ms"].get<double>());
-    report.Add(
-        bench::Row{t.metric, acked_events / span_s, t.unit, t.target, t.better, "PostgreSQL COPY, same rows",
-                   o.copy_rows_per_s > 0 ? std::optional<double>(o.copy_rows_per_s) : std::nullopt, note});
-    if (measure_cpu && cpu > 0)
-      report.Add(bench::Row{kIntakeHttp.metric,
-                            acked_events / cpu,
-                            kIntakeHttp.unit,
-                            kIntakeHttp.target,
-                            "higher",
-                            "",
-                            {},
-                            "acked events per CPU-second of the govern process (intake and ingest; "
-                            "PostgreSQL and loadgen not counted), peak run"});
+    if (measure_cpu && cpu > 0 && acked_events > 0)
+      report.Add(
+          bench::Row{kIntakeHttp.metric,
+                     acked_events / cpu,
+                     kIntakeHttp.unit,
+                     kIntakeHttp.target,
+                     "higher",
+                     "",
+                     {},
+                     "acked events per CPU-second of the govern process while sending (intake and ingest; "
+                     "PostgreSQL and loadgen not counted), peak run"});
     if (probe) {
       if (latencies.empty()) {
         NotRunRow(not_run, kLatencyMedian, "no probe stored: " + probe_error);
@@ -404,7 +391,8 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
         for (int64_t l : latencies) rec.Record(l);
         const std::string pnote =
             std::to_string(latencies.size()) +
-            " one-event probes sent beside the sustained load, send to a SELECT finding the row";
+            " one-event probes sent beside the sustained load, send to a SELECT finding the row" +
+            (probe_error.empty() ? "" : "; " + probe_error);
         report.Add(bench::Row{kLatencyMedian.metric,
                               static_cast<double>(rec.Percentile(50)) / 1e6,
                               "ms",
@@ -423,6 +411,26 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
                               pnote});
       }
     }
+    expected += acked_events + static_cast<int64_t>(latencies.size());
+    int64_t seen = 0;
+    auto stored_at = svc.WaitStored(expected, &seen);
+    if (!stored_at.ok()) {
+      NotRunRow(not_run, t, "not every acknowledged event was stored: " + stored_at.status().message());
+      return;
+    }
+    const double span_s =
+        static_cast<double>(*stored_at - (*summary)["first_send_unix_nanos"].get<int64_t>()) / 1e9;
+    char note[300];
+    std::snprintf(
+        note, sizeof note,
+        "%lld acked (send rate %.0f/s, refused %lld), all %lld counted in PostgreSQL %.1f s after the "
+        "first send; request p99 %.1f ms",
+        static_cast<long long>(acked_events), (*summary)["acked_rate"].get<double>(),
+        static_cast<long long>((*summary)["refused"].get<int64_t>()), static_cast<long long>(seen), span_s,
+        (*summary)["latency_p99_ms"].get<double>());
+    report.Add(
+        bench::Row{t.metric, acked_events / span_s, t.unit, t.target, t.better, "PostgreSQL COPY, same rows",
+                   o.copy_rows_per_s > 0 ? std::optional<double>(o.copy_rows_per_s) : std::nullopt, note});
   };
   run(kSustained, kSustained.target, run_s, /*measure_cpu=*/false, /*probe=*/true);
   run(kPeak, 0, run_s, /*measure_cpu=*/true, /*probe=*/false);

@@ -15,6 +15,7 @@
 // the reason, never with a figure.
 //
 // Usage: telemetry_bench --dir DIR [--quick] [--results DIR] [--govern PATH] [--loadgen PATH]
+// [--service-only]
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +81,7 @@ struct Config {
   std::string dir;
   std::string govern;
   std::string loadgen;
+  bool service_only = false;  // skip the in-process rows (to try the service rows alone)
 };
 
 std::vector<Event> Batch(Generator& g, size_t n) {
@@ -570,31 +572,7 @@ void AddNotRun(const std::string& results, const std::vector<NotRun>& not_run) {
   std::ofstream(path) << j.dump(2) << "\n";
 }
 
-int Main(int argc, char** argv) {
-  Config cfg;
-  bench::Args args = bench::ParseArgs(argc, argv);
-  cfg.quick = args.quick;
-  cfg.results = args.results_dir;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--dir" && i + 1 < argc)
-      cfg.dir = argv[++i];
-    else if (a == "--govern" && i + 1 < argc)
-      cfg.govern = argv[++i];
-    else if (a == "--loadgen" && i + 1 < argc)
-      cfg.loadgen = argv[++i];
-  }
-  if (cfg.dir.empty()) {
-    std::fprintf(stderr,
-                 "usage: telemetry_bench --dir DIR [--quick] [--results DIR] [--govern PATH] "
-                 "[--loadgen PATH]\n");
-    return 2;
-  }
-  std::filesystem::create_directories(cfg.dir);
-  log::Configure(log::Level::kWarn, log::Format::kText, 2);
-  Report report("telemetry", cfg.quick);
-  std::vector<NotRun> not_run;
-
+CopyFigures InProcess(const Config& cfg, Report& report, std::vector<NotRun>& not_run) {
   std::printf("telemetry: event sizes\n");
   Sizes(report);
   std::printf("telemetry: intake per core, in process (NDJSON, OTLP protobuf)\n");
@@ -615,6 +593,39 @@ int Main(int argc, char** argv) {
     CompactionStandIn(cfg, report, pg);
   }
   pg.Stop();
+
+  return copy;
+}
+
+int Main(int argc, char** argv) {
+  Config cfg;
+  bench::Args args = bench::ParseArgs(argc, argv);
+  cfg.quick = args.quick;
+  cfg.results = args.results_dir;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--dir" && i + 1 < argc)
+      cfg.dir = argv[++i];
+    else if (a == "--govern" && i + 1 < argc)
+      cfg.govern = argv[++i];
+    else if (a == "--loadgen" && i + 1 < argc)
+      cfg.loadgen = argv[++i];
+    else if (a == "--service-only")
+      cfg.service_only = true;
+  }
+  if (cfg.dir.empty()) {
+    std::fprintf(stderr,
+                 "usage: telemetry_bench --dir DIR [--quick] [--results DIR] [--govern PATH] "
+                 "[--loadgen PATH]\n");
+    return 2;
+  }
+  std::filesystem::create_directories(cfg.dir);
+  log::Configure(log::Level::kWarn, log::Format::kText, 2);
+  Report report("telemetry", cfg.quick);
+  std::vector<NotRun> not_run;
+
+  CopyFigures copy;
+  if (!cfg.service_only) copy = InProcess(cfg, report, not_run);
 
   ServiceOptions so;
   so.quick = cfg.quick;
