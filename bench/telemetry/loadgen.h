@@ -62,6 +62,7 @@ struct Summary {
   int64_t id_mismatches = 0;      // NDJSON: ids in the reply that differ from the ones computed here
   double elapsed_s = 0;           // first send to last acknowledgement
   double latency_p50_ms = 0, latency_p90_ms = 0, latency_p99_ms = 0, latency_max_ms = 0;  // acked requests
+  double cpu_seconds = 0;  // this process's CPU time (user + system): what the load itself costs
   int64_t first_send_unix_nanos = 0;
   int64_t last_ack_unix_nanos = 0;
   std::string first_failure;  // status line and body of the first failed reply

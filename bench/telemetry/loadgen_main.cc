@@ -108,6 +108,9 @@ int main(int argc, char** argv) {
                 static_cast<long long>(r->id_mismatches));
   std::printf("request latency ms: p50 %.2f p90 %.2f p99 %.2f max %.2f\n", r->latency_p50_ms,
               r->latency_p90_ms, r->latency_p99_ms, r->latency_max_ms);
+  if (r->acked_events > 0)
+    std::printf("loadgen CPU: %.2f s, %.2f us per acked event\n", r->cpu_seconds,
+                r->cpu_seconds * 1e6 / static_cast<double>(r->acked_events));
   if (!r->first_failure.empty()) std::printf("first failure: %s\n", r->first_failure.c_str());
   const std::string json = r->Json();
   std::printf("summary %s\n", json.c_str());

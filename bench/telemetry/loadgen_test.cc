@@ -242,6 +242,24 @@ TEST(Loadgen, NdjsonRepliesIdsAreTheOnesWritten) {
   EXPECT_GT(summary->acked_batches, 0);
 }
 
+TEST(Loadgen, WithoutAnAckedFileCountsTheSame) {
+  FakeIntake server("org_t", Script::kMixed);
+  Options o;
+  o.port = server.port();
+  o.key = "gvk_test";
+  o.org = "org_t";
+  o.connections = 2;
+  o.batch = 30;
+  o.duration_s = 30;
+  o.max_events = 900;
+  auto summary = loadgen::Run(o);
+  ASSERT_TRUE(summary.ok());
+  std::lock_guard lock(server.mu);
+  EXPECT_EQ(summary->acked_events, static_cast<int64_t>(server.answered_ok.size()));
+  EXPECT_EQ(summary->refused, server.refused);
+  EXPECT_GE(summary->acked_events, o.max_events);
+}
+
 TEST(Loadgen, ParseUrl) {
   Options o;
   EXPECT_TRUE(ParseUrl("http://127.0.0.1:4318", &o).ok());
