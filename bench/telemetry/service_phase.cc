@@ -21,6 +21,7 @@
 #include "db/connection.h"
 #include "db/local_cluster.h"
 #include "http_conn.h"
+#include "services/telemetry/schema.h"
 
 namespace govern::telemetry::benchtool {
 namespace {
@@ -209,7 +210,8 @@ class Service {
   }
 
   // Runs the load generator; returns its summary JSON.
-  Result<nlohmann::json> Load(double rate, double seconds, uint64_t seed, const std::string& acked) {
+  Result<nlohmann::json> Load(double rate, double seconds, uint64_t seed, const std::string& acked,
+                              int64_t start_unix_nanos) {
     const std::string summary = o_.dir + "/summary.json";
     std::string out;
     std::vector<std::string> argv = {o_.loadgen,
@@ -234,6 +236,7 @@ class Service {
     // An acked file makes the loadgen decode its own batches and hash every event (as much CPU as the
     // intake's own work, on the same cores): the benchmark counts rows instead, so it asks for none.
     if (!acked.empty()) argv.insert(argv.end(), {"--acked", acked});
+    argv.insert(argv.end(), {"--start-unix-nanos", std::to_string(start_unix_nanos)});
     if (rate > 0)
       argv.insert(argv.end(), {"--rate", std::to_string(rate)});
     else
@@ -286,15 +289,19 @@ class Service {
 // Sends one-event probes (explicit ids) on their own connection while `stop` is false and measures the
 // time from sending each to a query that finds its row. Serial: one probe at a time, 100 ms apart. Uses
 // the service's database connection, which nothing else uses while the load runs.
-void Probe(Service& svc, const std::atomic<bool>& stop, std::vector<int64_t>* latencies, std::string* error) {
+// Probe events carry event times from `time_base` (inside the past hour the load uses, so compaction
+// takes them too); the latency is measured from when each is sent.
+void Probe(Service& svc, int64_t time_base, const std::atomic<bool>& stop, std::vector<int64_t>* latencies,
+           std::string* error) {
   loadgen::HttpConnection conn("127.0.0.1", svc.port());
   const std::string head =
       "POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
       "Authorization: Bearer " +
       svc.key() + "\r\n";
   for (int n = 0; !stop.load(); ++n) {
-    const int64_t t = NowNanos();
-    const std::string id = "probe-" + std::to_string(t) + "-" + std::to_string(n);
+    const int64_t sent = NowNanos();
+    const int64_t t = time_base + n;
+    const std::string id = "probe-" + std::to_string(sent) + "-" + std::to_string(n);
     const std::string body = "{\"id\":\"" + id + "\",\"time\":" + std::to_string(t) +
                              ",\"type\":\"bench.probe\",\"body\":\"send-to-stored probe\"}\n";
     auto reply = conn.Post(head, body);
@@ -312,10 +319,10 @@ void Probe(Service& svc, const std::atomic<bool>& stop, std::vector<int64_t>* la
         return;
       }
       if (r->size() == 1) {
-        latencies->push_back(NowNanos() - t);
+        latencies->push_back(NowNanos() - sent);
         break;
       }
-      if (NowNanos() - t > 30'000'000'000LL) {
+      if (NowNanos() - sent > 30'000'000'000LL) {
         if (error->empty()) error->assign("a probe was not stored within 30 s");
         return;
       }
@@ -429,6 +436,9 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
       "telemetry_archive_benchmark measures these queries in process)";
   for (const Target* t : {&kQueryHour, &kQueryDay, &kQueryAll}) NotRunRow(not_run, *t, later);
 
+  // Events are timed from the start of the hour two hours ago (advancing at the send rate), so that the
+  // compaction step below finds whole hours older than its age; intake and ingest do not care.
+  const int64_t event_hour = (NowNanos() / kNanosPerHour - 2) * kNanosPerHour;
   int64_t expected = 0;  // acknowledged events so far (every run adds to the same organisation)
   uint64_t seed = 1;
   const double run_s = o.quick ? 10 : 60;
@@ -441,8 +451,10 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
     std::vector<int64_t> latencies;
     std::string probe_error;
     std::thread prober;
-    if (probe) prober = std::thread([&] { Probe(svc, stop, &latencies, &probe_error); });
-    auto summary = svc.Load(rate, seconds, seed++, acked);
+    if (probe)
+      prober =
+          std::thread([&] { Probe(svc, event_hour + 3'500'000'000'000LL, stop, &latencies, &probe_error); });
+    auto summary = svc.Load(rate, seconds, seed++, acked, event_hour);
     stop = true;
     if (prober.joinable()) prober.join();
     if (!summary.ok()) {
