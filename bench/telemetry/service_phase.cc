@@ -1,0 +1,536 @@
+#include "service_phase.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "db/connection.h"
+#include "db/local_cluster.h"
+#include "http_conn.h"
+#include "services/telemetry/schema.h"
+
+namespace govern::telemetry::benchtool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kOrg = "org_bench";
+
+struct Target {
+  const char* metric;
+  double target;
+  const char* unit;
+  const char* better;
+};
+constexpr Target kIntakeHttp{"intake_per_core_http", 250000, "events/s", "higher"};
+constexpr Target kSustained{"sustained_60s_every_event_stored", 100000, "events/s", "higher"};
+constexpr Target kPeak{"peak_60s_every_event_stored", 150000, "events/s", "higher"};
+constexpr Target kSoak{"soak_5min_every_event_stored", 80000, "events/s", "higher"};
+constexpr Target kLatencyMedian{"send_to_stored_median_at_100k", 32, "ms", "lower"};
+constexpr Target kLatencyP99{"send_to_stored_p99_at_100k", 809, "ms", "lower"};
+constexpr Target kCompaction{"compaction_rows_per_s", 277000, "rows/s", "higher"};
+constexpr Target kCompactionRatio{"compaction_size_ratio", 25.7, "x", "higher"};
+constexpr Target kQueryHour{"archive_query_first100_hour", 2.0, "ms", "lower"};
+constexpr Target kQueryDay{"archive_query_first100_day", 15.8, "ms", "lower"};
+constexpr Target kQueryAll{"archive_query_day_all_48000_rows", 260, "ms", "lower"};
+
+void NotRunRow(std::vector<NotRun>& out, const Target& t, const std::string& why) {
+  out.push_back({t.metric, t.target, why});
+}
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Runs argv, returns its exit code and what it printed (stdout and stderr).
+int RunCapture(const std::vector<std::string>& argv, std::string* output) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) output->append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Starts argv in the background with stdout and stderr appended to `log`.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool CanConnect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// utime + stime of a process, in seconds.
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string f;
+  double utime = 0, stime = 0;
+  for (int i = 3; fields >> f; ++i) {  // field 3 is the state
+    if (i == 14) utime = std::stod(f);
+    if (i == 15) {
+      stime = std::stod(f);
+      break;
+    }
+  }
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+class Service {
+ public:
+  Service(const ServiceOptions& o) : o_(o) {}
+  ~Service() { Stop(); }
+
+  // Starts the service on a fresh data directory (`fresh`) or again on the same one, with extra
+  // `--set key=value` settings; creates the ingest key on the first start.
+  Status Start(bool fresh = true, const std::vector<std::string>& sets = {}) {
+    if (fresh) {
+      std::filesystem::remove_all(o_.dir);
+      std::filesystem::create_directories(o_.dir);
+    }
+    port_ = FreePort();
+    log_ = o_.dir + "/serve.log";
+    std::vector<std::string> argv = {o_.govern, "--data-dir", o_.dir, "--set",
+                                     "telemetry.listen=127.0.0.1:" + std::to_string(port_)};
+    for (const std::string& kv : sets) argv.insert(argv.end(), {"--set", kv});
+    argv.insert(argv.end(), {"serve", "telemetry"});
+    pid_ = Spawn(argv, log_);
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (!CanConnect(port_)) {
+      int status;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return Unavailable("`govern serve telemetry` exited at start; see " + log_);
+      }
+      if (Clock::now() > deadline) return Unavailable("intake did not listen within 120 s; see " + log_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (fresh) {
+      std::string out;
+      const int rc =
+          RunCapture({o_.govern, "--data-dir", o_.dir, "telemetry", "keys", "create", "--org", kOrg}, &out);
+      std::smatch m;
+      if (rc != 0 || !std::regex_search(out, m, std::regex("gvk_[A-Za-z0-9_\\-]+")))
+        return Unavailable("`govern telemetry keys create --org " + std::string(kOrg) +
+                           "` gave no key (exit " + std::to_string(rc) + "): " + out.substr(0, 300));
+      key_ = m.str();
+    }
+    // A new connection each start: the private PostgreSQL stops with the last govern process using it.
+    auto conninfo = db::LocalCluster::RunningConnInfo(o_.dir + "/postgres", "govern");
+    if (!conninfo.ok()) return conninfo.status();
+    auto conn = db::Connection::Connect(*conninfo);
+    if (!conn.ok()) return conn.status();
+    db_ = std::move(*conn);
+    return Status::Ok();
+  }
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 300; ++i) {
+      int status;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  Result<int64_t> StoredCount() {
+    auto r = db_->Exec("SELECT count(*) FROM telemetry_events WHERE org = $1", db::Params(kOrg));
+    if (!r.ok()) return r.status();
+    return r->Int64(0, 0);
+  }
+
+  // Runs the load generator; returns its summary JSON.
+  Result<nlohmann::json> Load(double rate, double seconds, uint64_t seed, const std::string& acked,
+                              int64_t start_unix_nanos) {
+    const std::string summary = o_.dir + "/summary.json";
+    std::string out;
+    std::vector<std::string> argv = {o_.loadgen,
+                                     "--url",
+                                     "http://127.0.0.1:" + std::to_string(port_),
+                                     "--key",
+                                     key_,
+                                     "--org",
+                                     kOrg,
+                                     "--format",
+                                     "ndjson",
+                                     "--connections",
+                                     "8",
+                                     "--batch",
+                                     "1000",
+                                     "--duration",
+                                     std::to_string(seconds),
+                                     "--seed",
+                                     std::to_string(seed),
+                                     "--summary",
+                                     summary};
+    // An acked file makes the loadgen decode its own batches and hash every event (as much CPU as the
+    // intake's own work, on the same cores): the benchmark counts rows instead, so it asks for none.
+    if (!acked.empty()) argv.insert(argv.end(), {"--acked", acked});
+    argv.insert(argv.end(), {"--start-unix-nanos", std::to_string(start_unix_nanos)});
+    if (rate > 0)
+      argv.insert(argv.end(), {"--rate", std::to_string(rate)});
+    else
+      argv.push_back("--max");
+    const int rc = RunCapture(argv, &out);
+    std::fputs(out.c_str(), stdout);
+    if (rc != 0)
+      return Unavailable("telemetry_loadgen exit " + std::to_string(rc) + ": " + out.substr(0, 300));
+    std::ifstream in(summary);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded()) return Unavailable("no loadgen summary");
+    return j;
+  }
+
+  // Waits until the organisation holds `want` rows (polling); returns when that was seen (unix ns).
+  // Gives up when the count has not grown for 60 s (ingest stopped or absent).
+  Result<int64_t> WaitStored(int64_t want, int64_t* seen) {
+    auto last_growth = Clock::now();
+    int64_t last = -1;
+    for (;;) {
+      auto n = StoredCount();
+      if (!n.ok()) return n.status();
+      *seen = *n;
+      if (*n >= want) return NowNanos();
+      if (*n != last) {
+        last = *n;
+        last_growth = Clock::now();
+      } else if (Clock::now() - last_growth > std::chrono::seconds(60)) {
+        return DeadlineExceeded(std::to_string(*n) + " of " + std::to_string(want) +
+                                " acknowledged events stored, no progress for 60 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+  int port() const { return port_; }
+  const std::string& key() const { return key_; }
+  db::Connection& db() { return *db_; }
+
+ private:
+  const ServiceOptions& o_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_;
+  std::string key_;
+  std::unique_ptr<db::Connection> db_;
+};
+
+// Sends one-event probes (explicit ids) on their own connection while `stop` is false and measures the
+// time from sending each to a query that finds its row. Serial: one probe at a time, 100 ms apart. Uses
+// the service's database connection, which nothing else uses while the load runs.
+// Probe events carry event times from `time_base` (inside the past hour the load uses, so compaction
+// takes them too); the latency is measured from when each is sent.
+void Probe(Service& svc, int64_t time_base, const std::atomic<bool>& stop, std::vector<int64_t>* latencies,
+           std::string* error) {
+  loadgen::HttpConnection conn("127.0.0.1", svc.port());
+  const std::string head =
+      "POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
+      "Authorization: Bearer " +
+      svc.key() + "\r\n";
+  for (int n = 0; !stop.load(); ++n) {
+    const int64_t sent = NowNanos();
+    const int64_t t = time_base + n;
+    const std::string id = "probe-" + std::to_string(sent) + "-" + std::to_string(n);
+    const std::string body = "{\"id\":\"" + id + "\",\"time\":" + std::to_string(t) +
+                             ",\"type\":\"bench.probe\",\"body\":\"send-to-stored probe\"}\n";
+    auto reply = conn.Post(head, body);
+    if (!reply.ok() || reply->status / 100 != 2) {
+      if (error->empty())
+        error->assign(reply.ok() ? reply->status_line + ": " + reply->body : reply.status().message());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    for (;;) {
+      auto r = svc.db().Exec("SELECT 1 FROM telemetry_events WHERE org = $1 AND time_ns = $2 AND id = $3",
+                             db::Params(kOrg, t, id));
+      if (!r.ok()) {
+        if (error->empty()) error->assign(r.status().message());
+        return;
+      }
+      if (r->size() == 1) {
+        latencies->push_back(NowNanos() - sent);
+        break;
+      }
+      if (NowNanos() - sent > 30'000'000'000LL) {
+        if (error->empty()) error->assign("a probe was not stored within 30 s");
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// Compaction: restarts the service with telemetry.compaction.age = 1s (and a local archive directory),
+// so every stored row of the runs above is old enough, and waits until the archive manifest counts
+// them all and PostgreSQL holds none of them. Rows/s = rows / (restart .. all archived); the ratio is
+// the PostgreSQL size of the events (partitions with indexes and TOAST, before) over the Parquet bytes.
+void Compaction(Service& svc, const ServiceOptions& o, int64_t expected, bench::Report& report,
+                std::vector<NotRun>& not_run) {
+  auto fail = [&](const std::string& why) {
+    NotRunRow(not_run, kCompaction, why);
+    NotRunRow(not_run, kCompactionRatio, why);
+  };
+  if (expected <= 0) return fail("nothing was stored to compact");
+  auto size_before = svc.db().Exec(
+      "SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::bigint FROM "
+      "pg_partition_tree('telemetry_events')");
+  if (!size_before.ok() || !size_before->Int64(0, 0).ok()) return fail("cannot read the table size");
+  const int64_t pg_bytes = *size_before->Int64(0, 0);
+  svc.Stop();
+  const auto t0 = Clock::now();
+  if (Status s =
+          svc.Start(/*fresh=*/false, {"telemetry.compaction.age=1s", "telemetry.compaction.interval=1s",
+                                      "telemetry.archive.dir=" + o.dir + "/archive"});
+      !s.ok())
+    return fail("restart with telemetry.compaction.age=1s: " + s.message());
+  int64_t last = -1;
+  auto last_growth = Clock::now();
+  for (;;) {
+    auto r = svc.db().Exec(
+        "SELECT (SELECT coalesce(sum(rows), 0) FROM telemetry_archive_files WHERE org = $1)::bigint, "
+        "(SELECT coalesce(sum(bytes), 0) FROM telemetry_archive_files WHERE org = $1)::bigint, "
+        "(SELECT count(*) FROM telemetry_events WHERE org = $1)::bigint",
+        db::Params(kOrg));
+    if (!r.ok()) return fail("manifest query: " + r.status().message());
+    const int64_t archived = *r->Int64(0, 0), bytes = *r->Int64(0, 1), left = *r->Int64(0, 2);
+    if (archived >= expected && left == 0 && bytes > 0) {
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      char note[200];
+      std::snprintf(note, sizeof note, "%lld rows to %lld Parquet bytes in %.1f s, service restart included",
+                    static_cast<long long>(archived), static_cast<long long>(bytes), secs);
+      report.Add(bench::Row{kCompaction.metric,
+                            static_cast<double>(archived) / secs,
+                            kCompaction.unit,
+                            kCompaction.target,
+                            "higher",
+                            "",
+                            {},
+                            note});
+      report.Add(bench::Row{kCompactionRatio.metric,
+                            static_cast<double>(pg_bytes) / static_cast<double>(bytes),
+                            "x",
+                            kCompactionRatio.target,
+                            "higher",
+                            "",
+                            {},
+                            "PostgreSQL bytes of the events (table, indexes, TOAST) / Parquet bytes"});
+      break;
+    }
+    if (archived != last) {
+      last = archived;
+      last_growth = Clock::now();
+    } else if (Clock::now() - last_growth > std::chrono::seconds(60)) {
+      fail(std::to_string(archived) + " of " + std::to_string(expected) + " rows archived, " +
+           std::to_string(left) + " left in PostgreSQL, no progress for 60 s");
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  svc.Stop();
+}
+
+}  // namespace
+
+void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector<NotRun>& not_run) {
+  const std::vector<const Target*> all = {&kIntakeHttp,    &kSustained,  &kPeak,       &kSoak,
+                                          &kLatencyMedian, &kLatencyP99, &kCompaction, &kCompactionRatio,
+                                          &kQueryHour,     &kQueryDay,   &kQueryAll};
+  auto none = [&](const std::string& why) {
+    for (const Target* t : all) NotRunRow(not_run, *t, why);
+  };
+  if (o.govern.empty() || ::access(o.govern.c_str(), X_OK) != 0) {
+    none("no govern binary (" + (o.govern.empty() ? std::string("--govern not given") : o.govern) + ")");
+    return;
+  }
+  if (o.loadgen.empty() || ::access(o.loadgen.c_str(), X_OK) != 0) {
+    none("no telemetry_loadgen binary");
+    return;
+  }
+  std::string services;
+  RunCapture({o.govern, "services"}, &services);
+  if (services.find("telemetry") == std::string::npos) {
+    none("the telemetry service is not in this govern binary yet (`govern services` does not list it)");
+    return;
+  }
+  std::printf("telemetry: service rows (govern serve telemetry, data under %s)\n", o.dir.c_str());
+  Service svc(o);
+  if (Status s = svc.Start(); !s.ok()) {
+    none("service start: " + s.message());
+    return;
+  }
+  // The compactor's age setting and the query API are not wired into this phase yet.
+  const std::string later =
+      "the query API's address and paging are not wired into service_phase.cc yet (tm-archive's "
+      "telemetry_archive_benchmark measures these queries in process)";
+  for (const Target* t : {&kQueryHour, &kQueryDay, &kQueryAll}) NotRunRow(not_run, *t, later);
+
+  // Events are timed from the start of the hour two hours ago (advancing at the send rate), so that the
+  // compaction step below finds whole hours older than its age; intake and ingest do not care.
+  const int64_t event_hour = (NowNanos() / kNanosPerHour - 2) * kNanosPerHour;
+  int64_t expected = 0;  // acknowledged events so far (every run adds to the same organisation)
+  uint64_t seed = 1;
+  const double run_s = o.quick ? 10 : 60;
+  // One run: send at `rate` (0: max) for `seconds`, then wait until every acknowledged event is stored.
+  // The figure is acknowledged events / (first send .. all of them stored).
+  auto run = [&](const Target& t, double rate, double seconds, bool measure_cpu, bool probe) {
+    const std::string acked;  // none: see Load()
+    const double cpu0 = ProcessCpuSeconds(svc.pid());
+    std::atomic<bool> stop{false};
+    std::vector<int64_t> latencies;
+    std::string probe_error;
+    std::thread prober;
+    if (probe)
+      prober =
+          std::thread([&] { Probe(svc, event_hour + 3'500'000'000'000LL, stop, &latencies, &probe_error); });
+    auto summary = svc.Load(rate, seconds, seed++, acked, event_hour);
+    stop = true;
+    if (prober.joinable()) prober.join();
+    if (!summary.ok()) {
+      NotRunRow(not_run, t, summary.status().message());
+      return;
+    }
+    const double cpu = ProcessCpuSeconds(svc.pid()) - cpu0;  // the sending period only
+    const int64_t acked_events = (*summary)["acked_events"].get<int64_t>();
+    if (measure_cpu && cpu > 0 && acked_events > 0)
+      report.Add(
+          bench::Row{kIntakeHttp.metric,
+                     acked_events / cpu,
+                     kIntakeHttp.unit,
+                     kIntakeHttp.target,
+                     "higher",
+                     "",
+                     {},
+                     "acked events per CPU-second of the govern process while sending (intake and ingest; "
+                     "PostgreSQL and loadgen not counted), peak run"});
+    if (probe) {
+      if (latencies.empty()) {
+        NotRunRow(not_run, kLatencyMedian, "no probe stored: " + probe_error);
+        NotRunRow(not_run, kLatencyP99, "no probe stored: " + probe_error);
+      } else {
+        bench::LatencyRecorder rec;
+        for (int64_t l : latencies) rec.Record(l);
+        const std::string pnote =
+            std::to_string(latencies.size()) +
+            " one-event probes sent beside the sustained load, send to a SELECT finding the row" +
+            (probe_error.empty() ? "" : "; " + probe_error);
+        report.Add(bench::Row{kLatencyMedian.metric,
+                              static_cast<double>(rec.Percentile(50)) / 1e6,
+                              "ms",
+                              kLatencyMedian.target,
+                              "lower",
+                              "",
+                              {},
+                              pnote});
+        report.Add(bench::Row{kLatencyP99.metric,
+                              static_cast<double>(rec.Percentile(99)) / 1e6,
+                              "ms",
+                              kLatencyP99.target,
+                              "lower",
+                              "",
+                              {},
+                              pnote});
+      }
+    }
+    expected += acked_events + static_cast<int64_t>(latencies.size());
+    int64_t seen = 0;
+    auto stored_at = svc.WaitStored(expected, &seen);
+    if (!stored_at.ok()) {
+      NotRunRow(not_run, t, "not every acknowledged event was stored: " + stored_at.status().message());
+      return;
+    }
+    const double span_s =
+        static_cast<double>(*stored_at - (*summary)["first_send_unix_nanos"].get<int64_t>()) / 1e9;
+    char note[300];
+    std::snprintf(
+        note, sizeof note,
+        "%lld acked (send rate %.0f/s, refused %lld), all %lld counted in PostgreSQL %.1f s after the "
+        "first send; request p99 %.1f ms; loadgen CPU %.1f s",
+        static_cast<long long>(acked_events), (*summary)["acked_rate"].get<double>(),
+        static_cast<long long>((*summary)["refused"].get<int64_t>()), static_cast<long long>(seen), span_s,
+        (*summary)["latency_p99_ms"].get<double>(), (*summary)["cpu_seconds"].get<double>());
+    report.Add(
+        bench::Row{t.metric, acked_events / span_s, t.unit, t.target, t.better, "PostgreSQL COPY, same rows",
+                   o.copy_rows_per_s > 0 ? std::optional<double>(o.copy_rows_per_s) : std::nullopt, note});
+  };
+  run(kSustained, kSustained.target, run_s, /*measure_cpu=*/false, /*probe=*/true);
+  run(kPeak, 0, run_s, /*measure_cpu=*/true, /*probe=*/false);
+  if (o.quick)
+    NotRunRow(not_run, kSoak, "full mode only (run without --quick)");
+  else
+    run(kSoak, kSoak.target, 300, false, false);
+  Compaction(svc, o, expected, report, not_run);
+}
+
+}  // namespace govern::telemetry::benchtool
