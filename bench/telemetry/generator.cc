@@ -1,5 +1,7 @@
 #include "generator.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -388,6 +390,14 @@ std::string ContentHash(const Event& e) {
   auto by_key = [](const Attribute& a, const Attribute& b) { return a.key < b.key; };
   std::stable_sort(sorted.attributes.begin(), sorted.attributes.end(), by_key);
   std::stable_sort(sorted.resource_attributes.begin(), sorted.resource_attributes.end(), by_key);
+  // Values as JSON *values*, not text: jsonb keeps a number's value but not its spelling (7.8e-05 comes
+  // back as 0.000078), so each value is parsed and written again in one canonical form.
+  for (auto* attrs : {&sorted.attributes, &sorted.resource_attributes}) {
+    for (Attribute& a : *attrs) {
+      auto v = nlohmann::json::parse(a.value_json, nullptr, false);
+      if (!v.is_discarded()) a.value_json = v.dump();
+    }
+  }
   return EventId(sorted.org, sorted, 0);
 }
 

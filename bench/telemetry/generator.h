@@ -78,7 +78,8 @@ std::string RenderOtlpProto(std::span<const Event> events);
 
 // The content hash the load generator writes beside each acknowledged id: lower-case hex SHA-256 of the
 // canonical encoding of event.h (what EventId() hashes, ordinal 0, the id excluded) of the event with
-// its attributes and resource attributes sorted by key (stable). Sorted because PostgreSQL's jsonb
+// its attributes and resource attributes sorted by key (stable) and each value re-serialised from its
+// parsed JSON (so 7.8e-05 and 0.000078, the same number as jsonb stores it, hash alike). Sorted because PostgreSQL's jsonb
 // keeps keys in its own order: a checker turns a stored row back into an Event (each attribute value as
 // compact JSON text, the text jsonb returns with the spaces after ':' and ',' removed; numbers keep
 // their digits in jsonb) and gets the same hash whatever order the columns return keys in.
