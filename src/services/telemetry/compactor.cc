@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <ctime>
 #include <future>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "base/log.h"
@@ -183,6 +185,7 @@ Result<CompactionStats> Compactor::RunOnce() {
     totals_.rows += stats.rows;
     totals_.bytes += stats.bytes;
     totals_.partitions_dropped += stats.partitions_dropped;
+    totals_.repeats_deleted += stats.repeats_deleted;
   }
   if (!result.ok()) return result;
   return stats;
@@ -198,6 +201,21 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
   GOVERN_ASSIGN_OR_RETURN(int64_t seq, seq_rows->Int64(0, 0));
   const std::string key = ArchiveObjectKey(org, hour_ns, seq);
 
+  // Rows for an hour that already has files may repeat events that are archived: a client's retry or
+  // an operator's `ingest replay` after compaction stores them in PostgreSQL again (its primary key
+  // only sees PostgreSQL). Such rows are deleted here instead of being archived a second time, so
+  // every event ends up stored once. Only late rows pay for reading the hour's files.
+  std::set<std::pair<int64_t, std::string>> archived;
+  if (seq > 0) {
+    Archive reader(pool_, store_);
+    GOVERN_ASSIGN_OR_RETURN(auto files, reader.ListFiles(conn, org, hour_ns, end));
+    for (const ArchiveFile& f : files) {
+      if (f.hour_ns != hour_ns) continue;
+      GOVERN_ASSIGN_OR_RETURN(auto events, reader.ReadFile(f));
+      for (const StoredEvent& e : events) archived.emplace(e.event.time_unix_nanos, e.event.id);
+    }
+  }
+
   static std::atomic<uint64_t> counter{0};
   RemoveOnExit temp{options_.temp_dir + "/govern-compact-" + std::to_string(::getpid()) + "-" +
                     std::to_string(counter++) + ".parquet"};
@@ -207,12 +225,14 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
                                         EventWriterOptions(org, hour_ns, options_.row_group_rows));
   if (!writer.ok()) return writer.status();
 
-  // The keys read, in case the delete has to name them (see the transaction below).
+  // The keys read (archived now or already), in case the delete has to name them (see the
+  // transaction below).
   std::vector<int64_t> key_times;
   std::string key_ids;           // the ids, back to back
   std::vector<size_t> key_ends;  // where each id ends in key_ids
-  int64_t rows = 0;
-  int64_t min_time = 0, max_time = 0;
+  int64_t rows = 0;              // written to the new file
+  int64_t repeats = 0;           // already archived: only deleted
+  int64_t min_time = 0, max_time = 0;  // of the rows written
   EventColumns batch;
   // Pages are read ahead: while one page is encoded here, the next is fetched on another thread
   // (PostgreSQL works in its own process, so the two overlap on two cores). The connection is used by
@@ -246,17 +266,24 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
                         std::make_optional(std::make_pair(last_time, std::string(page->Text(n - 1, 2)))));
     }
     batch.Clear();
+    int64_t written = 0;
     for (int r = 0; r < n; ++r) {
-      GOVERN_RETURN_IF_ERROR(batch.AppendPgRow(*page, r));
-      key_ids.append(page->Text(r, 2));
+      GOVERN_ASSIGN_OR_RETURN(int64_t time_ns, page->Int64(r, 1));
+      std::string_view id = page->Text(r, 2);
+      key_times.push_back(time_ns);
+      key_ids.append(id);
       key_ends.push_back(key_ids.size());
+      if (!archived.empty() && archived.count({time_ns, std::string(id)}) > 0) {
+        ++repeats;
+        continue;
+      }
+      GOVERN_RETURN_IF_ERROR(batch.AppendPgRow(*page, r));
+      if (rows + written == 0) min_time = time_ns;
+      max_time = time_ns;
+      ++written;
     }
-    const auto& t = batch.columns()[kColTimeNs];
-    key_times.insert(key_times.end(), t.int64_data(), t.int64_data() + t.size());
-    if (rows == 0) min_time = t.GetInt64(0);
-    max_time = t.GetInt64(t.size() - 1);
-    rows += n;
-    GOVERN_RETURN_IF_ERROR((*writer)->Write(batch.columns()));
+    rows += written;
+    if (written > 0) GOVERN_RETURN_IF_ERROR((*writer)->Write(batch.columns()));
     stats->encode_seconds += SecondsSince(phase);
     phase = std::chrono::steady_clock::now();
     if (crash_at_ == "compaction.mid_file") CrashForTest("compaction.mid_file");
@@ -264,24 +291,31 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
     page = next.get();
   }
   GOVERN_ASSIGN_OR_RETURN(auto summary, (*writer)->Close());
-  if (rows == 0) return OkStatus();  // the rows went meanwhile; nothing to archive
+  if (rows + repeats == 0) return OkStatus();  // the rows went meanwhile; nothing to archive
   stats->encode_seconds += SecondsSince(phase);
   phase = std::chrono::steady_clock::now();
 
   GOVERN_RETURN_IF_ERROR(StillLocked(conn));
-  GOVERN_RETURN_IF_ERROR(store_->PutFile(key, temp.path));
-  stats->upload_seconds += SecondsSince(phase);
-  phase = std::chrono::steady_clock::now();
-  if (crash_at_ == "compaction.after_upload") CrashForTest("compaction.after_upload");
+  if (rows > 0) {
+    GOVERN_RETURN_IF_ERROR(store_->PutFile(key, temp.path));
+    stats->upload_seconds += SecondsSince(phase);
+    phase = std::chrono::steady_clock::now();
+    if (crash_at_ == "compaction.after_upload") CrashForTest("compaction.after_upload");
+  }
 
   const auto bytes = static_cast<int64_t>(summary.file_bytes);
+  const int64_t deleting = rows + repeats;
+  const int64_t del_min = *std::min_element(key_times.begin(), key_times.end());
+  const int64_t del_max = *std::max_element(key_times.begin(), key_times.end());
   Status st = conn.Transact([&](db::Connection& c) -> Status {
     GOVERN_RETURN_IF_ERROR(StillLocked(c));
-    auto ins = c.ExecPrepared(
-        "INSERT INTO telemetry_archive_files (org, hour_ns, seq, object_key, rows, bytes, min_time_ns, "
-        "max_time_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        db::Params(org, hour_ns, seq, key, rows, bytes, min_time, max_time));
-    if (!ins.ok()) return ins.status();
+    if (rows > 0) {
+      auto ins = c.ExecPrepared(
+          "INSERT INTO telemetry_archive_files (org, hour_ns, seq, object_key, rows, bytes, min_time_ns, "
+          "max_time_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+          db::Params(org, hour_ns, seq, key, rows, bytes, min_time, max_time));
+      if (!ins.ok()) return ins.status();
+    }
     // Usually the hour's range holds exactly the rows read (one compactor at a time, and nothing else
     // deletes events), and deleting the range is the cheap way. When a row arrived meanwhile inside
     // the range, the count differs: undo that and delete by the keys read instead, so the newcomer
@@ -289,9 +323,9 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
     GOVERN_RETURN_IF_ERROR(c.Exec("SAVEPOINT compaction_range").status());
     auto del =
         c.ExecPrepared("DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3",
-                       db::Params(org, min_time, max_time));
+                       db::Params(org, del_min, del_max));
     if (!del.ok()) return del.status();
-    if (del->affected() == rows) return OkStatus();
+    if (del->affected() == deleting) return OkStatus();
     GOVERN_RETURN_IF_ERROR(c.Exec("ROLLBACK TO SAVEPOINT compaction_range").status());
     std::string times = "{", ids = "{";
     for (size_t i = 0; i < key_times.size(); ++i) {
@@ -309,23 +343,30 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
         "DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3 AND (time_ns, id) "
         "IN "
         "(SELECT * FROM unnest($4::bigint[], $5::text[]))",
-        db::Params(org, min_time, max_time, times, ids));
+        db::Params(org, del_min, del_max, times, ids));
     if (!del.ok()) return del.status();
-    if (del->affected() != rows) {
+    if (del->affected() != deleting) {
       // Rows we archived are gone already (someone else deleted them): registering the file would
       // make its manifest row lie. Leave everything as it was; the orphan is overwritten next pass.
       return Aborted("compaction of " + key + ": deleted " + std::to_string(del->affected()) +
-                     " rows, read " + std::to_string(rows));
+                     " rows, read " + std::to_string(deleting));
     }
     return OkStatus();
   });
   if (!st.ok()) return Status(st.code(), "registering " + key + ": " + st.message());
   stats->commit_seconds += SecondsSince(phase);
+  stats->repeats_deleted += repeats;
+  if (rows == 0) {
+    log::Write(log::Level::kInfo, "telemetry.compactor", "deleted rows already archived",
+               {{"org", org}, {"hour", HourLabel(hour_ns)}, {"rows", repeats}});
+    return OkStatus();
+  }
   stats->groups++;
   stats->rows += rows;
   stats->bytes += bytes;
   log::Write(log::Level::kInfo, "telemetry.compactor", "archived hour",
-             {{"org", org}, {"hour", HourLabel(hour_ns)}, {"seq", seq}, {"rows", rows}, {"bytes", bytes}});
+             {{"org", org}, {"hour", HourLabel(hour_ns)}, {"seq", seq}, {"rows", rows}, {"bytes", bytes},
+              {"already_archived", repeats}});
   return OkStatus();
 }
 

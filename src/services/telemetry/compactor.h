@@ -61,6 +61,7 @@ struct CompactionStats {
   int64_t rows = 0;
   int64_t bytes = 0;  // Parquet bytes uploaded
   int64_t partitions_dropped = 0;
+  int64_t repeats_deleted = 0;  // late rows repeating archived events: deleted, not archived again
   bool skipped_locked = false;  // another compactor held the lock
   // Where the time went (seconds, summed over groups): reading rows from PostgreSQL, encoding
   // Parquet, uploading, and the manifest + delete transaction.
