@@ -147,3 +147,29 @@ TEST(Rfc3339, InvalidTimes) {
 
 }  // namespace
 }  // namespace govern::telemetry
+
+namespace govern::telemetry {
+namespace {
+
+// Values come back as they were sent: doubles in their shortest form (simdjson::minify printed
+// 0.000649 as 0.0006489999999999999), integers exactly, strings escaped only where JSON requires.
+TEST(NdjsonValuesTest, NumbersAndStringsKeepTheirValue) {
+  auto r = DecodeNdjson(
+      R"({"time":1,"type":"t","attributes":{"cost":0.000649,"big":18446744073709551615,"neg":-9223372036854775808,"f":1.5e300,"s":"a\"\u00e9\n","n":null,"b":[true,{"x":0.1}]},"body":{"k":0.3}})"
+      "\n",
+      "org");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto& a = r->events[0].attributes;
+  ASSERT_EQ(a.size(), 7u);
+  EXPECT_EQ(a[0].value_json, "0.000649");
+  EXPECT_EQ(a[1].value_json, "18446744073709551615");
+  EXPECT_EQ(a[2].value_json, "-9223372036854775808");
+  EXPECT_EQ(a[3].value_json, "1.5e+300");
+  EXPECT_EQ(a[4].value_json, "\"a\\\"\xc3\xa9\\n\"");
+  EXPECT_EQ(a[5].value_json, "null");
+  EXPECT_EQ(a[6].value_json, "[true,{\"x\":0.1}]");
+  EXPECT_EQ(r->events[0].body, "{\"k\":0.3}");
+}
+
+}  // namespace
+}  // namespace govern::telemetry
