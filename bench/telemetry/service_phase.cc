@@ -142,7 +142,15 @@ double ProcessCpuSeconds(pid_t pid) {
 class Service {
  public:
   Service(const ServiceOptions& o) : o_(o) {}
-  ~Service() { Stop(); }
+  // Stops the service, then the private PostgreSQL under its data directory if it is still running (a
+  // govern process that found it running leaves it so).
+  ~Service() {
+    Stop();
+    db_.reset();
+    db::LocalClusterOptions co;
+    co.data_dir = o_.dir + "/postgres";
+    if (std::filesystem::exists(co.data_dir)) (void)db::LocalCluster(co).Stop();
+  }
 
   // Starts the service on a fresh data directory (`fresh`) or again on the same one, with extra
   // `--set key=value` settings; creates the ingest key on the first start.
