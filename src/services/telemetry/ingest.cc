@@ -145,8 +145,8 @@ void EncodeRow(db::CopyIn& copy, const Event& e, int64_t received_ns, std::strin
       .Int32(e.severity_number)
       .Int16(static_cast<int16_t>(e.body_kind))
       .Text(e.body)
-      .Jsonb(*attrs)
-      .Jsonb(*res)
+      .Text(*attrs)  // json, not jsonb: validated, not rebuilt (COPY
+      .Text(*res)    // costs half as much PostgreSQL CPU), and kept as sent
       .Text(e.service_name)
       .Text(e.scope_name)
       .Text(e.scope_version)

@@ -27,8 +27,9 @@ namespace govern::telemetry {
 // Up to query.limit events of telemetry_events matching `query`, in its order. One prepared statement
 // per query shape (order, cursor or not, type or not, attribute filters or not), with every value
 // bound: the primary key index serves the organisation, time range and cursor; (org, type, time_ns)
-// serves a type filter; attribute filters are `attributes @> $n::jsonb` plus an exact recheck per key
-// (so [1] does not match [1,2]). Attribute values are returned as compact JSON, in jsonb's key order.
+// serves a type filter; attribute filters are `attributes::jsonb @> $n::jsonb` plus an exact recheck
+// per key (so [1] does not match [1,2]). Attribute values are returned as compact JSON, in the order
+// stored.
 Result<std::vector<StoredEvent>> QueryRecent(db::Connection& conn, const EventQuery& query);
 
 struct QueryPage {
