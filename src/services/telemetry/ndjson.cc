@@ -23,7 +23,10 @@ void AppendJson(std::string& out, element v) {
     case element_type::OBJECT: {
       out.push_back('{');
       bool first = true;
-      for (auto [k, item] : v.get_object().value_unsafe()) {
+      // A named local: value_unsafe() returns into the temporary result, which a range-for over it
+      // would outlive (ASan: stack-use-after-scope).
+      const object obj = v.get_object().value_unsafe();
+      for (auto [k, item] : obj) {
         if (!first) out.push_back(',');
         first = false;
         internal::AppendJsonString(out, k);
@@ -36,7 +39,8 @@ void AppendJson(std::string& out, element v) {
     case element_type::ARRAY: {
       out.push_back('[');
       bool first = true;
-      for (element item : v.get_array().value_unsafe()) {
+      const simdjson::dom::array arr = v.get_array().value_unsafe();
+      for (element item : arr) {
         if (!first) out.push_back(',');
         first = false;
         AppendJson(out, item);
