@@ -90,9 +90,19 @@ void PutAttributes(std::string& out, const std::vector<Attribute>& attrs) {
 }
 
 // The canonical encoding of event.h without the ordinal (which EventId appends).
+size_t AttributesBytes(const std::vector<Attribute>& attrs) {
+  size_t n = 8;
+  for (const auto& a : attrs) n += 16 + a.key.size() + a.value_json.size();
+  return n;
+}
+
 std::string CanonicalContent(std::string_view org, const Event& e) {
   std::string out;
-  out.reserve(256 + e.body.size());
+  // The whole encoding in one allocation (HashToId appends the ordinal and the attributes).
+  out.reserve(15 + 9 * 8 + org.size() + e.type.size() + e.severity_text.size() + e.body.size() +
+              e.trace_id_hex.size() + e.span_id_hex.size() + e.service_name.size() + e.scope_name.size() +
+              e.scope_version.size() + 7 * 8 + AttributesBytes(e.attributes) +
+              AttributesBytes(e.resource_attributes));
   out.append("govern.event.v1");
   for (std::string_view s :
        {org, std::string_view(e.type), std::string_view(e.severity_text), std::string_view(e.body),
@@ -115,8 +125,18 @@ std::string HashToId(std::string& canonical, uint64_t ordinal, const Event& e) {
   PutAttributes(canonical, e.resource_attributes);
   std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
   unsigned int len = 0;
-  // EVP_Digest with SHA-256 fails only when OpenSSL cannot allocate; there is no useful id then.
-  if (EVP_Digest(canonical.data(), canonical.size(), md.data(), &len, EVP_sha256(), nullptr) != 1) {
+  // SHA-256 fetched once and one context per thread, reused: EVP_Digest(EVP_sha256()) looks the
+  // algorithm up and allocates a context on every call in OpenSSL 3, which cost more than hashing
+  // the ~650 bytes itself. A failure here means OpenSSL cannot allocate; there is no useful id then.
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  struct Ctx {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ~Ctx() { EVP_MD_CTX_free(ctx); }
+  };
+  thread_local Ctx local;
+  if (sha256 == nullptr || local.ctx == nullptr || EVP_DigestInit_ex2(local.ctx, sha256, nullptr) != 1 ||
+      EVP_DigestUpdate(local.ctx, canonical.data(), canonical.size()) != 1 ||
+      EVP_DigestFinal_ex(local.ctx, md.data(), &len) != 1) {
     std::abort();
   }
   return internal::LowerHex(std::string_view(reinterpret_cast<const char*>(md.data()), len));

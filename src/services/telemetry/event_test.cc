@@ -138,3 +138,27 @@ TEST(UnstorableReasonTest, FindsNulInEveryForm) {
 
 }  // namespace
 }  // namespace govern::telemetry
+
+namespace govern::telemetry {
+namespace {
+
+// Ids are stored and compared across versions: the canonical encoding and its hash must not change.
+TEST(EventIdTest, KnownValue) {
+  Event e;
+  e.org = "acme";
+  e.type = "gateway.request";
+  e.time_unix_nanos = 1'796'000'400'000'000'000;
+  e.body_kind = BodyKind::kString;
+  e.body = "hello";
+  e.attributes = {{"k", "\"v\""}, {"n", "1"}};
+  e.resource_attributes = {{"service.name", "\"api\""}};
+  e.service_name = "api";
+  EXPECT_EQ(EventId("acme", e, 0), "a31bbee2423258ec9ccf562be380e4d089b90dec10f4e271aecf2eb090d20d23");
+  std::vector<Event> two = {e, e};
+  AssignMissingIds(two);
+  EXPECT_EQ(two[1].id, EventId("acme", e, 1));
+  EXPECT_NE(two[0].id, two[1].id);
+}
+
+}  // namespace
+}  // namespace govern::telemetry
