@@ -272,14 +272,8 @@ Result<std::vector<Attribute>> AttributesFromJson(std::string_view json) {
 }
 
 std::string AttributesToJson(const std::vector<Attribute>& attributes) {
-  std::string out = "{";
-  for (size_t i = 0; i < attributes.size(); ++i) {
-    if (i) out.push_back(',');
-    internal::AppendJsonString(out, attributes[i].key);
-    out.push_back(':');
-    out.append(attributes[i].value_json.empty() ? "null" : attributes[i].value_json);
-  }
-  out.push_back('}');
+  std::string out;
+  AttributesObjectJson(attributes, &out);
   return out;
 }
 

@@ -109,11 +109,7 @@ inline StoredEvent MakeEvent(const std::string& org, int64_t time_ns, uint64_t n
 }
 
 inline Status EnsurePartition(db::Connection& conn, int64_t time_ns) {
-  Partition p = PartitionFor(time_ns);
-  return conn
-      .Exec("CREATE TABLE IF NOT EXISTS " + p.name + " PARTITION OF telemetry_events FOR VALUES FROM (" +
-            std::to_string(p.from_ns) + ") TO (" + std::to_string(p.to_ns) + ")")
-      .status();
+  return conn.Exec(PartitionDdl(PartitionFor(time_ns))).status();
 }
 
 // Inserts events with binary COPY, creating their partitions first.
@@ -127,29 +123,8 @@ inline Status InsertEvents(db::Connection& conn, const std::vector<StoredEvent>&
   auto copy =
       conn.CopyFrom(std::string("COPY telemetry_events (") + kEventColumns + ") FROM STDIN (FORMAT binary)");
   if (!copy.ok()) return copy.status();
-  for (const auto& s : events) {
-    const Event& e = s.event;
-    copy->Row(kEventColumnCount)
-        .Text(e.org)
-        .Int64(e.time_unix_nanos)
-        .Text(e.id)
-        .Int64(e.observed_unix_nanos)
-        .Int64(s.received_ns)
-        .Text(e.type)
-        .Text(e.severity_text)
-        .Int32(e.severity_number)
-        .Int16(static_cast<int16_t>(e.body_kind))
-        .Text(e.body)
-        .Text(AttributesToJson(e.attributes))
-        .Text(AttributesToJson(e.resource_attributes))
-        .Text(e.service_name)
-        .Text(e.scope_name)
-        .Text(e.scope_version)
-        .Text(e.trace_id_hex)
-        .Text(e.span_id_hex)
-        .Int64(e.flags)
-        .Int64(e.dropped_attributes_count);
-  }
+  std::string attrs, res;
+  for (const auto& s : events) AppendEventRow(*copy, s.event, s.received_ns, &attrs, &res);
   return copy->Finish().status();
 }
 

@@ -13,7 +13,6 @@
 
 #include "base/log.h"
 #include "db/error.h"
-#include "services/telemetry/json_text.h"
 #include "services/telemetry/schema.h"
 
 namespace govern::telemetry {
@@ -51,109 +50,16 @@ std::string InsertFromStagingSql() {
          " FROM telemetry_ingest_staging ON CONFLICT DO NOTHING";
 }
 
-// PartitionFor() computes day * kNanosPerDay, which overflows int64 for the partial first day of the
-// range (1677-09-21, before INT64_MIN + one day); that day is made here and opens at MINVALUE.
-constexpr int64_t kFirstWholeDay = -106751;
-constexpr int64_t kFirstWholeDayNs = kFirstWholeDay * kNanosPerDay;
-
-Partition DayPartition(int64_t time_ns) {
-  if (time_ns >= kFirstWholeDayNs) return PartitionFor(time_ns);
-  Partition p;
-  p.from_ns = INT64_MIN;
-  p.to_ns = kFirstWholeDayNs;
-  std::time_t secs = static_cast<std::time_t>((kFirstWholeDay - 1) * 86400);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "telemetry_events_p%04d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday);
-  p.name = buf;
-  return p;
-}
-
-std::string PartitionDdl(const Partition& p) {
-  std::string from = p.from_ns == INT64_MIN ? "MINVALUE" : std::to_string(p.from_ns);
-  std::string to = p.to_ns == INT64_MAX ? "MAXVALUE" : std::to_string(p.to_ns);
-  // The name is built from digits only (PartitionFor), so it needs no quoting.
-  return "CREATE TABLE IF NOT EXISTS " + p.name + " PARTITION OF telemetry_events FOR VALUES FROM (" + from +
-         ") TO (" + to + ")";
-}
-
-// JSON text holding the escape \u0000, which jsonb refuses (an escaped backslash before "u0000" is not).
-bool HasJsonNulEscape(std::string_view json) {
-  for (size_t i = json.find('\\'); i != std::string_view::npos && i + 1 < json.size();
-       i = json.find('\\', i)) {
-    if (json[i + 1] == 'u' && json.substr(i + 2, 4) == "0000") return true;
-    i += 2;  // skip the escaped character
-  }
-  return false;
-}
-
-bool HasNul(std::string_view s) { return std::memchr(s.data(), 0, s.size()) != nullptr; }
-
-// Why an event cannot be stored as it is, or "" when it can: PostgreSQL text holds no NUL byte, jsonb
-// no \u0000, and the primary key needs the id that intake always assigns.
+// Why an event cannot be stored as it is, or "" when it can: the primary key needs the id that intake
+// always assigns, and PostgreSQL holds no NUL character (intake refuses those; a WAL written before it
+// did, or by hand, may still hold one).
 std::string Unstorable(const RecordBatch& record) {
   for (size_t i = 0; i < record.events.size(); ++i) {
     const Event& e = record.events[i];
-    const char* field = nullptr;
-    if (e.id.empty()) {
-      field = "id (empty)";
-    } else if (HasNul(e.id) || HasNul(e.org) || HasNul(e.type) || HasNul(e.severity_text) || HasNul(e.body) ||
-               HasNul(e.service_name) || HasNul(e.scope_name) || HasNul(e.scope_version) ||
-               HasNul(e.trace_id_hex) || HasNul(e.span_id_hex)) {
-      field = "a text field (NUL byte)";
-    } else {
-      for (const auto* attrs : {&e.attributes, &e.resource_attributes}) {
-        for (const Attribute& a : *attrs) {
-          if (HasNul(a.key) || HasNul(a.value_json) || HasJsonNulEscape(a.value_json))
-            field = "an attribute (NUL)";
-        }
-      }
-    }
-    if (field) return "event " + std::to_string(i) + " (id \"" + e.id.substr(0, 64) + "\"): " + field;
+    std::string why = e.id.empty() ? "id (empty)" : UnstorableReason(e);
+    if (!why.empty()) return "event " + std::to_string(i) + " (id \"" + e.id.substr(0, 64) + "\"): " + why;
   }
   return "";
-}
-
-// {"key": value_json, ...}: the jsonb form of an attribute list (a repeated key keeps its last value).
-void AttributesJson(const std::vector<Attribute>& attrs, std::string* out) {
-  out->clear();
-  out->push_back('{');
-  for (size_t i = 0; i < attrs.size(); ++i) {
-    if (i) out->push_back(',');
-    internal::AppendJsonString(*out, attrs[i].key);
-    out->push_back(':');
-    out->append(attrs[i].value_json.empty() ? std::string_view("null")
-                                            : std::string_view(attrs[i].value_json));
-  }
-  out->push_back('}');
-}
-
-// One row in kEventColumns order, each with the column's exact type (binary COPY converts nothing).
-void EncodeRow(db::CopyIn& copy, const Event& e, int64_t received_ns, std::string* attrs, std::string* res) {
-  AttributesJson(e.attributes, attrs);
-  AttributesJson(e.resource_attributes, res);
-  copy.Row(kEventColumnCount)
-      .Text(e.org)
-      .Int64(e.time_unix_nanos)
-      .Text(e.id)
-      .Int64(e.observed_unix_nanos)
-      .Int64(received_ns)
-      .Text(e.type)
-      .Text(e.severity_text)
-      .Int32(e.severity_number)
-      .Int16(static_cast<int16_t>(e.body_kind))
-      .Text(e.body)
-      .Text(*attrs)  // json, not jsonb: validated, not rebuilt (COPY
-      .Text(*res)    // costs half as much PostgreSQL CPU), and kept as sent
-      .Text(e.service_name)
-      .Text(e.scope_name)
-      .Text(e.scope_version)
-      .Text(e.trace_id_hex)
-      .Text(e.span_id_hex)
-      .Int64(e.flags)
-      .Int64(e.dropped_attributes_count);
 }
 
 bool IsDataError(const Status& s) {
@@ -444,7 +350,7 @@ Status Ingester::EnsurePartitions(db::Connection& conn, size_t records) {
     for (const Event& e : pending_[r].record.events) {
       int64_t t = e.time_unix_nanos;
       if (known_to != 0 && t >= known_from && t < known_to) continue;
-      Partition p = DayPartition(t);
+      Partition p = PartitionFor(t);
       known_from = p.from_ns;
       known_to = p.to_ns;
       if (!partitions_.count(p.name)) need.emplace(p.name, std::move(p));
@@ -562,7 +468,7 @@ Result<size_t> Ingester::Store(size_t n) {
     std::string attrs, res;
     for (size_t i = 0; i < n; ++i) {
       const RecordBatch& rec = pending_[i].record;
-      for (const Event& e : rec.events) EncodeRow(copy, e, rec.received_unix_nanos, &attrs, &res);
+      for (const Event& e : rec.events) AppendEventRow(copy, e, rec.received_unix_nanos, &attrs, &res);
     }
     GOVERN_ASSIGN_OR_RETURN(int64_t copied, copy.Finish());
     if (staging) {

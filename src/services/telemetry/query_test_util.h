@@ -23,13 +23,9 @@ inline Status ApplySchema(db::Connection& conn) {
 }
 
 inline std::string ObjectJson(const std::vector<Attribute>& attrs) {
-  std::string out = "{";
-  for (size_t i = 0; i < attrs.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    internal::AppendJsonString(out, attrs[i].key);
-    out += ":" + attrs[i].value_json;
-  }
-  return out + "}";
+  std::string out;
+  AttributesObjectJson(attrs, &out);
+  return out;
 }
 
 // Creates the day partitions the events need, then COPYs them in.
@@ -38,38 +34,12 @@ inline Status InsertEvents(db::Connection& conn, const std::vector<StoredEvent>&
   for (const StoredEvent& s : events) {
     Partition p = PartitionFor(s.event.time_unix_nanos);
     if (!made.insert(p.name).second) continue;
-    // Saturated ends of the int64 range are open bounds (as ingest writes them).
-    std::string from = p.from_ns == INT64_MIN ? "MINVALUE" : std::to_string(p.from_ns);
-    std::string to = p.to_ns == INT64_MAX ? "MAXVALUE" : std::to_string(p.to_ns);
-    GOVERN_RETURN_IF_ERROR(conn.ExecScript("CREATE TABLE IF NOT EXISTS " + p.name +
-                                           " PARTITION OF telemetry_events FOR VALUES FROM (" + from +
-                                           ") TO (" + to + ")"));
+    GOVERN_RETURN_IF_ERROR(conn.ExecScript(PartitionDdl(p)));
   }
   GOVERN_ASSIGN_OR_RETURN(db::CopyIn copy, conn.CopyFrom(std::string("COPY telemetry_events (") +
                                                          kEventColumns + ") FROM STDIN (FORMAT binary)"));
-  for (const StoredEvent& s : events) {
-    const Event& e = s.event;
-    copy.Row(kEventColumnCount)
-        .Text(e.org)
-        .Int64(e.time_unix_nanos)
-        .Text(e.id)
-        .Int64(e.observed_unix_nanos)
-        .Int64(s.received_ns)
-        .Text(e.type)
-        .Text(e.severity_text)
-        .Int32(e.severity_number)
-        .Int16(static_cast<int16_t>(e.body_kind))
-        .Text(e.body)
-        .Text(ObjectJson(e.attributes))
-        .Text(ObjectJson(e.resource_attributes))
-        .Text(e.service_name)
-        .Text(e.scope_name)
-        .Text(e.scope_version)
-        .Text(e.trace_id_hex)
-        .Text(e.span_id_hex)
-        .Int64(e.flags)
-        .Int64(e.dropped_attributes_count);
-  }
+  std::string attrs, res;
+  for (const StoredEvent& s : events) AppendEventRow(copy, s.event, s.received_ns, &attrs, &res);
   return copy.Finish().status();
 }
 

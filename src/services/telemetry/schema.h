@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "db/connection.h"
 #include "db/migrator.h"
+#include "services/telemetry/event.h"
 
 namespace govern::telemetry {
 
@@ -36,10 +38,21 @@ inline constexpr int kEventColumnCount = 19;
 // The partition holding `time_ns`: its name and [from, to) bounds (UTC days; floor division, so
 // times before 1970 work too).
 struct Partition {
-  std::string name;  // "telemetry_events_p20261130"
+  std::string name;     // "telemetry_events_p20261130"
   int64_t from_ns = 0;  // INT64_MIN for the first day (the DDL says MINVALUE)
-  int64_t to_ns = 0;  // INT64_MAX for the last day (the DDL says MAXVALUE)
+  int64_t to_ns = 0;    // INT64_MAX for the last day (the DDL says MAXVALUE)
 };
 Partition PartitionFor(int64_t time_ns);
+// CREATE TABLE IF NOT EXISTS for `p` (saturated ends become MINVALUE / MAXVALUE).
+std::string PartitionDdl(const Partition& p);
+
+// `attrs` as the JSON object stored in the attributes columns: {"key": value_json, ...} in order (an
+// empty value_json is written as null). Replaces *out.
+void AttributesObjectJson(const std::vector<Attribute>& attrs, std::string* out);
+
+// One row of telemetry_events in kEventColumns order, each value in its column's binary COPY type.
+// `attrs` and `res` are scratch buffers (reused across rows so the steady state allocates nothing).
+void AppendEventRow(db::CopyIn& copy, const Event& e, int64_t received_ns, std::string* attrs,
+                    std::string* res);
 
 }  // namespace govern::telemetry
