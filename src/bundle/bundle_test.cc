@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "bundle/test_util.h"
@@ -429,5 +431,35 @@ TEST(BundleReason, NamesAreDistinct) {
   }
 }
 
+// Not a test: writes the seeds of fuzz/corpus/bundle_reader_fuzz/ (signed with the fuzz target's fixed
+// key). Run with --gtest_also_run_disabled_tests --gtest_filter='*WriteFuzzSeeds' and
+// GOVERN_BUNDLE_SEED_DIR=fuzz/corpus/bundle_reader_fuzz.
+TEST(BundleFuzzSeeds, DISABLED_WriteFuzzSeeds) {
+  const char* dir = std::getenv("GOVERN_BUNDLE_SEED_DIR");
+  ASSERT_NE(dir, nullptr);
+  std::vector<uint8_t> seed(32);
+  for (int i = 0; i < 32; ++i) seed[i] = static_cast<uint8_t>(i + 1);
+  SigningKey fuzz = *SigningKey::FromSeed(seed, "fuzz");
+  SigningKey other = Key(7, "other");
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::FILE* f = std::fopen((std::string(dir) + "/" + name).c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  };
+  BuildInput small = Input(1, false);
+  small.files = {{"policies.cedar", "permit(principal, action, resource);\n"}, {"sub/e.json", "[]"}};
+  write("valid.tar", MustBuild(small, {&fuzz}));
+  small.gzip = true;
+  write("valid.tar.gz", MustBuild(small, {&fuzz}));
+  small.gzip = false;
+  write("two_signatures.tar", MustBuild(small, {&other, &fuzz}));
+  small.files.clear();
+  write("no_files.tar", MustBuild(small, {&fuzz}));
+  auto entries = Entries(MustBuild(Input(2, false), {&fuzz}));
+  entries.push_back({"extra", "x"});
+  write("extra_file.tar", Raw(entries));
+  write("symlink.tar", testing::RawMember("link", "", '2') + testing::EndMarker());
+}
 }  // namespace
 }  // namespace govern::bundle
