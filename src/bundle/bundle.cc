@@ -10,9 +10,9 @@
 
 namespace govern::bundle {
 
-// Fills a Bundle's private fields (Bundle has no public constructor that could leave it half-made).
+// Makes and fills Bundles: only Verify() does, so holding a Bundle means holding a verified one.
 struct BundleAccess {
-  static Bundle& Mutable(Bundle& b) { return b; }
+  static std::shared_ptr<Bundle> Create() { return std::shared_ptr<Bundle>(new Bundle()); }
   static Manifest& manifest(Bundle& b) { return b.manifest_; }
   static std::string& manifest_bytes(Bundle& b) { return b.manifest_bytes_; }
   static crypto::Sha256Digest& digest(Bundle& b) { return b.digest_; }
@@ -428,7 +428,7 @@ Verdict Verify(std::string_view archive, const TrustStore& trust, const VerifyOp
                                           options.expected_org + "\"");
   }
 
-  auto out = std::make_shared<Bundle>();
+  std::shared_ptr<Bundle> out = BundleAccess::Create();
   auto& files = BundleAccess::files(*out);
   for (TarEntry& e : u.entries) {
     if (!Reserved(e.name)) files.emplace(std::move(e.name), std::move(e.data));

@@ -116,7 +116,8 @@ class Bundle {
   const std::map<std::string, std::string, std::less<>>& files() const { return files_; }
 
  private:
-  friend struct BundleAccess;
+  friend struct BundleAccess;  // only Verify() makes one
+  Bundle() = default;
   Manifest manifest_;
   std::string manifest_bytes_;
   crypto::Sha256Digest digest_{};

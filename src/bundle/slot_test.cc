@@ -182,5 +182,37 @@ TEST_F(SlotTest, SwapsUnderConcurrentReaders) {
   EXPECT_EQ(stats.refused, 3 * (kVersions / 10));
 }
 
+// An offer holds the slot's offer mutex while the consumer compiles the bundle; readers must keep
+// deciding from the old bundle meanwhile. The builder of version 2 waits until readers have made progress
+// after it started: were readers blocked by the offer, this test would never finish.
+TEST_F(SlotTest, ReadersProgressWhileAnOfferIsBuilding) {
+  std::atomic<bool> building{false};
+  std::atomic<uint64_t> reads_while_building{0};
+  Slot slot(Trust({&key_}), VerifyOptions{}, [&](const Bundle& b) -> Result<Compiled> {
+    if (b.version() == 2) {
+      building.store(true);
+      while (reads_while_building.load() < 1000) std::this_thread::yield();
+    }
+    return Compile(b);
+  });
+  ASSERT_TRUE(slot.Offer(MustBuild(VersionedInput(1), {&key_})).ok());
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> stale{0};
+  std::thread reader([&] {
+    Slot::Reader r(slot);
+    while (!stop.load()) {
+      const Slot::Loaded* l = r.Get();
+      if (building.load() && l->value.version == 1) reads_while_building.fetch_add(1);
+      if (l->value.version != l->bundle->version()) stale.fetch_add(1);
+    }
+  });
+  ASSERT_TRUE(slot.Offer(MustBuild(VersionedInput(2), {&key_})).ok());
+  stop.store(true);
+  reader.join();
+  EXPECT_GE(reads_while_building.load(), 1000u);
+  EXPECT_EQ(stale.load(), 0u);
+  EXPECT_EQ(slot.Load()->value.version, 2u);
+}
+
 }  // namespace
 }  // namespace govern::bundle
