@@ -24,7 +24,14 @@ namespace {
 
 using nlohmann::json;
 
+// Details quote what the archive holds; control bytes become '?' and the length is bounded, so a
+// refusal printed to a terminal or a log line cannot carry escape sequences or flood it.
 Verdict Refuse(Reason r, std::string detail) {
+  constexpr size_t kMaxDetail = 512;
+  if (detail.size() > kMaxDetail) detail = detail.substr(0, kMaxDetail) + "...";
+  for (char& c : detail) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
   Verdict v;
   v.reason = r;
   v.detail = std::move(detail);

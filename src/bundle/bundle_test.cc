@@ -317,6 +317,16 @@ TEST_F(BundleTest, SignedButMalformedManifest) {
   EXPECT_TRUE(with(good).ok());
 }
 
+TEST_F(BundleTest, DetailsCarryNoControlBytes) {
+  auto entries = Entries(MustBuild(Input(1, false), {&a_}));
+  entries[1].data =
+      "{\"signatures\": [{\"key_id\": \"\\u001b[31mred\", \"algorithm\": \"x\", \"signature\": \"\"}]}";
+  Verdict v = Verify(Raw(entries), trust_a_);
+  EXPECT_REFUSED(v, Reason::kMalformedSignatures);
+  EXPECT_EQ(v.detail.find('\x1b'), std::string::npos) << v.detail;
+  EXPECT_NE(v.detail.find("?[31mred"), std::string::npos) << v.detail;
+}
+
 TEST_F(BundleTest, RotationWithTwoTrustedKeys) {
   // 1. Agents trust A; bundles are signed by A.
   EXPECT_TRUE(Verify(MustBuild(Input(1), {&a_}), trust_a_).ok());
