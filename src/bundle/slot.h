@@ -99,6 +99,13 @@ class BundleSlot {
     return v;
   }
 
+  // Replaces the trusted keys for later offers (key rotation: add the new key, later drop the old one).
+  // The loaded bundle keeps serving whoever signed it.
+  void SetTrust(TrustStore trust) {
+    std::lock_guard<std::mutex> lock(offer_mu_);
+    trust_ = std::move(trust);
+  }
+
   Stats stats() const {
     std::lock_guard<std::mutex> lock(offer_mu_);
     return stats_;
@@ -125,7 +132,7 @@ class BundleSlot {
   };
 
  private:
-  const TrustStore trust_;
+  TrustStore trust_;  // guarded by offer_mu_
   const VerifyOptions options_;
   const Builder build_;
   std::atomic<std::shared_ptr<const Loaded>> current_;

@@ -100,6 +100,18 @@ TEST_F(SlotTest, AcceptsNewerRefusesOlderAndKeepsServing) {
   EXPECT_EQ(slot_.stats().accepted, 2u);
 }
 
+TEST_F(SlotTest, TrustRotatesWhileServing) {
+  SigningKey next = Key(2);
+  ASSERT_TRUE(slot_.Offer(MustBuild(VersionedInput(1), {&key_})).ok());
+  EXPECT_EQ(slot_.Offer(MustBuild(VersionedInput(2), {&next})).reason, Reason::kUntrustedKey);
+  slot_.SetTrust(Trust({&key_, &next}));
+  ASSERT_TRUE(slot_.Offer(MustBuild(VersionedInput(2), {&next})).ok());
+  slot_.SetTrust(Trust({&next}));
+  EXPECT_EQ(slot_.Load()->value.version, 2u);  // still serving
+  EXPECT_EQ(slot_.Offer(MustBuild(VersionedInput(3), {&key_})).reason, Reason::kUntrustedKey);
+  EXPECT_TRUE(slot_.Offer(MustBuild(VersionedInput(3), {&next})).ok());
+}
+
 TEST_F(SlotTest, MinimumVersionAppliesToTheFirstBundle) {
   VerifyOptions o;
   o.min_version = 10;

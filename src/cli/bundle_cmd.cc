@@ -149,9 +149,14 @@ void Sign(const SignArgs& a) {
   if (!a.dir.empty()) {
     std::error_code ec;
     if (!fs::is_directory(a.dir, ec)) Fail("policy sign: " + a.dir + " is not a directory", 2);
+    // The archive being written may sit in the directory (a re-sign): it is not part of the bundle.
+    std::error_code out_ec;
+    fs::path out = fs::weakly_canonical(a.out, out_ec);
     for (auto it = fs::recursive_directory_iterator(a.dir, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (it->is_directory()) continue;
+      std::error_code same_ec;
+      if (fs::weakly_canonical(it->path(), same_ec) == out) continue;
       std::string rel = fs::relative(it->path(), a.dir).generic_string();
       if (!it->is_regular_file() || it->is_symlink()) {
         Fail("policy sign: " + rel + " is not a regular file (bundles hold regular files only)");

@@ -63,6 +63,13 @@ grep -q "\"key_id\": \"$a_id\"" out/signatures.json || fail "signatures.json key
 g policy sign --dir src --version 5 --org acme --key a.key --out v5again.tar.gz --created 1795833000 >/dev/null
 cmp -s v5.tar.gz v5again.tar.gz || fail "signing is not reproducible"
 
+# Re-signing into the content directory leaves the old archive out of the new bundle.
+g policy sign --dir src --version 5 --org acme --key a.key --out src/inplace.tar.gz >/dev/null
+g policy sign --dir src --version 6 --org acme --key a.key --out src/inplace.tar.gz >/dev/null
+checks=$((checks + 1))
+[ "$(tar tzf src/inplace.tar.gz | grep -c inplace)" = 0 ] || fail "the archive bundled itself"
+rm src/inplace.tar.gz
+
 # inspect needs no trust.
 expect "inspect" 0 "version  5" g policy inspect v5.tar.gz
 expect "inspect key id" 0 "key id $a_id" g policy inspect v5.tar.gz
