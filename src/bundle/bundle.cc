@@ -314,8 +314,8 @@ std::string_view ReasonName(Reason r) {
       return "malformed_manifest";
     case Reason::kUnsupportedFormat:
       return "unsupported_format";
-    case Reason::kWrongKind:
-      return "wrong_kind";
+    case Reason::kWrongBundle:
+      return "wrong_bundle";
     case Reason::kFileMissing:
       return "file_missing";
     case Reason::kFileNotInManifest:
@@ -427,12 +427,16 @@ Verdict Verify(std::string_view archive, const TrustStore& trust, const VerifyOp
   auto manifest = std::make_unique<Manifest>();
   if (Verdict v = ReadManifest(u.manifest->data, manifest.get()); !v.ok()) return v;
   if (!options.expected_kind.empty() && manifest->kind != options.expected_kind) {
-    return Refuse(Reason::kWrongKind,
+    return Refuse(Reason::kWrongBundle,
                   "a \"" + manifest->kind + "\" bundle, not \"" + options.expected_kind + "\"");
   }
   if (!options.expected_org.empty() && manifest->org != options.expected_org) {
-    return Refuse(Reason::kWrongKind, "a bundle for organisation \"" + manifest->org + "\", not \"" +
-                                          options.expected_org + "\"");
+    return Refuse(Reason::kWrongBundle, "a bundle for organisation \"" + manifest->org + "\", not \"" +
+                                            options.expected_org + "\"");
+  }
+  if (!options.expected_name.empty() && manifest->name != options.expected_name) {
+    return Refuse(Reason::kWrongBundle,
+                  "bundle \"" + manifest->name + "\", not \"" + options.expected_name + "\"");
   }
 
   std::shared_ptr<Bundle> out = BundleAccess::Create();

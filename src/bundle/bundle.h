@@ -40,7 +40,7 @@ enum class Reason {
   kBadSignature,         // "bad_signature": a trusted key's signature does not verify the manifest
   kMalformedManifest,    // "malformed_manifest": signed, but not a valid format-1 manifest
   kUnsupportedFormat,    // "unsupported_format": a manifest "format" this build does not know
-  kWrongKind,            // "wrong_kind": the bundle is for another consumer (kind) or organisation
+  kWrongBundle,          // "wrong_bundle": for another consumer (kind), organisation or bundle name
   kFileMissing,          // "file_missing": listed in the manifest, absent from the archive
   kFileNotInManifest,    // "file_not_in_manifest": in the archive, not listed in the manifest
   kFileSizeMismatch,     // "file_size_mismatch"
@@ -144,9 +144,11 @@ struct VerifyOptions {
   Limits limits;
   // A version below this is kVersionTooOld (equal is accepted: BundleSlot decides about equal versions).
   uint64_t min_version = 0;
-  // When non-empty, a bundle of another kind or organisation is kWrongKind.
+  // When non-empty, a bundle of another kind, organisation or name is kWrongBundle (versions count per
+  // org/kind/name, so a verifier must not take another bundle's higher version for its own).
   std::string expected_kind;
   std::string expected_org;
+  std::string expected_name;
 };
 
 // Verification order (each step runs only when the previous passed; docs/bundles.md says why):

@@ -273,15 +273,19 @@ TEST_F(BundleTest, Oversize) {
   EXPECT_REFUSED(Verify(bomb, trust_a_, o), Reason::kTooLarge);
 }
 
-TEST_F(BundleTest, WrongKindOrOrg) {
+TEST_F(BundleTest, WrongKindOrgOrName) {
   std::string archive = MustBuild(Input(1), {&a_});
   VerifyOptions o;
   o.expected_kind = "gateway";
-  EXPECT_REFUSED(Verify(archive, trust_a_, o), Reason::kWrongKind);
+  EXPECT_REFUSED(Verify(archive, trust_a_, o), Reason::kWrongBundle);
   o.expected_kind = "policy";
   o.expected_org = "globex";
-  EXPECT_REFUSED(Verify(archive, trust_a_, o), Reason::kWrongKind);
+  EXPECT_REFUSED(Verify(archive, trust_a_, o), Reason::kWrongBundle);
   o.expected_org = "acme";
+  EXPECT_TRUE(Verify(archive, trust_a_, o).ok());
+  o.expected_name = "team-b";
+  EXPECT_REFUSED(Verify(archive, trust_a_, o), Reason::kWrongBundle);
+  o.expected_name = "default";
   EXPECT_TRUE(Verify(archive, trust_a_, o).ok());
 }
 

@@ -240,6 +240,7 @@ struct VerifyArgs {
   std::vector<std::string> trust;
   uint64_t min_version = 0;
   std::string org;
+  std::string name;
 };
 
 void Verify(const VerifyArgs& a) {
@@ -247,6 +248,7 @@ void Verify(const VerifyArgs& a) {
   o.min_version = a.min_version;
   o.expected_kind = std::string(kKind);
   o.expected_org = a.org;
+  o.expected_name = a.name;
   bundle::TrustStore trust;
   for (const std::string& path : a.trust) {
     auto text = ReadFile(path, 4096);
@@ -313,6 +315,7 @@ void AddPolicyBundleCommands(CLI::App& policy) {
   verify->add_option("--trust", verify_args->trust, "Trusted public key file (repeatable)")->required();
   verify->add_option("--min-version", verify_args->min_version, "Refuse versions below this");
   verify->add_option("--org", verify_args->org, "Refuse bundles for another organisation");
+  verify->add_option("--name", verify_args->name, "Refuse bundles with another name");
   verify->callback([verify_args] { Verify(*verify_args); });
 }
 

@@ -4,7 +4,7 @@
 //   govern policy sign (--dir D | --file NAME=PATH...) --version N --org O --key F [--key F2]
 //                      [--name N] [--created UNIX_SECONDS] [--no-gzip] --out bundle.tar.gz
 //   govern policy inspect FILE
-//   govern policy verify FILE --trust F [--trust F2] [--min-version N] [--org O]
+//   govern policy verify FILE --trust F [--trust F2] [--min-version N] [--org O] [--name N]
 //
 // These need no configuration, database or service: each runs from its subcommand's callback while the
 // command line is parsed and ends parsing with its exit code (CLI::Success for 0, CLI::RuntimeError for

@@ -81,7 +81,9 @@ expect "verify ok" 0 "ok: policy bundle acme/default version 5" g policy verify 
 expect "verify min-version ok" 0 "ok:" g policy verify v6.tar.gz --trust a.pub --min-version 6
 expect "verify older" 1 "version_too_old" g policy verify v5.tar.gz --trust a.pub --min-version 6
 expect "verify untrusted" 1 "untrusted_key" g policy verify v5.tar.gz --trust b.pub
-expect "verify wrong org" 1 "wrong_kind" g policy verify v5.tar.gz --trust a.pub --org globex
+expect "verify wrong org" 1 "wrong_bundle" g policy verify v5.tar.gz --trust a.pub --org globex
+expect "verify wrong name" 1 "wrong_bundle" g policy verify v5.tar.gz --trust a.pub --name team-b
+expect "verify org and name" 0 "ok:" g policy verify v5.tar.gz --trust a.pub --org acme --name default
 head -c 300 v5.tar.gz >cut.tar.gz
 expect "verify truncated" 1 "malformed_archive" g policy verify cut.tar.gz --trust a.pub
 expect "inspect truncated" 1 "malformed_archive" g policy inspect cut.tar.gz
