@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/log.h"
+#include "cli/bundle_cmd.h"
 #include "cli/keys.h"
 #include "cli/run.h"
 #include "cli/telemetry_cmd.h"
@@ -102,6 +103,11 @@ int Main(int argc, char** argv) {
   cfg_cmd->add_subcommand("docs", "Print the Markdown reference of every key (docs/configuration.md)");
 
   TelemetryCommand telemetry(app);
+
+  // Minimal `govern policy` so the bundle commands are reachable; policy_cmd.cc owns it at merge.
+  CLI::App* policy = app.add_subcommand("policy", "Policy bundles: keys, signing, inspection, verification");
+  policy->require_subcommand(1);
+  AddPolicyBundleCommands(*policy);
 
   CLI11_PARSE(app, argc, argv);
 
