@@ -206,6 +206,12 @@ Result<std::unique_ptr<DecisionShipper>> DecisionShipper::Create(DecisionLog* lo
   return std::unique_ptr<DecisionShipper>(new DecisionShipper(log, std::move(options)));
 }
 
+Status DecisionShipper::Forget(DecisionLog* log, std::string_view cursor) {
+  if (log->wal().Cursors().count(std::string(cursor)) == 0) return OkStatus();
+  log::Info(kComponent, "shipping is off: its cursor no longer holds the decision log", {{"cursor", cursor}});
+  return log->wal().UnregisterCursor(cursor);
+}
+
 DecisionShipper::DecisionShipper(DecisionLog* log, ShipperOptions options)
     : log_(log), options_(std::move(options)) {
   while (!options_.endpoint.empty() && options_.endpoint.back() == '/') options_.endpoint.pop_back();

@@ -66,6 +66,9 @@ class DecisionShipper {
  public:
   // Registers the cursor (at the WAL's first record when new) and checks the options.
   static Result<std::unique_ptr<DecisionShipper>> Create(DecisionLog* log, ShipperOptions options);
+  // Removes a shipper's cursor when shipping is switched off; a cursor left behind would hold WAL
+  // retention forever. Does nothing when the cursor does not exist.
+  static Status Forget(DecisionLog* log, std::string_view cursor = "telemetry");
   ~DecisionShipper();  // Stop()s
   DecisionShipper(const DecisionShipper&) = delete;
   DecisionShipper& operator=(const DecisionShipper&) = delete;

@@ -417,6 +417,16 @@ TEST(ShipperTest, CursorHoldsRetentionUntilShipped) {
   EXPECT_GT(log->wal().FirstSequence(), 1u);
 }
 
+TEST(ShipperTest, ForgetReleasesTheLogWhenShippingIsSwitchedOff) {
+  TempDir dir;
+  auto log = OpenLog(dir.path());
+  ASSERT_TRUE(DecisionShipper::Create(log.get(), Options("http://127.0.0.1:1")).ok());
+  EXPECT_EQ(log->wal().Cursors().count("telemetry"), 1u);
+  ASSERT_TRUE(DecisionShipper::Forget(log.get()).ok());
+  EXPECT_EQ(log->wal().Cursors().count("telemetry"), 0u);
+  EXPECT_TRUE(DecisionShipper::Forget(log.get()).ok()) << "forgetting twice is fine";
+}
+
 TEST(ShipperTest, RefusesBadOptions) {
   TempDir dir;
   auto log = OpenLog(dir.path());
