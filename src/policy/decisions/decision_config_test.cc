@@ -6,12 +6,20 @@
 namespace govern::policy {
 namespace {
 
+// A Config points into its Schema, which must outlive it.
+const config::Schema& TheSchema() {
+  static const config::Schema* schema = [] {
+    auto* s = new config::Schema;
+    DeclareDecisionLogConfig(*s);
+    return s;
+  }();
+  return *schema;
+}
+
 Result<config::Config> Load(std::vector<std::pair<std::string, std::string>> flags) {
-  config::Schema s;
-  DeclareDecisionLogConfig(s);
   config::LoadOptions lo;
   lo.flags = std::move(flags);
-  return config::Config::Load(s, lo);
+  return config::Config::Load(TheSchema(), lo);
 }
 
 TEST(DecisionConfigTest, Defaults) {

@@ -284,6 +284,66 @@ TEST(ShipperTest, RetriesWhileIntakeIsDown) {
   EXPECT_EQ(intake.stored(), ids);
 }
 
+// Intake takes the request and drops the connection without an answer (a crash or a proxy timeout on
+// its side): the shipper cannot know whether the batch was stored, sends it again, and moves its cursor
+// only after a real 200.
+TEST(ShipperTest, RetriesWhenIntakeDropsTheConnectionMidRequest) {
+  TempDir dir;
+  auto log = OpenLog(dir.path());
+  auto ids = RecordN(*log, 20);
+  const int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(lfd, 16), 0);
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const uint16_t port = ntohs(a.sin_port);
+  std::atomic<int> dropped{0};
+  std::vector<std::string> dropped_bodies;
+  std::thread dropper([&] {
+    for (int i = 0; i < 3; ++i) {
+      const int c = accept(lfd, nullptr, nullptr);
+      if (c < 0) return;
+      std::string got;
+      char buf[4096];
+      // Read the whole request (its body ends with the last event's newline), then hang up.
+      while (got.find("\r\n\r\n") == std::string::npos || got.back() != '\n') {
+        const ssize_t n = read(c, buf, sizeof(buf));
+        if (n <= 0) break;
+        got.append(buf, static_cast<size_t>(n));
+      }
+      dropped_bodies.push_back(got.substr(got.find("\r\n\r\n") + 4));
+      close(c);
+      ++dropped;
+    }
+  });
+  auto shipper = StartShipper(*log, Options("http://127.0.0.1:" + std::to_string(port)));
+  dropper.join();
+  close(lfd);
+  EXPECT_EQ(dropped.load(), 3);
+  EXPECT_EQ(Cursor(*log), 1u);
+  FakeIntake intake(port);
+  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 21; })) << shipper->GetStats().last_error;
+  shipper->Stop();
+  EXPECT_EQ(intake.stored(), ids);
+  EXPECT_GE(shipper->GetStats().retries, 3u);
+  // Every dropped attempt carried the very batch that was finally stored.
+  ASSERT_EQ(dropped_bodies.size(), 3u);
+  for (const auto& body : dropped_bodies) {
+    std::vector<std::string> sent;
+    for (size_t pos = 0; pos < body.size();) {
+      size_t end = body.find('\n', pos);
+      sent.push_back(nlohmann::json::parse(body.substr(pos, end - pos))["id"]);
+      pos = end + 1;
+    }
+    EXPECT_EQ(sent, ids);
+  }
+}
+
 // The crash the exactly-once design exists for: a real child process ships, intake answers 200, and
 // the child is SIGKILLed before its cursor moves. The next shipper sends the same batch again with the
 // same ids, so intake (which stores by id) keeps each decision once, and then ships the rest.
