@@ -216,6 +216,7 @@ DecisionShipper::DecisionShipper(DecisionLog* log, ShipperOptions options)
     : log_(log), options_(std::move(options)) {
   while (!options_.endpoint.empty() && options_.endpoint.back() == '/') options_.endpoint.pop_back();
   url_ = options_.endpoint + "/v1/events";
+  rng_.seed(std::random_device{}());
   auth_ = "Bearer " + options_.key;
   auto pos = log_->wal().CursorPosition(options_.cursor);
   next_seq_ = pos.ok() ? *pos : 0;
@@ -410,7 +411,6 @@ Status DecisionShipper::ShipRange(std::vector<Item>& items, size_t lo, size_t hi
   }
   const uint64_t next_seq = items[hi - 1].seq + 1;
   auto backoff = options_.initial_backoff;
-  std::mt19937 jitter(static_cast<uint32_t>(next_seq));
   for (bool first = true;; first = false) {
     {
       std::lock_guard lk(mu_);
@@ -467,7 +467,7 @@ Status DecisionShipper::ShipRange(std::vector<Item>& items, size_t lo, size_t hi
     // Jitter keeps many agents from retrying in step after an outage; only upward, so a Retry-After
     // is never cut short.
     const auto jittered = wait + std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(
-                                     0, std::max<int64_t>(wait.count() / 4, 0))(jitter));
+                                     0, std::max<int64_t>(wait.count() / 4, 0))(rng_));
     if (!SleepUnlessStopped(jittered)) return Cancelled("decision shipper: stopping");
     backoff = std::min(backoff * 2, options_.max_backoff);
   }

@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -104,6 +105,7 @@ class DecisionShipper {
   std::unique_ptr<net::HttpClient> client_;
   std::string url_;
   std::string auth_;
+  std::mt19937 rng_;  // retry jitter; the shipper thread's only
 
   std::mutex mu_;
   std::condition_variable cv_;
