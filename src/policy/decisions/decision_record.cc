@@ -69,6 +69,11 @@ class Input {
       if (shift == 63 && b > 1) break;  // would overflow 64 bits
       v |= uint64_t{b & 0x7fu} << shift;
       if ((b & 0x80) == 0) {
+        // One encoding per value (so one per record): a zero final byte after others is padding.
+        if (b == 0 && shift > 0) {
+          return InvalidArgument("decision record: " + std::string(what) +
+                                 ": varint not in its shortest form");
+        }
         *out = v;
         return OkStatus();
       }

@@ -10,7 +10,8 @@
 //   varint n, n x str determining policy ids | varint n, n x str erroring policy ids | str context
 // where str = varint length + bytes. The decoder is bounded: every length and count is checked against
 // the bytes left before anything is allocated, unknown versions, decisions and context kinds are
-// refused, a hashed context must be 32 bytes, and trailing bytes are an error. It never crashes on
+// refused, a hashed context must be 32 bytes, varints must be in their shortest form (one encoding per
+// record), and trailing bytes are an error. It never crashes on
 // any input (fuzz target decision_record_fuzz).
 //
 // Thread-safety: the types are plain values; EncodeDecision/DecodeDecision are pure functions.

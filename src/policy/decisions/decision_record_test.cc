@@ -122,6 +122,9 @@ TEST(DecisionRecordTest, BrokenFieldsAreRefusedWithAReason) {
   // An 11-byte varint.
   std::string overlong = b.substr(0, 36) + std::string(10, '\xff') + "\x01";
   refused(overlong, "varint too long");
+  // Zero written in two bytes (found by the fuzzer: it decoded, and encoded back differently).
+  std::string padded = b.substr(0, 36) + std::string("\x80\x00", 2) + b.substr(37);
+  refused(padded, "shortest form");
 }
 
 TEST(DecisionIdTest, TextRoundTripAndLayout) {
