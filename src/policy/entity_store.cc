@@ -48,7 +48,7 @@ Status UidFromJson(const json& j, Arena* arena, std::string_view what, const Uid
     return InvalidArgument(Str(what) + ": expected an entity uid {\"type\": .., \"id\": ..}");
   auto t = obj->find("type");
   auto i = obj->find("id");
-  if (t == obj->end() || i == obj->end() || !t->is_string() || !i->is_string() || obj->size() != 2) {
+  if (t == obj->end() || i == obj->end() || !t->is_string() || !i->is_string()) {
     return InvalidArgument(Str(what) +
                            ": expected an entity uid {\"type\": .., \"id\": ..} with string fields");
   }
@@ -128,7 +128,7 @@ Status ValueFromJsonAt(const json& j, Arena* arena, std::string_view what, Value
         const std::string& arg = x["arg"].get_ref<const std::string&>();
         std::string error;
         int64_t v = 0;
-        if (fn == "ip" || fn == "ipaddr") {
+        if (fn == "ip") {
           IpAddr ip;
           if (!ParseIp(arg, &ip, &error)) {
             return InvalidArgument("error while evaluating `ipaddr` extension function: " + error);
@@ -186,11 +186,6 @@ Status EntityStore::Load(const json& array) {
     if (!e.contains("uid")) return InvalidArgument(where + ": missing field `uid`");
     if (!e.contains("attrs")) return InvalidArgument(where + ": missing field `attrs`");
     if (!e.contains("parents")) return InvalidArgument(where + ": missing field `parents`");
-    for (auto it = e.begin(); it != e.end(); ++it) {
-      if (it.key() != "uid" && it.key() != "attrs" && it.key() != "parents" && it.key() != "tags") {
-        return InvalidArgument(where + ": unknown field `" + it.key() + "`");
-      }
-    }
     EntityData d;
     GOVERN_RETURN_IF_ERROR(UidFromJson(e["uid"], &arena_, where + " uid", &d.uid));
     where = "entity " + d.uid->ToString();
@@ -258,6 +253,13 @@ Status EntityStore::Load(const json& array) {
       if (const EntityData* pd = Find(*u)) {
         size_t pk = static_cast<size_t>(pd - entities_.data());
         for (const Uid* g : parents[pk]) stack.push_back(g);
+      }
+    }
+    for (const Uid* f : found) {
+      if (*f == *entities_[k].uid) {
+        return InvalidArgument(
+            "transitive closure computation/enforcement error: input graph has a cycle containing vertex `" +
+            f->ToString() + "`");
       }
     }
     std::sort(found.begin(), found.end(), [](const Uid* a, const Uid* b) { return a->hash < b->hash; });

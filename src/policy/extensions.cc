@@ -366,8 +366,9 @@ bool ParseDuration(std::string_view s, int64_t* out, std::string* error) {
 }
 
 bool IpIsLoopback(const IpAddr& a) {
-  if (!a.v6) return (a.lo >> 24) == 127;
-  return a.hi == 0 && a.lo == 1;
+  // A range is loopback when all of it is: 127.0.0.0/8 and ::1.
+  if (!a.v6) return (a.lo >> 24) == 127 && a.prefix >= 8;
+  return a.hi == 0 && a.lo == 1 && a.prefix == 128;
 }
 
 bool IpIsMulticast(const IpAddr& a) {

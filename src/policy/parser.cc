@@ -832,7 +832,6 @@ class Parser {
       args->push_back(a);
       if (Peek().kind == Tok::kComma) {
         Next();
-        if (Peek().kind == Tok::kRParen) return Fail(Peek(), "expected an expression, found `)`");
       } else if (Peek().kind != Tok::kRParen) {
         return Fail(Peek(), "expected `,` or `)`, found " + Describe(Peek()));
       }
@@ -917,7 +916,6 @@ class Parser {
           n->kids.push_back(e);
           if (Peek().kind == Tok::kComma) {
             Next();
-            if (Peek().kind == Tok::kRBracket) return FailN(Peek(), "expected an expression, found `]`");
           } else if (Peek().kind != Tok::kRBracket) {
             return FailN(Peek(), "expected `,` or `]`, found " + Describe(Peek()));
           }
@@ -949,7 +947,6 @@ class Parser {
           n->kids.push_back(e);
           if (Peek().kind == Tok::kComma) {
             Next();
-            if (Peek().kind == Tok::kRBrace) return FailN(Peek(), "expected a record key, found `}`");
           } else if (Peek().kind != Tok::kRBrace) {
             return FailN(Peek(), "expected `,` or `}`, found " + Describe(Peek()));
           }
