@@ -126,7 +126,7 @@ int PolicyCommand::Evaluate() {
   auto request = policy::Request::FromJson(*text);
   if (!request.ok()) return Bad(request_, request.status());
   policy::Response r = policy::Authorize(loaded->policies, loaded->entities, *request);
-  std::printf("%s\n", ResponseJson(r).dump(2).c_str());
+  std::printf("%s\n", ResponseJson(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }
 
@@ -138,7 +138,7 @@ int PolicyCommand::Test() {
   nlohmann::json cases;
   try {
     cases = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for huge numbers
     return Bad(cases_, InvalidArgument(e.what()));
   }
   if (!cases.is_array()) return Bad(cases_, InvalidArgument("expected a JSON array of test cases"));
@@ -161,7 +161,9 @@ int PolicyCommand::Test() {
       if (!c.contains(list)) continue;
       nlohmann::json want = c[list];
       if (want.is_array()) std::sort(want.begin(), want.end());
-      if (want != got[list]) why += std::string(" ") + list + " " + got[list].dump();
+      if (want != got[list])
+        why += std::string(" ") + list + " " +
+               got[list].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     if (!why.empty()) {
       ++failures;

@@ -12,10 +12,10 @@ std::string EvalCaseLine(std::string_view line) {
   nlohmann::json in;
   try {
     in = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for huge numbers
     out["id"] = nullptr;
     out["failure"] = std::string("invalid JSON: ") + e.what();
-    return out.dump();
+    return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   out["id"] = in.is_object() && in.contains("id") ? in["id"] : nlohmann::json(nullptr);
   auto fail = [&](const std::string& msg) {

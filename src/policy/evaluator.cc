@@ -591,6 +591,8 @@ Result<nlohmann::json> ParseJson(std::string_view text, const char* what) {
   } catch (const nlohmann::json::parse_error& e) {
     return InvalidArgument(std::string(what) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
                            e.what());
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number too large for a double
+    return InvalidArgument(std::string(what) + ": invalid JSON: " + e.what());
   }
 }
 
