@@ -125,6 +125,22 @@ TEST(EvaluatorTest, SetsAndTags) {
   EXPECT_TRUE(IsError(Eval("principal.hasTag(1)", "{}", entities), "expected string"));
 }
 
+TEST(EvaluatorTest, LargeSetsDedupeAndCompareAsSets) {
+  std::string up, down, dup;
+  for (int k = 0; k < 40; ++k) {
+    up += (k ? ", " : "") + std::to_string(k);
+    down += (k ? ", " : "") + std::to_string(39 - k);
+    dup += (k ? ", " : "") + std::to_string(k % 20);
+  }
+  EXPECT_EQ(Eval("[" + up + "] == [" + down + "]"), "true");
+  EXPECT_EQ(Eval("[" + up + "] == [" + down + ", 40]"), "false");
+  EXPECT_EQ(Eval("[" + up + "].containsAll([" + dup + "]) && [" + dup + "] != [" + up + "]"), "true");
+  EXPECT_EQ(Eval("[" + dup + ", context.a] == [" + up + "]", R"({"a": 5})"), "false");
+  std::string twenty;
+  for (int k = 0; k < 20; ++k) twenty += (k ? ", " : "") + std::to_string(k);
+  EXPECT_EQ(Eval("[" + dup + ", context.a] == [" + twenty + "]", R"({"a": 5})"), "true");
+}
+
 TEST(EvaluatorTest, Like) {
   EXPECT_EQ(Eval("\"abc\" like \"a*c\" && \"abc\" like \"*\" && \"\" like \"*\" && \"abc\" like \"abc\""),
             "true");

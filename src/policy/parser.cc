@@ -311,7 +311,6 @@ class Parser {
 
   Node* NewNode(Op op, const Token& at) {
     if (out_->nodes.size() - nodes_at_policy_start_ > kMaxNodesPerPolicy) {
-      // Bounds the evaluator's recursion (long operator chains nest as deep as they are long).
       Fail(at, "policy too large (more than " + std::to_string(kMaxNodesPerPolicy) + " expression nodes)");
     }
     out_->nodes.push_back(std::make_unique<Node>());
@@ -380,6 +379,12 @@ class Parser {
     if (Peek().kind == Tok::kEnd) return Fail(Peek(), "unexpected end of input, expected `;`");
     if (!Expect(Tok::kSemi, "`;` or a `when`/`unless` condition")) return false;
     if (failed_) return false;
+    for (const Condition& c : pol.conditions) {
+      if (Depth(c.expr) > kMaxDepth) {
+        // Bounds the evaluator's recursion: long operator chains nest as deep as they are long.
+        return Fail(eff, "expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
+      }
+    }
     out_->policies.push_back(std::move(pol));
     return true;
   }
@@ -1070,7 +1075,22 @@ class Parser {
   ParseError err_{0, 0, ""};
   int depth_ = 0;
   size_t nodes_at_policy_start_ = 0;
-  static constexpr size_t kMaxNodesPerPolicy = 5000;
+  static constexpr size_t kMaxNodesPerPolicy = 200000;
+  static constexpr size_t kMaxDepth = 1000;
+
+  // The depth of an expression tree, without recursion (the tree may be deeper than the stack allows).
+  static size_t Depth(const Node* root) {
+    size_t max_depth = 0;
+    std::vector<std::pair<const Node*, size_t>> stack{{root, 1}};
+    while (!stack.empty()) {
+      auto [n, d] = stack.back();
+      stack.pop_back();
+      max_depth = std::max(max_depth, d);
+      if (max_depth > kMaxDepth) break;
+      for (const Node* k : n->kids) stack.emplace_back(k, d + 1);
+    }
+    return max_depth;
+  }
 };
 
 void AppendUtf8(uint32_t cp, std::string* out) {

@@ -67,6 +67,31 @@ bool SetContains(const SetData& s, const Value& v) {
   return false;
 }
 
+// Equal-sized sets of unique elements, compared through sorted hashes so that it stays n log n.
+bool LargeSetsEqual(const SetData& a, const SetData& b) {
+  auto hashes = [](const SetData& s) {
+    std::vector<std::pair<uint64_t, const Value*>> h;
+    h.reserve(s.elems.size());
+    for (const Value& e : s.elems) h.emplace_back(ValueHash(e), &e);
+    std::sort(h.begin(), h.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    return h;
+  };
+  auto ha = hashes(a), hb = hashes(b);
+  for (size_t i = 0; i < ha.size();) {
+    if (ha[i].first != hb[i].first) return false;
+    size_t j = i;
+    while (j < ha.size() && ha[j].first == ha[i].first) ++j;
+    for (size_t x = i; x < j; ++x) {
+      bool found = false;
+      for (size_t y = i; y < j && !found; ++y)
+        found = hb[y].first == ha[x].first && ValueEquals(*ha[x].second, *hb[y].second);
+      if (!found) return false;
+    }
+    i = j;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string Uid::ToString() const { return type + "::\"" + Escape(id) + "\""; }
@@ -117,6 +142,7 @@ bool ValueEquals(const Value& a, const Value& b) {
       // Elements are unique within a set, so equal sizes plus inclusion one way is set equality.
       if (a.set == b.set) return true;
       if (a.set->elems.size() != b.set->elems.size()) return false;
+      if (a.set->elems.size() > 16) return LargeSetsEqual(*a.set, *b.set);
       for (const Value& e : a.set->elems) {
         if (!SetContains(*b.set, e)) return false;
       }
@@ -174,11 +200,66 @@ std::string ValueToString(const Value& v) {
   return "?";
 }
 
+uint64_t ValueHash(const Value& v) {
+  uint64_t k = static_cast<uint64_t>(v.kind) * 0x9E3779B97F4A7C15ULL;
+  switch (v.kind) {
+    case Kind::kBool:
+      return k ^ (v.b ? 1 : 2);
+    case Kind::kLong:
+    case Kind::kDecimal:
+    case Kind::kDatetime:
+    case Kind::kDuration:
+      return HashBytes(std::string_view(reinterpret_cast<const char*>(&v.i), sizeof v.i), k);
+    case Kind::kString:
+      return HashBytes(*v.s, k);
+    case Kind::kEntity:
+      return k ^ v.e->hash;
+    case Kind::kIp:
+      return k ^ v.ip->hi ^ (v.ip->lo * 31) ^ v.ip->prefix;
+    case Kind::kSet: {
+      uint64_t h = k;
+      for (const Value& e : v.set->elems) h += ValueHash(e);  // order-independent
+      return h;
+    }
+    case Kind::kRecord: {
+      uint64_t h = k;
+      for (const Field& f : v.rec->fields) h += f.hash * 3 + ValueHash(f.value);
+      return h;
+    }
+  }
+  return k;
+}
+
 Value Arena::MakeSet(std::vector<Value> elems) {
   auto* s = New<SetData>();
   s->elems.reserve(elems.size());
-  for (const Value& e : elems) {
-    if (!SetContains(*s, e)) s->elems.push_back(e);
+  if (elems.size() <= 16) {
+    for (const Value& e : elems) {
+      if (!SetContains(*s, e)) s->elems.push_back(e);
+    }
+    return Value::Set(s);
+  }
+  // Large sets: dedupe through a hash table so that building one stays linear.
+  std::vector<std::pair<uint64_t, size_t>> hashed;
+  hashed.reserve(elems.size());
+  for (size_t k = 0; k < elems.size(); ++k) hashed.emplace_back(ValueHash(elems[k]), k);
+  std::stable_sort(hashed.begin(), hashed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<bool> keep(elems.size(), false);
+  for (size_t i = 0; i < hashed.size();) {
+    size_t j = i;
+    while (j < hashed.size() && hashed[j].first == hashed[i].first) ++j;
+    for (size_t a = i; a < j; ++a) {
+      bool dup = false;
+      for (size_t b = i; b < a && !dup; ++b) {
+        dup = keep[hashed[b].second] && ValueEquals(elems[hashed[a].second], elems[hashed[b].second]);
+      }
+      keep[hashed[a].second] = !dup;
+    }
+    i = j;
+  }
+  for (size_t k = 0; k < elems.size(); ++k) {
+    if (keep[k]) s->elems.push_back(elems[k]);
   }
   return Value::Set(s);
 }

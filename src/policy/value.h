@@ -148,6 +148,9 @@ struct RecordData {
 // Cedar equality: structural, sets compared as sets, values of different kinds are unequal.
 bool ValueEquals(const Value& a, const Value& b);
 
+// A hash consistent with ValueEquals (sets and records hash independently of order).
+uint64_t ValueHash(const Value& v);
+
 // Renders a value in Cedar syntax (for messages and the CLI).
 std::string ValueToString(const Value& v);
 
