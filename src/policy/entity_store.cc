@@ -112,17 +112,24 @@ Status ValueFromJsonAt(const json& j, Arena* arena, std::string_view what, Value
       return OkStatus();
     }
     case json::value_t::object: {
+      // The escapes apply only when their payload has the expected shape; otherwise the object is
+      // an ordinary record, as the reference's untagged JSON value reading does.
       if (j.size() == 1 && j.contains("__entity")) {
-        const Uid* uid = nullptr;
-        GOVERN_RETURN_IF_ERROR(UidFromJson(j, arena, what, &uid));
-        *out = Value::Entity(uid);
-        return OkStatus();
+        const json& x = j["__entity"];
+        if (x.is_object() && x.contains("type") && x.contains("id") && x["type"].is_string() &&
+            x["id"].is_string()) {
+          const Uid* uid = nullptr;
+          GOVERN_RETURN_IF_ERROR(UidFromJson(j, arena, what, &uid));
+          *out = Value::Entity(uid);
+          return OkStatus();
+        }
       }
-      if (j.size() == 1 && j.contains("__extn")) {
+      if (j.size() == 1 && j.contains("__extn") && j["__extn"].is_object() && j["__extn"].contains("fn") &&
+          j["__extn"].contains("arg") && j["__extn"]["fn"].is_string()) {
         const json& x = j["__extn"];
-        if (!x.is_object() || !x.contains("fn") || !x.contains("arg") || !x["fn"].is_string() ||
-            !x["arg"].is_string()) {
-          return InvalidArgument(Str(what) + ": __extn needs {\"fn\": name, \"arg\": string}");
+        if (!x["arg"].is_string()) {
+          return InvalidArgument(Str(what) + ": the argument of extension function `" +
+                                 x["fn"].get<std::string>() + "` must be a string");
         }
         const std::string& fn = x["fn"].get_ref<const std::string&>();
         const std::string& arg = x["arg"].get_ref<const std::string&>();
