@@ -241,36 +241,42 @@ Status EntityStore::Load(const json& array) {
     while (table_[i] >= 0) i = (i + 1) & mask;
     table_[i] = static_cast<int32_t>(k);
   }
-  // Transitive closure of parents: a walk from each entity (cycles are harmless).
+  // Transitive closure of parents: a walk from each entity. Entities in the store are visited once
+  // per walk (marked by the walk's number); parents that are not in the store are leaves, deduplicated
+  // after the walk. Reaching the starting entity again is a cycle, which the reference refuses.
+  std::vector<size_t> mark(entities_.size(), SIZE_MAX);
+  std::vector<const Uid*> found;
+  std::vector<const Uid*> stack;
   for (size_t k = 0; k < entities_.size(); ++k) {
-    std::vector<const Uid*> found;
-    std::vector<const Uid*> stack(parents[k].begin(), parents[k].end());
+    found.clear();
+    stack.assign(parents[k].begin(), parents[k].end());
     while (!stack.empty()) {
       const Uid* u = stack.back();
       stack.pop_back();
-      bool seen = false;
-      for (const Uid* f : found) {
-        if (*f == *u) {
-          seen = true;
-          break;
-        }
+      const EntityData* pd = Find(*u);
+      if (!pd) {
+        found.push_back(u);
+        continue;
       }
-      if (seen) continue;
-      found.push_back(u);
-      if (const EntityData* pd = Find(*u)) {
-        size_t pk = static_cast<size_t>(pd - entities_.data());
-        for (const Uid* g : parents[pk]) stack.push_back(g);
-      }
-    }
-    for (const Uid* f : found) {
-      if (*f == *entities_[k].uid) {
+      size_t pk = static_cast<size_t>(pd - entities_.data());
+      if (pk == k) {
         return InvalidArgument(
             "transitive closure computation/enforcement error: input graph has a cycle containing vertex `" +
-            f->ToString() + "`");
+            u->ToString() + "`");
       }
+      if (mark[pk] == k) continue;
+      mark[pk] = k;
+      found.push_back(pd->uid);
+      for (const Uid* g : parents[pk]) stack.push_back(g);
     }
-    std::sort(found.begin(), found.end(), [](const Uid* a, const Uid* b) { return a->hash < b->hash; });
-    entities_[k].ancestors = std::move(found);
+    std::sort(found.begin(), found.end(), [](const Uid* a, const Uid* b) {
+      if (a->hash != b->hash) return a->hash < b->hash;
+      if (a->type != b->type) return a->type < b->type;
+      return a->id < b->id;
+    });
+    found.erase(std::unique(found.begin(), found.end(), [](const Uid* a, const Uid* b) { return *a == *b; }),
+                found.end());
+    entities_[k].ancestors = found;
   }
   return OkStatus();
 }
