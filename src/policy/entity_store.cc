@@ -114,6 +114,9 @@ Status ValueFromJsonAt(const json& j, Arena* arena, std::string_view what, Value
     case json::value_t::object: {
       // The escapes apply only when their payload has the expected shape; otherwise the object is
       // an ordinary record, as the reference's untagged JSON value reading does.
+      if (j.size() == 1 && j.contains("__expr") && j["__expr"].is_string()) {
+        return InvalidArgument(Str(what) + ": the `__expr` escape is no longer supported");
+      }
       if (j.size() == 1 && j.contains("__entity")) {
         const json& x = j["__entity"];
         if (x.is_object() && x.contains("type") && x.contains("id") && x["type"].is_string() &&
