@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "policy/ast.h"
 #include "policy/extensions.h"
 
 namespace govern::policy {
@@ -127,40 +128,31 @@ Status ValueFromJsonAt(const json& j, Arena* arena, std::string_view what, Value
           return OkStatus();
         }
       }
+      // {"__extn": {"fn": F, "arg": A}} or {"fn": F, "args": [..]}: a call of any extension function
+      // or method on restricted values, evaluated now ("arg" wins when both are given).
       if (j.size() == 1 && j.contains("__extn") && j["__extn"].is_object() && j["__extn"].contains("fn") &&
-          j["__extn"].contains("arg") && j["__extn"]["fn"].is_string()) {
+          j["__extn"]["fn"].is_string() &&
+          (j["__extn"].contains("arg") || (j["__extn"].contains("args") && j["__extn"]["args"].is_array()))) {
         const json& x = j["__extn"];
-        if (!x["arg"].is_string()) {
-          return InvalidArgument(Str(what) + ": the argument of extension function `" +
-                                 x["fn"].get<std::string>() + "` must be a string");
-        }
         const std::string& fn = x["fn"].get_ref<const std::string&>();
-        const std::string& arg = x["arg"].get_ref<const std::string&>();
-        std::string error;
-        int64_t v = 0;
-        if (fn == "ip") {
-          IpAddr ip;
-          if (!ParseIp(arg, &ip, &error)) {
-            return InvalidArgument("error while evaluating `ipaddr` extension function: " + error);
-          }
-          *out = Value::Ip(arena->New<IpAddr>(ip));
-        } else if (fn == "decimal") {
-          if (!ParseDecimal(arg, &v, &error)) {
-            return InvalidArgument("error while evaluating `decimal` extension function: " + error);
-          }
-          *out = Value::Scalar(Kind::kDecimal, v);
-        } else if (fn == "datetime") {
-          if (!ParseDatetime(arg, &v, &error)) {
-            return InvalidArgument("error while evaluating `datetime` extension function: " + error);
-          }
-          *out = Value::Scalar(Kind::kDatetime, v);
-        } else if (fn == "duration") {
-          if (!ParseDuration(arg, &v, &error)) {
-            return InvalidArgument("error while evaluating `duration` extension function: " + error);
-          }
-          *out = Value::Scalar(Kind::kDuration, v);
+        ExtFn id;
+        uint8_t expected = 0;
+        if (!LookupExtension(fn, &id, &expected)) {
+          return InvalidArgument(Str(what) + ": extension function `" + fn + "` does not exist");
+        }
+        std::vector<const json*> arg_json;
+        if (x.contains("arg")) {
+          arg_json.push_back(&x["arg"]);
         } else {
-          return InvalidArgument(Str(what) + ": unknown extension function `" + fn + "`");
+          for (const json& e : x["args"]) arg_json.push_back(&e);
+        }
+        std::vector<Value> args(arg_json.size());
+        for (size_t k = 0; k < arg_json.size(); ++k) {
+          GOVERN_RETURN_IF_ERROR(ValueFromJsonAt(*arg_json[k], arena, what, &args[k], depth + 1));
+        }
+        std::string error;
+        if (!CallExtension(id, fn, expected, args.data(), args.size(), arena, &error, out)) {
+          return InvalidArgument(Str(what) + ": " + error);
         }
         return OkStatus();
       }

@@ -1246,6 +1246,17 @@ bool UnescapeCedar(std::string_view body, bool pattern, std::string* out, std::v
   return true;
 }
 
+bool LookupExtension(std::string_view name, ExtFn* fn, uint8_t* args) {
+  for (const ExtInfo& e : kExtFns) {
+    if (name == e.name) {
+      *fn = e.fn;
+      *args = e.args;
+      return true;
+    }
+  }
+  return false;
+}
+
 void CompiledPolicySet::BuildIndex() {
   by_action.clear();
   any_action.clear();
