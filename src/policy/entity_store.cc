@@ -14,7 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-bool ValidName(std::string_view s) {
+}  // namespace
+
+bool ValidEntityTypeName(std::string_view s) {
   // IDENT {'::' IDENT}
   size_t i = 0;
   for (;;) {
@@ -38,6 +40,8 @@ bool ValidName(std::string_view s) {
   }
 }
 
+namespace {
+
 std::string Str(std::string_view s) { return std::string(s); }
 
 }  // namespace
@@ -54,7 +58,7 @@ Status UidFromJson(const json& j, Arena* arena, std::string_view what, const Uid
                            ": expected an entity uid {\"type\": .., \"id\": ..} with string fields");
   }
   const std::string& type = t->get_ref<const std::string&>();
-  if (!ValidName(type))
+  if (!ValidEntityTypeName(type))
     return InvalidArgument(Str(what) + ": `" + type + "` is not a valid entity type name");
   *out = arena->MakeUid(type, i->get_ref<const std::string&>());
   return OkStatus();

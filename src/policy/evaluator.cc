@@ -640,15 +640,26 @@ Result<Request> Request::FromJson(std::string_view json) {
 
 Result<Request> Request::Make(const EntityRef& principal, const EntityRef& action, const EntityRef& resource,
                               std::string_view context_json) {
-  nlohmann::json j;
-  j["principal"] = {{"type", principal.type}, {"id", principal.id}};
-  j["action"] = {{"type", action.type}, {"id", action.id}};
-  j["resource"] = {{"type", resource.type}, {"id", resource.id}};
-  if (!context_json.empty()) {
-    GOVERN_ASSIGN_OR_RETURN(j["context"], ParseJson(context_json, "context"));
-  }
+  // Built directly rather than through a JSON document: this runs once per decision.
   auto data = std::make_shared<RequestData>();
-  GOVERN_RETURN_IF_ERROR(RequestFromJson(j, data.get()));
+  const EntityRef* refs[3] = {&principal, &action, &resource};
+  const Uid** slots[3] = {&data->principal, &data->action, &data->resource};
+  static const char* kNames[3] = {"request principal", "request action", "request resource"};
+  for (int k = 0; k < 3; ++k) {
+    if (!ValidEntityTypeName(refs[k]->type)) {
+      return InvalidArgument(std::string(kNames[k]) + ": `" + refs[k]->type +
+                             "` is not a valid entity type name");
+    }
+    *slots[k] = data->arena.MakeUid(refs[k]->type, refs[k]->id);
+  }
+  if (context_json.empty()) {
+    data->context = data->arena.MakeRecord({});
+  } else {
+    GOVERN_ASSIGN_OR_RETURN(nlohmann::json c, ParseJson(context_json, "context"));
+    if (!c.is_object()) return InvalidArgument("request context: expected a JSON object");
+    GOVERN_RETURN_IF_ERROR(ValueFromJson(c, &data->arena, "context", &data->context));
+    if (data->context.kind != Kind::kRecord) return InvalidArgument("request context: expected a record");
+  }
   Request r;
   r.impl_ = std::move(data);
   return r;
