@@ -278,11 +278,15 @@ Result<IngestCursorRow> SkipIngestRecord(db::Pool& pool, const std::string& base
   Status s = pool.Transact([&](db::Connection& c) -> Status {
     GOVERN_ASSIGN_OR_RETURN(std::vector<IngestCursorRow> rows, LockOneLayout(c, base));
     owner = rows[seq % rows.size()];
-    if (owner.next_seq != seq) {
+    uint64_t oldest = owner.next_seq;
+    for (const IngestCursorRow& r : rows) oldest = std::min(oldest, r.next_seq);
+    // Every worker stops at a record that cannot be stored, so it is the oldest unstored one; a worker
+    // merely waiting there must not have its own next record skipped.
+    if (owner.next_seq != seq || oldest != seq) {
       return FailedPrecondition("ingest cursor \"" + owner.name + "\" (the worker that owns record " +
                                 std::to_string(seq) + ") stands at " + std::to_string(owner.next_seq) +
-                                ", not at " + std::to_string(seq) +
-                                ": only the record it is stopped on can be skipped; nothing changed");
+                                " and the oldest unstored record is " + std::to_string(oldest) +
+                                ": only the record ingest is stopped on can be skipped; nothing changed");
     }
     return SetRow(c, owner.name, seq, seq + rows.size());
   });
@@ -461,7 +465,9 @@ Status Ingester::Shared::EnsureLayout(db::Connection& conn) {
               {{"cursor", base}, {"old", old_layout}, {"workers", n}, {"from_seq", start}});
   }
   // The WAL cursor holds retention at the oldest record any worker still needs.
-  if (Status r = log->RegisterCursor(base, std::max(start, log->FirstSequence())); !r.ok()) {
+  // (Within the WAL's range: a row outside it is refused by the worker that owns it.)
+  uint64_t hold = std::clamp(start, log->FirstSequence(), log->DurableSequence() + 1);
+  if (Status r = log->RegisterCursor(base, hold); !r.ok()) {
     log::Warn(kLog, "could not register the WAL cursor (retention waits)", {{"error", r.ToString()}});
   }
   layout_ready = true;

@@ -103,8 +103,8 @@ Status MoveIngestCursor(db::Pool& pool, const std::string& cursor_name, uint64_t
 Result<std::vector<IngestCursorRow>> ReplayIngestFrom(db::Pool& pool, const std::string& base,
                                                       uint64_t from_seq);
 // With the Ingester stopped: moves the worker that owns record `seq` past it (to seq + N), only when
-// that worker stands exactly at `seq` (the record it is stopped on). FailedPrecondition, nothing
-// changed, otherwise. Returns the row as it was.
+// that worker stands exactly at `seq` and `seq` is the oldest unstored record (where every worker
+// stops on a poison record). FailedPrecondition, nothing changed, otherwise. Returns the row as it was.
 Result<IngestCursorRow> SkipIngestRecord(db::Pool& pool, const std::string& base, uint64_t seq);
 
 class Ingester {
