@@ -244,7 +244,8 @@ int TelemetryCommand::Ingest(const config::Config& cfg) {
                 static_cast<unsigned long long>(durable),
                 static_cast<unsigned long long>(durable + 1 > at ? durable + 1 - at : 0));
     for (const telemetry::IngestCursorRow& r : *rows) {
-      std::printf("  worker %zu/%zu  row %s  next %llu\n", r.shard, r.shards, r.name.c_str(),
+      // (Not the word "next": scripts read the overall figure from the first line.)
+      std::printf("  worker %zu/%zu  row %s  at %llu\n", r.shard, r.shards, r.name.c_str(),
                   static_cast<unsigned long long>(r.next_seq));
     }
     if (rows->size() != rows->front().shards || rows->back().shards != rows->front().shards) {

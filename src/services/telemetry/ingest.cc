@@ -283,10 +283,12 @@ Result<IngestCursorRow> SkipIngestRecord(db::Pool& pool, const std::string& base
     // Every worker stops at a record that cannot be stored, so it is the oldest unstored one; a worker
     // merely waiting there must not have its own next record skipped.
     if (owner.next_seq != seq || oldest != seq) {
-      return FailedPrecondition("ingest cursor \"" + owner.name + "\" (the worker that owns record " +
-                                std::to_string(seq) + ") stands at " + std::to_string(owner.next_seq) +
-                                " and the oldest unstored record is " + std::to_string(oldest) +
-                                ": only the record ingest is stopped on can be skipped; nothing changed");
+      return FailedPrecondition(
+          "ingest cursor \"" + owner.name + "\" (the worker that owns record " + std::to_string(seq) +
+          ") stands at " + std::to_string(owner.next_seq) + " and the oldest unstored record is " +
+          std::to_string(oldest) +
+          ": only the record it is stopped on (the oldest unstored one) can be skipped; nothing "
+          "changed");
     }
     return SetRow(c, owner.name, seq, seq + rows.size());
   });
