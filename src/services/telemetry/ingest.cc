@@ -145,8 +145,9 @@ void DeclareIngestConfig(config::Schema& schema) {
               .type = Type::kString,
               .default_value = "ingest",
               .help =
-                  "Name of the ingest cursor: the row in telemetry_ingest_cursor and the WAL cursor. Change "
-                  "it only to run a second, independent ingest of the same WAL."});
+                  "Name of the ingest cursor: the WAL cursor, and the rows in telemetry_ingest_cursor (this "
+                  "name with one worker, name:k/N with N). Change it only to run a second, independent "
+                  "ingest of the same WAL."});
   schema.Add({.key = "telemetry.ingest.workers",
               .type = Type::kInt,
               .default_value = "2",
