@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "base/log.h"
 #include "cli/bundle_cmd.h"
 #include "cli/keys.h"
+#include "cli/policy_cmd.h"
 #include "cli/run.h"
 #include "cli/telemetry_cmd.h"
 #include "config/config.h"
@@ -103,11 +105,9 @@ int Main(int argc, char** argv) {
   cfg_cmd->add_subcommand("docs", "Print the Markdown reference of every key (docs/configuration.md)");
 
   TelemetryCommand telemetry(app);
+  std::unique_ptr<PolicyCommand> policy = AddPolicyCommands(app);
 
-  // Minimal `govern policy` so the bundle commands are reachable; policy_cmd.cc owns it at merge.
-  CLI::App* policy = app.add_subcommand("policy", "Policy bundles: keys, signing, inspection, verification");
-  policy->require_subcommand(1);
-  AddPolicyBundleCommands(*policy);
+  AddPolicyBundleCommands(*policy->app());  // keygen, sign, inspect, verify: they run inside the parse
 
   CLI11_PARSE(app, argc, argv);
 
@@ -115,6 +115,7 @@ int Main(int argc, char** argv) {
     std::printf("govern %s\n", GOVERN_VERSION);
     return 0;
   }
+  if (policy->parsed()) return policy->Run();  // needs no configuration
 
   config::Schema schema;
   DeclareCoreKeys(schema);
