@@ -129,12 +129,24 @@ function expectOf(a) {
   return { decision: a.decision, reason: a.reason, errors: a.errors };
 }
 
+// A failure message with its specifics (quoted names, numbers, positions) removed: the class of it.
+function messageClass(m) {
+  return String(m)
+    .replace(/`[^`]*`/g, '`_`')
+    .replace(/"(?:[^"\\]|\\.)*"/g, '"_"')
+    .replace(/#?\d+(:\d+)?/g, 'N')
+    .slice(0, 90);
+}
+
 function difference(x, y) {
   const a = canon(x);
   const b = canon(y);
   if (a.missing) return 'engine gave no answer';
   if (a.malformed) return 'engine answer malformed';
-  if (a.failure !== b.failure) return a.failure ? 'engine failure, reference answer' : 'engine answer, reference failure';
+  if (a.failure !== b.failure) {
+    return a.failure ? `engine failure, reference answer [engine: ${messageClass(x.failure)}]`
+      : `engine answer, reference failure [reference: ${messageClass(y.failure)}]`;
+  }
   if (a.decision !== b.decision) return 'decision';
   if (JSON.stringify(a.reason) !== JSON.stringify(b.reason)) return 'reason';
   return 'errors';
@@ -149,11 +161,77 @@ function splitPolicies(text) {
   return parts.policies;
 }
 
+// Direct sub-expressions of a policy JSON (EST) expression node.
+function childExprs(node) {
+  if (!node || typeof node !== 'object') return [];
+  const keys = Object.keys(node);
+  if (keys.length !== 1) return [];
+  const [op] = keys;
+  const v = node[op];
+  if (op === 'Value' || op === 'Var' || op === 'Slot' || op === 'unknown') return [];
+  if (Array.isArray(v)) return v.filter((x) => x && typeof x === 'object');
+  if (v && typeof v === 'object') {
+    if (op === 'Record') return Object.values(v);
+    return ['left', 'right', 'arg', 'if', 'then', 'else'].filter((k) => v[k] && typeof v[k] === 'object').map((k) => v[k]);
+  }
+  return [];
+}
+
+// Every way to replace one expression node of `expr` by a smaller one (a child, true, false).
+function exprShrinks(expr) {
+  const out = [];
+  const walk = (node, rebuild) => {
+    const kids = childExprs(node);
+    if (!('Value' in node && typeof node.Value === 'boolean')) {
+      out.push(rebuild({ Value: true }), rebuild({ Value: false }));
+    }
+    for (const k of kids) out.push(rebuild(k));
+    const [op] = Object.keys(node);
+    const v = node[op];
+    kids.forEach((k) => {
+      walk(k, (repl) => {
+        const copy = JSON.parse(JSON.stringify(v));
+        if (Array.isArray(v)) copy[v.indexOf(k)] = repl;
+        else if (op === 'Record') copy[Object.keys(v).find((key) => v[key] === k)] = repl;
+        else copy[['left', 'right', 'arg', 'if', 'then', 'else'].find((key) => v[key] === k)] = repl;
+        return rebuild({ [op]: copy });
+      });
+    });
+  };
+  walk(expr, (x) => x);
+  return out;
+}
+
+// Smaller variants of one policy's text: without annotations, with a scope unconstrained, without a
+// condition, with a condition's expression shrunk.
+function policyShrinks(text) {
+  const j = cedar.policyToJson(text);
+  if (j.type !== 'success') return [];
+  const est = j.json;
+  const variants = [];
+  if (est.annotations && Object.keys(est.annotations).length) variants.push({ ...est, annotations: {} });
+  for (const v of ['principal', 'action', 'resource']) if (est[v].op !== 'All') variants.push({ ...est, [v]: { op: 'All' } });
+  est.conditions.forEach((cond, k) => {
+    variants.push({ ...est, conditions: est.conditions.filter((_, m) => m !== k) });
+    for (const body of exprShrinks(cond.body)) {
+      const conditions = est.conditions.slice();
+      conditions[k] = { ...cond, body };
+      variants.push({ ...est, conditions });
+    }
+  });
+  const texts = [];
+  for (const v of variants) {
+    const t = cedar.policyToText(v);
+    if (t.type === 'success') texts.push(t.text.replace(/\s*\n\s*/g, ' '));
+  }
+  return texts;
+}
+
 function reductions(c) {
   const out = [];
   const clone = () => JSON.parse(JSON.stringify(c));
-  const pols = splitPolicies(c.policies);
-  if (pols && pols.length > 1) {
+  const pols = typeof c.policies === 'string' ? splitPolicies(c.policies) : null;
+  if (pols && pols.length >= 1) {
     for (let i = 0; i < pols.length; i++) {
       const d = clone();
       d.policies = pols.filter((_, j) => j !== i).join('\n');
@@ -201,18 +279,45 @@ function reductions(c) {
       out.push(d);
     }
   }
+  // Expression-level shrinking last (structural drops are cheaper and usually remove more).
+  if (pols) {
+    pols.forEach((p, i) => {
+      for (const t of policyShrinks(p)) {
+        const d = clone();
+        d.policies = pols.map((q, j) => (j === i ? t : q)).join('\n');
+        out.push(d);
+      }
+    });
+  }
   return out;
 }
 
-async function minimise(cmd, c, o, tmpDir) {
+// Greedy: each round evaluates every one-step reduction (one engine run) and keeps the smallest that
+// still shows the same class of difference.
+async function minimise(cmd, c, cls, o, tmpDir) {
   let cur = c;
-  for (let round = 0; round < 200; round++) {
-    const cands = reductions(cur).map((d, i) => ({ ...d, id: `${c.id}~${round}.${i}` }));
+  const size = (d) => JSON.stringify(d).length;
+  for (let round = 0; round < 100; round++) {
+    const seen = new Set();
+    const cands = reductions(cur)
+      .filter((d) => {
+        const k = JSON.stringify(d);
+        if (seen.has(k) || size(d) >= size(cur)) return false;
+        seen.add(k);
+        return true;
+      })
+      .slice(0, 400)
+      .map((d, i) => ({ ...d, id: `${c.id}~${round}.${i}` }));
     if (!cands.length) break;
     const run = await runEngine(cmd, cands, o.timeout, tmpDir);
-    const next = cands.find((d) => !agree(run.answers.get(d.id), reference(d)));
-    if (!next) break;
-    cur = next;
+    let best = null;
+    for (const d of cands) {
+      const got = run.answers.get(d.id);
+      const ref = reference(d);
+      if (!agree(got, ref) && difference(got, ref) === cls && (!best || size(d) < size(best))) best = d;
+    }
+    if (!best) break;
+    cur = best;
   }
   return { ...cur, id: c.id };
 }
@@ -232,7 +337,8 @@ function readCorpus() {
       } catch (e) {
         throw new Error(`${f}:${i + 1}: not JSON: ${e.message}`);
       }
-      cases.push({ file: f, line: i + 1, c: { ...c, id: `${f}:${c.id ?? i + 1}` }, expect: c.expect });
+      const { expect, ...rest } = c;
+      cases.push({ file: f, line: i + 1, c: { ...rest, id: `${f}:${c.id ?? i + 1}` }, expect });
     });
   }
   return { files, cases };
@@ -300,7 +406,7 @@ async function main() {
       }
       const got = run.answers.get(x.c.id);
       if (!agree(got, x.expect)) {
-        problems.push({ where: `corpus ${x.file}:${x.line}`, c: x.c, ref: x.expect, got, minimise: false });
+        problems.push({ where: `corpus ${x.file}:${x.line}`, c: x.c, ref: x.expect, got, minimise: true });
       } else {
         ok++;
       }
@@ -346,7 +452,8 @@ async function main() {
       if (!byKind.has(k)) byKind.set(k, []);
       byKind.get(k).push(p);
     }
-    console.log(`\nDIFFERENCES: ${problems.length} (${[...byKind].map(([k, v]) => `${k}: ${v.length}`).join('; ')})`);
+    console.log(`\nDIFFERENCES: ${problems.length} in ${byKind.size} classes:`);
+    for (const [k, v] of byKind) console.log(`  ${String(v.length).padStart(6)}  ${k}`);
     // One example of each kind first, then the rest in order.
     const order = [];
     for (let i = 0; order.length < problems.length; i++) {
@@ -358,7 +465,7 @@ async function main() {
       if (reported >= o.maxReports) break;
       reported++;
       let c = p.c;
-      if (p.minimise) c = await minimise(cmd, p.c, o, tmpDir);
+      if (p.minimise) c = await minimise(cmd, p.c, difference(p.got, p.ref), o, tmpDir);
       const ref = p.minimise ? reference(c) : p.ref;
       const got = (await runEngine(cmd, [c], o.timeout, tmpDir)).answers.get(c.id);
       console.log(`\n--- ${p.where} (${difference(got, ref)})${p.minimise ? ', minimised' : ''}`);
