@@ -478,6 +478,7 @@ async function main() {
       console.log(`engine:    ${got ? JSON.stringify(got) : '(no answer)'}`);
       const { note, ...body } = stripId(c);
       found.push({
+        cls: difference(p.got, p.ref),
         id: `${String(p.where).replace(/^generated /, '').replace(/\s+/g, '-')}`,
         note: `${o.label ? `${o.label}: ` : ''}${difference(got, ref)}; engine answered ${got ? JSON.stringify(got.failure !== undefined ? { failure: got.failure } : { decision: got.decision, reason: got.reason, errors: got.errors }) : 'nothing'}`,
         ...body,
@@ -486,7 +487,7 @@ async function main() {
     }
     if (problems.length > reported) console.log(`\n(${problems.length - reported} more not shown; --max-reports N)`);
     const foundFile = path.join(outDir, 'regressions-found.ndjson');
-    fs.writeFileSync(foundFile, found.map((x) => JSON.stringify(x)).join('\n') + '\n');
+    fs.writeFileSync(foundFile, found.map(({ cls, ...x }) => JSON.stringify(x)).join('\n') + '\n');
     console.log(`\nwrote ${found.length} cases to ${foundFile}`);
     if (o.record) {
       const reg = path.join(corpusDir, 'regressions.ndjson');
@@ -494,10 +495,15 @@ async function main() {
         const { id, note, ...rest } = JSON.parse(l);
         return JSON.stringify(rest);
       }) : []);
-      const add = found.filter((x) => {
+      // One minimised case per class of difference; cases already in the corpus are not copied.
+      const classes = new Set();
+      const add = [];
+      for (const { cls, ...x } of found) {
         const { id, note, ...rest } = x;
-        return !have.has(JSON.stringify(rest)) && !p_is_corpus(x);
-      });
+        if (classes.has(cls) || have.has(JSON.stringify(rest)) || p_is_corpus(x)) continue;
+        classes.add(cls);
+        add.push(x);
+      }
       fs.appendFileSync(reg, add.map((x) => JSON.stringify(x)).join('\n') + (add.length ? '\n' : ''));
       console.log(`appended ${add.length} to ${reg}`);
     }
