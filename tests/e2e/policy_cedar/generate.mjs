@@ -93,10 +93,10 @@ const IP_VALID = ['10.0.0.1', '192.168.0.0/16', '::1', '127.0.0.1', 'ff02::1', '
   '1.2.3.4/32', '2001:db8::/32', '0.0.0.0/0', '127.0.0.0/8',
   // other spellings of the same addresses, and edge prefixes
   '0:0:0:0:0:0:0:1', '10.0.0.1/32', '10.0.0.1/8', 'FF02::1', '2001:DB8::/32', '::/0', '255.255.255.255/32',
-  '127.0.0.1/0', '::ffff:0:0/96', '::1/128', '10.0.0.0/08', '127.0.0.0/7', '224.0.0.0/4', '224.0.0.0/3', 'ff00::/8',
+  '127.0.0.1/0', '::ffff:0:0/96', '::1/128', '127.0.0.0/7', '224.0.0.0/4', '224.0.0.0/3', 'ff00::/8',
   '::1/127'];
 const IP_INVALID = ['::ffff:10.0.0.1', '10.0.0.256', 'abc', '1.2.3.4/33', '', '01.2.3.4', '::1/129', '1.2.3',
-  'fe80::1%eth0', '1.2.3.4/-1', ' 1.2.3.4', '1.2.3.4.5', ':::1'];
+  '10.0.0.0/08', 'fe80::1%eth0', '1.2.3.4/-1', ' 1.2.3.4', '1.2.3.4.5', ':::1'];
 const DECIMAL_VALID = ['1.0', '-2.5', '0.0001', '922337203685477.5807', '-922337203685477.5808', '12.34', '0.0',
   '-0.0', '1.5', '1.0000', '1.5000', '-0.0001', '0.1', '00001.0', '-1.0'];
 const DECIMAL_INVALID = ['1', '1.00001', 'abc', '1.', '922337203685477.5808', '.5', '+1.0', '-922337203685477.5809',
@@ -124,11 +124,18 @@ const EXT_LITS = {
 // ---------------------------------------------------------------------------------------------
 // Cedar text helpers
 
-export function cedarString(s) {
+// Escapes are chosen at random among the equivalent spellings (\u{..} for any character, \' for ')
+// while a case is generated, so the engine's unescaping is exercised too; `null` rng: canonical.
+let escapeRng = null; // the case's rng while a case is generated
+
+export function cedarString(s, rngArg) {
+  const rng = rngArg === undefined ? escapeRng : rngArg;
   let out = '"';
   for (const ch of s) {
     const cp = ch.codePointAt(0);
-    if (ch === '"') out += '\\"';
+    if (rng && rng.chance(0.04)) out += `\\u{${cp.toString(16)}}`;
+    else if (rng && ch === "'" && rng.chance(0.5)) out += "\\'";
+    else if (ch === '"') out += '\\"';
     else if (ch === '\\') out += '\\\\';
     else if (ch === '\n') out += '\\n';
     else if (ch === '\t') out += '\\t';
@@ -141,10 +148,11 @@ export function cedarString(s) {
 }
 
 // `like` patterns: `*` is the wildcard, `\*` a literal star; other escapes as in strings.
-function cedarPattern(p) {
+function cedarPattern(p, rng) {
   let out = '"';
   for (const ch of p) {
-    if (ch === '"') out += '\\"';
+    if (rng && rng.chance(0.05) && ch !== '\\') out += `\\u{${ch.codePointAt(0).toString(16)}}`; // \u{2a} is a wildcard too
+    else if (ch === '"') out += '\\"';
     else if (ch === '\n') out += '\\n';
     else if (ch === '\t') out += '\\t';
     else out += ch; // backslashes stay as written: `\*` is the escape under test
@@ -471,7 +479,7 @@ class ExprGen {
       [3, () => `${this.paren(this.bool(e))} && ${this.paren(this.bool(e))}`],
       [3, () => `${this.paren(this.bool(e))} || ${this.paren(this.bool(e))}`],
       [2, () => this.shortCircuit(e)],
-      [3, () => `${this.paren(this.str(e))} like ${cedarPattern(r.pick(PATTERNS))}`],
+      [3, () => `${this.paren(this.str(e))} like ${cedarPattern(r.pick(PATTERNS), r)}`],
       [4, () => this.hasExpr(e)],
       [3, () => this.guarded(e)],
       [4, () => this.inExpr(e)],
@@ -538,7 +546,7 @@ class ExprGen {
       const a = access(base, name, r);
       switch (t) {
         case 'long': return `${a} ${r.pick(['<', '>=', '=='])} ${this.long(e)}`;
-        case 'str': return `${a} like ${cedarPattern(r.pick(PATTERNS))}`;
+        case 'str': return `${a} like ${cedarPattern(r.pick(PATTERNS), r)}`;
         case 'bool': return a;
         case 'set': return `${a}.contains(${this.any(e)})`;
         case 'ent': return `${a} in ${uidText(this.uid())}`;
@@ -716,7 +724,7 @@ function genScope(rng, g, var_, req) {
       [3, () => `action == ${uidText(act())}`],
       [2, () => `action in ${uidText(rng.chance(0.5) ? { type: 'Action', id: 'grp' } : act())}`],
       [2, () => `action in [${Array.from({ length: rng.range(rng.chance(0.9) ? 1 : 0, 3) }, () => uidText(act())).join(', ')}]`],
-      [0.05, () => 'action is Action'],
+      [0.02, () => 'action is Action'],
       [0.05, () => `action == ${uidText(pickUid())}`],
     ])();
   }
@@ -767,7 +775,38 @@ function mutate(rng, text) {
   }
 }
 
+// Varies the whitespace between tokens (never inside string literals): newlines, tabs, CRLF, comments.
+function reformat(rng, text) {
+  let out = '';
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (inString) {
+      out += ch;
+      if (ch === '\\') out += text[++i] ?? '';
+      else if (ch === '"') inString = false;
+    } else if (ch === '"') {
+      inString = true;
+      out += ch;
+    } else if (ch === ' ' && rng.chance(0.15)) {
+      out += rng.pick(['\n', '\t', '  ', '\r\n', ' // note "quoted" ;\n', '\n\n    ']);
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 export function generateCase(rng, id) {
+  escapeRng = rng;
+  try {
+    return generateCaseInner(rng, id);
+  } finally {
+    escapeRng = null;
+  }
+}
+
+function generateCaseInner(rng, id) {
   const entities = genEntities(rng);
   const uids = entities.map(entityUid);
   const known = uids.filter((u) => u.type !== 'Action');
@@ -778,6 +817,7 @@ export function generateCase(rng, id) {
   const pols = [];
   for (let i = 0; i < np; i++) pols.push(genPolicy(rng, g, request));
   let policies = pols.join(rng.chance(0.9) ? '\n' : ' ');
+  if (rng.chance(0.2)) policies = reformat(rng, policies);
   if (rng.chance(0.04)) policies = mutate(rng, policies);
   const c = { id, policies, entities, request };
   if (rng.chance(0.03)) breakData(rng, c);
