@@ -264,10 +264,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  auto us_of = [](std::optional<double> per_s) -> std::optional<double> {
-    if (!per_s) return std::nullopt;
-    return 1e6 / *per_s;
-  };
   const std::string ref_slice = ref_name + ", request's entity slice";
 
   // Decisions recorded to a decision log: buffered (the default) and durable.
@@ -328,8 +324,10 @@ int main(int argc, char** argv) {
                 "C ABI + DecisionLog buffered, context hashed; CPU of every thread; wall %.3g us; %" PRIu64
                 " recorded",
                 rec_buf.wall_s * 1e6 / static_cast<double>(rec_buf.n), recorded);
-  report.Add(Row{"decision_recorded_us", rec_buf.UsPerOp(), "us", kTargetDecisionUs, "lower", ref_slice,
-                 us_of(ref_slice_per_s), note});
+  // The reference's per-decision peer is its median (wall clock): its mean is dominated by the pauses of
+  // a shared machine, which Govern's CPU-time figures do not see.
+  report.Add(Row{"decision_recorded_us", rec_buf.UsPerOp(), "us", kTargetDecisionUs, "lower",
+                 ref_slice + " (median)", ref_slice_median, note});
   report.Add(Row{"decision_recorded_per_s_per_core", rec_buf.PerS(), "decisions/s", kTargetDecisionsPerS,
                  "higher", ref_slice, ref_slice_per_s, "buffered"});
   report.Add(Row{"decision_recorded_latency_median_us", us(lat_buf.Percentile(50)), "us", kTargetMedianUs,
