@@ -121,7 +121,7 @@ struct Log::Impl {
   uint64_t next_seq = 1;
   bool sync_idle = false;
   bool sync_requested = false;  // Flush: sync what is written even though no sync is due
-  uint64_t gather_target = 0;  // while the sync thread gathers: wake it when pending holds this many
+  uint64_t gather_target = 0;   // while the sync thread gathers: wake it when pending holds this many
   bool stop = false;
   Status poison;  // set once by a failed fdatasync; then every append fails
   uint64_t epoch = 0;
