@@ -32,6 +32,11 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 constexpr std::string_view kComponent = "wal";
 constexpr size_t kReadChunk = 256 << 10;
+// Buffered records are written at most once per this gap (and at once when the last such write is
+// older): without it, under a steady stream every append would wake the sync thread for a write of its
+// own, costing the appender a futex wake and both sides the queue lock, with no durability gained (a
+// buffered write is no sync). 50 us bounds the extra time a buffered record spends only in memory.
+constexpr auto kBufferedWriteGap = std::chrono::microseconds(50);
 
 struct Completion {
   uint64_t first_seq;
@@ -121,6 +126,7 @@ struct Log::Impl {
   uint64_t next_seq = 1;
   bool sync_idle = false;
   bool sync_requested = false;  // Flush: sync what is written even though no sync is due
+  bool write_hold = false;      // the sync thread waits out kBufferedWriteGap before a buffered write
   uint64_t gather_target = 0;   // while the sync thread gathers: wake it when pending holds this many
   bool stop = false;
   Status poison;  // set once by a failed fdatasync; then every append fails
@@ -451,7 +457,8 @@ Result<Log::Impl::Ticket> Log::Impl::Enqueue(std::span<const std::string_view> r
   if (done != nullptr) pending.callbacks.push_back({t.first_seq, std::move(*done)});
   bool urgent = durability == Durability::kSync;
   pending.urgent = pending.urgent || urgent;
-  bool notify = sync_idle && (urgent || was_empty);
+  // While the sync thread holds buffered records back for company (write_hold) its timer wakes it.
+  bool notify = sync_idle && (urgent || (was_empty && !write_hold));
   if (gather_target != 0 && pending.last_seq - pending.first_seq + 1 >= gather_target) {
     gather_target = 0;
     notify = true;
@@ -510,15 +517,34 @@ void Log::Impl::SyncLoop() {
   SteadyClock::time_point u_oldest;  // when the oldest of them was queued
   std::vector<Completion> u_callbacks;
   std::vector<Completion> failed_queued;
-  uint64_t last_count = 0;             // records the last sync made durable
-  SteadyClock::duration last_write{};  // how long its write + fdatasync took
+  SteadyClock::time_point last_buffered_write;  // start of the last write not followed by a sync
+  uint64_t last_count = 0;                      // records the last sync made durable
+  SteadyClock::duration last_write{};           // how long its write + fdatasync took
   const auto max_gather = std::chrono::microseconds(1000);
   std::unique_lock lk(mu);
   for (;;) {
-    // Wait for work: anything queued is written at once; what is written is synced once the oldest of
-    // it has waited buffered_interval, or when a Flush or the close asks.
+    // Wait for work: anything queued is written at once (buffered records at most once per
+    // kBufferedWriteGap); what is written is synced once the oldest of it has waited buffered_interval,
+    // or when a kSync record, a Flush or the close asks.
     for (;;) {
-      if (!pending.empty()) break;
+      if (!pending.empty()) {
+        if (pending.urgent || stop || sync_requested) break;
+        auto write_at =
+            last_buffered_write + std::min<SteadyClock::duration>(kBufferedWriteGap, opt.buffered_interval);
+        auto now = SteadyClock::now();
+        if (now >= write_at) break;
+        if (u_first != 0) {
+          auto due = u_oldest + opt.buffered_interval;
+          if (now >= due) break;
+          write_at = std::min(write_at, due);
+        }
+        sync_idle = true;
+        write_hold = true;
+        work_cv.wait_until(lk, write_at);
+        write_hold = false;
+        sync_idle = false;
+        continue;
+      }
       if (u_first != 0) {
         if (sync_requested || stop) break;
         auto due = u_oldest + opt.buffered_interval;
@@ -600,6 +626,7 @@ void Log::Impl::SyncLoop() {
       u_last_gen = gen;
     }
     if (sync && st.ok()) last_write = SteadyClock::now() - write_start;
+    if (!sync && st.ok()) last_buffered_write = write_start;
 
     // What this round settles: [u_first, u_last] is now durable (ok), or failed with st.
     bool settle = u_first != 0 && (st.ok() ? sync : true);
