@@ -95,12 +95,13 @@ struct RequestBuilder::State {
   }
 
   bool SetUid(Uid* u, std::string_view type, std::string_view id, const char* what) {
-    if (!ValidEntityTypeName(type)) {
+    bool same_type = u->hash != 0 && u->type == type;  // validated when it was set
+    if (same_type && u->id == id) return true;
+    if (!same_type && !ValidEntityTypeName(type)) {
       Fail(InvalidArgument(std::string(what) + ": `" + std::string(type) +
                            "` is not a valid entity type name"));
       return false;
     }
-    if (u->type == type && u->id == id && u->hash != 0) return true;
     u->type.assign(type.data(), type.size());
     u->id.assign(id.data(), id.size());
     u->hash = HashBytes(u->id, HashBytes(u->type));
