@@ -398,15 +398,20 @@ class Table {
   bool Take(const Limit& l, const Uid& principal, int64_t amount, bool refund) {
     uint64_t key = l.id_hash ^ (principal.hash * 0x9E3779B97F4A7C15ULL);
     auto& shard = c_.shards[(key >> 59) & (kShards - 1)];
-    int64_t now = limits_.clock->MonotonicNanos();
-    int64_t unix_ns = limits_.clock->UnixMicros() * 1000;
+    // The clock is read once per decision (and the wall clock only for budgets).
+    if (now_ < 0) now_ = limits_.clock->MonotonicNanos();
+    if (unix_ns_ < 0 && l.budget) unix_ns_ = limits_.clock->UnixMicros() * 1000;
+    int64_t now = now_;
     std::lock_guard<std::mutex> lock(shard.mu);
     Counter* c = nullptr;
     for (uint64_t k = key;; ++k) {  // a 64-bit collision moves on to the next key
       auto it = shard.map.find(k);
       if (it == shard.map.end()) {
         if (refund) return true;  // evicted meanwhile: nothing to give back
-        if (shard.map.size() >= c_.per_shard) Evict(shard, now, unix_ns);
+        if (shard.map.size() >= c_.per_shard) {
+          if (unix_ns_ < 0) unix_ns_ = limits_.clock->UnixMicros() * 1000;
+          Evict(shard, now, unix_ns_);
+        }
         Counter fresh;
         fresh.limit_id = l.id;
         fresh.type = principal.type;
@@ -423,7 +428,7 @@ class Table {
     }
     c->touched_ns = now;
     if (l.budget) {
-      int64_t window = unix_ns / l.per_ns;
+      int64_t window = unix_ns_ / l.per_ns;
       if (c->window != window) {
         if (refund) return true;  // the window the amount was taken from is over
         c->window = window;
@@ -479,6 +484,8 @@ class Table {
 
   const Limits::Impl& limits_;
   LimitCounters::Impl& c_;
+  int64_t now_ = -1;
+  int64_t unix_ns_ = -1;
 };
 
 bool Matches(const Limit& l, const RequestData& r, const EntityStore& store) {

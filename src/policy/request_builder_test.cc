@@ -2,6 +2,8 @@
 // errors of Request::Make; storage reused across requests leaves nothing behind; misuse is an error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -115,6 +117,57 @@ TEST(RequestBuilderTest, ContextJsonAgreesWithRequestMake) {
         << ValueToString(b.data().context) << " vs " << ValueToString(general->data().context);
     EXPECT_EQ(ValueToString(b.data().context), ValueToString(general->data().context));
   }
+}
+
+// Mutated contexts (a fixed seed, so a failure reproduces): the reader and the general path agree on
+// every one, accepted or refused.
+TEST(RequestBuilderTest, MutatedContextsAgreeWithRequestMake) {
+  const std::vector<std::string> seeds = {
+      R"({"args": {"max_results": 5, "url": "https://example.com"}, "cost_cents": 1, "tags": ["a", "b"]})",
+      R"({"a": [1, [2, 3], {"b": true, "c": "x\ty"}], "d": -12, "e": {}})",
+      "{\"s\": \"caf\xc3\xa9\", \"t\": [false, false, \"\"]}",
+  };
+  const std::vector<std::string> tokens = {
+      "{",       "}",   "[",   "]",    ",",     ":",    "\"", "\\",    "0",    "-",    "1",
+      "9",       ".",   "e",   "true", "false", "null", " ",  "\"k\"", "\xc3", "\xa9", "\"__entity\"",
+      "\\u0041", "\\n", "\x01"};
+  uint64_t x = 0x2545F4914F6CDD1DULL;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  RequestBuilder b;
+  Uids(b);
+  int accepted = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string in = seeds[next() % seeds.size()];
+    int edits = 1 + static_cast<int>(next() % 3);
+    for (int e = 0; e < edits && !in.empty(); ++e) {
+      size_t pos = next() % (in.size() + 1);
+      switch (next() % 3) {
+        case 0:
+          in.insert(pos, tokens[next() % tokens.size()]);
+          break;
+        case 1:
+          in.erase(std::min(pos, in.size() - 1), 1 + next() % 3);
+          break;
+        default:
+          if (pos < in.size()) in[pos] = tokens[next() % tokens.size()][0];
+      }
+    }
+    Status fast = b.ContextJson(in);
+    auto general = Request::Make({"Agent", "a1"}, {"Action", "call_tool"}, {"Tool", "search"}, in);
+    ASSERT_EQ(fast.ok(), general.ok()) << in;
+    if (!fast.ok()) {
+      ASSERT_EQ(fast.message(), general.status().message()) << in;
+      continue;
+    }
+    ++accepted;
+    ASSERT_TRUE(ValueEquals(b.data().context, general->data().context)) << in;
+  }
+  EXPECT_GT(accepted, 1000);  // the mutations leave many valid contexts, not only errors
 }
 
 TEST(RequestBuilderTest, ReuseLeavesNothingBehind) {
