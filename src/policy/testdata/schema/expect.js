@@ -1,0 +1,34 @@
+// Writes cases.ndjson: every input of inputs.js with what the Cedar reference,
+// @cedar-policy/cedar-wasm (package.json pins 4.13.0), answered for it:
+//   schema_ok    checkParseSchema accepted the schema
+//   errors       ids of the policies validate() reported errors for (sorted, unique)
+//   warnings     ids of the policies validate() reported warnings for
+//   request_ok   isAuthorized with the schema accepted the request and entities
+//   decision     its decision when it did
+// Run: npm ci && node expect.js > cases.ndjson
+const cedar = require("@cedar-policy/cedar-wasm/nodejs");
+const inputs = require("./inputs.js");
+const ids = (l) => [...new Set((l || []).map((e) => e.policyId))].sort();
+for (const c of inputs) {
+  const out = Object.assign({}, c);
+  const e = {};
+  const parsed = cedar.checkParseSchema(c.schema);
+  e.schema_ok = parsed.type === "success";
+  if (e.schema_ok && c.policies !== undefined) {
+    const v = cedar.validate({ schema: c.schema, policies: { staticPolicies: c.policies } });
+    if (v.type !== "success") throw new Error(`${c.name}: validate failed: ${JSON.stringify(v.errors)}`);
+    e.errors = ids(v.validationErrors);
+    e.warnings = ids(v.validationWarnings);
+  }
+  if (e.schema_ok && c.request !== undefined) {
+    const r = cedar.isAuthorized({
+      principal: c.request.principal, action: c.request.action, resource: c.request.resource,
+      context: c.request.context || {}, entities: c.entities || [], schema: c.schema,
+      policies: { staticPolicies: c.request_policies || "permit(principal, action, resource);" },
+    });
+    e.request_ok = r.type === "success";
+    if (e.request_ok) e.decision = r.response.decision;
+  }
+  out.expected = e;
+  console.log(JSON.stringify(out));
+}
