@@ -67,6 +67,11 @@ class Resolver {
       std::string q = Qualify(c.ns, c.name);
       if (entity_names_.count(q)) return Err(c.where, "`" + q + "` is declared as both a common type and an entity type");
     }
+    // Every common type must resolve, used or not.
+    for (const auto& c : d_.commons) {
+      TypeRef unused;
+      GOVERN_RETURN_IF_ERROR(Resolve(*c.type, c.ns, &unused));
+    }
     for (const auto& e : d_.entities) {
       EntityTypeDef def;
       def.name = Qualify(e.ns, e.name);

@@ -368,7 +368,9 @@ class CedarSchemaParser {
           seen = true;
           Next();
           GOVERN_RETURN_IF_ERROR(Expect(T::kColon, "`:`"));
-          GOVERN_RETURN_IF_ERROR(EntityTypes(principal ? &d.principals : &d.resources));
+          auto* list = principal ? &d.principals : &d.resources;
+          GOVERN_RETURN_IF_ERROR(EntityTypes(list));
+          if (list->empty()) return Fail(key, "`" + std::string(key.text) + "` must name at least one entity type");
         } else if (IsKeyword(key, "context")) {
           if (seen_c) return Fail(key, "duplicate `context` declaration");
           seen_c = true;
@@ -433,7 +435,15 @@ class CedarSchemaParser {
         } else {
           GOVERN_RETURN_IF_ERROR(Ident(&a.name, "an attribute name"));
         }
-        if (!seen.insert(a.name).second) return Fail(k, "duplicate attribute `" + a.name + "`");
+        // A repeated attribute replaces the earlier one, as the reference reads it.
+        if (!seen.insert(a.name).second) {
+          for (auto it = t->attrs.begin(); it != t->attrs.end(); ++it) {
+            if (it->name == a.name) {
+              t->attrs.erase(it);
+              break;
+            }
+          }
+        }
         if (Peek().kind == T::kQuestion) {
           Next();
           a.required = false;
@@ -621,7 +631,9 @@ class JsonSchemaReader {
       t->kind = TypeDecl::kRecord;
       if (j.contains("additionalAttributes")) {
         if (!j["additionalAttributes"].is_boolean()) return Err(where, "`additionalAttributes` must be a boolean");
-        t->open = j["additionalAttributes"].get<bool>();
+        // The reference refuses open records outside its experimental partial validation.
+        if (j["additionalAttributes"].get<bool>())
+          return Err(where, "records and entities with `additionalAttributes` are not supported");
       }
       if (j.contains("attributes")) {
         const json& attrs = j["attributes"];

@@ -154,6 +154,22 @@ class Checker {
     }
   }
 
+  bool KnownUid(const Uid& u) const {
+    if (schema_.FindAction(u.type, u.id)) return true;
+    // An enumerated type's undeclared id is an error, but the literal still has its type.
+    return schema_.FindEntityType(u.type) != nullptr;
+  }
+
+  // Whether every action the action scope names is declared.
+  bool ActionScopeKnown() const {
+    const ScopeConstraint& sc = policy_.action;
+    if (sc.uid && !schema_.FindAction(sc.uid->type, sc.uid->id)) return false;
+    for (const Uid* u : sc.uids) {
+      if (!schema_.FindAction(u->type, u->id)) return false;
+    }
+    return true;
+  }
+
   // Whether the scope admits an environment.
   bool ScopeAllows(const Env& env) const {
     return EntityScopeAllows(policy_.principal, env.principal) && ActionScopeAllows(*env.action) &&
@@ -636,6 +652,8 @@ class Checker {
       case Kind::kString:
         return TypeOf(K::kString);
       case Kind::kEntity:
+        // An unknown type or action was reported by CheckNames; it has no type.
+        if (!KnownUid(*n->lit.e)) return nullptr;
         return MakeType(K::kEntity, n->lit.e->type);
       case Kind::kSet:
         // A set literal folded by the compiler: its element expressions are still the kids.
@@ -918,14 +936,17 @@ ValidationResult ValidatePolicies(const Schema& schema, const PolicySet& policie
     Checker c(schema, policy, &out.errors);
     c.CheckNames();
     size_t applicable = 0, impossible = 0;
+    // An undeclared action in the scope fails type checking in every environment (the reference
+    // then finds no applicable action, and does not call the policy impossible).
+    bool known = c.ActionScopeKnown();
     for (const Env& env : envs) {
       if (!c.ScopeAllows(env)) continue;
       ++applicable;
-      TypeRef t = c.CheckPolicy(env);
+      TypeRef t = known ? c.CheckPolicy(env) : nullptr;
       if (t && t->kind == K::kFalse) ++impossible;
     }
     std::string prefix = "for policy `" + policy.id + "`, ";
-    if (applicable == 0) {
+    if (applicable == 0 || !known) {
       out.warnings.push_back({policy.id, prefix + "unable to find an applicable action given the policy scope constraints",
                               policy.line, policy.col});
     }
