@@ -64,20 +64,10 @@ TypeRef Lub(const TypeRef& a, const TypeRef& b) {
   }
 }
 
+// Only entity types can be known apart at type level: `principal == resource` is False when their
+// types differ, but `a.long == a.string` is a type error (literals are compared by value instead).
 bool Disjoint(const TypeRef& a, const TypeRef& b) {
-  if (IsBoolish(a) && IsBoolish(b)) return false;
-  if (a->kind == K::kNever || b->kind == K::kNever) return false;
-  if (a->kind != b->kind) return true;
-  switch (a->kind) {
-    case K::kRecord:
-    case K::kSet:
-      return false;
-    case K::kEntity:
-    case K::kExtension:
-      return a->name != b->name;
-    default:
-      return false;
-  }
+  return a->kind == K::kEntity && b->kind == K::kEntity && a->name != b->name;
 }
 
 const char* ExtTypeName(Kind k) {

@@ -268,6 +268,58 @@ pol("string compare", P("principal.email < \"b\"", "principal, action == Action:
 pol("nested set", P("[[1], [2]].contains([3])"));
 pol("set contains literal mixed ents", P("[principal, resource].isEmpty()", "principal, action == Action::\"read\", resource"));
 
+// ---- more type rules ----
+const RD = "principal, action == Action::\"read\", resource";
+pol("has on optional entity chain", P("principal.manager has name && principal.manager.name == \"a\"", RD));
+pol("has compared to true", P("(principal has name) == true && principal.name == \"a\"", RD));
+pol("context optional bool", P("context.mfa", RD));
+pol("context optional bool guarded", P("context has mfa && context.mfa", RD));
+pol("set eq set literal", P("principal.roles == [\"a\"]", RD));
+pol("set eq wrong elem", P("principal.roles == [1]", RD));
+pol("in optional entity", P("principal in principal.manager", RD));
+pol("in optional entity guarded", P("principal has manager && principal in principal.manager", RD));
+pol("resource in principal", P("resource in principal", RD));
+pol("principal eq principal", P("principal == principal", RD));
+pol("long literal eq", P("1 == 1", RD));
+pol("bool literal eq false", P("true == false", RD));
+pol("ip literal eq", P("ip(\"1.1.1.1\") == ip(\"1.1.1.1\")", RD));
+pol("tag key expression", P("principal.hasTag(principal.email) && principal.getTag(principal.email) == \"a\"", RD));
+pol("tag other key", P("principal.hasTag(\"a\") && principal.getTag(\"b\") == \"a\"", RD));
+pol("record eq missing optional", P("principal.profile == {level: 1}", RD));
+pol("record eq optional given", P("principal.profile == {level: 1, nick: \"x\"}", RD));
+pol("common record eq", P("context.args == {max: 1}", RD));
+pol("action eq group", P("action == Action::\"group\""));
+pol("action in group cond", P("action in Action::\"group\""));
+pol("resource is doc cond", P("resource is Doc"));
+pol("has email then email", P("principal has email && principal.email == \"a\""));
+pol("if has else access", P("if principal has name then true else principal.name == \"a\"", RD));
+pol("long eq string attrs", P("principal.age == principal.email", RD));
+pol("if true entity", P("(if true then principal else resource) == principal", RD));
+pol("if entity lub", P("(if context has mfa then principal else resource) == principal", RD));
+pol("string lt", P("\"a\" < \"b\""));
+pol("bool lt", P("true < false"));
+pol("neg long", P("-principal.age < 0", RD));
+pol("like string literal", P("\"abc\" like \"a*\""));
+pol("set contains set", P("[[1]].contains([1])"));
+pol("containsAny entities", P("[principal].containsAny([resource])", RD));
+pol("containsAll mixed", P("[1].containsAll([\"a\"])"));
+pol("is in set", P("principal is User in [Team::\"a\", Org::\"b\"]", RD));
+pol("datetime methods", P("resource.created.toDate() == datetime(\"2024-01-01\") && resource.created.toTime() < duration(\"1h\")", RD));
+pol("durationSince", P("resource.created.durationSince(datetime(\"2024-01-01\")).toDays() > 3", RD));
+pol("decimal eq", P("decimal(\"1.0\") == decimal(\"1.00\")"));
+pol("ip isIpv6 literal", P("ip(\"::1\").isIpv6()"));
+pol("bad duration literal", P("duration(\"1x\") < duration(\"1h\")"));
+pol("bad datetime literal", P("datetime(\"2024-13-01\") < datetime(\"2024-01-01\")"));
+pol("unless with has", "permit(principal, action == Action::\"read\", resource) unless { principal has name } when { principal.name == \"x\" };");
+pol("forbid impossible", "forbid(principal, action == Action::\"read\", resource is Org);");
+pol("admin is team", "permit(principal is Team, action == Action::\"admin\", resource is Org) when { principal.name == \"x\" };");
+pol("admin any has name", P("principal has name && principal.name == \"x\"", "principal, action == Action::\"admin\", resource"));
+pol("enum literal ok", P("Color::\"red\" != Color::\"blue\""));
+pol("entity literal attr", P("User::\"a\".age > 1"));
+pol("entity literal optional attr", P("User::\"a\".name == \"x\""));
+pol("action attr", P("action.foo == 1"));
+pol("context record has on all", P("context has ip"));
+
 // ---- requests and entities ----
 const R = (p, a, r, context) => ({ principal: p, action: a, resource: r, context });
 const U = (id) => ({ type: "User", id });
@@ -319,5 +371,7 @@ req("json request bad context", R(U("a"), A("view"), D("d"), { n: true }), [], J
 req("json request team edit", R({ type: "Team", id: "t" }, A("edit"), D("d"), {}), [], J);
 req("namespaced request", R({ type: "Acme::Agent", id: "a" }, { type: "Acme::Action", id: "call_tool" }, { type: "Acme::Tool", id: "t" }, { cost: 1 }), [], N);
 req("namespaced request unqualified action", R({ type: "Acme::Agent", id: "a" }, A("call_tool"), { type: "Acme::Tool", id: "t" }, { cost: 1 }), [], N);
+
+cases.push(...require("./random.js")(S, 400, 7));
 
 module.exports = cases;
