@@ -174,12 +174,9 @@ class Checker {
     Caps caps;
     for (const Condition& c : policy_.conditions) {
       Typed t = Check(c.expr, caps, 0);
-      if (!t.type) return nullptr;
-      if (!IsBoolish(t.type)) {
+      if (t.type && !IsBoolish(t.type))
         Error(c.expr->line, c.expr->col, "unexpected type: expected Bool but saw " + t.type->ToString());
-        return nullptr;
-      }
-      TypeRef ct = t.type;
+      TypeRef ct = AsBool(t.type);
       if (!c.when) ct = Not(ct);
       if (ct->kind == K::kFalse) return ct;  // later conditions are not reached
       if (ct->kind == K::kBool) acc = TypeOf(K::kBool);
@@ -258,13 +255,6 @@ class Checker {
     }
   }
 
-  bool Expect(const Node* n, const TypeRef& t, K want, const char* want_name) {
-    if (!t) return false;
-    if (want == K::kBool ? IsBoolish(t) : t->kind == want) return true;
-    Error(n, std::string("unexpected type: expected ") + want_name + " but saw " + t->ToString());
-    return false;
-  }
-
   TypeRef Incompatible(const Node* n, const TypeRef& a, const TypeRef& b) {
     Error(n, "the types " + a->ToString() + " and " + b->ToString() + " are not compatible");
     return nullptr;
@@ -308,6 +298,20 @@ class Checker {
     return "in record type " + t->ToString();
   }
 
+  // The type Cedar goes on with after an error: a singleton Boolean stays, anything else is Bool.
+  static TypeRef AsBool(const TypeRef& t) { return t && IsBoolish(t) ? t : TypeOf(K::kBool); }
+
+  // Records an error when `t` is known and not of kind `want`. An unknown type (an error recorded
+  // below) passes silently.
+  void Want(const Node* n, const TypeRef& t, K want, const char* want_name) {
+    if (!t) return;
+    if (want == K::kBool ? IsBoolish(t) : t->kind == want) return;
+    Error(n, std::string("unexpected type: expected ") + want_name + " but saw " + t->ToString());
+  }
+
+  // Like the reference's, type checking goes on after an error with a recovery type (the type the
+  // expression would have), so that `e || true` is still True when `e` is ill-typed: the reference
+  // counts such a policy as impossible too. A null type is an unknown one.
   TypeRef CheckInner(const Node* n, const Caps& prior, int depth, Caps* caps) {
     switch (n->op) {
       case Op::kLit:
@@ -325,48 +329,52 @@ class Checker {
         }
       case Op::kNot: {
         Typed a = Check(n->kids[0], prior, depth + 1);
-        if (!Expect(n->kids[0], a.type, K::kBool, "Bool")) return nullptr;
-        return Not(a.type);
+        Want(n->kids[0], a.type, K::kBool, "Bool");
+        return Not(AsBool(a.type));
       }
       case Op::kNeg: {
         Typed a = Check(n->kids[0], prior, depth + 1);
-        if (!Expect(n->kids[0], a.type, K::kLong, "Long")) return nullptr;
+        Want(n->kids[0], a.type, K::kLong, "Long");
         return TypeOf(K::kLong);
       }
       case Op::kAnd: {
         Typed a = Check(n->kids[0], prior, depth + 1);
-        if (!Expect(n->kids[0], a.type, K::kBool, "Bool")) return nullptr;
-        if (a.type->kind == K::kFalse) return a.type;
+        Want(n->kids[0], a.type, K::kBool, "Bool");
+        TypeRef at = AsBool(a.type);
+        if (at->kind == K::kFalse) return at;
         Caps with = prior;
         with.insert(a.caps.begin(), a.caps.end());
         Typed b = Check(n->kids[1], with, depth + 1);
-        if (!Expect(n->kids[1], b.type, K::kBool, "Bool")) return nullptr;
+        Want(n->kids[1], b.type, K::kBool, "Bool");
+        TypeRef bt = AsBool(b.type);
         *caps = a.caps;
         caps->insert(b.caps.begin(), b.caps.end());
-        if (b.type->kind == K::kFalse) return b.type;
-        if (a.type->kind == K::kTrue) return b.type;
-        return b.type->kind == K::kTrue ? a.type : TypeOf(K::kBool);
+        if (bt->kind == K::kFalse) return bt;
+        if (at->kind == K::kTrue) return bt;
+        return bt->kind == K::kTrue ? at : TypeOf(K::kBool);
       }
       case Op::kOr: {
         Typed a = Check(n->kids[0], prior, depth + 1);
-        if (!Expect(n->kids[0], a.type, K::kBool, "Bool")) return nullptr;
-        if (a.type->kind == K::kTrue) {
+        Want(n->kids[0], a.type, K::kBool, "Bool");
+        TypeRef at = AsBool(a.type);
+        if (at->kind == K::kTrue) {
           *caps = a.caps;
-          return a.type;
+          return at;
         }
         Typed b = Check(n->kids[1], prior, depth + 1);
-        if (!Expect(n->kids[1], b.type, K::kBool, "Bool")) return nullptr;
-        if (a.type->kind == K::kFalse) {
+        Want(n->kids[1], b.type, K::kBool, "Bool");
+        TypeRef bt = AsBool(b.type);
+        if (at->kind == K::kFalse) {
           *caps = b.caps;
-          return b.type;
+          return bt;
         }
-        if (b.type->kind == K::kTrue) {
+        if (bt->kind == K::kTrue) {
           *caps = b.caps;
-          return b.type;
+          return bt;
         }
-        if (b.type->kind == K::kFalse) {
+        if (bt->kind == K::kFalse) {
           *caps = a.caps;
-          return a.type;
+          return at;
         }
         for (const auto& c : a.caps) {
           if (b.caps.count(c)) caps->insert(c);
@@ -375,16 +383,17 @@ class Checker {
       }
       case Op::kIf: {
         Typed c = Check(n->kids[0], prior, depth + 1);
-        if (!Expect(n->kids[0], c.type, K::kBool, "Bool")) return nullptr;
+        Want(n->kids[0], c.type, K::kBool, "Bool");
+        TypeRef ct = AsBool(c.type);
         Caps with = prior;
         with.insert(c.caps.begin(), c.caps.end());
-        if (c.type->kind == K::kTrue) {
+        if (ct->kind == K::kTrue) {
           Typed t = Check(n->kids[1], with, depth + 1);
           *caps = t.caps;
           caps->insert(c.caps.begin(), c.caps.end());
           return t.type;
         }
-        if (c.type->kind == K::kFalse) {
+        if (ct->kind == K::kFalse) {
           Typed e = Check(n->kids[2], prior, depth + 1);
           *caps = e.caps;
           return e.type;
@@ -403,9 +412,8 @@ class Checker {
       case Op::kNe: {
         Typed a = Check(n->kids[0], prior, depth + 1);
         Typed b = Check(n->kids[1], prior, depth + 1);
-        if (!a.type || !b.type) return nullptr;
         TypeRef eq = EqualityType(n->kids[0], a.type, n->kids[1], b.type);
-        if (eq->kind != K::kFalse && !Lub(a.type, b.type)) return Incompatible(n, a.type, b.type);
+        if (eq->kind != K::kFalse && a.type && b.type && !Lub(a.type, b.type)) Incompatible(n, a.type, b.type);
         return n->op == Op::kEq ? eq : Not(eq);
       }
       case Op::kLt:
@@ -414,20 +422,19 @@ class Checker {
       case Op::kGe: {
         Typed a = Check(n->kids[0], prior, depth + 1);
         Typed b = Check(n->kids[1], prior, depth + 1);
-        if (!a.type || !b.type) return nullptr;
         auto comparable = [](const TypeRef& t) {
           return t->kind == K::kLong ||
                  (t->kind == K::kExtension && (t->name == "datetime" || t->name == "duration"));
         };
-        if (!comparable(a.type)) {
-          Error(n->kids[0], "unexpected type: expected Long, datetime or duration but saw " + a.type->ToString());
-          return nullptr;
+        bool ok = true;
+        for (const auto& [kid, t] : {std::pair{n->kids[0], a.type}, std::pair{n->kids[1], b.type}}) {
+          if (t && !comparable(t)) {
+            Error(kid, "unexpected type: expected Long, datetime or duration but saw " + t->ToString());
+            ok = false;
+          }
         }
-        if (!comparable(b.type)) {
-          Error(n->kids[1], "unexpected type: expected Long, datetime or duration but saw " + b.type->ToString());
-          return nullptr;
-        }
-        if (a.type->kind != b.type->kind || a.type->name != b.type->name) return Incompatible(n, a.type, b.type);
+        if (ok && a.type && b.type && (a.type->kind != b.type->kind || a.type->name != b.type->name))
+          Incompatible(n, a.type, b.type);
         return TypeOf(K::kBool);
       }
       case Op::kAdd:
@@ -435,18 +442,18 @@ class Checker {
       case Op::kMul: {
         Typed a = Check(n->kids[0], prior, depth + 1);
         Typed b = Check(n->kids[1], prior, depth + 1);
-        bool ok_a = Expect(n->kids[0], a.type, K::kLong, "Long");
-        bool ok_b = Expect(n->kids[1], b.type, K::kLong, "Long");
-        return ok_a && ok_b ? TypeOf(K::kLong) : nullptr;
+        Want(n->kids[0], a.type, K::kLong, "Long");
+        Want(n->kids[1], b.type, K::kLong, "Long");
+        return TypeOf(K::kLong);
       }
       case Op::kIn:
         return CheckIn(n, prior, depth);
       case Op::kHas: {
         Typed a = Check(n->kids[0], prior, depth + 1);
-        if (!a.type) return nullptr;
+        if (!a.type) return TypeOf(K::kBool);
         if (a.type->kind != K::kEntity && a.type->kind != K::kRecord) {
           Error(n->kids[0], "unexpected type: expected an entity or a record but saw " + a.type->ToString());
-          return nullptr;
+          return TypeOf(K::kBool);
         }
         const std::map<std::string, AttrType>* attrs;
         bool open;
@@ -484,28 +491,26 @@ class Checker {
         if (!it->second.required && !prior.count(Key(n->kids[0]) + "\x01" + n->name)) {
           Error(n, "unable to guarantee safety of access to optional attribute `" + n->name + "` " +
                        AttrPlace(n->kids[0], a.type));
-          return nullptr;
         }
         return it->second.type;
       }
       case Op::kLike: {
         Typed a = Check(n->kids[0], prior, depth + 1);
-        if (!Expect(n->kids[0], a.type, K::kString, "String")) return nullptr;
+        Want(n->kids[0], a.type, K::kString, "String");
         return TypeOf(K::kBool);
       }
       case Op::kIs:
       case Op::kIsIn: {
         Typed a = Check(n->kids[0], prior, depth + 1);
-        if (!a.type) return nullptr;
-        if (a.type->kind != K::kEntity) {
+        if (a.type && a.type->kind != K::kEntity) {
           Error(n->kids[0], "unexpected type: expected an entity but saw " + a.type->ToString());
-          return nullptr;
+          return TypeOf(K::kBool);
         }
-        bool same = a.type->name == n->name;
-        if (n->op == Op::kIs) return Singleton(same);
-        TypeRef in = InType(n, n->kids[0], a.type, n->kids[1], prior, depth);
-        if (!in) return nullptr;
-        return same ? in : TypeOf(K::kFalse);
+        TypeRef is = a.type ? Singleton(a.type->name == n->name) : TypeOf(K::kBool);
+        if (n->op == Op::kIs) return is;
+        TypeRef in = a.type ? InType(n->kids[0], a.type, n->kids[1], prior, depth) : TypeOf(K::kBool);
+        if (is->kind == K::kFalse || in->kind == K::kFalse) return TypeOf(K::kFalse);
+        return is->kind == K::kTrue ? in : TypeOf(K::kBool);
       }
       case Op::kSetLit:
         return CheckSetLiteral(n, n->kids, prior, depth);
@@ -516,31 +521,32 @@ class Checker {
       case Op::kContainsAny: {
         Typed a = Check(n->kids[0], prior, depth + 1);
         Typed b = Check(n->kids[1], prior, depth + 1);
-        if (!Expect(n->kids[0], a.type, K::kSet, "Set")) return nullptr;
-        if (!b.type) return nullptr;
-        if (n->op == Op::kContains) {
-          if (!Lub(a.type->element, b.type)) return Incompatible(n, a.type->element, b.type);
-        } else {
-          if (!Expect(n->kids[1], b.type, K::kSet, "Set")) return nullptr;
-          if (!Lub(a.type, b.type)) return Incompatible(n, a.type, b.type);
+        Want(n->kids[0], a.type, K::kSet, "Set");
+        if (n->op != Op::kContains) Want(n->kids[1], b.type, K::kSet, "Set");
+        if (a.type && b.type && a.type->kind == K::kSet) {
+          if (n->op == Op::kContains) {
+            if (!Lub(a.type->element, b.type)) Incompatible(n, a.type->element, b.type);
+          } else if (b.type->kind == K::kSet && !Lub(a.type, b.type)) {
+            Incompatible(n, a.type, b.type);
+          }
         }
         return TypeOf(K::kBool);
       }
       case Op::kIsEmpty: {
         Typed a = Check(n->kids[0], prior, depth + 1);
-        if (!Expect(n->kids[0], a.type, K::kSet, "Set")) return nullptr;
+        Want(n->kids[0], a.type, K::kSet, "Set");
         return TypeOf(K::kBool);
       }
       case Op::kHasTag:
       case Op::kGetTag: {
         Typed a = Check(n->kids[0], prior, depth + 1);
         Typed b = Check(n->kids[1], prior, depth + 1);
-        if (!a.type || !b.type) return nullptr;
-        if (a.type->kind != K::kEntity) {
+        Want(n->kids[1], b.type, K::kString, "String");
+        if (a.type && a.type->kind != K::kEntity) {
           Error(n->kids[0], "unexpected type: expected an entity but saw " + a.type->ToString());
-          return nullptr;
+          return n->op == Op::kHasTag ? TypeOf(K::kBool) : nullptr;
         }
-        if (!Expect(n->kids[1], b.type, K::kString, "String")) return nullptr;
+        if (!a.type) return n->op == Op::kHasTag ? TypeOf(K::kBool) : nullptr;
         const EntityTypeDef* def = schema_.FindEntityType(a.type->name);
         std::string cap = Key(n->kids[0]) + "\x02" + Key(n->kids[1]);
         if (n->op == Op::kHasTag) {
@@ -558,7 +564,6 @@ class Checker {
                                 ? "`\"" + *n->kids[1]->lit.s + "\"`"
                                 : "`tag`";
           Error(n, "unable to guarantee safety of access to tag " + tag + " on entity type `" + a.type->name + "`");
-          return nullptr;
         }
         return def->tags;
       }
@@ -569,7 +574,7 @@ class Checker {
   }
 
   TypeRef EqualityType(const Node* a, const TypeRef& at, const Node* b, const TypeRef& bt) {
-    if (Disjoint(at, bt)) return TypeOf(K::kFalse);
+    if (at && bt && Disjoint(at, bt)) return TypeOf(K::kFalse);
     auto plain_lit = [](const Node* x) {
       return x->op == Op::kLit && (x->lit.kind == Kind::kBool || x->lit.kind == Kind::kLong ||
                                    x->lit.kind == Kind::kString || x->lit.kind == Kind::kEntity);
@@ -588,25 +593,28 @@ class Checker {
 
   TypeRef CheckIn(const Node* n, const Caps& prior, int depth) {
     Typed a = Check(n->kids[0], prior, depth + 1);
-    if (!a.type) return nullptr;
-    if (a.type->kind != K::kEntity) {
+    if (a.type && a.type->kind != K::kEntity) {
       Error(n->kids[0], "unexpected type: expected an entity but saw " + a.type->ToString());
-      return nullptr;
+      Check(n->kids[1], prior, depth + 1);
+      return TypeOf(K::kBool);
     }
-    return InType(n, n->kids[0], a.type, n->kids[1], prior, depth);
+    if (!a.type) {
+      Check(n->kids[1], prior, depth + 1);
+      return TypeOf(K::kBool);
+    }
+    return InType(n->kids[0], a.type, n->kids[1], prior, depth);
   }
 
   // The type of `lhs in rhs` for an entity-typed lhs.
-  TypeRef InType(const Node* n, const Node* lhs, const TypeRef& lt, const Node* rhs, const Caps& prior, int depth) {
+  TypeRef InType(const Node* lhs, const TypeRef& lt, const Node* rhs, const Caps& prior, int depth) {
     Typed b = Check(rhs, prior, depth + 1);
-    if (!b.type) return nullptr;
+    if (!b.type) return TypeOf(K::kBool);
     TypeRef rt = b.type;
     if (rt->kind == K::kSet) rt = rt->element;
     if (!rt || (rt->kind != K::kEntity && rt->kind != K::kNever)) {
       Error(rhs, "unexpected type: expected an entity or a set of entities but saw " + b.type->ToString());
-      return nullptr;
+      return TypeOf(K::kBool);
     }
-    (void)n;
     // The action variable against action literals: the hierarchy is known exactly.
     if (lhs->op == Op::kVar && lhs->var == 1) {
       std::vector<Uid> uids;
@@ -770,7 +778,7 @@ class Checker {
         ok = false;
       }
     }
-    if (!ok) return nullptr;
+    (void)ok;  // the result type is known even when an argument is wrong
     std::string r = sig->result;
     if (r == "Bool") return TypeOf(K::kBool);
     if (r == "Long") return TypeOf(K::kLong);

@@ -372,6 +372,9 @@ req("json request team edit", R({ type: "Team", id: "t" }, A("edit"), D("d"), {}
 req("namespaced request", R({ type: "Acme::Agent", id: "a" }, { type: "Acme::Action", id: "call_tool" }, { type: "Acme::Tool", id: "t" }, { cost: 1 }), [], N);
 req("namespaced request unqualified action", R({ type: "Acme::Agent", id: "a" }, A("call_tool"), { type: "Acme::Tool", id: "t" }, { cost: 1 }), [], N);
 
-cases.push(...require("./random.js")(S, 400, 7));
+// Seeded random policies over the base schema, named "@base" to keep the corpus small.
+cases.push(...require("./random.js")("@base", 300, 7));
+cases.push(...require("./random.js").typed("@base", 500, 11));
 
 module.exports = cases;
+module.exports.schemas = { base: S };

@@ -58,3 +58,79 @@ module.exports = function randomCases(schema, count, seed) {
   }
   return out;
 };
+
+// Mostly well-typed policies: expressions generated for the type they must have, so that the
+// validator's finer rules (has-guards through && || if, singleton Booleans, impossible policies,
+// entity hierarchies) decide the answer rather than a type error. One leaf in ten is off-type.
+module.exports.typed = function typedCases(schema, count, seed) {
+  let s = seed >>> 0;
+  const rnd = (n) => {
+    s = (s * 1103515245 + 12345) >>> 0;
+    return (s >>> 8) % n;
+  };
+  const pick = (a) => a[rnd(a.length)];
+  const leaf = {
+    long: ["principal.age", "resource.size", "context.args.max", "principal.profile.level", "resource.owner.age", "3", "-1",
+      "principal.manager.age", "resource.ttl.toHours()"],
+    string: ["principal.email", "principal.name", "\"a\"", "principal.profile.nick", "context.args.url", "principal.getTag(\"k\")",
+      "resource.owner.name"],
+    bool: ["resource.public", "context.mfa", "true", "false", "context.ip.isLoopback()", "principal.ip.isIpv4()",
+      "resource.score.lessThan(decimal(\"1.0\"))", "resource.created < datetime(\"2024-01-01\")"],
+    entity: ["principal", "resource", "resource.owner", "principal.manager", "User::\"a\"", "Team::\"t\"", "Org::\"o\"",
+      "Doc::\"d\"", "action", "Action::\"read\"", "Action::\"group\""],
+    set: ["principal.roles", "resource.labels", "[\"a\", \"b\"]", "[1]"],
+  };
+  const guards = ["principal has name", "principal has manager", "principal has ip", "resource has ttl",
+    "resource has score", "context has mfa", "context has args", "context.args has url", "principal.profile has nick",
+    "principal is User", "resource is Doc", "principal.hasTag(\"k\")", "resource.owner has name",
+    "principal.manager has name", "context has ip", "principal has age"];
+  const kinds = Object.keys(leaf);
+  function gen(t, d) {
+    if (rnd(10) === 0) t = pick(kinds);
+    if (d <= 0 || rnd(3) === 0) return pick(leaf[t]);
+    const g = (k) => gen(k, d - 1);
+    switch (t) {
+      case "bool":
+        switch (rnd(13)) {
+          case 0: return `(${g("bool")} && ${g("bool")})`;
+          case 1: return `(${g("bool")} || ${g("bool")})`;
+          case 2: return `!${g("bool")}`;
+          case 3: return `(${g("long")} < ${g("long")})`;
+          case 4: return `(${g("string")} == ${g("string")})`;
+          case 5: return `(${g("entity")} == ${g("entity")})`;
+          case 6: return `(${g("entity")} in ${g("entity")})`;
+          case 7: return `${g("set")}.contains(${g("string")})`;
+          case 8: return `(${pick(guards)} && ${g("bool")})`;
+          case 9: return `(if ${pick(guards)} then ${g("bool")} else ${g("bool")})`;
+          case 10: return `(${g("string")} like "a*")`;
+          case 11: return `(${g("entity")} is ${pick(["User", "Team", "Doc", "Org"])})`;
+          default: return `(!(${pick(guards)}) || ${g("bool")})`;
+        }
+      case "long":
+        return pick([`(${g("long")} + ${g("long")})`, `(-${g("long")})`, `(if ${pick(guards)} then ${g("long")} else ${g("long")})`]);
+      case "string":
+        return `(if ${g("bool")} then ${g("string")} else ${g("string")})`;
+      case "entity":
+        return `(if ${g("bool")} then ${g("entity")} else ${g("entity")})`;
+      default:
+        return pick([`[${g("string")}]`, leaf.set[0]]);
+    }
+  }
+  const scopes = ["principal, action, resource", "principal, action == Action::\"read\", resource",
+    "principal is User, action, resource", "principal in Team::\"t\", action in [Action::\"read\", Action::\"admin\"], resource",
+    "principal, action == Action::\"admin\", resource is Org", "principal, action in Action::\"group\", resource",
+    "principal, action in [Action::\"read\", Action::\"write\"], resource in Org::\"o\""];
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const policies = [];
+    const n = 1 + rnd(3);
+    for (let k = 0; k < n; k++) {
+      let p = `${pick(["permit", "forbid"])}(${pick(scopes)})`;
+      const m = 1 + rnd(2);
+      for (let j = 0; j < m; j++) p += ` ${pick(["when", "when", "unless"])} { ${gen("bool", 1 + rnd(3))} }`;
+      policies.push(p + ";");
+    }
+    out.push({ name: `typed ${seed}-${i}`, schema, policies: policies.join("\n") });
+  }
+  return out;
+};
