@@ -77,8 +77,9 @@ TEST(SchemaCorpusTest, EveryCaseMatchesTheReference) {
       nlohmann::json request = c["request"];
       if (!request.contains("context")) request["context"] = nlohmann::json::object();
       std::string entities = c.contains("entities") ? c["entities"].dump() : "[]";
-      Status s = ValidateRequestJson(*schema, request.dump());
-      if (s.ok()) s = ValidateEntitiesJson(*schema, entities);
+      auto conformed_request = ConformRequestJson(*schema, request.dump());
+      auto conformed_entities = ConformEntitiesJson(*schema, entities);
+      Status s = conformed_request.ok() ? conformed_entities.status() : conformed_request.status();
       if (s.ok() != want["request_ok"].get<bool>()) {
         ok = false;
         ADD_FAILURE() << name << ": request_ok " << s.ok() << " expected " << want["request_ok"] << " "
@@ -87,8 +88,9 @@ TEST(SchemaCorpusTest, EveryCaseMatchesTheReference) {
         std::string text_policies = c.contains("request_policies") ? c["request_policies"].get<std::string>()
                                                                    : "permit(principal, action, resource);";
         auto policies = PolicySet::Parse(text_policies);
-        auto ents = Entities::FromJson(entities);
-        auto req = Request::FromJson(request.dump());
+        auto ents = Entities::FromJson(*conformed_entities);
+        auto req = Request::FromJson(*conformed_request);
+        EXPECT_TRUE(policies.ok() && ents.ok() && req.ok()) << name;
         if (policies.ok() && ents.ok() && req.ok()) {
           Response resp = Authorize(*policies, *ents, *req);
           if (DecisionName(resp.decision) != want["decision"].get<std::string>()) {

@@ -821,8 +821,11 @@ Status CheckEnumId(const Schema& schema, const std::string& type, const std::str
   return Status::Ok();
 }
 
-// Whether a JSON value (the Cedar JSON value format) conforms to `t`. `what` names the place.
-Status Conforms(const Schema& schema, const json& v, const SchemaType& t, const std::string& what, int depth) {
+// Whether a JSON value (the Cedar JSON value format) conforms to `t`. `what` names the place. Rewrites
+// `v` into the form the engine reads without a schema, as the reference reads JSON with one: a string
+// where an extension type is expected becomes {"__extn": {"fn", "arg"}}, a bare {"type", "id"} where
+// an entity is expected becomes {"__entity": {...}}.
+Status Conforms(const Schema& schema, json& v, const SchemaType& t, const std::string& what, int depth) {
   if (depth > 200) return Bad(what + " is nested too deeply");
   auto mismatch = [&]() { return Bad(what + ": type mismatch: value was expected to have type " + t.ToString()); };
   switch (t.kind) {
@@ -837,11 +840,12 @@ Status Conforms(const Schema& schema, const json& v, const SchemaType& t, const 
     case K::kEntity: {
       std::string type, id;
       if (!UidOf(v, &type, &id) || type != t.name) return mismatch();
+      if (!v.contains("__entity")) v = json{{"__entity", {{"type", type}, {"id", id}}}};
       return CheckEnumId(schema, type, id);
     }
     case K::kSet: {
       if (!v.is_array()) return mismatch();
-      for (const json& e : v) GOVERN_RETURN_IF_ERROR(Conforms(schema, e, *t.element, what, depth + 1));
+      for (json& e : v) GOVERN_RETURN_IF_ERROR(Conforms(schema, e, *t.element, what, depth + 1));
       return Status::Ok();
     }
     case K::kRecord: {
@@ -885,7 +889,9 @@ Status Conforms(const Schema& schema, const json& v, const SchemaType& t, const 
         if (t.name == "datetime" && fn == "datetime") ok = ParseDatetime(arg, &x, &error);
         if (t.name == "duration" && fn == "duration") ok = ParseDuration(arg, &x, &error);
       }
-      return ok ? Status::Ok() : mismatch();
+      if (!ok) return mismatch();
+      v = json{{"__extn", {{"fn", fn == "ipaddr" ? "ip" : fn}, {"arg", arg}}}};
+      return Status::Ok();
     }
     case K::kNever:
       return mismatch();
@@ -893,7 +899,7 @@ Status Conforms(const Schema& schema, const json& v, const SchemaType& t, const 
   return mismatch();
 }
 
-Status ValidateRequestParts(const Schema& schema, const json& p, const json& a, const json& r, const json& ctx) {
+Status ValidateRequestParts(const Schema& schema, const json& p, const json& a, const json& r, json& ctx) {
   std::string pt, pid, at, aid, rt, rid;
   if (!UidOf(p, &pt, &pid)) return Bad("request: `principal` must be an entity uid {\"type\", \"id\"}");
   if (!UidOf(a, &at, &aid)) return Bad("request: `action` must be an entity uid {\"type\", \"id\"}");
@@ -958,14 +964,19 @@ ValidationResult ValidatePolicies(const Schema& schema, const PolicySet& policie
   return out;
 }
 
-Status ValidateRequestJson(const Schema& schema, std::string_view request_json) {
+Result<std::string> ConformRequestJson(const Schema& schema, std::string_view request_json) {
   GOVERN_ASSIGN_OR_RETURN(json j, ParseJson(request_json, "request"));
   if (!j.is_object()) return Bad("request must be a JSON object");
   for (const char* k : {"principal", "action", "resource"}) {
     if (!j.contains(k)) return Bad(std::string("request lacks `") + k + "`");
   }
-  json ctx = j.contains("context") ? j["context"] : json::object();
-  return ValidateRequestParts(schema, j["principal"], j["action"], j["resource"], ctx);
+  if (!j.contains("context")) j["context"] = json::object();
+  GOVERN_RETURN_IF_ERROR(ValidateRequestParts(schema, j["principal"], j["action"], j["resource"], j["context"]));
+  return j.dump();
+}
+
+Status ValidateRequestJson(const Schema& schema, std::string_view request_json) {
+  return ConformRequestJson(schema, request_json).status();
 }
 
 Status ValidateRequest(const Schema& schema, const EntityRef& principal, const EntityRef& action,
@@ -978,10 +989,10 @@ Status ValidateRequest(const Schema& schema, const EntityRef& principal, const E
   return ValidateRequestParts(schema, uid(principal), uid(action), uid(resource), ctx);
 }
 
-Status ValidateEntitiesJson(const Schema& schema, std::string_view entities_json) {
+Result<std::string> ConformEntitiesJson(const Schema& schema, std::string_view entities_json) {
   GOVERN_ASSIGN_OR_RETURN(json j, ParseJson(entities_json, "entities"));
   if (!j.is_array()) return Bad("entities must be a JSON array");
-  for (const json& e : j) {
+  for (json& e : j) {
     std::string type, id;
     if (!e.is_object() || !e.contains("uid") || !UidOf(e["uid"], &type, &id))
       return Bad("each entity must be an object with a `uid` {\"type\", \"id\"}");
@@ -994,7 +1005,8 @@ Status ValidateEntitiesJson(const Schema& schema, std::string_view entities_json
     const EntityTypeDef* def = schema.FindEntityType(type);
     if (!def) return Bad("entity `" + name + "` has type `" + type + "` which is not declared in the schema");
     GOVERN_RETURN_IF_ERROR(CheckEnumId(schema, type, id));
-    json attrs = e.contains("attrs") ? e["attrs"] : json::object();
+    if (!e.contains("attrs")) e["attrs"] = json::object();
+    json& attrs = e["attrs"];
     if (!attrs.is_object()) return Bad("attributes of `" + name + "` must be an object");
     SchemaType shape;
     shape.kind = K::kRecord;
@@ -1012,15 +1024,19 @@ Status ValidateEntitiesJson(const Schema& schema, std::string_view entities_json
       }
     }
     if (e.contains("tags") && !e["tags"].is_null()) {
-      const json& tags = e["tags"];
+      json& tags = e["tags"];
       if (!tags.is_object()) return Bad("tags of `" + name + "` must be an object");
       if (!tags.empty() && !def->tags) return Bad("`" + name + "` may not have tags according to the schema");
-      for (const auto& [k, v] : tags.items()) {
+      for (auto& [k, v] : tags.items()) {
         GOVERN_RETURN_IF_ERROR(Conforms(schema, v, *def->tags, "tag `" + k + "` on `" + name + "`", 0));
       }
     }
   }
-  return Status::Ok();
+  return j.dump();
+}
+
+Status ValidateEntitiesJson(const Schema& schema, std::string_view entities_json) {
+  return ConformEntitiesJson(schema, entities_json).status();
 }
 
 }  // namespace govern::policy

@@ -56,4 +56,11 @@ Status ValidateRequest(const Schema& schema, const EntityRef& principal, const E
 // InvalidArgument naming the first entity that does not conform and why.
 Status ValidateEntitiesJson(const Schema& schema, std::string_view entities_json);
 
+// The same checks, returning the input rewritten the way the reference reads JSON with a schema, for
+// Request::FromJson and Entities::FromJson: a string where the schema expects an extension type
+// ("10.0.0.1" for an ipaddr) becomes {"__extn": {"fn", "arg"}}, and a bare {"type", "id"} where it
+// expects an entity becomes {"__entity": {...}}. Without this the engine would see a string.
+Result<std::string> ConformRequestJson(const Schema& schema, std::string_view request_json);
+Result<std::string> ConformEntitiesJson(const Schema& schema, std::string_view entities_json);
+
 }  // namespace govern::policy

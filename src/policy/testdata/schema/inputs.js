@@ -366,6 +366,10 @@ req("entity record extra", R(U("a"), A("write"), D("d"), {}), [user({ ...okUser,
 req("doc ok", R(U("a"), A("write"), D("d"), {}), [{ uid: D("d"), attrs: { owner: { __entity: U("a") }, public: true, size: 1, labels: [], created: { __extn: { fn: "datetime", arg: "2024-01-01" } } }, parents: [] }],
     S, "permit(principal, action, resource) when { resource.owner == principal };");
 req("doc bad datetime", R(U("a"), A("write"), D("d"), {}), [{ uid: D("d"), attrs: { owner: { __entity: U("a") }, public: true, size: 1, labels: [], created: { __extn: { fn: "datetime", arg: "nope" } } }, parents: [] }]);
+req("ip string evaluates as ip", R(U("a"), A("read"), D("d"), { ip: "10.0.0.1", args: { max: 5 } }), [], S,
+    "permit(principal, action, resource) when { context.ip.isInRange(ip(\"10.0.0.0/8\")) };");
+req("bare uid attribute evaluates as entity", R(U("a"), A("write"), D("d"), {}), [{ uid: D("d"), attrs: { owner: U("a"), public: true, size: 1, labels: [], created: "2024-01-01", score: "1.5" }, parents: [] }],
+    S, "permit(principal, action, resource) when { resource.owner == principal && resource.score.lessThan(decimal(\"2.0\")) && resource.created < datetime(\"2025-01-01\") };");
 req("json request ok", R(U("a"), A("view"), D("d"), { n: 1 }), [], J);
 req("json request bad context", R(U("a"), A("view"), D("d"), { n: true }), [], J);
 req("json request team edit", R({ type: "Team", id: "t" }, A("edit"), D("d"), {}), [], J);
