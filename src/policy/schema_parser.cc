@@ -136,10 +136,7 @@ class CedarSchemaParser {
             break;
           }
         }
-        if (!found) {
-          t.text = src_.substr(start, 1);
-          return Fail(t, "unexpected character " + Describe(t));
-        }
+        if (!found) return Fail(t, "unexpected character `" + std::string(src_.substr(start, 1)) + "`");
         advance(1);
       }
       t.text = src_.substr(start, i - start);

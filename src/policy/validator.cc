@@ -1005,8 +1005,8 @@ Result<std::string> ConformEntitiesJson(const Schema& schema, std::string_view e
     const EntityTypeDef* def = schema.FindEntityType(type);
     if (!def) return Bad("entity `" + name + "` has type `" + type + "` which is not declared in the schema");
     GOVERN_RETURN_IF_ERROR(CheckEnumId(schema, type, id));
-    if (!e.contains("attrs")) e["attrs"] = json::object();
-    json& attrs = e["attrs"];
+    json no_attrs = json::object();  // a missing `attrs` is left for Entities::FromJson to judge
+    json& attrs = e.contains("attrs") ? e["attrs"] : no_attrs;
     if (!attrs.is_object()) return Bad("attributes of `" + name + "` must be an object");
     SchemaType shape;
     shape.kind = K::kRecord;
