@@ -113,14 +113,16 @@ void Evaluate(const std::string& schema_file, CLI::App* evaluate) {
 
 void AddPolicySchemaOptions(CLI::App* validate, CLI::App* evaluate) {
   auto validate_schema = std::make_shared<std::string>();
-  validate->add_option("--schema", *validate_schema,
-                       "Cedar schema (Cedar syntax or JSON): also validate the policies against it (exit 1 on errors)");
+  validate->add_option(
+      "--schema", *validate_schema,
+      "Cedar schema (Cedar syntax or JSON): also validate the policies against it (exit 1 on errors)");
   validate->callback([validate_schema, validate] {
     if (!validate_schema->empty()) Validate(*validate_schema, validate);
   });
   auto evaluate_schema = std::make_shared<std::string>();
-  evaluate->add_option("--schema", *evaluate_schema,
-                       "Cedar schema (Cedar syntax or JSON): validate the request and entities against it first");
+  evaluate->add_option(
+      "--schema", *evaluate_schema,
+      "Cedar schema (Cedar syntax or JSON): validate the request and entities against it first");
   evaluate->callback([evaluate_schema, evaluate] {
     if (!evaluate_schema->empty()) Evaluate(*evaluate_schema, evaluate);
   });

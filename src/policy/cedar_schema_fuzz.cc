@@ -25,9 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   ValidationResult r = ValidatePolicies(*schema, *policies);
   (void)r;
-  (void)ValidateRequestJson(*schema, R"({"principal": {"type": "User", "id": "a"}, "action": {"type": "Action", "id": "view"},
+  (void)ValidateRequestJson(
+      *schema, R"({"principal": {"type": "User", "id": "a"}, "action": {"type": "Action", "id": "view"},
       "resource": {"type": "Doc", "id": "d"}, "context": {"n": 1, "ip": "10.0.0.1", "s": {"x": [1]}}})");
-  (void)ValidateEntitiesJson(*schema, R"([{"uid": {"type": "User", "id": "a"}, "attrs": {"name": "a", "age": 3},
+  (void)ValidateEntitiesJson(*schema,
+                             R"([{"uid": {"type": "User", "id": "a"}, "attrs": {"name": "a", "age": 3},
       "parents": [{"type": "Team", "id": "t"}], "tags": {"x": "y"}}, {"uid": {"type": "Doc", "id": "d"},
       "attrs": {"owner": {"__entity": {"type": "User", "id": "a"}}}, "parents": []}])");
   return 0;

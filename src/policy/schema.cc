@@ -32,7 +32,9 @@ std::string AttrsToString(const std::map<std::string, AttrType>& attrs) {
   return out + "}";
 }
 
-std::string Qualify(const std::string& ns, const std::string& name) { return ns.empty() ? name : ns + "::" + name; }
+std::string Qualify(const std::string& ns, const std::string& name) {
+  return ns.empty() ? name : ns + "::" + name;
+}
 
 const std::map<std::string, std::pair<SchemaType::Kind, std::string>>& Builtins() {
   static const auto* m = new std::map<std::string, std::pair<SchemaType::Kind, std::string>>{
@@ -65,7 +67,8 @@ class Resolver {
     }
     for (const auto& c : d_.commons) {
       std::string q = Qualify(c.ns, c.name);
-      if (entity_names_.count(q)) return Err(c.where, "`" + q + "` is declared as both a common type and an entity type");
+      if (entity_names_.count(q))
+        return Err(c.where, "`" + q + "` is declared as both a common type and an entity type");
     }
     // Every common type must resolve, used or not.
     for (const auto& c : d_.commons) {
@@ -78,20 +81,23 @@ class Resolver {
       for (const auto& [p, where] : e.parents) {
         std::string q;
         GOVERN_RETURN_IF_ERROR(ResolveEntityName(p, e.ns, where, &q));
-        if (std::find(def.parents.begin(), def.parents.end(), q) == def.parents.end()) def.parents.push_back(q);
+        if (std::find(def.parents.begin(), def.parents.end(), q) == def.parents.end())
+          def.parents.push_back(q);
       }
       if (e.shape) {
         TypeRef shape;
         GOVERN_RETURN_IF_ERROR(Resolve(*e.shape, e.ns, &shape));
         if (shape->kind != SchemaType::Kind::kRecord)
-          return Err(e.shape->where, "the shape of entity type `" + def.name + "` must be a record, not " + shape->ToString());
+          return Err(e.shape->where, "the shape of entity type `" + def.name + "` must be a record, not " +
+                                         shape->ToString());
         def.attrs = shape->attrs;
         def.open_attrs = shape->open;
       }
       if (e.tags) GOVERN_RETURN_IF_ERROR(Resolve(*e.tags, e.ns, &def.tags));
       def.is_enum = e.is_enum;
       def.enum_ids = e.enum_ids;
-      if (e.is_enum && e.enum_ids.empty()) return Err(e.where, "enumerated entity type `" + def.name + "` has no ids");
+      if (e.is_enum && e.enum_ids.empty())
+        return Err(e.where, "enumerated entity type `" + def.name + "` has no ids");
       out->entity_types.emplace(def.name, std::move(def));
     }
     // Actions: uids first, so that `in` may name an action declared later.
@@ -116,7 +122,8 @@ class Resolver {
         }
         if (!out->action_index.count(ref))
           return Err(p.where, "action " + def.uid.ToString() + " is in undeclared action " + ref.ToString());
-        if (std::find(def.parents.begin(), def.parents.end(), ref) == def.parents.end()) def.parents.push_back(ref);
+        if (std::find(def.parents.begin(), def.parents.end(), ref) == def.parents.end())
+          def.parents.push_back(ref);
       }
       def.applies = a.applies;
       for (const auto& [p, where] : a.principals) {
@@ -134,8 +141,8 @@ class Resolver {
       if (a.context) {
         GOVERN_RETURN_IF_ERROR(Resolve(*a.context, a.ns, &def.context));
         if (def.context->kind != SchemaType::Kind::kRecord)
-          return Err(a.context->where, "the context of action " + def.uid.ToString() + " must be a record, not " +
-                                           def.context->ToString());
+          return Err(a.context->where, "the context of action " + def.uid.ToString() +
+                                           " must be a record, not " + def.context->ToString());
       } else {
         def.context = MakeType(SchemaType::Kind::kRecord);
       }
@@ -274,7 +281,8 @@ class Resolver {
       *out = MakeType(it->second.first, it->second.second);
       return Status::Ok();
     }
-    return Err(t.where, "failed to resolve type: `" + t.name + "` has not been declared as a common or entity type");
+    return Err(t.where,
+               "failed to resolve type: `" + t.name + "` has not been declared as a common or entity type");
   }
 
   const SchemaDecls& d_;
@@ -375,7 +383,9 @@ const ActionDef* Schema::FindAction(std::string_view type, std::string_view id) 
   return it == impl_->action_index.end() ? nullptr : &impl_->actions[it->second];
 }
 
-bool Schema::IsActionType(std::string_view type) const { return impl_->action_types.count(std::string(type)) > 0; }
+bool Schema::IsActionType(std::string_view type) const {
+  return impl_->action_types.count(std::string(type)) > 0;
+}
 
 bool Schema::MayBeIn(std::string_view child, std::string_view ancestor) const {
   auto it = impl_->ancestor_types.find(std::string(child));

@@ -32,7 +32,18 @@ struct AttrType {
 // an expression that cannot produce a value) and the singleton Booleans kTrue and kFalse, which let it
 // follow short-circuiting (`false && e` is False without looking at `e`).
 struct SchemaType {
-  enum class Kind : uint8_t { kNever, kTrue, kFalse, kBool, kLong, kString, kEntity, kSet, kRecord, kExtension };
+  enum class Kind : uint8_t {
+    kNever,
+    kTrue,
+    kFalse,
+    kBool,
+    kLong,
+    kString,
+    kEntity,
+    kSet,
+    kRecord,
+    kExtension
+  };
   Kind kind = Kind::kNever;
   std::string name;                       // kEntity: the qualified entity type; kExtension: "ipaddr", ...
   TypeRef element;                        // kSet
@@ -66,9 +77,9 @@ struct ActionRef {
 
 struct ActionDef {
   ActionRef uid;
-  std::vector<ActionRef> parents;    // direct `in [..]`
-  std::vector<ActionRef> ancestors;  // transitive, sorted
-  bool applies = false;              // has appliesTo; without it no request may use the action
+  std::vector<ActionRef> parents;                  // direct `in [..]`
+  std::vector<ActionRef> ancestors;                // transitive, sorted
+  bool applies = false;                            // has appliesTo; without it no request may use the action
   std::vector<std::string> principals, resources;  // qualified entity types
   TypeRef context;                                 // a record (empty when not declared)
 };

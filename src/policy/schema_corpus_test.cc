@@ -64,8 +64,8 @@ TEST(SchemaCorpusTest, EveryCaseMatchesTheReference) {
       std::vector<std::string> want_errors = want["errors"], want_warnings = want["warnings"];
       if (Ids(r.errors) != want_errors) {
         ok = false;
-        ADD_FAILURE() << name << ": errors " << nlohmann::json(Ids(r.errors)) << " expected " << want["errors"]
-                      << Describe(r.errors);
+        ADD_FAILURE() << name << ": errors " << nlohmann::json(Ids(r.errors)) << " expected "
+                      << want["errors"] << Describe(r.errors);
       }
       if (Ids(r.warnings) != want_warnings) {
         ok = false;
@@ -95,7 +95,8 @@ TEST(SchemaCorpusTest, EveryCaseMatchesTheReference) {
           Response resp = Authorize(*policies, *ents, *req);
           if (DecisionName(resp.decision) != want["decision"].get<std::string>()) {
             ok = false;
-            ADD_FAILURE() << name << ": decision " << DecisionName(resp.decision) << " expected " << want["decision"];
+            ADD_FAILURE() << name << ": decision " << DecisionName(resp.decision) << " expected "
+                          << want["decision"];
           }
         }
       }

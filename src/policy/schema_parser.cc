@@ -107,7 +107,9 @@ class CedarSchemaParser {
       }
       size_t start = i;
       char c = src_[i];
-      auto ident_start = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_'; };
+      auto ident_start = [](char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+      };
       if (ident_start(c)) {
         while (i < src_.size() && (ident_start(src_[i]) || (src_[i] >= '0' && src_[i] <= '9'))) advance(1);
         t.kind = T::kIdent;
@@ -125,9 +127,10 @@ class CedarSchemaParser {
         t.kind = T::kColon2;
       } else {
         static const std::pair<char, T> kPunct[] = {
-            {'{', T::kLBrace}, {'}', T::kRBrace}, {'[', T::kLBracket}, {']', T::kRBracket}, {'(', T::kLParen},
-            {')', T::kRParen}, {'<', T::kLt},     {'>', T::kGt},       {',', T::kComma},    {';', T::kSemi},
-            {':', T::kColon},  {'?', T::kQuestion}, {'=', T::kAssign}, {'@', T::kAt}};
+            {'{', T::kLBrace}, {'}', T::kRBrace}, {'[', T::kLBracket}, {']', T::kRBracket},
+            {'(', T::kLParen}, {')', T::kRParen}, {'<', T::kLt},       {'>', T::kGt},
+            {',', T::kComma},  {';', T::kSemi},   {':', T::kColon},    {'?', T::kQuestion},
+            {'=', T::kAssign}, {'@', T::kAt}};
         bool found = false;
         for (const auto& [ch, kind] : kPunct) {
           if (ch == c) {
@@ -153,19 +156,22 @@ class CedarSchemaParser {
   static bool IsKeyword(const Tok& t, std::string_view kw) { return t.kind == T::kIdent && t.text == kw; }
   static Status Fail(const Tok& t, const std::string& msg) { return InvalidArgument(Where(t) + ": " + msg); }
   Status Expect(T kind, const char* what) {
-    if (Peek().kind != kind) return Fail(Peek(), std::string("expected ") + what + ", found " + Describe(Peek()));
+    if (Peek().kind != kind)
+      return Fail(Peek(), std::string("expected ") + what + ", found " + Describe(Peek()));
     Next();
     return Status::Ok();
   }
 
   Status Str(const Tok& t, std::string* out) {
     std::string error;
-    if (!UnescapeCedar(t.text.substr(1, t.text.size() - 2), false, out, nullptr, &error)) return Fail(t, error);
+    if (!UnescapeCedar(t.text.substr(1, t.text.size() - 2), false, out, nullptr, &error))
+      return Fail(t, error);
     return Status::Ok();
   }
 
   Status Ident(std::string* out, const char* what) {
-    if (Peek().kind != T::kIdent) return Fail(Peek(), std::string("expected ") + what + ", found " + Describe(Peek()));
+    if (Peek().kind != T::kIdent)
+      return Fail(Peek(), std::string("expected ") + what + ", found " + Describe(Peek()));
     *out = std::string(Next().text);
     return Status::Ok();
   }
@@ -313,7 +319,8 @@ class CedarSchemaParser {
         path += "::" + part;
       }
       if (!qualified) {
-        if (path.find("::") != std::string::npos) return Fail(Peek(), "expected `::` and an action id string");
+        if (path.find("::") != std::string::npos)
+          return Fail(Peek(), "expected `::` and an action id string");
         p.id = path;
       }
     }
@@ -367,7 +374,8 @@ class CedarSchemaParser {
           GOVERN_RETURN_IF_ERROR(Expect(T::kColon, "`:`"));
           auto* list = principal ? &d.principals : &d.resources;
           GOVERN_RETURN_IF_ERROR(EntityTypes(list));
-          if (list->empty()) return Fail(key, "`" + std::string(key.text) + "` must name at least one entity type");
+          if (list->empty())
+            return Fail(key, "`" + std::string(key.text) + "` must name at least one entity type");
         } else if (IsKeyword(key, "context")) {
           if (seen_c) return Fail(key, "duplicate `context` declaration");
           seen_c = true;
@@ -404,7 +412,8 @@ class CedarSchemaParser {
     c.ns = ns;
     c.where = Where(Peek());
     GOVERN_RETURN_IF_ERROR(Ident(&c.name, "a type name"));
-    static const char* kReserved[] = {"Bool", "Boolean", "Entity", "Extension", "Long", "Record", "Set", "String"};
+    static const char* kReserved[] = {"Bool", "Boolean", "Entity", "Extension",
+                                      "Long", "Record",  "Set",    "String"};
     for (const char* r : kReserved) {
       if (c.name == r) return InvalidArgument(c.where + ": `" + c.name + "` is a reserved type name");
     }
@@ -515,7 +524,8 @@ class JsonSchemaReader {
         d.ns = ns;
         d.name = name;
         d.where = w;
-        if (e.contains("memberOfTypes")) GOVERN_RETURN_IF_ERROR(Names(e["memberOfTypes"], w + ".memberOfTypes", &d.parents));
+        if (e.contains("memberOfTypes"))
+          GOVERN_RETURN_IF_ERROR(Names(e["memberOfTypes"], w + ".memberOfTypes", &d.parents));
         if (e.contains("shape")) {
           d.shape = std::make_shared<TypeDecl>();
           GOVERN_RETURN_IF_ERROR(Type(e["shape"], w + ".shape", d.shape.get(), 0, true));
@@ -585,7 +595,9 @@ class JsonSchemaReader {
   }
 
  private:
-  static Status Err(const std::string& where, const std::string& msg) { return InvalidArgument(where + ": " + msg); }
+  static Status Err(const std::string& where, const std::string& msg) {
+    return InvalidArgument(where + ": " + msg);
+  }
 
   static Status Only(const json& obj, const std::string& where, std::initializer_list<const char*> allowed) {
     for (const auto& [k, v] : obj.items()) {
@@ -596,7 +608,8 @@ class JsonSchemaReader {
     return Status::Ok();
   }
 
-  static Status Names(const json& arr, const std::string& where, std::vector<std::pair<std::string, std::string>>* out) {
+  static Status Names(const json& arr, const std::string& where,
+                      std::vector<std::pair<std::string, std::string>>* out) {
     if (!arr.is_array()) return Err(where, "must be an array of entity type names");
     for (const json& n : arr) {
       if (!n.is_string()) return Err(where, "must be an array of entity type names");
@@ -624,10 +637,12 @@ class JsonSchemaReader {
       t->element = std::make_shared<TypeDecl>();
       GOVERN_RETURN_IF_ERROR(Type(j["element"], where + ".element", t->element.get(), depth + 1, false));
     } else if (kind == "Record") {
-      GOVERN_RETURN_IF_ERROR(Only(j, where, {"type", "attributes", "additionalAttributes", "required", "annotations"}));
+      GOVERN_RETURN_IF_ERROR(
+          Only(j, where, {"type", "attributes", "additionalAttributes", "required", "annotations"}));
       t->kind = TypeDecl::kRecord;
       if (j.contains("additionalAttributes")) {
-        if (!j["additionalAttributes"].is_boolean()) return Err(where, "`additionalAttributes` must be a boolean");
+        if (!j["additionalAttributes"].is_boolean())
+          return Err(where, "`additionalAttributes` must be a boolean");
         // The reference refuses open records outside its experimental partial validation.
         if (j["additionalAttributes"].get<bool>())
           return Err(where, "records and entities with `additionalAttributes` are not supported");
@@ -651,7 +666,9 @@ class JsonSchemaReader {
     } else if (kind == "Entity" || kind == "Extension" || kind == "EntityOrCommon") {
       GOVERN_RETURN_IF_ERROR(Only(j, where, {"type", "name", "required", "annotations"}));
       if (!j.contains("name") || !j["name"].is_string()) return Err(where, "missing string field `name`");
-      t->kind = kind == "Entity" ? TypeDecl::kEntity : kind == "Extension" ? TypeDecl::kExtension : TypeDecl::kName;
+      t->kind = kind == "Entity"      ? TypeDecl::kEntity
+                : kind == "Extension" ? TypeDecl::kExtension
+                                      : TypeDecl::kName;
       t->name = j["name"].get<std::string>();
     } else {
       GOVERN_RETURN_IF_ERROR(Only(j, where, {"type", "required", "annotations"}));
@@ -666,7 +683,9 @@ class JsonSchemaReader {
 
 }  // namespace
 
-Status ParseCedarSchemaText(std::string_view text, SchemaDecls* out) { return CedarSchemaParser(text, out).Run(); }
+Status ParseCedarSchemaText(std::string_view text, SchemaDecls* out) {
+  return CedarSchemaParser(text, out).Run();
+}
 
 Status ParseJsonSchemaText(std::string_view text, SchemaDecls* out) {
   json root;

@@ -93,8 +93,9 @@ TEST(SchemaTest, NamespacesQualifyAndResolve) {
   EXPECT_EQ(s.FindAction("Acme::Corp::Action", "call2")->parents.size(), 1u);
   EXPECT_EQ(s.FindAction("Action", "ping")->principals, std::vector<std::string>{"Acme::Corp::Agent"});
   // A name in another namespace must be qualified.
-  EXPECT_NE(ErrorOf("namespace A { entity U in [T]; } namespace B { entity T; }").find("unknown entity type `T`"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf("namespace A { entity U in [T]; } namespace B { entity T; }").find("unknown entity type `T`"),
+      std::string::npos);
 }
 
 TEST(SchemaTest, JsonFormat) {
@@ -132,7 +133,8 @@ TEST(SchemaTest, JsonFormat) {
 TEST(SchemaTest, CedarSyntaxErrorsHaveLineAndColumn) {
   EXPECT_EQ(ErrorOf("entity User { a: Long "), "1:23: expected `,` or `}`, found end of input");
   EXPECT_EQ(ErrorOf("entity User\n  { a Long };"), "2:7: expected `:`, found `Long`");
-  EXPECT_EQ(ErrorOf("entity U;\nentiti V;"), "2:1: expected `entity`, `action`, `type` or `namespace`, found `entiti`");
+  EXPECT_EQ(ErrorOf("entity U;\nentiti V;"),
+            "2:1: expected `entity`, `action`, `type` or `namespace`, found `entiti`");
   EXPECT_EQ(ErrorOf("entity U { a: Long } $"), "1:22: unexpected character `$`");
   EXPECT_EQ(ErrorOf("entity U { \"a"), "1:12: unterminated string literal");
   EXPECT_EQ(ErrorOf("entity U;\n\nentity V { a: Lng };"),
@@ -145,7 +147,8 @@ TEST(SchemaTest, CedarSyntaxErrorsHaveLineAndColumn) {
             "1:8: the action hierarchy has a cycle through Action::\"a\"");
   EXPECT_EQ(ErrorOf("type A = B; type B = A; entity U { a: A };"), "1:10: common type `B` refers to itself");
   EXPECT_EQ(ErrorOf("type Long = String;"), "1:6: `Long` is a reserved type name");
-  EXPECT_EQ(ErrorOf("entity U; action a appliesTo { resource: U };"), "1:11: `appliesTo` of action `a` lacks `principal`");
+  EXPECT_EQ(ErrorOf("entity U; action a appliesTo { resource: U };"),
+            "1:11: `appliesTo` of action `a` lacks `principal`");
   EXPECT_EQ(ErrorOf("entity U; action a appliesTo { principal: [], resource: U };"),
             "1:32: `principal` must name at least one entity type");
   EXPECT_EQ(ErrorOf("entity U; action a appliesTo { principal: U, principal: U, resource: U };"),
@@ -162,14 +165,21 @@ TEST(SchemaTest, JsonErrorsNameThePlace) {
   EXPECT_NE(ErrorOf("{\"\": {\"entityTypes\": {}, ").find("schema is not valid JSON"), std::string::npos);
   EXPECT_EQ(ErrorOf(R"({"": {"entityTypes": {}, "actions": {}, "foo": 1}})"), "\"\": unknown field `foo`");
   EXPECT_EQ(ErrorOf(R"({"": {"entityTypes": {}}})"), "\"\": missing field `actions`");
-  EXPECT_EQ(ErrorOf(R"({"N": {"entityTypes": {"U": {"shape": {"type": "Record", "attributes": {"a": {"type": "Lng"}}}}}, "actions": {}}})"),
-            "N.entityTypes.U.shape.attributes.a: failed to resolve type: `Lng` has not been declared as a common or entity type");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"N": {"entityTypes": {"U": {"shape": {"type": "Record", "attributes": {"a": {"type": "Lng"}}}}}, "actions": {}}})"),
+      "N.entityTypes.U.shape.attributes.a: failed to resolve type: `Lng` has not been declared as a common "
+      "or entity type");
   EXPECT_EQ(ErrorOf(R"({"": {"entityTypes": {"U": {"shape": {"type": "Long"}}}, "actions": {}}})"),
             "\"\".entityTypes.U.shape: the shape of entity type `U` must be a record, not Long");
-  EXPECT_EQ(ErrorOf(R"({"": {"entityTypes": {"U": {"shape": {"type": "Record", "attributes": {"s": {"type": "Set"}}}}}, "actions": {}}})"),
-            "\"\".entityTypes.U.shape.attributes.s: missing field `element`");
-  EXPECT_EQ(ErrorOf(R"({"": {"entityTypes": {"U": {"shape": {"type": "Record", "additionalAttributes": true}}}, "actions": {}}})"),
-            "\"\".entityTypes.U.shape: records and entities with `additionalAttributes` are not supported");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"": {"entityTypes": {"U": {"shape": {"type": "Record", "attributes": {"s": {"type": "Set"}}}}}, "actions": {}}})"),
+      "\"\".entityTypes.U.shape.attributes.s: missing field `element`");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"": {"entityTypes": {"U": {"shape": {"type": "Record", "additionalAttributes": true}}}, "actions": {}}})"),
+      "\"\".entityTypes.U.shape: records and entities with `additionalAttributes` are not supported");
   EXPECT_EQ(ErrorOf(R"({"": {"entityTypes": {}, "actions": {"a": {"appliesTo": {"resourceTypes": []}}}}})"),
             "\"\".actions.a.appliesTo: missing field `principalTypes`");
   // Only an object is read as JSON; anything else is the Cedar syntax.

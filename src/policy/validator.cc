@@ -15,11 +15,13 @@ namespace {
 
 using K = SchemaType::Kind;
 
-bool IsBoolish(const TypeRef& t) { return t && (t->kind == K::kBool || t->kind == K::kTrue || t->kind == K::kFalse); }
+bool IsBoolish(const TypeRef& t) {
+  return t && (t->kind == K::kBool || t->kind == K::kTrue || t->kind == K::kFalse);
+}
 
 const TypeRef& TypeOf(K k) {
-  static const TypeRef kTypes[] = {MakeType(K::kNever), MakeType(K::kTrue),   MakeType(K::kFalse),
-                                   MakeType(K::kBool),  MakeType(K::kLong),   MakeType(K::kString)};
+  static const TypeRef kTypes[] = {MakeType(K::kNever), MakeType(K::kTrue), MakeType(K::kFalse),
+                                   MakeType(K::kBool),  MakeType(K::kLong), MakeType(K::kString)};
   return kTypes[static_cast<size_t>(k)];
 }
 
@@ -137,7 +139,8 @@ class Checker {
     const EntityTypeDef* def = schema_.FindEntityType(u.type);
     if (!def) {
       Error(line, col, "unrecognized entity type `" + u.type + "`");
-    } else if (def->is_enum && std::find(def->enum_ids.begin(), def->enum_ids.end(), u.id) == def->enum_ids.end()) {
+    } else if (def->is_enum &&
+               std::find(def->enum_ids.begin(), def->enum_ids.end(), u.id) == def->enum_ids.end()) {
       Error(line, col,
             "entity `" + u.ToString() + "` is of an enumerated entity type, but `\"" + u.id +
                 "\"` is not declared as a valid eid");
@@ -413,7 +416,8 @@ class Checker {
         Typed a = Check(n->kids[0], prior, depth + 1);
         Typed b = Check(n->kids[1], prior, depth + 1);
         TypeRef eq = EqualityType(n->kids[0], a.type, n->kids[1], b.type);
-        if (eq->kind != K::kFalse && a.type && b.type && !Lub(a.type, b.type)) Incompatible(n, a.type, b.type);
+        if (eq->kind != K::kFalse && a.type && b.type && !Lub(a.type, b.type))
+          Incompatible(n, a.type, b.type);
         return n->op == Op::kEq ? eq : Not(eq);
       }
       case Op::kLt:
@@ -563,7 +567,8 @@ class Checker {
           std::string tag = n->kids[1]->op == Op::kLit && n->kids[1]->lit.kind == Kind::kString
                                 ? "`\"" + *n->kids[1]->lit.s + "\"`"
                                 : "`tag`";
-          Error(n, "unable to guarantee safety of access to tag " + tag + " on entity type `" + a.type->name + "`");
+          Error(n, "unable to guarantee safety of access to tag " + tag + " on entity type `" + a.type->name +
+                       "`");
         }
         return def->tags;
       }
@@ -692,8 +697,8 @@ class Checker {
     return MakeSetType(acc);
   }
 
-  TypeRef CheckRecordLiteral(const Node* n, const std::vector<const Node*>& kids, const std::vector<std::string>& keys,
-                             const Caps& prior, int depth) {
+  TypeRef CheckRecordLiteral(const Node* n, const std::vector<const Node*>& kids,
+                             const std::vector<std::string>& keys, const Caps& prior, int depth) {
     (void)n;
     auto r = std::make_shared<SchemaType>();
     r->kind = K::kRecord;
@@ -827,7 +832,9 @@ Status CheckEnumId(const Schema& schema, const std::string& type, const std::str
 // an entity is expected becomes {"__entity": {...}}.
 Status Conforms(const Schema& schema, json& v, const SchemaType& t, const std::string& what, int depth) {
   if (depth > 200) return Bad(what + " is nested too deeply");
-  auto mismatch = [&]() { return Bad(what + ": type mismatch: value was expected to have type " + t.ToString()); };
+  auto mismatch = [&]() {
+    return Bad(what + ": type mismatch: value was expected to have type " + t.ToString());
+  };
   switch (t.kind) {
     case K::kBool:
     case K::kTrue:
@@ -852,14 +859,16 @@ Status Conforms(const Schema& schema, json& v, const SchemaType& t, const std::s
       if (!v.is_object() || v.contains("__entity") || v.contains("__extn")) return mismatch();
       for (const auto& [k, a] : t.attrs) {
         if (!v.contains(k)) {
-          if (a.required) return Bad(what + ": expected the record to have an attribute `" + k + "`, but it does not");
+          if (a.required)
+            return Bad(what + ": expected the record to have an attribute `" + k + "`, but it does not");
           continue;
         }
         GOVERN_RETURN_IF_ERROR(Conforms(schema, v[k], *a.type, what + ", attribute `" + k + "`", depth + 1));
       }
       if (!t.open) {
         for (const auto& [k, e] : v.items()) {
-          if (!t.attrs.count(k)) return Bad(what + ": record attribute `" + k + "` should not exist according to the schema");
+          if (!t.attrs.count(k))
+            return Bad(what + ": record attribute `" + k + "` should not exist according to the schema");
         }
       }
       return Status::Ok();
@@ -951,13 +960,15 @@ ValidationResult ValidatePolicies(const Schema& schema, const PolicySet& policie
     }
     std::string prefix = "for policy `" + policy.id + "`, ";
     if (applicable == 0 || !known) {
-      out.warnings.push_back({policy.id, prefix + "unable to find an applicable action given the policy scope constraints",
-                              policy.line, policy.col});
+      out.warnings.push_back(
+          {policy.id, prefix + "unable to find an applicable action given the policy scope constraints",
+           policy.line, policy.col});
     }
     if (impossible == applicable) {
       out.warnings.push_back({policy.id,
-                              prefix + "policy is impossible: the policy expression evaluates to false for all "
-                                       "valid requests",
+                              prefix +
+                                  "policy is impossible: the policy expression evaluates to false for all "
+                                  "valid requests",
                               policy.line, policy.col});
     }
   }
@@ -971,7 +982,8 @@ Result<std::string> ConformRequestJson(const Schema& schema, std::string_view re
     if (!j.contains(k)) return Bad(std::string("request lacks `") + k + "`");
   }
   if (!j.contains("context")) j["context"] = json::object();
-  GOVERN_RETURN_IF_ERROR(ValidateRequestParts(schema, j["principal"], j["action"], j["resource"], j["context"]));
+  GOVERN_RETURN_IF_ERROR(
+      ValidateRequestParts(schema, j["principal"], j["action"], j["resource"], j["context"]));
   return j.dump();
 }
 

@@ -31,7 +31,7 @@ namespace govern::policy {
 
 struct ValidationIssue {
   std::string policy_id;
-  std::string message;  // "for policy `policy0`, ..." as the reference words them, where we know it
+  std::string message;         // "for policy `policy0`, ..." as the reference words them, where we know it
   uint32_t line = 0, col = 0;  // of the offending expression (or the policy)
 };
 

@@ -34,6 +34,7 @@ const Schema& TheSchema() {
 ValidationResult Check(const std::string& policies) {
   auto set = PolicySet::Parse(policies);
   EXPECT_TRUE(set.ok()) << set.status().message();
+  if (!set.ok()) return {{{"parse", set.status().message()}}, {}};
   return ValidatePolicies(TheSchema(), *set);
 }
 
@@ -52,7 +53,8 @@ std::string Warnings(const std::string& policies) {
 const std::string kRead = "permit(principal, action == Action::\"read\", resource) when { ";
 
 TEST(ValidatorTest, ValidPolicyHasNoIssues) {
-  ValidationResult r = Check(kRead + "principal.age > 18 && resource.owner == principal && context.ip.isLoopback() };");
+  ValidationResult r =
+      Check(kRead + "principal.age > 18 && resource.owner == principal && context.ip.isLoopback() };");
   EXPECT_TRUE(r.ok());
   EXPECT_TRUE(r.errors.empty());
   EXPECT_TRUE(r.warnings.empty());
@@ -65,16 +67,18 @@ TEST(ValidatorTest, UnknownEntityTypesAndActions) {
             "for policy `policy0`, unrecognized action `Action::\"nope\"`");
   EXPECT_EQ(Errors("permit(principal, action, resource) when { resource is Ghost };"),
             "for policy `policy0`, unrecognized entity type `Ghost`");
-  EXPECT_EQ(Errors("permit(principal, action, resource) when { resource == Color::\"blue\" };"),
-            "for policy `policy0`, entity `Color::\"blue\"` is of an enumerated entity type, but `\"blue\"` is not "
-            "declared as a valid eid");
+  EXPECT_EQ(
+      Errors("permit(principal, action, resource) when { resource == Color::\"blue\" };"),
+      "for policy `policy0`, entity `Color::\"blue\"` is of an enumerated entity type, but `\"blue\"` is not "
+      "declared as a valid eid");
 }
 
 TEST(ValidatorTest, ScopeThatNoActionAppliesTo) {
-  EXPECT_EQ(Warnings("permit(principal is Team, action == Action::\"read\", resource);"),
-            "for policy `policy0`, unable to find an applicable action given the policy scope constraints\n"
-            "for policy `policy0`, policy is impossible: the policy expression evaluates to false for all valid "
-            "requests");
+  EXPECT_EQ(
+      Warnings("permit(principal is Team, action == Action::\"read\", resource);"),
+      "for policy `policy0`, unable to find an applicable action given the policy scope constraints\n"
+      "for policy `policy0`, policy is impossible: the policy expression evaluates to false for all valid "
+      "requests");
   EXPECT_EQ(Warnings("permit(principal in Team::\"t\", action in Action::\"all\", resource);"), "");
   EXPECT_EQ(Warnings("permit(principal, action == Action::\"admin\", resource in Org::\"o\");"), "");
   EXPECT_NE(Warnings("permit(principal in Doc::\"d\", action, resource);"), "");
@@ -96,29 +100,33 @@ TEST(ValidatorTest, AttributesMustExist) {
 }
 
 TEST(ValidatorTest, OptionalAttributesNeedHas) {
-  EXPECT_EQ(Errors(kRead + "principal.nick == \"a\" };"),
-            "for policy `policy0`, unable to guarantee safety of access to optional attribute `nick` on entity "
-            "type `User`");
+  EXPECT_EQ(
+      Errors(kRead + "principal.nick == \"a\" };"),
+      "for policy `policy0`, unable to guarantee safety of access to optional attribute `nick` on entity "
+      "type `User`");
   EXPECT_EQ(Errors(kRead + "principal has nick && principal.nick == \"a\" };"), "");
   EXPECT_EQ(Errors(kRead + "if principal has nick then principal.nick == \"a\" else false };"), "");
   EXPECT_NE(Errors(kRead + "principal has nick || principal.nick == \"a\" };"), "");
-  EXPECT_EQ(Errors(kRead + "!(principal has nick) || principal.nick == \"a\" };"),
-            "for policy `policy0`, unable to guarantee safety of access to optional attribute `nick` on entity "
-            "type `User`");
+  EXPECT_EQ(
+      Errors(kRead + "!(principal has nick) || principal.nick == \"a\" };"),
+      "for policy `policy0`, unable to guarantee safety of access to optional attribute `nick` on entity "
+      "type `User`");
   EXPECT_EQ(Errors(kRead + "principal.home has zip && principal.home.zip > 1 };"), "");
   EXPECT_EQ(Errors(kRead + "context has mfa && context.mfa };"), "");
   EXPECT_NE(Errors(kRead + "context.mfa };"), "");
   // A guard in one `when` covers the next.
-  EXPECT_EQ(Errors("permit(principal, action == Action::\"read\", resource) when { principal has boss } when { "
-                   "principal.boss.age > 1 };"),
-            "");
+  EXPECT_EQ(
+      Errors("permit(principal, action == Action::\"read\", resource) when { principal has boss } when { "
+             "principal.boss.age > 1 };"),
+      "");
   // The guard is on an expression: another expression is not covered.
   EXPECT_NE(Errors(kRead + "resource.owner has nick && principal.nick == \"a\" };"), "");
 }
 
 TEST(ValidatorTest, TagsNeedHasTag) {
-  EXPECT_EQ(Errors(kRead + "principal.getTag(\"k\") == \"v\" };"),
-            "for policy `policy0`, unable to guarantee safety of access to tag `\"k\"` on entity type `User`");
+  EXPECT_EQ(
+      Errors(kRead + "principal.getTag(\"k\") == \"v\" };"),
+      "for policy `policy0`, unable to guarantee safety of access to tag `\"k\"` on entity type `User`");
   EXPECT_EQ(Errors(kRead + "principal.hasTag(\"k\") && principal.getTag(\"k\") == \"v\" };"), "");
   EXPECT_NE(Errors(kRead + "resource.getTag(\"k\") == \"v\" };"), "");
 }
@@ -126,12 +134,14 @@ TEST(ValidatorTest, TagsNeedHasTag) {
 TEST(ValidatorTest, OperandTypes) {
   EXPECT_EQ(Errors(kRead + "principal.age + \"a\" > 1 };"),
             "for policy `policy0`, unexpected type: expected Long but saw String");
-  EXPECT_EQ(Errors(kRead + "!principal.age };"), "for policy `policy0`, unexpected type: expected Bool but saw Long");
+  EXPECT_EQ(Errors(kRead + "!principal.age };"),
+            "for policy `policy0`, unexpected type: expected Bool but saw Long");
   EXPECT_EQ(Errors(kRead + "principal.age like \"1*\" };"),
             "for policy `policy0`, unexpected type: expected String but saw Long");
   EXPECT_EQ(Errors(kRead + "principal.age.contains(1) };"),
             "for policy `policy0`, unexpected type: expected Set but saw Long");
-  EXPECT_EQ(Errors(kRead + "principal.age };"), "for policy `policy0`, unexpected type: expected Bool but saw Long");
+  EXPECT_EQ(Errors(kRead + "principal.age };"),
+            "for policy `policy0`, unexpected type: expected Bool but saw Long");
   EXPECT_EQ(Errors(kRead + "resource.created < datetime(\"2024-01-01\") };"), "");
   EXPECT_NE(Errors(kRead + "resource.created < 3 };"), "");
   EXPECT_EQ(Errors(kRead + "resource has score && resource.score.lessThan(decimal(\"1.5\")) };"), "");
@@ -139,8 +149,8 @@ TEST(ValidatorTest, OperandTypes) {
 }
 
 TEST(ValidatorTest, IncompatibleTypes) {
-  EXPECT_EQ(Errors(kRead + "principal.age == principal.nick };").find("the types Long and String are not compatible") !=
-                std::string::npos,
+  EXPECT_EQ(Errors(kRead + "principal.age == principal.nick };")
+                    .find("the types Long and String are not compatible") != std::string::npos,
             true);
   EXPECT_NE(Errors(kRead + "[1, \"a\"].contains(1) };"), "");
   EXPECT_NE(Errors(kRead + "principal.roles.contains(1) };"), "");
@@ -154,7 +164,8 @@ TEST(ValidatorTest, IncompatibleTypes) {
 }
 
 TEST(ValidatorTest, EmptySetsAndExtensionConstructors) {
-  EXPECT_EQ(Errors(kRead + "[].isEmpty() };"), "for policy `policy0`, empty set literals are forbidden in policies");
+  EXPECT_EQ(Errors(kRead + "[].isEmpty() };"),
+            "for policy `policy0`, empty set literals are forbidden in policies");
   EXPECT_EQ(Errors(kRead + "ip(principal.nick).isIpv4() };").find("non-literal") != std::string::npos, true);
   EXPECT_NE(Errors(kRead + "context.ip.isInRange(ip(\"10.0.0.0/99\")) };"), "");
   EXPECT_EQ(Errors(kRead + "context.ip.isInRange(ip(\"10.0.0.0/8\")) };"), "");
@@ -162,7 +173,8 @@ TEST(ValidatorTest, EmptySetsAndExtensionConstructors) {
 
 TEST(ValidatorTest, ImpossiblePolicies) {
   const char* kImpossible =
-      "for policy `policy0`, policy is impossible: the policy expression evaluates to false for all valid requests";
+      "for policy `policy0`, policy is impossible: the policy expression evaluates to false for all valid "
+      "requests";
   EXPECT_EQ(Warnings(kRead + "false };"), kImpossible);
   EXPECT_EQ(Warnings(kRead + "principal == resource };"), kImpossible);
   EXPECT_EQ(Warnings(kRead + "principal in resource };"), kImpossible);
@@ -179,6 +191,18 @@ TEST(ValidatorTest, ImpossiblePolicies) {
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.warnings.size(), 1u);
   EXPECT_EQ(Warnings(kRead + "principal in Team::\"t\" };"), "");
+}
+
+TEST(ValidatorTest, DeepExpressionsAreCheckedWithoutExhaustingTheStack) {
+  // The engine's parser bounds nesting (and trees deeper than 1000); what it accepts must validate.
+  std::string deep;
+  for (int i = 0; i < 100; ++i) deep += "!(";
+  deep += "principal.age > 1";
+  for (int i = 0; i < 100; ++i) deep += ")";
+  EXPECT_EQ(Errors(kRead + deep + " };"), "");
+  std::string sum = "principal.age";
+  for (int i = 0; i < 900; ++i) sum += " + 1";
+  EXPECT_EQ(Errors(kRead + sum + " > 1 };"), "");
 }
 
 TEST(ValidatorTest, IssuesCarryPolicyIdsAndPositions) {
@@ -206,24 +230,29 @@ TEST(ValidatorTest, Requests) {
             "principal type `User` is not valid for `Action::\"all\"`");
   EXPECT_EQ(ValidateRequest(s, {"User", "a"}, {"Action", "read"}, {"Doc", "d"}, "{}").message(),
             "context for `Action::\"read\"`: expected the record to have an attribute `ip`, but it does not");
-  EXPECT_EQ(ValidateRequest(s, {"User", "a"}, {"Action", "read"}, {"Doc", "d"}, R"({"ip": "10.0.0.1", "x": 1})")
-                .message(),
-            "context for `Action::\"read\"`: record attribute `x` should not exist according to the schema");
-  EXPECT_FALSE(ValidateRequest(s, {"User", "a"}, {"Action", "read"}, {"Doc", "d"}, R"({"ip": "10.0.0.300"})").ok());
+  EXPECT_EQ(
+      ValidateRequest(s, {"User", "a"}, {"Action", "read"}, {"Doc", "d"}, R"({"ip": "10.0.0.1", "x": 1})")
+          .message(),
+      "context for `Action::\"read\"`: record attribute `x` should not exist according to the schema");
+  EXPECT_FALSE(
+      ValidateRequest(s, {"User", "a"}, {"Action", "read"}, {"Doc", "d"}, R"({"ip": "10.0.0.300"})").ok());
   EXPECT_FALSE(ValidateRequest(s, {"User", "a"}, {"Action", "read"}, {"Doc", "d"}, R"({"ip": 1})").ok());
   EXPECT_FALSE(ValidateRequestJson(s, "{").ok());
-  EXPECT_TRUE(ValidateRequestJson(s, R"({"principal": {"type": "User", "id": "a"}, "action": {"type": "Action", "id":
+  EXPECT_TRUE(
+      ValidateRequestJson(s, R"({"principal": {"type": "User", "id": "a"}, "action": {"type": "Action", "id":
       "write"}, "resource": {"type": "Doc", "id": "d"}})")
-                  .ok());
+          .ok());
 }
 
 TEST(ValidatorTest, Entities) {
   const Schema& s = TheSchema();
   auto ok = [&](const std::string& json) { return ValidateEntitiesJson(s, json); };
-  std::string user = R"({"uid": {"type": "User", "id": "a"}, "attrs": {"age": 1, "roles": [], "home": {"city": "c"}},
+  std::string user =
+      R"({"uid": {"type": "User", "id": "a"}, "attrs": {"age": 1, "roles": [], "home": {"city": "c"}},
                          "parents": [{"type": "Team", "id": "t"}, {"__entity": {"type": "Org", "id": "o"}}]})";
   EXPECT_TRUE(ok("[" + user + "]").ok()) << ok("[" + user + "]").message();
-  EXPECT_EQ(ok(R"([{"uid": {"type": "User", "id": "a"}, "attrs": {"age": 1, "roles": []}, "parents": []}])").message(),
+  EXPECT_EQ(ok(R"([{"uid": {"type": "User", "id": "a"}, "attrs": {"age": 1, "roles": []}, "parents": []}])")
+                .message(),
             "attributes of `User::\"a\"`: expected the record to have an attribute `home`, but it does not");
   EXPECT_EQ(ok(R"([{"uid": {"type": "Doc", "id": "d"}, "attrs": {"owner": {"type": "User", "id": "a"},
                 "created": "2024-01-01"}, "parents": [{"type": "Org", "id": "o"}]}])")
@@ -233,17 +262,20 @@ TEST(ValidatorTest, Entities) {
             "entity `Ghost::\"g\"` has type `Ghost` which is not declared in the schema");
   EXPECT_FALSE(ok(R"([{"uid": {"type": "Color", "id": "green"}, "attrs": {}, "parents": []}])").ok());
   EXPECT_TRUE(ok(R"([{"uid": {"type": "Color", "id": "red"}, "attrs": {}, "parents": []}])").ok());
-  EXPECT_FALSE(ok(R"([{"uid": {"type": "Team", "id": "t"}, "attrs": {"name": "n"}, "tags": {"k": "v"}}])").ok());
-  EXPECT_FALSE(ok(R"([{"uid": {"type": "User", "id": "a"}, "attrs": {"age": 1, "roles": [], "home": {"city": "c"}},
+  EXPECT_FALSE(
+      ok(R"([{"uid": {"type": "Team", "id": "t"}, "attrs": {"name": "n"}, "tags": {"k": "v"}}])").ok());
+  EXPECT_FALSE(
+      ok(R"([{"uid": {"type": "User", "id": "a"}, "attrs": {"age": 1, "roles": [], "home": {"city": "c"}},
                        "tags": {"k": 1}}])")
-                   .ok());
+          .ok());
   EXPECT_TRUE(ok(R"([{"uid": {"type": "Action", "id": "read"}, "attrs": {}, "parents": []}])").ok());
   EXPECT_FALSE(ok(R"([{"uid": {"type": "Action", "id": "nope"}, "attrs": {}, "parents": []}])").ok());
 }
 
 TEST(ValidatorTest, ConformRewritesSchemaTypedValues) {
   const Schema& s = TheSchema();
-  auto r = ConformEntitiesJson(s, R"([{"uid": {"type": "Doc", "id": "d"}, "attrs": {"owner": {"type": "User", "id":
+  auto r =
+      ConformEntitiesJson(s, R"([{"uid": {"type": "Doc", "id": "d"}, "attrs": {"owner": {"type": "User", "id":
       "a"}, "created": "2024-01-01", "score": "1.5"}, "parents": []}])");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_NE(r->find(R"("owner":{"__entity":{"id":"a","type":"User"}})"), std::string::npos) << *r;
@@ -252,7 +284,8 @@ TEST(ValidatorTest, ConformRewritesSchemaTypedValues) {
   // The rewritten form is what the engine reads: the decision uses the typed values.
   auto entities = Entities::FromJson(*r);
   ASSERT_TRUE(entities.ok()) << entities.status().message();
-  auto req = ConformRequestJson(s, R"({"principal": {"type": "User", "id": "a"}, "action": {"type": "Action", "id":
+  auto req =
+      ConformRequestJson(s, R"({"principal": {"type": "User", "id": "a"}, "action": {"type": "Action", "id":
       "read"}, "resource": {"type": "Doc", "id": "d"}, "context": {"ip": "127.0.0.1"}})");
   ASSERT_TRUE(req.ok()) << req.status().message();
   auto request = Request::FromJson(*req);

@@ -379,6 +379,7 @@ req("namespaced request unqualified action", R({ type: "Acme::Agent", id: "a" },
 // Seeded random policies over the base schema, named "@base" to keep the corpus small.
 cases.push(...require("./random.js")("@base", 300, 7));
 cases.push(...require("./random.js").typed("@base", 500, 11));
+cases.push(...require("./random.js").requests("@base", 300, 5));
 
 module.exports = cases;
 module.exports.schemas = { base: S };

@@ -134,3 +134,80 @@ module.exports.typed = function typedCases(schema, count, seed) {
   }
   return out;
 };
+
+// Random requests and entity sets against the base schema: each part is valid or broken in one of
+// the ways the reference checks (types, actions, context shape, attribute types, parents, tags,
+// enumerated ids, strings for extension values, bare uids for entity values).
+module.exports.requests = function requestCases(schema, count, seed) {
+  let s = seed >>> 0;
+  const rnd = (n) => {
+    s = (s * 1103515245 + 12345) >>> 0;
+    return (s >>> 8) % n;
+  };
+  const pick = (a) => a[rnd(a.length)];
+  // Mostly the first (valid) variant: one part in ten or so is broken.
+  const mostly = (a) => (rnd(20) < 19 ? a[0] : pick(a));
+  const uid = (type, id) => ({ type, id });
+  const ips = ["10.0.0.1", "127.0.0.1", "::1", "10.0.0.300", "nope"];
+  const ipv = () => { const ip = rnd(4) ? pick(ips.slice(0, 3)) : pick(ips); return rnd(2) ? ip : { __extn: { fn: "ip", arg: ip } }; };
+  const contexts = [
+    () => ({ ip: ipv(), args: { max: rnd(20) } }),
+    () => ({ ip: ipv(), args: { max: rnd(20), url: "u" }, mfa: !!rnd(2) }),
+    () => ({ ip: ipv() }),
+    () => ({ ip: ipv(), args: { max: "1" } }),
+    () => ({ ip: ipv(), args: { max: 1 }, extra: 1 }),
+    () => ({ ip: 5, args: { max: 1 } }),
+    () => ({}),
+    () => ({ ip: ipv(), args: { max: 1 }, mfa: "yes" }),
+  ];
+  const attrVariants = {
+    age: () => mostly([rnd(40), "x", true]),
+    email: () => mostly(["e", 1]),
+    roles: () => mostly([[], ["a"], [1], "a"]),
+    profile: () => mostly([{ level: 1 }, { level: 1, nick: "n" }, { level: "1" }, {}, { level: 1, x: 1 }]),
+    name: () => mostly(["n", 2]),
+    manager: () => mostly([{ __entity: uid("User", "b") }, uid("User", "b"), uid("Doc", "d"), "b"]),
+    ip: () => ipv(),
+  };
+  function user(id) {
+    const attrs = {};
+    for (const k of ["age", "email", "roles", "profile"]) if (rnd(30)) attrs[k] = attrVariants[k]();
+    for (const k of ["name", "manager", "ip"]) if (!rnd(3)) attrs[k] = attrVariants[k]();
+    if (!rnd(20)) attrs.bogus = 1;
+    const parents = [];
+    if (rnd(2)) parents.push(uid("Team", "t"));
+    if (!rnd(4)) parents.push(uid(mostly(["Org", "Doc", "Team", "User"]), "p"));
+    const e = { uid: uid("User", id), attrs, parents };
+    if (!rnd(3)) e.tags = mostly([{ k: "v" }, { k: 1 }, {}]);
+    return e;
+  }
+  function doc(id) {
+    const attrs = { owner: mostly([{ __entity: uid("User", "a") }, uid("User", "a"), uid("User", "b")]), public: !!rnd(2),
+      size: rnd(100), labels: [], created: mostly(["2024-01-01", { __extn: { fn: "datetime", arg: "2024-01-01" } }, "bad"]) };
+    if (!rnd(3)) attrs.score = mostly(["1.5", { __extn: { fn: "decimal", arg: "0.5" } }, "x", 1]);
+    if (!rnd(3)) attrs.ttl = mostly(["1h", { __extn: { fn: "duration", arg: "2h" } }, 3]);
+    if (!rnd(30)) delete attrs.size;
+    return { uid: uid("Doc", id), attrs, parents: rnd(5) ? [] : [uid("Org", "o")] };
+  }
+  const policies = `permit(principal, action == Action::"read", resource) when { context.ip.isLoopback() };
+permit(principal in Team::"t", action, resource) when { resource has owner && resource.owner == principal };
+forbid(principal, action, resource) when { principal has age && principal.age < 18 };
+permit(principal, action, resource) when { resource has score && resource.score.lessThan(decimal("1.0")) };
+permit(principal, action == Action::"write", resource) when { resource has created && resource.created < datetime("2025-01-01") && principal has manager };`;
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const action = rnd(10) ? pick(["read", "read", "write", "child"]) : pick(["admin", "group", "nope"]);
+    const principal = rnd(12) ? uid("User", "a") : uid(pick(["Team", "Org", "Ghost", "Color"]), pick(["t", "red"]));
+    const resource = rnd(12) ? uid("Doc", "d") : uid(pick(["Org", "Team", "Color"]), pick(["o", "red", "green"]));
+    const context = action === "read" ? (rnd(3) ? pick(contexts.slice(0, 2))() : pick(contexts)()) : rnd(8) ? {} : pick(contexts)();
+    const entities = [];
+    if (rnd(4)) entities.push(user("a"));
+    if (rnd(3)) entities.push(user("b"));
+    if (rnd(4)) entities.push(doc("d"));
+    if (!rnd(3)) entities.push({ uid: uid("Team", "t"), attrs: rnd(4) ? { name: "n" } : {}, parents: rnd(2) ? [] : [uid("Org", "o")] });
+    if (!rnd(10)) entities.push({ uid: uid(pick(["Color", "Ghost", "Action"]), pick(["red", "green", "read", "zz"])), attrs: {}, parents: [] });
+    out.push({ name: `request ${seed}-${i}`, schema, request: { principal, action: uid("Action", action), resource, context },
+      entities, request_policies: policies });
+  }
+  return out;
+};
