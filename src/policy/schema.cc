@@ -62,6 +62,11 @@ class Resolver {
     }
     for (const auto& e : d_.entities) {
       std::string q = Qualify(e.ns, e.name);
+      // `Action` names the namespace's action type; `__cedar` is the reference's own namespace.
+      if (e.name == "Action")
+        return Err(e.where, "entity type `" + q + "` may not be declared: it is the action type");
+      if (q == "__cedar" || q.rfind("__cedar::", 0) == 0 || e.ns.find("__cedar") != std::string::npos)
+        return Err(e.where, "use of the reserved `__cedar` namespace");
       if (entity_names_.count(q)) return Err(e.where, "duplicate entity type `" + q + "`");
       entity_names_.insert(q);
     }
@@ -269,7 +274,7 @@ class Resolver {
         resolving_.erase(c);
         return s;
       }
-      if (entity_names_.count(c)) {
+      if (!t.no_entity && entity_names_.count(c)) {
         *out = MakeType(SchemaType::Kind::kEntity, c);
         return Status::Ok();
       }

@@ -169,9 +169,21 @@ class CedarSchemaParser {
     return Status::Ok();
   }
 
+  // Identifiers the reference reserves: not usable as names, unquoted, anywhere in a schema.
+  // (`__cedar` may start a type path, `__cedar::Long`; declaring in it is refused in schema.cc.)
+  static bool Reserved(std::string_view id) {
+    static const char* kReserved[] = {"true", "false", "if", "then", "else", "in", "is", "like", "has"};
+    for (const char* r : kReserved) {
+      if (id == r) return true;
+    }
+    return false;
+  }
+
   Status Ident(std::string* out, const char* what) {
     if (Peek().kind != T::kIdent)
       return Fail(Peek(), std::string("expected ") + what + ", found " + Describe(Peek()));
+    if (Reserved(Peek().text))
+      return Fail(Peek(), "`" + std::string(Peek().text) + "` is a reserved identifier");
     *out = std::string(Next().text);
     return Status::Ok();
   }
@@ -222,7 +234,7 @@ class CedarSchemaParser {
     Next();
     while (Peek().kind != T::kRBracket) {
       GOVERN_RETURN_IF_ERROR(one());
-      if (Peek().kind == T::kComma) {
+      if (Peek().kind == T::kComma && Peek(1).kind != T::kRBracket) {  // no trailing comma here
         Next();
       } else if (Peek().kind != T::kRBracket) {
         return Fail(Peek(), "expected `,` or `]`, found " + Describe(Peek()));
@@ -255,7 +267,7 @@ class CedarSchemaParser {
         std::string id;
         GOVERN_RETURN_IF_ERROR(Str(Next(), &id));
         if (seen.insert(id).second) d.enum_ids.push_back(std::move(id));
-        if (Peek().kind == T::kComma) {
+        if (Peek().kind == T::kComma && Peek(1).kind != T::kRBracket) {
           Next();
         } else if (Peek().kind != T::kRBracket) {
           return Fail(Peek(), "expected `,` or `]`, found " + Describe(Peek()));
@@ -345,9 +357,10 @@ class CedarSchemaParser {
       Next();
       if (Peek().kind == T::kLBracket) {
         Next();
+        if (Peek().kind == T::kRBracket) return Fail(Peek(), "expected an action name, found `]`");
         while (Peek().kind != T::kRBracket) {
           GOVERN_RETURN_IF_ERROR(ActionParent(&d.parents));
-          if (Peek().kind == T::kComma) {
+          if (Peek().kind == T::kComma && Peek(1).kind != T::kRBracket) {
             Next();
           } else if (Peek().kind != T::kRBracket) {
             return Fail(Peek(), "expected `,` or `]`, found " + Describe(Peek()));
@@ -674,6 +687,7 @@ class JsonSchemaReader {
       GOVERN_RETURN_IF_ERROR(Only(j, where, {"type", "required", "annotations"}));
       t->kind = TypeDecl::kName;
       t->name = kind;
+      t->no_entity = true;  // {"type": "Name"} names a common or built-in type, never an entity type
     }
     return Status::Ok();
   }

@@ -30,6 +30,7 @@ struct TypeDecl {
   std::vector<AttrDecl> attrs;        // kRecord
   bool open = false;                  // kRecord: additionalAttributes
   bool json = false;                  // from the JSON format ("Boolean" is a built-in name only there)
+  bool no_entity = false;             // kName that may not resolve to an entity type
   std::string where;
 };
 

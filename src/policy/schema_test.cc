@@ -159,6 +159,17 @@ TEST(SchemaTest, CedarSyntaxErrorsHaveLineAndColumn) {
   EXPECT_EQ(ErrorOf("entity U { a: Boolean };"),
             "1:15: failed to resolve type: `Boolean` has not been declared as a common or entity type");
   EXPECT_EQ(ErrorOf("entity U { \"\\q\": Long };").substr(0, 5), "1:12:");
+  EXPECT_EQ(ErrorOf("entity in;"), "1:8: `in` is a reserved identifier");
+  EXPECT_EQ(ErrorOf("entity U { has: Long };"), "1:12: `has` is a reserved identifier");
+  EXPECT_EQ(ErrorOf("entity U in [T, ]; entity T;"), "1:15: expected `,` or `]`, found `,`");
+  EXPECT_EQ(ErrorOf("action a in [];"), "1:14: expected an action name, found `]`");
+  EXPECT_EQ(ErrorOf("entity E enum [\"a\",];"), "1:19: expected `,` or `]`, found `,`");
+  EXPECT_EQ(ErrorOf("entity Action;"),
+            "1:8: entity type `Action` may not be declared: it is the action type");
+  EXPECT_EQ(ErrorOf("namespace __cedar { entity A; }"), "1:28: use of the reserved `__cedar` namespace");
+  // Trailing commas are fine in records and appliesTo, as in the reference.
+  EXPECT_TRUE(
+      Schema::Parse("entity U { a: Long, }; action a appliesTo { principal: U, resource: U, };").ok());
 }
 
 TEST(SchemaTest, JsonErrorsNameThePlace) {
@@ -180,6 +191,17 @@ TEST(SchemaTest, JsonErrorsNameThePlace) {
       ErrorOf(
           R"({"": {"entityTypes": {"U": {"shape": {"type": "Record", "additionalAttributes": true}}}, "actions": {}}})"),
       "\"\".entityTypes.U.shape: records and entities with `additionalAttributes` are not supported");
+  // {"type": "Name"} is a common or built-in type; an entity type needs "Entity" or "EntityOrCommon".
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"": {"entityTypes": {"D": {}, "U": {"shape": {"type": "Record", "attributes": {"d": {"type": "D"}}}}}, "actions": {}}})"),
+      "\"\".entityTypes.U.shape.attributes.d: failed to resolve type: `D` has not been declared as a common "
+      "or "
+      "entity type");
+  EXPECT_TRUE(
+      Schema::Parse(
+          R"({"": {"entityTypes": {"U": {"shape": {"type": "Record", "attributes": {"d": {"type": "ipaddr"}}}}}, "actions": {}}})")
+          .ok());
   EXPECT_EQ(ErrorOf(R"({"": {"entityTypes": {}, "actions": {"a": {"appliesTo": {"resourceTypes": []}}}}})"),
             "\"\".actions.a.appliesTo: missing field `principalTypes`");
   // Only an object is read as JSON; anything else is the Cedar syntax.

@@ -380,6 +380,7 @@ req("namespaced request unqualified action", R({ type: "Acme::Agent", id: "a" },
 cases.push(...require("./random.js")("@base", 300, 7));
 cases.push(...require("./random.js").typed("@base", 500, 11));
 cases.push(...require("./random.js").requests("@base", 300, 5));
+cases.push(...require("./random.js").schemaMutations([S, N, JSON.stringify(J)], 1500, 3));
 
 module.exports = cases;
 module.exports.schemas = { base: S };

@@ -211,3 +211,40 @@ permit(principal, action == Action::"write", resource) when { resource has creat
   }
   return out;
 };
+
+// Schemas mutated at the token level (a token dropped, repeated, or replaced by another token of the
+// same schema), in both formats: which ones the reference still accepts decides the answer.
+module.exports.schemaMutations = function schemaMutations(texts, count, seed) {
+  let s = seed >>> 0;
+  const rnd = (n) => {
+    s = (s * 1103515245 + 12345) >>> 0;
+    return (s >>> 8) % n;
+  };
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    // A JSON schema is passed to the reference as an object (a string is read as the Cedar syntax),
+    // so a mutated JSON text that no longer parses as JSON is skipped.
+    const text = texts[rnd(texts.length)];
+    const toks = text.match(/"(?:[^"\\]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*|::|\s+|./g);
+    const n = 1 + rnd(2);
+    for (let k = 0; k < n; k++) {
+      const at = rnd(toks.length);
+      switch (rnd(3)) {
+        case 0: toks.splice(at, 1); break;
+        case 1: toks.splice(at, 0, toks[at]); break;
+        default: toks[at] = toks[rnd(toks.length)];
+      }
+    }
+    let schema = toks.join("");
+    if (text.startsWith("{")) {
+      try {
+        schema = JSON.parse(schema);
+      } catch (e) {
+        continue;
+      }
+      if (typeof schema !== "object" || schema === null || Array.isArray(schema)) continue;
+    }
+    out.push({ name: `mutated schema ${seed}-${i}`, schema });
+  }
+  return out;
+};
