@@ -75,7 +75,7 @@ module.exports.typed = function typedCases(schema, count, seed) {
     string: ["principal.email", "principal.name", "\"a\"", "principal.profile.nick", "context.args.url", "principal.getTag(\"k\")",
       "resource.owner.name"],
     bool: ["resource.public", "context.mfa", "true", "false", "context.ip.isLoopback()", "principal.ip.isIpv4()",
-      "resource.score.lessThan(decimal(\"1.0\"))", "resource.created < datetime(\"2024-01-01\")"],
+      "resource.score.lessThan(decimal(\"1.0\"))", "(resource.created < datetime(\"2024-01-01\"))"],
     entity: ["principal", "resource", "resource.owner", "principal.manager", "User::\"a\"", "Team::\"t\"", "Org::\"o\"",
       "Doc::\"d\"", "action", "Action::\"read\"", "Action::\"group\""],
     set: ["principal.roles", "resource.labels", "[\"a\", \"b\"]", "[1]"],
