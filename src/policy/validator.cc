@@ -108,7 +108,7 @@ struct Env {
 class Checker {
  public:
   Checker(const Schema& schema, const CompiledPolicy& policy, std::vector<ValidationIssue>* errors)
-      : schema_(schema), policy_(policy), errors_(errors) {}
+      : schema_(schema), policy_(policy), errors_(errors), first_error_(errors->size()) {}
 
   // Unknown entity types, actions and enumerated ids anywhere in the policy (the reference checks these
   // before and apart from type checking).
@@ -233,8 +233,9 @@ class Checker {
 
   void Error(uint32_t line, uint32_t col, const std::string& msg) {
     std::string full = "for policy `" + policy_.id + "`, " + msg;
-    for (const auto& e : *errors_) {
-      if (e.policy_id == policy_.id && e.message == full) return;
+    // Only this policy's errors are compared (they follow first_error_).
+    for (size_t i = first_error_; i < errors_->size(); ++i) {
+      if ((*errors_)[i].message == full) return;
     }
     errors_->push_back({policy_.id, full, line, col});
   }
@@ -793,6 +794,7 @@ class Checker {
   const Schema& schema_;
   const CompiledPolicy& policy_;
   std::vector<ValidationIssue>* errors_;
+  size_t first_error_;
   const Env* env_ = nullptr;
 };
 
