@@ -587,8 +587,8 @@ class Checker {
     };
     if (plain_lit(a) && plain_lit(b)) return Singleton(ValueEquals(a->lit, b->lit));
     auto action_lit = [&](const Node* v, const Node* l) -> TypeRef {
-      if (v->op == Op::kVar && v->var == 1 && l->op == Op::kLit && l->lit.kind == Kind::kEntity &&
-          schema_.FindAction(l->lit.e->type, l->lit.e->id))
+      // The reference compares the request's action with any entity literal, declared or not.
+      if (v->op == Op::kVar && v->var == 1 && l->op == Op::kLit && l->lit.kind == Kind::kEntity)
         return Singleton(env_->action->uid == ActionRef{l->lit.e->type, l->lit.e->id});
       return nullptr;
     };

@@ -382,5 +382,11 @@ cases.push(...require("./random.js").typed("@base", 500, 11));
 cases.push(...require("./random.js").requests("@base", 300, 5));
 cases.push(...require("./random.js").schemaMutations([S, N, JSON.stringify(J)], 1500, 3));
 
+cases.push(...require("./random.js").policyMutations(
+    cases.filter((c) => c.policies !== undefined && !c.name.startsWith("random") && !c.name.startsWith("typed")), 3000, 43));
+
+// The base schema is written once, in schemas.json.
+for (const c of cases) if (c.schema === S) c.schema = "@base";
+
 module.exports = cases;
 module.exports.schemas = { base: S };

@@ -248,3 +248,30 @@ module.exports.schemaMutations = function schemaMutations(texts, count, seed) {
   }
   return out;
 };
+
+// Policy sets mutated at the token level against their schema; the ones the reference cannot parse
+// are skipped by expect.js (the policy parser has its own corpus), the rest test the validator on
+// shapes no generator writes.
+module.exports.policyMutations = function policyMutations(bases, count, seed) {
+  let s = seed >>> 0;
+  const rnd = (n) => {
+    s = (s * 1103515245 + 12345) >>> 0;
+    return (s >>> 8) % n;
+  };
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const base = bases[rnd(bases.length)];
+    const toks = base.policies.match(/"(?:[^"\\]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*|::|&&|\|\||==|!=|<=|>=|\s+|./g);
+    const n = 1 + rnd(3);
+    for (let k = 0; k < n; k++) {
+      const at = rnd(toks.length);
+      switch (rnd(3)) {
+        case 0: toks.splice(at, 1); break;
+        case 1: toks.splice(at, 0, toks[at]); break;
+        default: toks[at] = toks[rnd(toks.length)];
+      }
+    }
+    out.push({ name: `mutated policy ${seed}-${i}`, schema: base.schema, policies: toks.join(""), skip_unparsed: true });
+  }
+  return out;
+};
