@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/policy_schema_cmd.h"
 #include "policy/cases.h"
 #include "policy/cedar.h"
 #include "policy/limits.h"
@@ -82,6 +83,7 @@ PolicyCommand::PolicyCommand(CLI::App& app) {
   eval_cases_ = policy_->add_subcommand(
       "eval-cases",
       "Read NDJSON decision cases on stdin, write one NDJSON result per line (differential testing)");
+  AddPolicySchemaOptions(validate_, evaluate_);  // --schema (policy_schema_cmd.h)
 }
 
 bool PolicyCommand::parsed() const {
