@@ -139,7 +139,7 @@ class Engine:
 def main():
     lib_path, bundles, log_dir = sys.argv[1:4]
     lib = load(lib_path)
-    assert lib.govern_policy_abi_version() == 1, "unexpected ABI version"
+    assert lib.govern_policy_abi_version() == 2, "unexpected ABI version"
     b = lambda name: os.path.join(bundles, name)
 
     engine = Engine(lib, [b("trusted.pub")], b("v1.tar.gz"), org="acme")
