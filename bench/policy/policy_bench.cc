@@ -1,7 +1,12 @@
 // The `policy` benchmark suite: Cedar decisions on the benchmark organisation (bench/policy/org: 3
 // guardrails, 12 agent policies, a few hundred entities, 2,000 mixed requests), one thread, on the core
 // the run script pins the process to. Rows (BENCHMARKS.md, policy):
-//   - evaluation alone: Request::Make (uids + context JSON) and Authorize, the C++ API;
+//   - evaluation alone: what an embedding agent pays per decision without a log: govern_policy_decide
+//     through the C ABI (the request built from its parts, the context JSON read by RequestBuilder's
+//     fast path, then Decider), beside the C++ paths (RequestBuilder + Decider; the older
+//     Request::Make + Authorize; Authorize on a prebuilt request);
+//   - the same with limits on (a rate and a budget that never run out, so the decisions stay the
+//     reference's), without and with a decision log;
 //   - decision including recording it: govern_policy_decide through the C ABI (libgovern_policy.so)
 //     with a decision log open in a real directory, buffered mode (the default), and durable mode;
 //   - latency median / p99 of single decisions, each timed with clock_gettime(CLOCK_MONOTONIC), the
@@ -26,6 +31,7 @@
 
 #include "govern_policy.h"
 #include "policy/cedar.h"
+#include "policy/limits.h"
 #include "report.h"
 
 namespace {
@@ -226,17 +232,33 @@ int main(int argc, char** argv) {
   const size_t nr = reqs.size();
   Report report("policy", quick);
 
-  // Evaluation alone: Request::Make + Authorize, one reused Outcome.
-  policy::Outcome out;
+  // Evaluation alone, as an embedding agent pays it: govern_policy_decide without a log (uids and
+  // context JSON in, decision out).
   uint64_t sink = 0;
   auto evaluate = [&](size_t i) {
+    Decide(engine, res, reqs[i % nr]);
+    sink += static_cast<uint64_t>(govern_policy_result_decision(res));
+  };
+  Run(n_eval / 10, evaluate);  // warm-up
+  Timing eval = Run(n_eval, evaluate);
+  // The C++ API: RequestBuilder (ContextJson) + Decider, and the older Request::Make + Authorize.
+  policy::Outcome out;
+  policy::Decider decider(*ps, *es, policy::Limits());
+  policy::RequestBuilder builder;
+  Timing builder_decide = Run(n_eval, [&](size_t i) {
+    size_t k = i % nr;
+    const Req& q = reqs[k];
+    builder.Reset().Principal(q.pt, q.pid).Action(q.at, q.aid).Resource(q.rt, q.rid);
+    if (!builder.ContextJson(q.context).ok()) std::abort();
+    decider.Decide(builder, &out);
+    sink += static_cast<uint64_t>(out.decision);
+  });
+  Timing make_authorize = Run(n_eval, [&](size_t i) {
     size_t k = i % nr;
     auto r = policy::Request::Make(refs[3 * k], refs[3 * k + 1], refs[3 * k + 2], reqs[k].context);
     policy::Authorize(*ps, *es, *r, &out);
     sink += static_cast<uint64_t>(out.decision);
-  };
-  Run(n_eval / 10, evaluate);  // warm-up
-  Timing eval = Run(n_eval, evaluate);
+  });
   // Authorize alone on prebuilt requests (what the engine costs once the request is built).
   std::vector<policy::Request> built;
   for (size_t k = 0; k < nr; ++k)
@@ -245,8 +267,37 @@ int main(int argc, char** argv) {
     policy::Authorize(*ps, *es, built[i % nr], &out);
     sink += static_cast<uint64_t>(out.decision);
   });
-  // The C ABI without a log: what the boundary adds.
-  Timing capi = Run(n_eval, [&](size_t i) { Decide(engine, res, reqs[i % nr]); });
+
+  // Limits on: a rate on every tool call and a budget on messages' cost_cents, both too large to run
+  // out (each principal gets its counters; every allowed call takes from them), so every decision stays
+  // the reference's.
+  const std::string limits = R"([
+ {"id": "tool-rate", "action": "Action::\"call_tool\"", "rate": {"requests": 1000000000, "per": "1s"}},
+ {"id": "message-budget", "action": "Action::\"send_message\"",
+  "budget": {"amount_from": "context.cost_cents", "limit": 1000000000000000, "per": "24h"}}
+])";
+  auto limited_engine = [&]() {
+    govern_policy_engine* e = nullptr;
+    char* error = nullptr;
+    if (govern_policy_engine_from_text_with_limits(policies.c_str(), entities.c_str(), limits.c_str(), &e,
+                                                   &error) != GOVERN_POLICY_OK) {
+      Die("engine with limits", error);
+    }
+    return e;
+  };
+  govern_policy_engine* with_limits = limited_engine();
+  size_t limit_wrong = 0;
+  for (const Req& q : reqs) {
+    if (Decide(with_limits, res, q) != GOVERN_POLICY_OK) Die("decide with limits", nullptr);
+    if (govern_policy_decision_name(govern_policy_result_decision(res)) != q.expect) ++limit_wrong;
+  }
+  if (limit_wrong) {
+    std::fprintf(stderr, "policy bench: with limits, %zu decisions differ\n", limit_wrong);
+    return 1;
+  }
+  Timing limits_eval = Run(n_eval, [&](size_t i) { Decide(with_limits, res, reqs[i % nr]); });
+  uint64_t limit_counters = govern_policy_engine_stat(with_limits, GOVERN_POLICY_STAT_LIMIT_COUNTERS);
+  govern_policy_engine_free(with_limits);
 
   // Reference figures.
   std::optional<double> ref_slice_per_s, ref_slice_median, ref_slice_p99, ref_full_per_s;
@@ -303,6 +354,23 @@ int main(int argc, char** argv) {
   LatencyRecorder lat_eval;
   Latencies(n_latency, clock_cost, &lat_eval, evaluate);
 
+  // Limits on and recorded (buffered).
+  fs::remove_all(data_dir + "/limits");
+  govern_policy_engine* limited_logged = limited_engine();
+  if (govern_policy_engine_open_log(limited_logged, (data_dir + "/limits").c_str(),
+                                    GOVERN_POLICY_LOG_BUFFERED, GOVERN_POLICY_CONTEXT_HASH, "acme",
+                                    &err) != GOVERN_POLICY_OK) {
+    Die("open_log", err);
+  }
+  Run(n_buffered / 10, decide_on(limited_logged));
+  int64_t lc0 = Now(CLOCK_PROCESS_CPUTIME_ID), lw0 = Now();
+  for (size_t i = 0; i < n_buffered; ++i) decide_on(limited_logged)(i);
+  if (govern_policy_engine_flush_log(limited_logged, &err) != GOVERN_POLICY_OK) Die("flush", err);
+  Timing rec_limits{static_cast<double>(Now(CLOCK_PROCESS_CPUTIME_ID) - lc0) / 1e9,
+                    static_cast<double>(Now() - lw0) / 1e9, n_buffered};
+  govern_policy_engine_free(limited_logged);
+  fs::remove_all(data_dir + "/limits");
+
   govern_policy_engine* durable = open_logged(GOVERN_POLICY_LOG_DURABLE, data_dir + "/durable");
   Run(20, decide_on(durable));
   LatencyRecorder lat_dur;
@@ -336,7 +404,7 @@ int main(int argc, char** argv) {
   report.Add(Row{"decision_recorded_latency_p99_us", us(lat_buf.Percentile(99)), "us", kTargetP99Us, "lower",
                  ref_slice, ref_slice_p99, ""});
   report.Add(Row{"evaluation_us", eval.UsPerOp(), "us", kTargetEvalUs, "lower", ref_slice + " (median)",
-                 ref_slice_median, "Request::Make (context JSON parsed) + Authorize, C++ API"});
+                 ref_slice_median, "govern_policy_decide, no log: uids + context JSON -> decision (C ABI)"});
   report.Add(Row{"evaluation_per_s_per_core", eval.PerS(), "decisions/s", kTargetEvalPerS, "higher",
                  ref_slice, ref_slice_per_s, "the reference's figure is calls per wall second"});
   report.Add(Row{"evaluation_latency_median_us", us(lat_eval.Percentile(50)), "us", std::nullopt, "lower", "",
@@ -345,8 +413,16 @@ int main(int argc, char** argv) {
                  std::nullopt, ""});
   report.Add(Row{"authorize_prebuilt_request_us", authorize.UsPerOp(), "us", std::nullopt, "lower", "",
                  std::nullopt, "Authorize alone, request built beforehand"});
-  report.Add(Row{"capi_decide_no_log_us", capi.UsPerOp(), "us", std::nullopt, "lower", "", std::nullopt,
-                 "govern_policy_decide through libgovern_policy.so, no log"});
+  report.Add(Row{"builder_decide_us", builder_decide.UsPerOp(), "us", std::nullopt, "lower", "", std::nullopt,
+                 "C++: RequestBuilder (ContextJson) + Decider::Decide"});
+  report.Add(Row{"request_make_authorize_us", make_authorize.UsPerOp(), "us", std::nullopt, "lower", "",
+                 std::nullopt, "C++: Request::Make (context JSON parsed) + Authorize"});
+  std::snprintf(note, sizeof note, "rate on call_tool + budget on send_message; %" PRIu64 " counters",
+                limit_counters);
+  report.Add(Row{"evaluation_with_limits_us", limits_eval.UsPerOp(), "us", std::nullopt, "lower", "",
+                 std::nullopt, note});
+  report.Add(Row{"decision_recorded_with_limits_us", rec_limits.UsPerOp(), "us", std::nullopt, "lower", "",
+                 std::nullopt, "the same, buffered DecisionLog, context hashed"});
   std::snprintf(note, sizeof note,
                 "one caller, each decide waits for its fdatasync; CPU %.3g us per decision",
                 rec_dur.UsPerOp());
