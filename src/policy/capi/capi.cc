@@ -2,6 +2,7 @@
 // decisions into reusable result objects, an optional decision log, stats. Every entry point catches
 // everything: no exception leaves this file.
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -154,6 +155,17 @@ struct govern_policy_result {
   // decisions, no allocation (the result is one thread's at a time, so this is that thread's builder).
   policy::RequestBuilder builder;
   policy::Outcome outcome;
+  // A typed request (govern_policy_request_*): its uids, and its context as JSON text for the decision
+  // log, written alongside the builder. One frame per open record or set.
+  struct Frame {
+    bool first = true;
+    bool set = false;
+  };
+  bool typed_open = false;
+  std::string typed_uids[6];
+  std::string typed_json;
+  std::vector<Frame> typed_frames;
+  const char* typed_error = nullptr;  // a NULL argument given to a setter (static text)
   int decision = GOVERN_POLICY_DENY;
   uint64_t bundle_version = 0;
   std::string message;
@@ -223,6 +235,103 @@ int DecideFailed(govern_policy_engine* engine, govern_policy_result* r, int code
   r->message.assign(message);
   if (engine != nullptr) engine->shards[r->shard].errors.fetch_add(1, std::memory_order_relaxed);
   return code;
+}
+
+// Decides the request in r->builder (built and checked) and records it; `uids` are the six uid parts.
+int DecideBuilt(govern_policy_engine* engine, govern_policy_result* r, const State* st,
+                const std::string_view (&uids)[6], std::string_view context) {
+  const policy::RequestBuilder& b = r->builder;
+  st->decider.Decide(b, &r->outcome);
+  const policy::Outcome& o = r->outcome;
+  int decision = o.decision == policy::Decision::kAllow              ? GOVERN_POLICY_ALLOW
+                 : o.decision == policy::Decision::kApprovalRequired ? GOVERN_POLICY_APPROVAL_REQUIRED
+                                                                     : GOVERN_POLICY_DENY;
+  std::string_view limit_id;
+  if (o.limit != policy::Outcome::kNoLimit) limit_id = st->decider.limits().id(static_cast<size_t>(o.limit));
+  r->bundle_version = st->version;
+  r->decision_id[0] = '\0';
+  if (auto* rec = engine->recorder.load(std::memory_order_acquire)) {
+    govern::policy::capi::DecisionFacts f;
+    f.principal_type = uids[0];
+    f.principal_id = uids[1];
+    f.action_type = uids[2];
+    f.action_id = uids[3];
+    f.resource_type = uids[4];
+    f.resource_id = uids[5];
+    f.decision = decision;
+    f.reason = &o.reason;
+    f.errors = &o.errors;
+    f.limit_id = limit_id;
+    f.limit_error = o.limit_error;
+    f.ids = &st->ids;
+    f.bundle_version = st->version;
+    f.organisation = st->org;
+    f.context_json = context;
+    Status s = rec->Record(f, r->decision_id);
+    if (!s.ok())
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_RECORD, "decision not recorded: " + s.ToString());
+  }
+  r->decision = decision;
+  r->message.clear();
+  CounterShard& c = engine->shards[r->shard];
+  c.decisions.fetch_add(1, std::memory_order_relaxed);
+  if (decision == GOVERN_POLICY_ALLOW) c.allowed.fetch_add(1, std::memory_order_relaxed);
+  if (decision == GOVERN_POLICY_APPROVAL_REQUIRED) c.approval.fetch_add(1, std::memory_order_relaxed);
+  if (!limit_id.empty()) c.limited.fetch_add(1, std::memory_order_relaxed);
+  return GOVERN_POLICY_OK;
+}
+
+// Appends `v` as a JSON string.
+void AppendJsonString(std::string_view v, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (char ch : v) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(ch);
+    } else if (c < 0x20) {
+      out->append("\\u00");
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 15]);
+    } else {
+      out->push_back(ch);
+    }
+  }
+  out->push_back('"');
+}
+
+// Checks a typed setter's call and writes the separator and key of a new member to the JSON text.
+int TypedMember(govern_policy_result* r, const char* key) {
+  if (!r->typed_open) return GOVERN_POLICY_ERR_STATE;
+  if (r->typed_frames.empty()) {  // closed one too many: the builder reports it at decide
+    return GOVERN_POLICY_OK;
+  }
+  govern_policy_result::Frame& f = r->typed_frames.back();
+  if (!f.first) r->typed_json.push_back(',');
+  f.first = false;
+  if (!f.set) {
+    if (key == nullptr) {
+      r->typed_error = "a context key is NULL";
+      return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+    }
+    AppendJsonString(key, &r->typed_json);
+    r->typed_json.push_back(':');
+  }
+  return GOVERN_POLICY_OK;
+}
+
+template <typename F>
+int TypedSet(govern_policy_result* r, const char* key, F&& f) noexcept {
+  if (r == nullptr) return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+  try {
+    int rc = TypedMember(r, key);
+    if (rc != GOVERN_POLICY_OK) return rc;
+    return f(key ? std::string_view(key) : std::string_view());
+  } catch (...) {
+    r->typed_error = "out of memory";
+    return GOVERN_POLICY_ERR_NO_MEMORY;
+  }
 }
 
 }  // namespace
@@ -437,45 +546,142 @@ int govern_policy_decide(govern_policy_engine* engine, govern_policy_result* r, 
       return DecideFailed(engine, r, GOVERN_POLICY_ERR_REQUEST, s.message());
     if (Status s = b.status(); !s.ok())
       return DecideFailed(engine, r, GOVERN_POLICY_ERR_REQUEST, s.message());
-    st->decider.Decide(b, &r->outcome);
-    const policy::Outcome& o = r->outcome;
-    int decision = o.decision == policy::Decision::kAllow              ? GOVERN_POLICY_ALLOW
-                   : o.decision == policy::Decision::kApprovalRequired ? GOVERN_POLICY_APPROVAL_REQUIRED
-                                                                       : GOVERN_POLICY_DENY;
-    std::string_view limit_id;
-    if (o.limit != policy::Outcome::kNoLimit)
-      limit_id = st->decider.limits().id(static_cast<size_t>(o.limit));
-    r->bundle_version = st->version;
-    r->decision_id[0] = '\0';
-    if (auto* rec = engine->recorder.load(std::memory_order_acquire)) {
-      govern::policy::capi::DecisionFacts f;
-      f.principal_type = principal_type;
-      f.principal_id = principal_id;
-      f.action_type = action_type;
-      f.action_id = action_id;
-      f.resource_type = resource_type;
-      f.resource_id = resource_id;
-      f.decision = decision;
-      f.reason = &o.reason;
-      f.errors = &o.errors;
-      f.limit_id = limit_id;
-      f.limit_error = o.limit_error;
-      f.ids = &st->ids;
-      f.bundle_version = st->version;
-      f.organisation = st->org;
-      f.context_json = context;
-      Status s = rec->Record(f, r->decision_id);
-      if (!s.ok())
-        return DecideFailed(engine, r, GOVERN_POLICY_ERR_RECORD, "decision not recorded: " + s.ToString());
+    const std::string_view uids[6] = {principal_type, principal_id,  action_type,
+                                      action_id,      resource_type, resource_id};
+    return DecideBuilt(engine, r, st, uids, context);
+  } catch (const std::bad_alloc&) {
+    return DecideFailed(engine, r, GOVERN_POLICY_ERR_NO_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return DecideFailed(engine, r, GOVERN_POLICY_ERR_INTERNAL, e.what());
+  } catch (...) {
+    return DecideFailed(engine, r, GOVERN_POLICY_ERR_INTERNAL, "internal error");
+  }
+}
+
+int govern_policy_request_begin(govern_policy_result* r, const char* principal_type, const char* principal_id,
+                                const char* action_type, const char* action_id, const char* resource_type,
+                                const char* resource_id) {
+  if (r == nullptr) return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+  try {
+    r->typed_open = true;
+    r->typed_error = nullptr;
+    r->typed_json.assign("{");
+    r->typed_frames.assign(1, govern_policy_result::Frame{});
+    const char* parts[6] = {principal_type, principal_id, action_type, action_id, resource_type, resource_id};
+    for (int i = 0; i < 6; ++i) {
+      if (parts[i] == nullptr) {
+        r->typed_error = "an entity type or id is NULL";
+        return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+      }
+      r->typed_uids[i].assign(parts[i]);
     }
-    r->decision = decision;
-    r->message.clear();
-    CounterShard& c = engine->shards[r->shard];
-    c.decisions.fetch_add(1, std::memory_order_relaxed);
-    if (decision == GOVERN_POLICY_ALLOW) c.allowed.fetch_add(1, std::memory_order_relaxed);
-    if (decision == GOVERN_POLICY_APPROVAL_REQUIRED) c.approval.fetch_add(1, std::memory_order_relaxed);
-    if (!limit_id.empty()) c.limited.fetch_add(1, std::memory_order_relaxed);
+    r->builder.Reset()
+        .Principal(r->typed_uids[0], r->typed_uids[1])
+        .Action(r->typed_uids[2], r->typed_uids[3])
+        .Resource(r->typed_uids[4], r->typed_uids[5]);
     return GOVERN_POLICY_OK;
+  } catch (...) {
+    r->typed_error = "out of memory";
+    return GOVERN_POLICY_ERR_NO_MEMORY;
+  }
+}
+
+int govern_policy_request_string(govern_policy_result* r, const char* key, const char* value) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    if (value == nullptr) {
+      r->typed_error = "a string value is NULL";
+      return int{GOVERN_POLICY_ERR_INVALID_ARGUMENT};
+    }
+    AppendJsonString(value, &r->typed_json);
+    r->builder.String(k, value);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_long(govern_policy_result* r, const char* key, int64_t value) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    char buf[24];
+    int n = std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value));
+    r->typed_json.append(buf, static_cast<size_t>(n));
+    r->builder.Long(k, value);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_bool(govern_policy_result* r, const char* key, int value) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    r->typed_json.append(value ? "true" : "false");
+    r->builder.Bool(k, value != 0);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_entity(govern_policy_result* r, const char* key, const char* type, const char* id) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    if (type == nullptr || id == nullptr) {
+      r->typed_error = "an entity type or id is NULL";
+      return int{GOVERN_POLICY_ERR_INVALID_ARGUMENT};
+    }
+    r->typed_json.append("{\"__entity\":{\"type\":");
+    AppendJsonString(type, &r->typed_json);
+    r->typed_json.append(",\"id\":");
+    AppendJsonString(id, &r->typed_json);
+    r->typed_json.append("}}");
+    r->builder.Entity(k, type, id);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_begin_record(govern_policy_result* r, const char* key) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    r->typed_json.push_back('{');
+    r->typed_frames.push_back({true, false});
+    r->builder.BeginRecord(k);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_begin_set(govern_policy_result* r, const char* key) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    r->typed_json.push_back('[');
+    r->typed_frames.push_back({true, true});
+    r->builder.BeginSet(k);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_end(govern_policy_result* r) {
+  if (r == nullptr) return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+  if (!r->typed_open) return GOVERN_POLICY_ERR_STATE;
+  // The top frame (the context itself) is closed by govern_policy_decide_request; an End too many is
+  // left to the builder, which reports it at decide.
+  if (r->typed_frames.size() > 1) {
+    r->typed_json.push_back(r->typed_frames.back().set ? ']' : '}');
+    r->typed_frames.pop_back();
+  }
+  r->builder.End();
+  return GOVERN_POLICY_OK;
+}
+
+int govern_policy_decide_request(govern_policy_engine* engine, govern_policy_result* r) {
+  if (r == nullptr) return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+  try {
+    if (engine == nullptr)
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_INVALID_ARGUMENT, "engine is NULL");
+    if (!r->typed_open) {
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_STATE,
+                          "no request begun (govern_policy_request_begin), or it was decided already");
+    }
+    r->typed_open = false;
+    if (r->typed_error != nullptr)
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_INVALID_ARGUMENT, r->typed_error);
+    if (Status s = r->builder.status(); !s.ok())
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_REQUEST, s.message());
+    r->typed_json.push_back('}');
+    const State* st = Current(engine, r);
+    const std::string_view uids[6] = {r->typed_uids[0], r->typed_uids[1], r->typed_uids[2],
+                                      r->typed_uids[3], r->typed_uids[4], r->typed_uids[5]};
+    return DecideBuilt(engine, r, st, uids, r->typed_json);
   } catch (const std::bad_alloc&) {
     return DecideFailed(engine, r, GOVERN_POLICY_ERR_NO_MEMORY, "out of memory");
   } catch (const std::exception& e) {

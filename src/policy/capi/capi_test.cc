@@ -712,4 +712,105 @@ TEST(PolicyCapi, DecisionLogRecordsApprovalAndLimitOutcomes) {
   for (const auto& d : got) EXPECT_EQ(d.bundle_version, 5u);
 }
 
+// Typed requests decide as the same context in JSON does, and are recorded as that JSON text.
+TEST(PolicyCapi, TypedRequestsDecideWithoutJson) {
+  constexpr const char* kTyped = R"(@id("typed")
+permit (principal, action == Action::"typed", resource) when {
+  context.args.n == 5 && context.tags.contains("a") && context.who == Agent::"ada" && context.ok &&
+  context.s == "q\"x\n" };
+)";
+  TempDir dir;
+  govern_policy_engine* e = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(govern_policy_engine_from_text(kTyped, kEntities, &e, &err), GOVERN_POLICY_OK) << Take(err);
+  ASSERT_EQ(govern_policy_engine_open_log(e, (dir.path + "/log").c_str(), GOVERN_POLICY_LOG_BUFFERED,
+                                          GOVERN_POLICY_CONTEXT_FULL, "acme", &err),
+            GOVERN_POLICY_OK)
+      << Take(err);
+  govern_policy_result* r = govern_policy_result_new();
+  auto begin = [&] {
+    ASSERT_EQ(govern_policy_request_begin(r, "Agent", "ada", "Action", "typed", "Tool", "t"),
+              GOVERN_POLICY_OK);
+  };
+  auto full = [&](int64_t n) {
+    begin();
+    ASSERT_EQ(govern_policy_request_begin_record(r, "args"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_long(r, "n", n), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_end(r), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_begin_set(r, "tags"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_string(r, nullptr, "a"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_string(r, "", "b"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_end(r), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_entity(r, "who", "Agent", "ada"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_bool(r, "ok", 1), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_string(r, "s", "q\"x\n"), GOVERN_POLICY_OK);
+  };
+  const std::string json5 =
+      R"({"args":{"n":5},"tags":["a","b"],"who":{"__entity":{"type":"Agent","id":"ada"}},"ok":true,"s":"q\"x\u000a"})";
+  full(5);
+  ASSERT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_OK) << govern_policy_result_message(r);
+  EXPECT_EQ(govern_policy_result_decision(r), GOVERN_POLICY_ALLOW);
+  EXPECT_STREQ(govern_policy_result_reason_annotation(r, 0, "id"), "typed");
+  // The same context as JSON decides alike.
+  ASSERT_EQ(govern_policy_decide(e, r, "Agent", "ada", "Action", "typed", "Tool", "t", json5.c_str()),
+            GOVERN_POLICY_OK)
+      << govern_policy_result_message(r);
+  EXPECT_EQ(govern_policy_result_decision(r), GOVERN_POLICY_ALLOW);
+  full(6);
+  ASSERT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_OK);
+  EXPECT_EQ(govern_policy_result_decision(r), GOVERN_POLICY_DENY);
+  // Decided once per begin.
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_STATE);
+  EXPECT_EQ(govern_policy_result_decision(r), GOVERN_POLICY_DENY);
+  EXPECT_EQ(govern_policy_request_long(r, "n", 1), GOVERN_POLICY_ERR_STATE);
+  EXPECT_EQ(govern_policy_request_end(r), GOVERN_POLICY_ERR_STATE);
+
+  // Mistakes: a duplicate key, a record left open, a NULL value, a bad type name.
+  begin();
+  govern_policy_request_long(r, "n", 1);
+  govern_policy_request_long(r, "n", 2);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_REQUEST);
+  EXPECT_NE(std::string(govern_policy_result_message(r)), "");
+  begin();
+  govern_policy_request_begin_record(r, "args");
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_REQUEST);
+  begin();
+  EXPECT_EQ(govern_policy_request_string(r, "s", nullptr), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_request_long(r, nullptr, 1), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_request_begin(r, "Agent", nullptr, "Action", "typed", "Tool", "t"),
+            GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(govern_policy_request_begin(r, "Not a type", "x", "Action", "typed", "Tool", "t"),
+            GOVERN_POLICY_OK);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_REQUEST);
+  EXPECT_EQ(govern_policy_decide_request(nullptr, r), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_decide_request(e, nullptr), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_request_end(nullptr), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(govern_policy_engine_flush_log(e, &err), GOVERN_POLICY_OK) << Take(err);
+  govern_policy_engine_free(e);
+  govern_policy_result_free(r);
+
+  // Recorded: the typed decisions' context is the JSON text above; three decisions were made.
+  auto wal = govern::wal::Log::Open(dir.path + "/log");
+  ASSERT_TRUE(wal.ok()) << wal.status().ToString();
+  auto reader = (*wal)->NewReader((*wal)->FirstSequence());
+  ASSERT_TRUE(reader.ok());
+  std::vector<govern::policy::DecisionRecord> got;
+  while (true) {
+    auto rec = (*reader)->Next();
+    ASSERT_TRUE(rec.ok());
+    if (!rec->has_value()) break;
+    auto d = govern::policy::DecodeDecision((*rec)->data);
+    ASSERT_TRUE(d.ok());
+    got.push_back(*d);
+  }
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].context, json5);
+  EXPECT_EQ(got[0].principal, "Agent::\"ada\"");
+  EXPECT_EQ(got[0].action, "Action::\"typed\"");
+  EXPECT_EQ(got[2].decision, govern::policy::RecordedDecision::kDeny);
+  EXPECT_NE(got[2].context.find("\"n\":6"), std::string::npos);
+}
+
 }  // namespace

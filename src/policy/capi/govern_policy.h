@@ -188,6 +188,44 @@ GOVERN_POLICY_API int govern_policy_decide(govern_policy_engine* engine, govern_
                                            const char* resource_type, const char* resource_id,
                                            const char* context_json);
 
+/* Typed requests: the same decision without writing the context as JSON. Begin a request in the result,
+ * add the context's members, then decide it:
+ *
+ *   govern_policy_request_begin(r, "Agent", "a1", "Action", "call_tool", "Tool", "search");
+ *   govern_policy_request_long(r, "cost_cents", 3);
+ *   govern_policy_request_begin_record(r, "args");
+ *   govern_policy_request_string(r, "query", q);
+ *   govern_policy_request_end(r);
+ *   rc = govern_policy_decide_request(engine, r);   (OK, or as govern_policy_decide)
+ *
+ * Members go into the record or set opened last (the context record at the top); inside a set the key
+ * is ignored (may be NULL). A record keeps one value per key. Strings are copied at once. Setters return
+ * OK, INVALID_ARGUMENT (a NULL where a value is required) or STATE (no request begun); problems the
+ * builder finds (a duplicate key, a record or set left open, a type name that is not a Cedar name)
+ * come from govern_policy_decide_request as REQUEST. A begun request is decided once. The decision log
+ * records the context as the equivalent JSON text. A result used this way allocates nothing per decision
+ * once its storage has grown. The same thread rules as govern_policy_decide. */
+GOVERN_POLICY_API int govern_policy_request_begin(govern_policy_result* result, const char* principal_type,
+                                                  const char* principal_id, const char* action_type,
+                                                  const char* action_id, const char* resource_type,
+                                                  const char* resource_id);
+GOVERN_POLICY_API int govern_policy_request_string(govern_policy_result* result, const char* key,
+                                                   const char* value);
+GOVERN_POLICY_API int govern_policy_request_long(govern_policy_result* result, const char* key,
+                                                 int64_t value);
+GOVERN_POLICY_API int govern_policy_request_bool(govern_policy_result* result, const char* key, int value);
+/* An entity reference (Type::"id"), as {"__entity": {...}} in JSON. */
+GOVERN_POLICY_API int govern_policy_request_entity(govern_policy_result* result, const char* key,
+                                                   const char* type, const char* id);
+GOVERN_POLICY_API int govern_policy_request_begin_record(govern_policy_result* result, const char* key);
+GOVERN_POLICY_API int govern_policy_request_begin_set(govern_policy_result* result, const char* key);
+/* Closes the record or set opened last. */
+GOVERN_POLICY_API int govern_policy_request_end(govern_policy_result* result);
+/* Decides the begun request into the same result; returns as govern_policy_decide (and STATE when no
+ * request is begun). */
+GOVERN_POLICY_API int govern_policy_decide_request(govern_policy_engine* engine,
+                                                   govern_policy_result* result);
+
 /* Result accessors. Returned strings are borrowed: valid until the result is next passed to
  * govern_policy_decide or freed. Out-of-range indices give NULL. */
 GOVERN_POLICY_API int govern_policy_result_decision(const govern_policy_result* result);
