@@ -47,10 +47,43 @@ constexpr double kTargetDecisionUs = 10.2, kTargetDecisionsPerS = 97800;
 constexpr double kTargetMedianUs = 5.7, kTargetP99Us = 35;
 constexpr double kTargetEvalUs = 2.05, kTargetEvalPerS = 487000;
 
+// One step of a typed request (govern_policy_request_*), made beforehand from the context JSON.
+struct Op {
+  enum Kind { kString, kLong, kBool, kRecord, kSet, kEnd } kind;
+  std::string key, str;
+  int64_t n = 0;
+};
+
+void ToOps(const nlohmann::json& object, bool in_set, std::vector<Op>* ops) {
+  auto add = [&](const std::string& key, const nlohmann::json& v) {
+    if (v.is_string()) {
+      ops->push_back({Op::kString, key, v.get<std::string>(), 0});
+    } else if (v.is_boolean()) {
+      ops->push_back({Op::kBool, key, "", v.get<bool>() ? 1 : 0});
+    } else if (v.is_number_integer()) {
+      ops->push_back({Op::kLong, key, "", v.get<int64_t>()});
+    } else if (v.is_object() || v.is_array()) {
+      ops->push_back({v.is_object() ? Op::kRecord : Op::kSet, key, "", 0});
+      ToOps(v, v.is_array(), ops);
+      ops->push_back({Op::kEnd, "", "", 0});
+    } else {
+      std::fprintf(stderr, "policy bench: a context value the typed path does not take\n");
+      std::exit(1);
+    }
+  };
+  if (in_set) {
+    for (const auto& v : object) add("", v);
+  } else {
+    for (const auto& [k, v] : object.items()) add(k, v);
+  }
+}
+
 struct Req {
   std::string pt, pid, at, aid, rt, rid, context;
   std::string expect;  // "allow" / "deny"
   bool guardrail = false;
+  bool plain = false;   // the context has no __extn / __entity escapes
+  std::vector<Op> ops;  // the context as typed calls (plain ones)
 };
 
 int64_t Now(clockid_t c = CLOCK_MONOTONIC) {
@@ -103,6 +136,34 @@ void Latencies(size_t n, int64_t clock_cost, LatencyRecorder* rec, F&& f) {
     f(i);
     rec->Record(std::max<int64_t>(0, Now() - a - clock_cost));
   }
+}
+
+int DecideTyped(govern_policy_engine* e, govern_policy_result* r, const Req& q) {
+  govern_policy_request_begin(r, q.pt.c_str(), q.pid.c_str(), q.at.c_str(), q.aid.c_str(), q.rt.c_str(),
+                              q.rid.c_str());
+  for (const Op& o : q.ops) {
+    switch (o.kind) {
+      case Op::kString:
+        govern_policy_request_string(r, o.key.c_str(), o.str.c_str());
+        break;
+      case Op::kLong:
+        govern_policy_request_long(r, o.key.c_str(), o.n);
+        break;
+      case Op::kBool:
+        govern_policy_request_bool(r, o.key.c_str(), static_cast<int>(o.n));
+        break;
+      case Op::kRecord:
+        govern_policy_request_begin_record(r, o.key.c_str());
+        break;
+      case Op::kSet:
+        govern_policy_request_begin_set(r, o.key.c_str());
+        break;
+      case Op::kEnd:
+        govern_policy_request_end(r);
+        break;
+    }
+  }
+  return govern_policy_decide_request(e, r);
 }
 
 int Decide(govern_policy_engine* e, govern_policy_result* r, const Req& q) {
@@ -164,7 +225,12 @@ int main(int argc, char** argv) {
             j["resource"]["type"],
             j["resource"]["id"],
             j.value("context", nlohmann::json::object()).dump(),
-            j["expect"]["decision"]};
+            j["expect"]["decision"],
+            false,
+            {}};
+      // The typed calls have no extension values or entity escapes: such contexts stay JSON-only.
+      q.plain = q.context.find("\"__") == std::string::npos;
+      if (q.plain) ToOps(j.value("context", nlohmann::json::object()), false, &q.ops);
       for (const auto& p : j["expect"]["reason"]) {
         // The guardrails are the first three policies of org/policies.cedar.
         if (p == "policy0" || p == "policy1" || p == "policy2") q.guardrail = true;
@@ -210,6 +276,14 @@ int main(int argc, char** argv) {
     else
       ++by_default;
   }
+  std::vector<size_t> plain;
+  for (size_t k = 0; k < reqs.size(); ++k) {  // the typed path decides alike
+    const Req& q = reqs[k];
+    if (!q.plain) continue;
+    plain.push_back(k);
+    if (DecideTyped(engine, res, q) != GOVERN_POLICY_OK) Die("decide typed", nullptr);
+    if (govern_policy_decision_name(govern_policy_result_decision(res)) != q.expect) ++wrong;
+  }
   if (wrong) {
     std::fprintf(stderr, "policy bench: %zu of %zu decisions differ from org/requests.ndjson\n", wrong,
                  reqs.size());
@@ -241,6 +315,17 @@ int main(int argc, char** argv) {
   };
   Run(n_eval / 10, evaluate);  // warm-up
   Timing eval = Run(n_eval, evaluate);
+  // The typed C path: the context given member by member (govern_policy_request_*), no JSON.
+  // On the requests whose context is plain (no ip/decimal/entity escapes), beside the JSON call on the
+  // same requests.
+  Timing typed = Run(n_eval, [&](size_t i) {
+    DecideTyped(engine, res, reqs[plain[i % plain.size()]]);
+    sink += static_cast<uint64_t>(govern_policy_result_decision(res));
+  });
+  Timing json_plain = Run(n_eval, [&](size_t i) {
+    Decide(engine, res, reqs[plain[i % plain.size()]]);
+    sink += static_cast<uint64_t>(govern_policy_result_decision(res));
+  });
   // The C++ API: RequestBuilder (ContextJson) + Decider, and the older Request::Make + Authorize.
   policy::Outcome out;
   policy::Decider decider(*ps, *es, policy::Limits());
@@ -413,6 +498,13 @@ int main(int argc, char** argv) {
                  std::nullopt, ""});
   report.Add(Row{"authorize_prebuilt_request_us", authorize.UsPerOp(), "us", std::nullopt, "lower", "",
                  std::nullopt, "Authorize alone, request built beforehand"});
+  std::snprintf(note, sizeof note,
+                "govern_policy_request_* + decide_request, no log; the %zu requests without escapes",
+                plain.size());
+  report.Add(
+      Row{"typed_request_decide_us", typed.UsPerOp(), "us", std::nullopt, "lower", "", std::nullopt, note});
+  report.Add(Row{"json_context_decide_same_us", json_plain.UsPerOp(), "us", std::nullopt, "lower", "",
+                 std::nullopt, "govern_policy_decide (context JSON) on those same requests"});
   report.Add(Row{"builder_decide_us", builder_decide.UsPerOp(), "us", std::nullopt, "lower", "", std::nullopt,
                  "C++: RequestBuilder (ContextJson) + Decider::Decide"});
   report.Add(Row{"request_make_authorize_us", make_authorize.UsPerOp(), "us", std::nullopt, "lower", "",
