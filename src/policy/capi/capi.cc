@@ -2,6 +2,7 @@
 // decisions into reusable result objects, an optional decision log, stats. Every entry point catches
 // everything: no exception leaves this file.
 #include <atomic>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -285,8 +286,14 @@ int DecideBuilt(govern_policy_engine* engine, govern_policy_result* r, const Sta
 void AppendJsonString(std::string_view v, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
-  for (char ch : v) {
-    auto c = static_cast<unsigned char>(ch);
+  // Runs that need no escape are appended whole.
+  size_t run = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    auto c = static_cast<unsigned char>(v[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(v.data() + run, i - run);
+    run = i + 1;
+    char ch = v[i];
     if (c == '"' || c == '\\') {
       out->push_back('\\');
       out->push_back(ch);
@@ -294,10 +301,9 @@ void AppendJsonString(std::string_view v, std::string* out) {
       out->append("\\u00");
       out->push_back(kHex[c >> 4]);
       out->push_back(kHex[c & 15]);
-    } else {
-      out->push_back(ch);
     }
   }
+  out->append(v.data() + run, v.size() - run);
   out->push_back('"');
 }
 
@@ -592,8 +598,9 @@ int govern_policy_request_string(govern_policy_result* r, const char* key, const
       r->typed_error = "a string value is NULL";
       return int{GOVERN_POLICY_ERR_INVALID_ARGUMENT};
     }
-    AppendJsonString(value, &r->typed_json);
-    r->builder.String(k, value);
+    std::string_view v(value);
+    AppendJsonString(v, &r->typed_json);
+    r->builder.String(k, v);
     return int{GOVERN_POLICY_OK};
   });
 }
@@ -601,8 +608,8 @@ int govern_policy_request_string(govern_policy_result* r, const char* key, const
 int govern_policy_request_long(govern_policy_result* r, const char* key, int64_t value) {
   return TypedSet(r, key, [&](std::string_view k) {
     char buf[24];
-    int n = std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value));
-    r->typed_json.append(buf, static_cast<size_t>(n));
+    auto end = std::to_chars(buf, buf + sizeof buf, value).ptr;
+    r->typed_json.append(buf, static_cast<size_t>(end - buf));
     r->builder.Long(k, value);
     return int{GOVERN_POLICY_OK};
   });
