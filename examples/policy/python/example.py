@@ -61,6 +61,7 @@ def load(path):
         "govern_policy_result_message": (ctypes.c_char_p, [result_p]),
         "govern_policy_result_bundle_version": (ctypes.c_uint64, [result_p]),
         "govern_policy_result_decision_id": (ctypes.c_char_p, [result_p]),
+        "govern_policy_result_limit": (ctypes.c_char_p, [result_p]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)
@@ -128,6 +129,11 @@ class Engine:
         return (decision, reasons, lib.govern_policy_result_bundle_version(r),
                 lib.govern_policy_result_decision_id(r).decode())
 
+    def last_limit(self):
+        """The limit (limits.json id) that denied this thread's last decision, or None."""
+        limit = self.lib.govern_policy_result_limit(self._result())
+        return limit.decode() if limit else None
+
     def close(self):
         # Results made by other threads are freed by those threads in real code; here only this one's.
         r = getattr(self.local, "result", None)
@@ -139,7 +145,7 @@ class Engine:
 def main():
     lib_path, bundles, log_dir = sys.argv[1:4]
     lib = load(lib_path)
-    assert lib.govern_policy_abi_version() == 1, "unexpected ABI version"
+    assert lib.govern_policy_abi_version() == 2, "unexpected ABI version"
     b = lambda name: os.path.join(bundles, name)
 
     engine = Engine(lib, [b("trusted.pub")], b("v1.tar.gz"), org="acme")
@@ -196,6 +202,15 @@ def main():
             print(f"{name} refused: {e.message.split(':')[0]}")
         d = engine.decide(*sam)
         assert d[0] == "allow" and d[2] == 2, d
+
+    # v3 adds an approval rule and a rate limit (docs/policy-extensions.md).
+    engine.swap(b("v3.tar.gz"))
+    d = engine.decide(*sam, context='{"recipients": 500}')
+    print(f"v{d[2]} sam email to 500: {d[0]} by {d[1]}")
+    assert d[0] == "approval_required" and d[1] == [("policy3", "mass-email")], d
+    got = [engine.decide(*ada)[0] for _ in range(3)]
+    print(f"v3 ada web_search x3: {got}, limited by {engine.last_limit()}")
+    assert got == ["allow", "allow", "deny"] and engine.last_limit() == "web-rate", got
     engine.flush_log()
     decisions, recorded = engine.stat(STAT_DECISIONS), engine.stat(STAT_LOG_RECORDED)
     print(f"still serving v{engine.stat(STAT_BUNDLE_VERSION)}; refused {engine.stat(STAT_BUNDLES_REFUSED)}; "

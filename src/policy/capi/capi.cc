@@ -2,10 +2,13 @@
 // decisions into reusable result objects, an optional decision log, stats. Every entry point catches
 // everything: no exception leaves this file.
 #include <atomic>
+#include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -20,6 +23,7 @@
 #include "policy/capi/govern_policy.h"
 #include "policy/capi/recorder.h"
 #include "policy/cedar.h"
+#include "policy/limits.h"
 
 namespace {
 
@@ -32,43 +36,41 @@ namespace bundle = govern::bundle;
 constexpr std::string_view kKind = "policy";
 constexpr std::string_view kPoliciesFile = "policies.cedar";
 constexpr std::string_view kEntitiesFile = "entities.json";
+constexpr std::string_view kLimitsFile = "limits.json";
 
-// What decisions read: one policy set with its entities, published as a whole.
+// What decisions read: one bundle's policies, entities and limits (a Decider), published as a whole.
 struct State {
-  policy::PolicySet policies;
-  policy::Entities entities;
+  policy::Decider decider;
   std::vector<std::string> ids;  // policies.id(i), for the decision log
   uint64_t version = 0;          // of the bundle; 0 when made from text
   std::string org;               // of the bundle
 };
 using StatePtr = std::shared_ptr<const State>;
 
-Result<StatePtr> Compile(std::string_view policies_text, std::string_view entities_json, uint64_t version,
-                         std::string org) {
-  GOVERN_ASSIGN_OR_RETURN(policy::PolicySet policies, policy::PolicySet::Parse(policies_text));
-  policy::Entities entities;
-  if (!entities_json.empty()) {
-    auto e = policy::Entities::FromJson(entities_json);
-    // Entity errors are told apart from policy errors by the caller through this prefix.
-    if (!e.ok()) return Status(Code::kFailedPrecondition, "entities: " + e.status().message());
-    entities = std::move(*e);
-  }
-  auto s =
-      std::make_shared<State>(State{std::move(policies), std::move(entities), {}, version, std::move(org)});
-  s->ids.reserve(s->policies.size());
-  for (size_t i = 0; i < s->policies.size(); ++i) s->ids.push_back(s->policies.id(i));
+// `counters` is the engine's one table of limit counters, shared by every version it loads: a bundle swap
+// keeps each limit's counters while its id stays (docs/policy-extensions.md), so a swap refills no budget.
+// Errors name the file ("policies.cedar: ...", "entities.json: ...", "limits.json: ...").
+Result<StatePtr> Compile(const std::map<std::string, std::string>& files, uint64_t version, std::string org,
+                         std::shared_ptr<policy::LimitCounters> counters) {
+  policy::LimitOptions options;
+  options.counters = std::move(counters);
+  GOVERN_ASSIGN_OR_RETURN(policy::Decider decider, policy::Decider::FromFiles(files, options));
+  auto s = std::make_shared<State>(State{std::move(decider), {}, version, std::move(org)});
+  const policy::PolicySet& ps = s->decider.policies();
+  s->ids.reserve(ps.size());
+  for (size_t i = 0; i < ps.size(); ++i) s->ids.push_back(ps.id(i));
   return StatePtr(std::move(s));
 }
 
 using Slot = bundle::BundleSlot<StatePtr>;
 
-Result<StatePtr> CompileBundle(const bundle::Bundle& b) {
-  const std::string* policies = b.File(kPoliciesFile);
-  if (policies == nullptr) return govern::InvalidArgument("the bundle has no " + std::string(kPoliciesFile));
-  const std::string* entities = b.File(kEntitiesFile);
-  auto s = Compile(*policies, entities ? std::string_view(*entities) : std::string_view(), b.version(),
-                   b.manifest().org);
-  if (!s.ok()) return govern::InvalidArgument(std::string(kPoliciesFile) + ": " + s.status().message());
+Result<StatePtr> CompileBundle(const bundle::Bundle& b, std::shared_ptr<policy::LimitCounters> counters) {
+  std::map<std::string, std::string> files;
+  for (std::string_view name : {kPoliciesFile, kEntitiesFile, kLimitsFile}) {
+    if (const std::string* f = b.File(name)) files.emplace(std::string(name), *f);
+  }
+  auto s = Compile(files, b.version(), b.manifest().org, std::move(counters));
+  if (!s.ok()) return govern::InvalidArgument(s.status().message());
   return s;
 }
 
@@ -77,6 +79,8 @@ struct alignas(64) CounterShard {
   std::atomic<uint64_t> decisions{0};
   std::atomic<uint64_t> allowed{0};
   std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> approval{0};
+  std::atomic<uint64_t> limited{0};
 };
 constexpr unsigned kShards = 16;
 
@@ -127,6 +131,8 @@ struct govern_policy_engine {
   // Bumped after each publication of `state`; results compare it to their cached copy.
   std::atomic<uint64_t> generation{1};
   std::atomic<StatePtr> state;
+  // The limit counters of every version this engine loads (see Compile).
+  const std::shared_ptr<policy::LimitCounters> counters = std::make_shared<policy::LimitCounters>();
   std::unique_ptr<Slot> slot;  // bundle engines only
   std::mutex swap_mu;          // serialises swaps, so `state` follows the slot's order
 
@@ -146,8 +152,21 @@ struct govern_policy_result {
   uint64_t engine_uid = 0;
   uint64_t generation = 0;
   StatePtr state;  // what the borrowed strings point into
-  policy::EntityRef principal, action, resource;
+  // Builds each request in place, reusing its storage: no JSON document and, after the first few
+  // decisions, no allocation (the result is one thread's at a time, so this is that thread's builder).
+  policy::RequestBuilder builder;
   policy::Outcome outcome;
+  // A typed request (govern_policy_request_*): its uids, and its context as JSON text for the decision
+  // log, written alongside the builder. One frame per open record or set.
+  struct Frame {
+    bool first = true;
+    bool set = false;
+  };
+  bool typed_open = false;
+  std::string typed_uids[6];
+  std::string typed_json;
+  std::vector<Frame> typed_frames;
+  const char* typed_error = nullptr;  // a NULL argument given to a setter (static text)
   int decision = GOVERN_POLICY_DENY;
   uint64_t bundle_version = 0;
   std::string message;
@@ -173,7 +192,9 @@ int BundleEngine(const char* const* key_files, size_t n_keys, const char* expect
   options.expected_kind = std::string(kKind);
   if (expected_org != nullptr) options.expected_org = expected_org;
   auto engine = std::make_unique<govern_policy_engine>();
-  engine->slot = std::make_unique<Slot>(std::move(trust), std::move(options), CompileBundle);
+  engine->slot = std::make_unique<Slot>(
+      std::move(trust), std::move(options),
+      [counters = engine->counters](const bundle::Bundle& b) { return CompileBundle(b, counters); });
   bundle::Verdict v = engine->slot->Offer(archive);
   if (!v.ok()) return Fail(error, GOVERN_POLICY_ERR_BUNDLE_REFUSED, v.ToString());
   engine->Publish(engine->slot->Load()->value);
@@ -209,10 +230,114 @@ int DecideFailed(govern_policy_engine* engine, govern_policy_result* r, int code
   r->decision = GOVERN_POLICY_DENY;
   r->outcome.reason.clear();
   r->outcome.errors.clear();
+  r->outcome.limit = policy::Outcome::kNoLimit;
+  r->outcome.limit_error.clear();
   r->decision_id[0] = '\0';
   r->message.assign(message);
   if (engine != nullptr) engine->shards[r->shard].errors.fetch_add(1, std::memory_order_relaxed);
   return code;
+}
+
+// Decides the request in r->builder (built and checked) and records it; `uids` are the six uid parts.
+int DecideBuilt(govern_policy_engine* engine, govern_policy_result* r, const State* st,
+                const std::string_view (&uids)[6], std::string_view context) {
+  const policy::RequestBuilder& b = r->builder;
+  st->decider.Decide(b, &r->outcome);
+  const policy::Outcome& o = r->outcome;
+  int decision = o.decision == policy::Decision::kAllow              ? GOVERN_POLICY_ALLOW
+                 : o.decision == policy::Decision::kApprovalRequired ? GOVERN_POLICY_APPROVAL_REQUIRED
+                                                                     : GOVERN_POLICY_DENY;
+  std::string_view limit_id;
+  if (o.limit != policy::Outcome::kNoLimit) limit_id = st->decider.limits().id(static_cast<size_t>(o.limit));
+  r->bundle_version = st->version;
+  r->decision_id[0] = '\0';
+  if (auto* rec = engine->recorder.load(std::memory_order_acquire)) {
+    govern::policy::capi::DecisionFacts f;
+    f.principal_type = uids[0];
+    f.principal_id = uids[1];
+    f.action_type = uids[2];
+    f.action_id = uids[3];
+    f.resource_type = uids[4];
+    f.resource_id = uids[5];
+    f.decision = decision;
+    f.reason = &o.reason;
+    f.errors = &o.errors;
+    f.limit_id = limit_id;
+    f.limit_error = o.limit_error;
+    f.ids = &st->ids;
+    f.bundle_version = st->version;
+    f.organisation = st->org;
+    f.context_json = context;
+    Status s = rec->Record(f, r->decision_id);
+    if (!s.ok())
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_RECORD, "decision not recorded: " + s.ToString());
+  }
+  r->decision = decision;
+  r->message.clear();
+  CounterShard& c = engine->shards[r->shard];
+  c.decisions.fetch_add(1, std::memory_order_relaxed);
+  if (decision == GOVERN_POLICY_ALLOW) c.allowed.fetch_add(1, std::memory_order_relaxed);
+  if (decision == GOVERN_POLICY_APPROVAL_REQUIRED) c.approval.fetch_add(1, std::memory_order_relaxed);
+  if (!limit_id.empty()) c.limited.fetch_add(1, std::memory_order_relaxed);
+  return GOVERN_POLICY_OK;
+}
+
+// Appends `v` as a JSON string.
+void AppendJsonString(std::string_view v, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  // Runs that need no escape are appended whole.
+  size_t run = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    auto c = static_cast<unsigned char>(v[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(v.data() + run, i - run);
+    run = i + 1;
+    char ch = v[i];
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(ch);
+    } else if (c < 0x20) {
+      out->append("\\u00");
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 15]);
+    }
+  }
+  out->append(v.data() + run, v.size() - run);
+  out->push_back('"');
+}
+
+// Checks a typed setter's call and writes the separator and key of a new member to the JSON text.
+int TypedMember(govern_policy_result* r, const char* key) {
+  if (!r->typed_open) return GOVERN_POLICY_ERR_STATE;
+  if (r->typed_frames.empty()) {  // closed one too many: the builder reports it at decide
+    return GOVERN_POLICY_OK;
+  }
+  govern_policy_result::Frame& f = r->typed_frames.back();
+  if (!f.first) r->typed_json.push_back(',');
+  f.first = false;
+  if (!f.set) {
+    if (key == nullptr) {
+      r->typed_error = "a context key is NULL";
+      return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+    }
+    AppendJsonString(key, &r->typed_json);
+    r->typed_json.push_back(':');
+  }
+  return GOVERN_POLICY_OK;
+}
+
+template <typename F>
+int TypedSet(govern_policy_result* r, const char* key, F&& f) noexcept {
+  if (r == nullptr) return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+  try {
+    int rc = TypedMember(r, key);
+    if (rc != GOVERN_POLICY_OK) return rc;
+    return f(key ? std::string_view(key) : std::string_view());
+  } catch (...) {
+    r->typed_error = "out of memory";
+    return GOVERN_POLICY_ERR_NO_MEMORY;
+  }
 }
 
 }  // namespace
@@ -247,6 +372,8 @@ const char* govern_policy_error_name(int code) {
       return "no_memory";
     case GOVERN_POLICY_ERR_INTERNAL:
       return "internal";
+    case GOVERN_POLICY_ERR_LIMITS:
+      return "limits";
     default:
       return "unknown";
   }
@@ -267,23 +394,37 @@ const char* govern_policy_decision_name(int decision) {
 
 void govern_policy_string_free(char* s) { std::free(s); }
 
-int govern_policy_engine_from_text(const char* policies, const char* entities_json,
-                                   govern_policy_engine** out, char** error) {
+int govern_policy_engine_from_text_with_limits(const char* policies, const char* entities_json,
+                                               const char* limits_json, govern_policy_engine** out,
+                                               char** error) {
   return Guard(error, [&] {
     if (out == nullptr) return Fail(error, GOVERN_POLICY_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
     if (policies == nullptr) return Fail(error, GOVERN_POLICY_ERR_INVALID_ARGUMENT, "policies is NULL");
-    auto s = Compile(policies, entities_json ? entities_json : "", 0, "");
-    if (!s.ok()) {
-      bool entities = s.status().code() == Code::kFailedPrecondition;
-      return Fail(error, entities ? GOVERN_POLICY_ERR_ENTITIES : GOVERN_POLICY_ERR_POLICY,
-                  s.status().message());
-    }
+    std::map<std::string, std::string> files;
+    files.emplace(std::string(kPoliciesFile), policies);
+    if (entities_json != nullptr && *entities_json != '\0')
+      files.emplace(std::string(kEntitiesFile), entities_json);
+    if (limits_json != nullptr && *limits_json != '\0') files.emplace(std::string(kLimitsFile), limits_json);
     auto engine = std::make_unique<govern_policy_engine>();
+    auto s = Compile(files, 0, "", engine->counters);
+    if (!s.ok()) {
+      // Decider::FromFiles names the file first.
+      const std::string m = s.status().message();
+      int code = m.rfind(kEntitiesFile, 0) == 0 ? GOVERN_POLICY_ERR_ENTITIES
+                 : m.rfind(kLimitsFile, 0) == 0 ? GOVERN_POLICY_ERR_LIMITS
+                                                : GOVERN_POLICY_ERR_POLICY;
+      return Fail(error, code, m);
+    }
     engine->Publish(std::move(*s));
     *out = engine.release();
     return int{GOVERN_POLICY_OK};
   });
+}
+
+int govern_policy_engine_from_text(const char* policies, const char* entities_json,
+                                   govern_policy_engine** out, char** error) {
+  return govern_policy_engine_from_text_with_limits(policies, entities_json, nullptr, out, error);
 }
 
 int govern_policy_engine_from_bundle_file(const char* const* trusted_key_files, size_t n_keys,
@@ -401,44 +542,153 @@ int govern_policy_decide(govern_policy_engine* engine, govern_policy_result* r, 
                           "engine or an entity type or id is NULL");
     }
     const State* st = Current(engine, r);
-    r->principal.type.assign(principal_type);
-    r->principal.id.assign(principal_id);
-    r->action.type.assign(action_type);
-    r->action.id.assign(action_id);
-    r->resource.type.assign(resource_type);
-    r->resource.id.assign(resource_id);
     std::string_view context = context_json ? std::string_view(context_json) : std::string_view();
-    auto request = policy::Request::Make(r->principal, r->action, r->resource, context);
-    if (!request.ok()) return DecideFailed(engine, r, GOVERN_POLICY_ERR_REQUEST, request.status().message());
-    policy::Authorize(st->policies, st->entities, *request, &r->outcome);
-    bool allow = r->outcome.decision == policy::Decision::kAllow;
-    r->bundle_version = st->version;
-    r->decision_id[0] = '\0';
-    if (auto* rec = engine->recorder.load(std::memory_order_acquire)) {
-      govern::policy::capi::DecisionFacts f;
-      f.principal_type = principal_type;
-      f.principal_id = principal_id;
-      f.action_type = action_type;
-      f.action_id = action_id;
-      f.resource_type = resource_type;
-      f.resource_id = resource_id;
-      f.allow = allow;
-      f.reason = &r->outcome.reason;
-      f.errors = &r->outcome.errors;
-      f.ids = &st->ids;
-      f.bundle_version = st->version;
-      f.organisation = st->org;
-      f.context_json = context;
-      Status s = rec->Record(f, r->decision_id);
-      if (!s.ok())
-        return DecideFailed(engine, r, GOVERN_POLICY_ERR_RECORD, "decision not recorded: " + s.ToString());
+    policy::RequestBuilder& b = r->builder;
+    b.Reset()
+        .Principal(principal_type, principal_id)
+        .Action(action_type, action_id)
+        .Resource(resource_type, resource_id);
+    if (Status s = b.ContextJson(context); !s.ok())
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_REQUEST, s.message());
+    if (Status s = b.status(); !s.ok())
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_REQUEST, s.message());
+    const std::string_view uids[6] = {principal_type, principal_id,  action_type,
+                                      action_id,      resource_type, resource_id};
+    return DecideBuilt(engine, r, st, uids, context);
+  } catch (const std::bad_alloc&) {
+    return DecideFailed(engine, r, GOVERN_POLICY_ERR_NO_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return DecideFailed(engine, r, GOVERN_POLICY_ERR_INTERNAL, e.what());
+  } catch (...) {
+    return DecideFailed(engine, r, GOVERN_POLICY_ERR_INTERNAL, "internal error");
+  }
+}
+
+int govern_policy_request_begin(govern_policy_result* r, const char* principal_type, const char* principal_id,
+                                const char* action_type, const char* action_id, const char* resource_type,
+                                const char* resource_id) {
+  if (r == nullptr) return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+  try {
+    r->typed_open = true;
+    r->typed_error = nullptr;
+    r->typed_json.assign("{");
+    r->typed_frames.assign(1, govern_policy_result::Frame{});
+    const char* parts[6] = {principal_type, principal_id, action_type, action_id, resource_type, resource_id};
+    for (int i = 0; i < 6; ++i) {
+      if (parts[i] == nullptr) {
+        r->typed_error = "an entity type or id is NULL";
+        return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+      }
+      r->typed_uids[i].assign(parts[i]);
     }
-    r->decision = allow ? GOVERN_POLICY_ALLOW : GOVERN_POLICY_DENY;
-    r->message.clear();
-    CounterShard& c = engine->shards[r->shard];
-    c.decisions.fetch_add(1, std::memory_order_relaxed);
-    if (allow) c.allowed.fetch_add(1, std::memory_order_relaxed);
+    r->builder.Reset()
+        .Principal(r->typed_uids[0], r->typed_uids[1])
+        .Action(r->typed_uids[2], r->typed_uids[3])
+        .Resource(r->typed_uids[4], r->typed_uids[5]);
     return GOVERN_POLICY_OK;
+  } catch (...) {
+    r->typed_error = "out of memory";
+    return GOVERN_POLICY_ERR_NO_MEMORY;
+  }
+}
+
+int govern_policy_request_string(govern_policy_result* r, const char* key, const char* value) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    if (value == nullptr) {
+      r->typed_error = "a string value is NULL";
+      return int{GOVERN_POLICY_ERR_INVALID_ARGUMENT};
+    }
+    std::string_view v(value);
+    AppendJsonString(v, &r->typed_json);
+    r->builder.String(k, v);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_long(govern_policy_result* r, const char* key, int64_t value) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    char buf[24];
+    auto end = std::to_chars(buf, buf + sizeof buf, value).ptr;
+    r->typed_json.append(buf, static_cast<size_t>(end - buf));
+    r->builder.Long(k, value);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_bool(govern_policy_result* r, const char* key, int value) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    r->typed_json.append(value ? "true" : "false");
+    r->builder.Bool(k, value != 0);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_entity(govern_policy_result* r, const char* key, const char* type, const char* id) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    if (type == nullptr || id == nullptr) {
+      r->typed_error = "an entity type or id is NULL";
+      return int{GOVERN_POLICY_ERR_INVALID_ARGUMENT};
+    }
+    r->typed_json.append("{\"__entity\":{\"type\":");
+    AppendJsonString(type, &r->typed_json);
+    r->typed_json.append(",\"id\":");
+    AppendJsonString(id, &r->typed_json);
+    r->typed_json.append("}}");
+    r->builder.Entity(k, type, id);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_begin_record(govern_policy_result* r, const char* key) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    r->typed_json.push_back('{');
+    r->typed_frames.push_back({true, false});
+    r->builder.BeginRecord(k);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_begin_set(govern_policy_result* r, const char* key) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    r->typed_json.push_back('[');
+    r->typed_frames.push_back({true, true});
+    r->builder.BeginSet(k);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_end(govern_policy_result* r) {
+  if (r == nullptr) return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+  if (!r->typed_open) return GOVERN_POLICY_ERR_STATE;
+  // The top frame (the context itself) is closed by govern_policy_decide_request; an End too many is
+  // left to the builder, which reports it at decide.
+  if (r->typed_frames.size() > 1) {
+    r->typed_json.push_back(r->typed_frames.back().set ? ']' : '}');
+    r->typed_frames.pop_back();
+  }
+  r->builder.End();
+  return GOVERN_POLICY_OK;
+}
+
+int govern_policy_decide_request(govern_policy_engine* engine, govern_policy_result* r) {
+  if (r == nullptr) return GOVERN_POLICY_ERR_INVALID_ARGUMENT;
+  try {
+    if (engine == nullptr)
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_INVALID_ARGUMENT, "engine is NULL");
+    if (!r->typed_open) {
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_STATE,
+                          "no request begun (govern_policy_request_begin), or it was decided already");
+    }
+    r->typed_open = false;
+    if (r->typed_error != nullptr)
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_INVALID_ARGUMENT, r->typed_error);
+    if (Status s = r->builder.status(); !s.ok())
+      return DecideFailed(engine, r, GOVERN_POLICY_ERR_REQUEST, s.message());
+    r->typed_json.push_back('}');
+    const State* st = Current(engine, r);
+    const std::string_view uids[6] = {r->typed_uids[0], r->typed_uids[1], r->typed_uids[2],
+                                      r->typed_uids[3], r->typed_uids[4], r->typed_uids[5]};
+    return DecideBuilt(engine, r, st, uids, r->typed_json);
   } catch (const std::bad_alloc&) {
     return DecideFailed(engine, r, GOVERN_POLICY_ERR_NO_MEMORY, "out of memory");
   } catch (const std::exception& e) {
@@ -463,7 +713,7 @@ const char* govern_policy_result_reason(const govern_policy_result* r, size_t i)
 
 const char* govern_policy_result_reason_annotation(const govern_policy_result* r, size_t i, const char* key) {
   if (r == nullptr || key == nullptr || i >= r->outcome.reason.size() || !r->state) return nullptr;
-  for (const auto& [k, v] : r->state->policies.annotations(r->outcome.reason[i])) {
+  for (const auto& [k, v] : r->state->decider.policies().annotations(r->outcome.reason[i])) {
     if (k == key) return v.c_str();
   }
   return nullptr;
@@ -481,6 +731,16 @@ const char* govern_policy_result_error_policy(const govern_policy_result* r, siz
 const char* govern_policy_result_error_message(const govern_policy_result* r, size_t i) {
   if (r == nullptr || i >= r->outcome.errors.size()) return nullptr;
   return r->outcome.errors[i].second.c_str();
+}
+
+const char* govern_policy_result_limit(const govern_policy_result* r) {
+  if (r == nullptr || !r->state || r->outcome.limit == policy::Outcome::kNoLimit) return nullptr;
+  return r->state->decider.limits().id(static_cast<size_t>(r->outcome.limit)).c_str();
+}
+
+const char* govern_policy_result_limit_error(const govern_policy_result* r) {
+  if (r == nullptr || r->outcome.limit_error.empty()) return nullptr;
+  return r->outcome.limit_error.c_str();
 }
 
 const char* govern_policy_result_message(const govern_policy_result* r) {
@@ -534,9 +794,17 @@ uint64_t govern_policy_engine_stat(const govern_policy_engine* engine, int stat)
       case GOVERN_POLICY_STAT_LOG_PENDING_BYTES:
         return log_stats().pending_bytes;
       case GOVERN_POLICY_STAT_POLICIES:
-        return engine->state.load()->policies.size();
+        return engine->state.load()->decider.policies().size();
       case GOVERN_POLICY_STAT_ENTITIES:
-        return engine->state.load()->entities.size();
+        return engine->state.load()->decider.entities().size();
+      case GOVERN_POLICY_STAT_LIMITS:
+        return engine->state.load()->decider.limits().size();
+      case GOVERN_POLICY_STAT_APPROVAL_REQUIRED:
+        return sum(&CounterShard::approval);
+      case GOVERN_POLICY_STAT_LIMITED:
+        return sum(&CounterShard::limited);
+      case GOVERN_POLICY_STAT_LIMIT_COUNTERS:
+        return engine->counters->size();
       default:
         return 0;
     }

@@ -261,7 +261,8 @@ struct Bundles {
     return std::move(*govern::bundle::SigningKey::FromSeed(seed));
   }
   std::string Make(uint64_t version, const std::string& policies,
-                   const govern::bundle::SigningKey* key = nullptr, const std::string& org = "acme") {
+                   const govern::bundle::SigningKey* key = nullptr, const std::string& org = "acme",
+                   const std::string& limits = "") {
     govern::bundle::BuildInput in;
     in.kind = "policy";
     in.org = org;
@@ -269,6 +270,7 @@ struct Bundles {
     in.created = 1795833000;
     in.files["policies.cedar"] = policies;
     in.files["entities.json"] = kEntities;
+    if (!limits.empty()) in.files["limits.json"] = limits;
     auto r = govern::bundle::Build(in, {key ? key : &trusted});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : "";
@@ -498,6 +500,317 @@ TEST(PolicyCapi, DecisionLogInAnUnusableDirectoryIsAnError) {
   EXPECT_EQ(govern_policy_engine_flush_log(e, &err), GOVERN_POLICY_OK);
   govern_policy_result_free(r);
   govern_policy_engine_free(e);
+}
+
+// Extensions (docs/policy-extensions.md): a @require_approval permit, a rate limit and a budget.
+constexpr const char* kExtPolicies = R"(@id("no-internal")
+forbid (principal, action, resource) when { context has url && context.url like "*internal*" };
+
+@id("research-web")
+permit (principal in Team::"research", action == Action::"call_tool", resource == Tool::"web_search");
+
+@id("big-spend") @require_approval("finance-oncall")
+permit (principal in Team::"research", action == Action::"spend", resource) when { context.amount >= 100 };
+
+@id("small-spend")
+permit (principal in Team::"research", action == Action::"spend", resource);
+)";
+
+// Two searches an hour per agent (no refill within a test), 150 spent a day per agent.
+constexpr const char* kLimits = R"([
+ {"id": "search-rate", "action": "Action::\"call_tool\"", "resource": "Tool::\"web_search\"",
+  "rate": {"requests": 2, "per": "1h"}},
+ {"id": "daily-spend", "action": "Action::\"spend\"",
+  "budget": {"amount_from": "context.amount", "limit": 150, "per": "24h"}}
+])";
+
+int DecideSearch(govern_policy_engine* e, govern_policy_result* r, const char* agent = "ada") {
+  int rc = govern_policy_decide(e, r, "Agent", agent, "Action", "call_tool", "Tool", "web_search", "{}");
+  EXPECT_EQ(rc, GOVERN_POLICY_OK) << govern_policy_result_message(r);
+  return govern_policy_result_decision(r);
+}
+
+int DecideSpend(govern_policy_engine* e, govern_policy_result* r, const char* context) {
+  int rc = govern_policy_decide(e, r, "Agent", "ada", "Action", "spend", "Tool", "card", context);
+  EXPECT_EQ(rc, GOVERN_POLICY_OK) << govern_policy_result_message(r);
+  return govern_policy_result_decision(r);
+}
+
+TEST(PolicyCapi, ApprovalRequiredComesThroughTheAbi) {
+  govern_policy_engine* e = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(govern_policy_engine_from_text(kExtPolicies, kEntities, &e, &err), GOVERN_POLICY_OK) << Take(err);
+  govern_policy_result* r = govern_policy_result_new();
+  // 50: only the plain permit is satisfied: allow.
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 50})"), GOVERN_POLICY_ALLOW);
+  ASSERT_EQ(govern_policy_result_reason_count(r), 1u);
+  EXPECT_STREQ(govern_policy_result_reason_annotation(r, 0, "id"), "small-spend");
+  // 500: the marked permit is satisfied too: approval, determined by the marked permit alone.
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 500})"), GOVERN_POLICY_APPROVAL_REQUIRED);
+  ASSERT_EQ(govern_policy_result_reason_count(r), 1u);
+  EXPECT_STREQ(govern_policy_result_reason(r, 0), "policy2");
+  EXPECT_STREQ(govern_policy_result_reason_annotation(r, 0, "require_approval"), "finance-oncall");
+  EXPECT_EQ(govern_policy_result_limit(r), nullptr);
+  // A forbid still wins over an approval.
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 500, "url": "http://internal"})"), GOVERN_POLICY_DENY);
+  EXPECT_STREQ(govern_policy_result_reason(r, 0), "policy0");
+  EXPECT_EQ(govern_policy_engine_stat(e, GOVERN_POLICY_STAT_APPROVAL_REQUIRED), 1u);
+  EXPECT_EQ(govern_policy_engine_stat(e, GOVERN_POLICY_STAT_ALLOWED), 1u);
+  govern_policy_engine_free(e);
+
+  // @require_approval on a forbid is refused when loaded.
+  EXPECT_EQ(govern_policy_engine_from_text("@require_approval forbid (principal, action, resource);", nullptr,
+                                           &e, &err),
+            GOVERN_POLICY_ERR_POLICY);
+  EXPECT_NE(Take(err).find("@require_approval"), std::string::npos);
+  govern_policy_result_free(r);
+}
+
+TEST(PolicyCapi, LimitsDenyThroughTheAbi) {
+  govern_policy_engine* e = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(govern_policy_engine_from_text_with_limits(kExtPolicies, kEntities, kLimits, &e, &err),
+            GOVERN_POLICY_OK)
+      << Take(err);
+  EXPECT_EQ(govern_policy_engine_stat(e, GOVERN_POLICY_STAT_LIMITS), 2u);
+  govern_policy_result* r = govern_policy_result_new();
+  // The rate: two searches, then denied by the limit (no policy is the reason).
+  EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_ALLOW);
+  EXPECT_EQ(govern_policy_result_limit(r), nullptr);
+  EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_ALLOW);
+  EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_DENY);
+  EXPECT_STREQ(govern_policy_result_limit(r), "search-rate");
+  EXPECT_EQ(govern_policy_result_limit_error(r), nullptr);
+  EXPECT_EQ(govern_policy_result_reason_count(r), 0u);
+  // Each principal has its own counter; a denied decision takes nothing (bob is not in research).
+  EXPECT_EQ(DecideSearch(e, r, "bob"), GOVERN_POLICY_DENY);
+  EXPECT_EQ(govern_policy_result_limit(r), nullptr);
+
+  // The budget: 100 + 50 fit in 150, then even 1 does not; an approval takes its share as well.
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 100})"), GOVERN_POLICY_APPROVAL_REQUIRED);
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 50})"), GOVERN_POLICY_ALLOW);
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 1})"), GOVERN_POLICY_DENY);
+  EXPECT_STREQ(govern_policy_result_limit(r), "daily-spend");
+  // Without its amount a budget cannot be applied: deny, with the reason why.
+  EXPECT_EQ(DecideSpend(e, r, "{}"), GOVERN_POLICY_DENY);
+  EXPECT_STREQ(govern_policy_result_limit(r), "daily-spend");
+  ASSERT_NE(govern_policy_result_limit_error(r), nullptr);
+  EXPECT_NE(std::string(govern_policy_result_limit_error(r)).find("amount"), std::string::npos);
+  EXPECT_EQ(govern_policy_engine_stat(e, GOVERN_POLICY_STAT_LIMITED), 3u);
+  EXPECT_GE(govern_policy_engine_stat(e, GOVERN_POLICY_STAT_LIMIT_COUNTERS), 2u);
+  govern_policy_engine_free(e);
+
+  // Bad limits are refused with the file and the limit named.
+  EXPECT_EQ(govern_policy_engine_from_text_with_limits(
+                kExtPolicies, kEntities, R"([{"id": "x", "rate": {"requests": 1, "per": "1y"}}])", &e, &err),
+            GOVERN_POLICY_ERR_LIMITS);
+  EXPECT_EQ(e, nullptr);
+  EXPECT_EQ(Take(err).rfind("limits.json", 0), 0u);
+  EXPECT_STREQ(govern_policy_error_name(GOVERN_POLICY_ERR_LIMITS), "limits");
+  // NULL and "" mean no limits.
+  ASSERT_EQ(govern_policy_engine_from_text_with_limits(kExtPolicies, kEntities, "", &e, &err),
+            GOVERN_POLICY_OK);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_ALLOW);
+  govern_policy_engine_free(e);
+  govern_policy_result_free(r);
+}
+
+// A bundle swap keeps the counters of the limits the new bundle keeps: it refills no budget.
+TEST(PolicyCapi, BundleSwapKeepsLimitCounters) {
+  Bundles b;
+  std::string v1 = b.Make(1, kExtPolicies, nullptr, "acme", kLimits);
+  // v2: other policy text (a new version), the same limits.
+  std::string v2 = b.Make(2, std::string(kExtPolicies) + "\n// v2\n", nullptr, "acme", kLimits);
+  // v3: the rate limit renamed: a new limit, with fresh counters.
+  std::string renamed = kLimits;
+  renamed.replace(renamed.find("search-rate"), 11, "search-rate2");
+  std::string v3 = b.Make(3, kExtPolicies, nullptr, "acme", renamed);
+  const char* keys[] = {b.key_path.c_str()};
+  govern_policy_engine* e = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(govern_policy_engine_from_bundle_bytes(keys, 1, "acme", v1.data(), v1.size(), &e, &err),
+            GOVERN_POLICY_OK)
+      << Take(err);
+  govern_policy_result* r = govern_policy_result_new();
+  EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_ALLOW);
+  EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_ALLOW);
+  ASSERT_EQ(govern_policy_engine_swap_bundle_bytes(e, v2.data(), v2.size(), &err), GOVERN_POLICY_OK)
+      << Take(err);
+  EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_DENY);
+  EXPECT_EQ(govern_policy_result_bundle_version(r), 2u);
+  EXPECT_STREQ(govern_policy_result_limit(r), "search-rate");
+  ASSERT_EQ(govern_policy_engine_swap_bundle_bytes(e, v3.data(), v3.size(), &err), GOVERN_POLICY_OK)
+      << Take(err);
+  EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_ALLOW);
+  EXPECT_EQ(govern_policy_result_bundle_version(r), 3u);
+  // A bundle with a bad limits.json is refused ("rejected"), and v3 keeps serving.
+  std::string bad = b.Make(4, kExtPolicies, nullptr, "acme", "[{\"id\": \"x\"}]");
+  EXPECT_EQ(govern_policy_engine_swap_bundle_bytes(e, bad.data(), bad.size(), &err),
+            GOVERN_POLICY_ERR_BUNDLE_REFUSED);
+  EXPECT_NE(Take(err).find("limits.json"), std::string::npos);
+  EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_ALLOW);
+  EXPECT_EQ(DecideSearch(e, r), GOVERN_POLICY_DENY);
+  EXPECT_EQ(govern_policy_result_bundle_version(r), 3u);
+  govern_policy_result_free(r);
+  govern_policy_engine_free(e);
+}
+
+// Each outcome is recorded as RecordedDecision, limit denials with "limit:<id>" as their reason.
+TEST(PolicyCapi, DecisionLogRecordsApprovalAndLimitOutcomes) {
+  Bundles b;
+  std::string v1 = b.Make(5, kExtPolicies, nullptr, "acme", kLimits);
+  const char* keys[] = {b.key_path.c_str()};
+  govern_policy_engine* e = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(govern_policy_engine_from_bundle_bytes(keys, 1, nullptr, v1.data(), v1.size(), &e, &err),
+            GOVERN_POLICY_OK)
+      << Take(err);
+  std::string log_dir = b.dir.path + "/decisions";
+  ASSERT_EQ(govern_policy_engine_open_log(e, log_dir.c_str(), GOVERN_POLICY_LOG_BUFFERED,
+                                          GOVERN_POLICY_CONTEXT_FULL, nullptr, &err),
+            GOVERN_POLICY_OK)
+      << Take(err);
+  govern_policy_result* r = govern_policy_result_new();
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 50})"), GOVERN_POLICY_ALLOW);
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 100})"), GOVERN_POLICY_APPROVAL_REQUIRED);
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 10})"), GOVERN_POLICY_DENY);                    // over the budget
+  EXPECT_EQ(DecideSpend(e, r, "{}"), GOVERN_POLICY_DENY);                                   // no amount
+  EXPECT_EQ(DecideSpend(e, r, R"({"amount": 1, "url": "internal"})"), GOVERN_POLICY_DENY);  // forbid
+  ASSERT_EQ(govern_policy_engine_flush_log(e, &err), GOVERN_POLICY_OK) << Take(err);
+  govern_policy_result_free(r);
+  govern_policy_engine_free(e);
+
+  auto wal = govern::wal::Log::Open(log_dir);
+  ASSERT_TRUE(wal.ok()) << wal.status().ToString();
+  auto reader = (*wal)->NewReader((*wal)->FirstSequence());
+  ASSERT_TRUE(reader.ok());
+  std::vector<govern::policy::DecisionRecord> got;
+  while (true) {
+    auto rec = (*reader)->Next();
+    ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+    if (!rec->has_value()) break;
+    auto d = govern::policy::DecodeDecision((*rec)->data);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    got.push_back(*d);
+  }
+  using govern::policy::RecordedDecision;
+  using V = std::vector<std::string>;
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0].decision, RecordedDecision::kAllow);
+  EXPECT_EQ(got[0].determining_policies, V{"policy3"});
+  EXPECT_EQ(got[1].decision, RecordedDecision::kApprovalRequired);
+  EXPECT_EQ(got[1].determining_policies, V{"policy2"});
+  EXPECT_EQ(got[2].decision, RecordedDecision::kDeny);
+  EXPECT_EQ(got[2].determining_policies, V{"limit:daily-spend"});
+  EXPECT_EQ(got[2].erroring_policies, V{});
+  EXPECT_EQ(got[3].decision, RecordedDecision::kDeny);
+  EXPECT_EQ(got[3].determining_policies, V{"limit:daily-spend"});
+  // big-spend's condition errs without an amount (skipped, as Cedar does), then the limit cannot apply.
+  EXPECT_EQ(got[3].erroring_policies, (V{"policy2", "limit:daily-spend"}));
+  EXPECT_EQ(got[4].decision, RecordedDecision::kDeny);
+  EXPECT_EQ(got[4].determining_policies, V{"policy0"});
+  for (const auto& d : got) EXPECT_EQ(d.bundle_version, 5u);
+}
+
+// Typed requests decide as the same context in JSON does, and are recorded as that JSON text.
+TEST(PolicyCapi, TypedRequestsDecideWithoutJson) {
+  constexpr const char* kTyped = R"(@id("typed")
+permit (principal, action == Action::"typed", resource) when {
+  context.args.n == 5 && context.tags.contains("a") && context.who == Agent::"ada" && context.ok &&
+  context.s == "q\"x\n" };
+)";
+  TempDir dir;
+  govern_policy_engine* e = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(govern_policy_engine_from_text(kTyped, kEntities, &e, &err), GOVERN_POLICY_OK) << Take(err);
+  ASSERT_EQ(govern_policy_engine_open_log(e, (dir.path + "/log").c_str(), GOVERN_POLICY_LOG_BUFFERED,
+                                          GOVERN_POLICY_CONTEXT_FULL, "acme", &err),
+            GOVERN_POLICY_OK)
+      << Take(err);
+  govern_policy_result* r = govern_policy_result_new();
+  auto begin = [&] {
+    ASSERT_EQ(govern_policy_request_begin(r, "Agent", "ada", "Action", "typed", "Tool", "t"),
+              GOVERN_POLICY_OK);
+  };
+  auto full = [&](int64_t n) {
+    begin();
+    ASSERT_EQ(govern_policy_request_begin_record(r, "args"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_long(r, "n", n), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_end(r), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_begin_set(r, "tags"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_string(r, nullptr, "a"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_string(r, "", "b"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_end(r), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_entity(r, "who", "Agent", "ada"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_bool(r, "ok", 1), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_string(r, "s", "q\"x\n"), GOVERN_POLICY_OK);
+  };
+  const std::string json5 =
+      R"({"args":{"n":5},"tags":["a","b"],"who":{"__entity":{"type":"Agent","id":"ada"}},"ok":true,"s":"q\"x\u000a"})";
+  full(5);
+  ASSERT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_OK) << govern_policy_result_message(r);
+  EXPECT_EQ(govern_policy_result_decision(r), GOVERN_POLICY_ALLOW);
+  EXPECT_STREQ(govern_policy_result_reason_annotation(r, 0, "id"), "typed");
+  // The same context as JSON decides alike.
+  ASSERT_EQ(govern_policy_decide(e, r, "Agent", "ada", "Action", "typed", "Tool", "t", json5.c_str()),
+            GOVERN_POLICY_OK)
+      << govern_policy_result_message(r);
+  EXPECT_EQ(govern_policy_result_decision(r), GOVERN_POLICY_ALLOW);
+  full(6);
+  ASSERT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_OK);
+  EXPECT_EQ(govern_policy_result_decision(r), GOVERN_POLICY_DENY);
+  // Decided once per begin.
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_STATE);
+  EXPECT_EQ(govern_policy_result_decision(r), GOVERN_POLICY_DENY);
+  EXPECT_EQ(govern_policy_request_long(r, "n", 1), GOVERN_POLICY_ERR_STATE);
+  EXPECT_EQ(govern_policy_request_end(r), GOVERN_POLICY_ERR_STATE);
+
+  // Mistakes: a duplicate key, a record left open, a NULL value, a bad type name.
+  begin();
+  govern_policy_request_long(r, "n", 1);
+  govern_policy_request_long(r, "n", 2);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_REQUEST);
+  EXPECT_NE(std::string(govern_policy_result_message(r)), "");
+  begin();
+  govern_policy_request_begin_record(r, "args");
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_REQUEST);
+  begin();
+  EXPECT_EQ(govern_policy_request_string(r, "s", nullptr), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_request_long(r, nullptr, 1), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_request_begin(r, "Agent", nullptr, "Action", "typed", "Tool", "t"),
+            GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(govern_policy_request_begin(r, "Not a type", "x", "Action", "typed", "Tool", "t"),
+            GOVERN_POLICY_OK);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_REQUEST);
+  EXPECT_EQ(govern_policy_decide_request(nullptr, r), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_decide_request(e, nullptr), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_request_end(nullptr), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(govern_policy_engine_flush_log(e, &err), GOVERN_POLICY_OK) << Take(err);
+  govern_policy_engine_free(e);
+  govern_policy_result_free(r);
+
+  // Recorded: the typed decisions' context is the JSON text above; three decisions were made.
+  auto wal = govern::wal::Log::Open(dir.path + "/log");
+  ASSERT_TRUE(wal.ok()) << wal.status().ToString();
+  auto reader = (*wal)->NewReader((*wal)->FirstSequence());
+  ASSERT_TRUE(reader.ok());
+  std::vector<govern::policy::DecisionRecord> got;
+  while (true) {
+    auto rec = (*reader)->Next();
+    ASSERT_TRUE(rec.ok());
+    if (!rec->has_value()) break;
+    auto d = govern::policy::DecodeDecision((*rec)->data);
+    ASSERT_TRUE(d.ok());
+    got.push_back(*d);
+  }
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].context, json5);
+  EXPECT_EQ(got[0].principal, "Agent::\"ada\"");
+  EXPECT_EQ(got[0].action, "Action::\"typed\"");
+  EXPECT_EQ(got[2].decision, govern::policy::RecordedDecision::kDeny);
+  EXPECT_NE(got[2].context.find("\"n\":6"), std::string::npos);
 }
 
 }  // namespace

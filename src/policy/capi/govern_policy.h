@@ -1,8 +1,10 @@
 /* govern_policy.h: the C ABI of Govern's Cedar policy engine, for agents written in any language that
  * can call C (Python ctypes, Node ffi, Go cgo, Rust, ...). Shared library: libgovern_policy.so.
  *
- * An engine decides requests (principal, action, resource, context) against a Cedar policy set and an
- * entity store, loaded from text or from a signed bundle (docs/bundles.md) verified against trusted
+ * An engine decides requests (principal, action, resource, context) against a Cedar policy set, an
+ * entity store and optional rate limits and budgets (docs/policy-extensions.md: a permit marked
+ * @require_approval makes the decision approval_required; a limit with no room left turns an allow or
+ * approval into deny), loaded from text or from a signed bundle (docs/bundles.md) verified against trusted
  * public keys. A bundle engine takes newer bundles atomically while decisions continue; a refused
  * bundle leaves the old one serving. An engine may record every decision to a local decision log
  * (docs/policy-decisions.md). docs/policy-embedding.md shows how to embed it.
@@ -43,8 +45,11 @@ extern "C" {
 
 /* The ABI version this header describes. Compatible additions keep the number; a change to an existing
  * function's meaning or signature raises it. Check govern_policy_abi_version() == GOVERN_POLICY_ABI_VERSION
- * after loading the library. */
-#define GOVERN_POLICY_ABI_VERSION 1
+ * after loading the library.
+ * Version 2: decisions go through the bundle's limits.json and produce APPROVAL_REQUIRED (version 1 never
+ * did: a version-1 caller testing `decision != DENY` would have acted on it), and engine error messages
+ * name the file ("policies.cedar: ..."). The rest is additions. */
+#define GOVERN_POLICY_ABI_VERSION 2
 
 /* Error codes. New codes may be added; treat unknown nonzero codes as errors. */
 enum {
@@ -60,14 +65,17 @@ enum {
   GOVERN_POLICY_ERR_RECORD = 8,        /* the decision could not be recorded (see govern_policy_decide) */
   GOVERN_POLICY_ERR_STATE = 9,         /* the call does not fit the object's state (a second decision log) */
   GOVERN_POLICY_ERR_NO_MEMORY = 10,
-  GOVERN_POLICY_ERR_INTERNAL = 11
+  GOVERN_POLICY_ERR_INTERNAL = 11,
+  GOVERN_POLICY_ERR_LIMITS = 12 /* limits JSON that is not a valid limits.json */
 };
 
-/* Decisions. An enum, not a bool: a later version adds an outcome that asks a human to approve. */
+/* Decisions. APPROVAL_REQUIRED: allowed once a human approves; produced only when a satisfied permit is
+ * annotated @require_approval (docs/policy-extensions.md), so a policy set without that annotation gives
+ * exactly Cedar's allow/deny. Treat it as "do not act yet", never as allow. */
 typedef enum {
   GOVERN_POLICY_DENY = 0,
   GOVERN_POLICY_ALLOW = 1,
-  GOVERN_POLICY_APPROVAL_REQUIRED = 2 /* reserved; not produced by ABI version 1 */
+  GOVERN_POLICY_APPROVAL_REQUIRED = 2
 } govern_policy_decision;
 
 typedef struct govern_policy_engine govern_policy_engine;
@@ -87,15 +95,22 @@ GOVERN_POLICY_API void govern_policy_string_free(char* s);
 /* An engine from Cedar policy text and a Cedar JSON entity list (NULL or "" means no entities).
  * Policies get the ids "policy0", "policy1", ... in text order (as the Cedar reference names the
  * policies of one text); their annotations, such as @id("..."), are readable from results.
- * Errors: INVALID_ARGUMENT, POLICY ("line:column: ..."), ENTITIES. */
+ * Errors: INVALID_ARGUMENT, POLICY ("policies.cedar: line:column: ..."), ENTITIES ("entities.json: ..."). */
 GOVERN_POLICY_API int govern_policy_engine_from_text(const char* policies, const char* entities_json,
                                                      govern_policy_engine** out, char** error);
+/* The same with rate limits and budgets: limits_json is the content of a bundle's limits.json
+ * (docs/policy-extensions.md; NULL or "" means none). Counters are per engine and per process.
+ * Errors: as above, and LIMITS ("limits.json: limit #2 (\"id\"): ..."). */
+GOVERN_POLICY_API int govern_policy_engine_from_text_with_limits(const char* policies,
+                                                                 const char* entities_json,
+                                                                 const char* limits_json,
+                                                                 govern_policy_engine** out, char** error);
 
 /* An engine from a signed bundle (docs/bundles.md) of kind "policy", verified against the public key
  * files in trusted_key_files (n_keys >= 1; `govern policy keygen` writes them). The bundle holds
- * "policies.cedar" (required) and "entities.json" (optional), as `govern policy sign --dir DIR` makes from a
- * directory holding those files. expected_org: when not NULL, a bundle of another organisation is
- * refused (wrong_bundle). Errors: INVALID_ARGUMENT, IO (a key or bundle file unreadable),
+ * "policies.cedar" (required), "entities.json" and "limits.json" (optional), as `govern policy sign --dir
+ * DIR` makes from a directory holding those files. expected_org: when not NULL, a bundle of another
+ * organisation is refused (wrong_bundle). Errors: INVALID_ARGUMENT, IO (a key or bundle file unreadable),
  * BUNDLE_REFUSED (message "<reason>: <detail>"; a bundle whose policies do not parse is "rejected"). */
 GOVERN_POLICY_API int govern_policy_engine_from_bundle_file(const char* const* trusted_key_files,
                                                             size_t n_keys, const char* expected_org,
@@ -111,7 +126,9 @@ GOVERN_POLICY_API int govern_policy_engine_from_bundle_bytes(const char* const* 
  * use the new one; none sees a mix). The same bundle again is OK and changes nothing. A refused bundle
  * (BUNDLE_REFUSED, message "<reason>: <detail>", e.g. "version_too_old: ...", "bad_signature: ...")
  * leaves the old bundle serving. NOT_SUPPORTED on an engine made from text. Thread-safe; swaps are
- * serialised among themselves and never block decisions. */
+ * serialised among themselves and never block decisions. Limit counters survive a swap: a limit whose
+ * id the new bundle keeps goes on with its counters (a swap refills no budget); counters of limits that
+ * are gone are dropped when the table needs room. */
 GOVERN_POLICY_API int govern_policy_engine_swap_bundle_bytes(govern_policy_engine* engine, const void* bundle,
                                                              size_t bundle_len, char** error);
 GOVERN_POLICY_API int govern_policy_engine_swap_bundle_file(govern_policy_engine* engine,
@@ -155,7 +172,12 @@ GOVERN_POLICY_API void govern_policy_result_free(govern_policy_result* result);
  * type and id ("Agent", "agent-7"; "Action", "call_tool"; "Tool", "web_search"); context_json is a JSON
  * object, or NULL / "" for {}. Thread-safe per engine (see Threading); `result` must not be in use by
  * another thread.
- * Returns OK, or: INVALID_ARGUMENT (a NULL), REQUEST (context not a JSON object; message in the result),
+ * Decided as docs/policy-extensions.md says: Cedar (forbid > permit > default deny), then approval (a
+ * satisfied @require_approval permit gives APPROVAL_REQUIRED), then the engine's limits: an allow or
+ * approval that a limit has no room for becomes DENY with govern_policy_result_limit naming the limit;
+ * allowed and approval_required decisions take their share from the limits' counters.
+ * Returns OK, or: INVALID_ARGUMENT (a NULL), REQUEST (context not a JSON object, or a type name that is
+ * not a Cedar name; message in the result),
  * RECORD (a decision log is open and the decision could not be recorded: the disk is full or too slow, or
  * an earlier buffered record's sync failed). On any error the result's decision is DENY: an agent must
  * not act on a decision that is not recorded. Policies that fail to evaluate are not an error: they are
@@ -166,11 +188,50 @@ GOVERN_POLICY_API int govern_policy_decide(govern_policy_engine* engine, govern_
                                            const char* resource_type, const char* resource_id,
                                            const char* context_json);
 
+/* Typed requests: the same decision without writing the context as JSON. Begin a request in the result,
+ * add the context's members, then decide it:
+ *
+ *   govern_policy_request_begin(r, "Agent", "a1", "Action", "call_tool", "Tool", "search");
+ *   govern_policy_request_long(r, "cost_cents", 3);
+ *   govern_policy_request_begin_record(r, "args");
+ *   govern_policy_request_string(r, "query", q);
+ *   govern_policy_request_end(r);
+ *   rc = govern_policy_decide_request(engine, r);   (OK, or as govern_policy_decide)
+ *
+ * Members go into the record or set opened last (the context record at the top); inside a set the key
+ * is ignored (may be NULL). A record keeps one value per key. Strings are copied at once. Setters return
+ * OK, INVALID_ARGUMENT (a NULL where a value is required) or STATE (no request begun); problems the
+ * builder finds (a duplicate key, a record or set left open, a type name that is not a Cedar name)
+ * come from govern_policy_decide_request as REQUEST. A begun request is decided once. The decision log
+ * records the context as the equivalent JSON text. A result used this way allocates nothing per decision
+ * once its storage has grown. The same thread rules as govern_policy_decide. */
+GOVERN_POLICY_API int govern_policy_request_begin(govern_policy_result* result, const char* principal_type,
+                                                  const char* principal_id, const char* action_type,
+                                                  const char* action_id, const char* resource_type,
+                                                  const char* resource_id);
+GOVERN_POLICY_API int govern_policy_request_string(govern_policy_result* result, const char* key,
+                                                   const char* value);
+GOVERN_POLICY_API int govern_policy_request_long(govern_policy_result* result, const char* key,
+                                                 int64_t value);
+GOVERN_POLICY_API int govern_policy_request_bool(govern_policy_result* result, const char* key, int value);
+/* An entity reference (Type::"id"), as {"__entity": {...}} in JSON. */
+GOVERN_POLICY_API int govern_policy_request_entity(govern_policy_result* result, const char* key,
+                                                   const char* type, const char* id);
+GOVERN_POLICY_API int govern_policy_request_begin_record(govern_policy_result* result, const char* key);
+GOVERN_POLICY_API int govern_policy_request_begin_set(govern_policy_result* result, const char* key);
+/* Closes the record or set opened last. */
+GOVERN_POLICY_API int govern_policy_request_end(govern_policy_result* result);
+/* Decides the begun request into the same result; returns as govern_policy_decide (and STATE when no
+ * request is begun). */
+GOVERN_POLICY_API int govern_policy_decide_request(govern_policy_engine* engine,
+                                                   govern_policy_result* result);
+
 /* Result accessors. Returned strings are borrowed: valid until the result is next passed to
  * govern_policy_decide or freed. Out-of-range indices give NULL. */
 GOVERN_POLICY_API int govern_policy_result_decision(const govern_policy_result* result);
-/* The policies that determined the decision (satisfied forbids if any, else satisfied permits), by id,
- * in policy order. */
+/* The policies that determined the decision, by id, in policy order: the satisfied forbids if any; else
+ * the satisfied @require_approval permits if any (APPROVAL_REQUIRED); else the satisfied permits. None
+ * when a limit denied (see govern_policy_result_limit). */
 GOVERN_POLICY_API size_t govern_policy_result_reason_count(const govern_policy_result* result);
 GOVERN_POLICY_API const char* govern_policy_result_reason(const govern_policy_result* result, size_t i);
 /* The value of annotation `key` (e.g. "id" for @id("...")) on the i-th determining policy; NULL if none. */
@@ -181,6 +242,12 @@ GOVERN_POLICY_API size_t govern_policy_result_error_count(const govern_policy_re
 GOVERN_POLICY_API const char* govern_policy_result_error_policy(const govern_policy_result* result, size_t i);
 GOVERN_POLICY_API const char* govern_policy_result_error_message(const govern_policy_result* result,
                                                                  size_t i);
+/* The id of the limit (from limits.json) that turned an allow or approval into DENY, or NULL. The
+ * decision log records such a decision with the determining policy "limit:<id>". */
+GOVERN_POLICY_API const char* govern_policy_result_limit(const govern_policy_result* result);
+/* Why that limit could not be applied (e.g. "limit daily-spend: context.cost_cents is missing": a budget
+ * without its amount denies), or NULL. Recorded among the erroring policies as "limit:<id>". */
+GOVERN_POLICY_API const char* govern_policy_result_limit_error(const govern_policy_result* result);
 /* The message of the last decide's nonzero return; "" after OK. */
 GOVERN_POLICY_API const char* govern_policy_result_message(const govern_policy_result* result);
 /* The version of the bundle that decided (0 for an engine made from text). */
@@ -203,8 +270,12 @@ typedef enum {
   GOVERN_POLICY_STAT_LOG_FAILED = 9,   /* accepted, then lost because their sync failed */
   GOVERN_POLICY_STAT_LOG_REFUSED = 10, /* not recorded (decide returned RECORD) */
   GOVERN_POLICY_STAT_LOG_PENDING_BYTES = 11,
-  GOVERN_POLICY_STAT_POLICIES = 12, /* policies in the loaded set */
-  GOVERN_POLICY_STAT_ENTITIES = 13  /* entities in the loaded store */
+  GOVERN_POLICY_STAT_POLICIES = 12,          /* policies in the loaded set */
+  GOVERN_POLICY_STAT_ENTITIES = 13,          /* entities in the loaded store */
+  GOVERN_POLICY_STAT_LIMITS = 14,            /* limits in the loaded set */
+  GOVERN_POLICY_STAT_APPROVAL_REQUIRED = 15, /* decide calls that returned OK with APPROVAL_REQUIRED */
+  GOVERN_POLICY_STAT_LIMITED = 16,           /* of the DENY ones, those a limit denied */
+  GOVERN_POLICY_STAT_LIMIT_COUNTERS = 17     /* limit counters held now (one per principal per limit) */
 } govern_policy_stat;
 
 /* One counter; 0 for an unknown key or a NULL engine. Thread-safe (counters are read without stopping

@@ -68,6 +68,22 @@ DecisionRecord& Scratch() {
 
 }  // namespace
 
+namespace {
+
+// The C enum (0 deny, 1 allow, 2 approval_required) as the record's wire enum.
+RecordedDecision RecordedOutcome(int decision) {
+  switch (decision) {
+    case 1:
+      return RecordedDecision::kAllow;
+    case 2:
+      return RecordedDecision::kApprovalRequired;
+    default:
+      return RecordedDecision::kDeny;
+  }
+}
+
+}  // namespace
+
 Status Recorder::Record(const DecisionFacts& f, char id_out[37]) {
   DecisionRecord& r = Scratch();
   r.id = DecisionId{};
@@ -79,11 +95,25 @@ Status Recorder::Record(const DecisionFacts& f, char id_out[37]) {
   AppendUid(f.action_type, f.action_id, &r.action);
   r.resource.clear();
   AppendUid(f.resource_type, f.resource_id, &r.resource);
-  r.decision = f.allow ? RecordedDecision::kAllow : RecordedDecision::kDeny;
-  r.determining_policies.resize(f.reason->size());
-  for (size_t i = 0; i < f.reason->size(); ++i) r.determining_policies[i].assign((*f.ids)[(*f.reason)[i]]);
-  r.erroring_policies.resize(f.errors->size());
-  for (size_t i = 0; i < f.errors->size(); ++i) r.erroring_policies[i].assign((*f.ids)[(*f.errors)[i].first]);
+  r.decision = RecordedOutcome(f.decision);
+  // As the engine's Response names them: a limit that denied is the reason "limit:<id>" (the policies
+  // that allowed are not), and a limit that could not be applied is also an error under that name.
+  auto limit_name = [&](std::string* out) {
+    out->assign("limit:");
+    out->append(f.limit_id);
+  };
+  if (!f.limit_id.empty()) {
+    r.determining_policies.resize(1);
+    limit_name(&r.determining_policies[0]);
+  } else {
+    r.determining_policies.resize(f.reason->size());
+    for (size_t i = 0; i < f.reason->size(); ++i) r.determining_policies[i].assign((*f.ids)[(*f.reason)[i]]);
+  }
+  size_t n_errors = f.errors->size();
+  bool limit_failed = !f.limit_id.empty() && !f.limit_error.empty();
+  r.erroring_policies.resize(n_errors + (limit_failed ? 1 : 0));
+  for (size_t i = 0; i < n_errors; ++i) r.erroring_policies[i].assign((*f.ids)[(*f.errors)[i].first]);
+  if (limit_failed) limit_name(&r.erroring_policies[n_errors]);
   r.bundle_version = f.bundle_version;
   r.context_kind = ContextKind::kFull;
   r.context.assign(f.context_json.empty() ? std::string_view("{}") : f.context_json);

@@ -17,9 +17,12 @@ namespace govern::policy::capi {
 // One decision as the engine made it: uid parts, the outcome and the ids of the policies.
 struct DecisionFacts {
   std::string_view principal_type, principal_id, action_type, action_id, resource_type, resource_id;
-  bool allow = false;
+  int decision = 0;                               // the C enum: 0 deny, 1 allow, 2 approval_required
   const std::vector<uint32_t>* reason = nullptr;  // indices into ids
   const std::vector<std::pair<uint32_t, std::string>>* errors = nullptr;
+  // The limit that denied (recorded as the determining "limit:<id>"), or "" when none did; limit_error
+  // is why it could not be applied (the limit is then recorded among the erroring as "limit:<id>" too).
+  std::string_view limit_id, limit_error;
   const std::vector<std::string>* ids = nullptr;  // the policy set's ids by index
   uint64_t bundle_version = 0;
   std::string_view organisation;  // used when the log was opened without one

@@ -2,6 +2,7 @@
 //   trusted.pub        the public key that signed v1, v2, broken and tampered
 //   v1.tar.gz          version 1: research agents may search the web; nothing else is allowed
 //   v2.tar.gz          version 2: the same, and support agents may send email
+//   v3.tar.gz          version 3: v2, email to over 100 recipients needs approval, 2 searches an hour
 //   untrusted.tar.gz   version 3, signed by a key that trusted.pub is not   -> untrusted_key
 //   broken.tar.gz      version 3, a policy that does not parse              -> rejected
 //   tampered.tar       version 3, policies.cedar changed after signing      -> file_hash_mismatch
@@ -65,7 +66,20 @@ void Write(const std::string& path, const std::string& data) {
   }
 }
 
-std::string Make(uint64_t version, const char* policies, const SigningKey& key, bool gzip = true) {
+constexpr const char* kPoliciesV3Extra = R"(
+@id("mass-email") @require_approval("support-lead")
+permit (principal in Team::"support", action == Action::"send_message", resource == Tool::"email")
+  when { context has recipients && context.recipients > 100 };
+)";
+
+constexpr const char* kLimitsV3 = R"([
+ {"id": "web-rate", "action": "Action::\"call_tool\"", "resource": "Tool::\"web_search\"",
+  "rate": {"requests": 2, "per": "1h"}}
+]
+)";
+
+std::string Make(uint64_t version, const std::string& policies, const SigningKey& key, bool gzip = true,
+                 const char* limits = nullptr) {
   BuildInput in;
   in.kind = "policy";
   in.org = "acme";
@@ -73,6 +87,7 @@ std::string Make(uint64_t version, const char* policies, const SigningKey& key, 
   in.created = 1795833000;
   in.files["policies.cedar"] = policies;
   in.files["entities.json"] = kEntities;
+  if (limits != nullptr) in.files["limits.json"] = limits;
   in.gzip = gzip;
   auto r = govern::bundle::Build(in, {&key});
   if (!r.ok()) {
@@ -94,6 +109,7 @@ int main(int argc, char** argv) {
   Write(dir + "/trusted.pub", trusted.Public()->Text());
   Write(dir + "/v1.tar.gz", Make(1, kPoliciesV1, trusted));
   Write(dir + "/v2.tar.gz", Make(2, kPoliciesV2, trusted));
+  Write(dir + "/v3.tar.gz", Make(3, std::string(kPoliciesV2) + kPoliciesV3Extra, trusted, true, kLimitsV3));
   Write(dir + "/untrusted.tar.gz", Make(3, kPoliciesV2, other));
   Write(dir + "/broken.tar.gz", Make(3, "permit (principal, action, resource) when { ", trusted));
   // A plain tar, so that the policy text can be changed in place after signing.
