@@ -1,5 +1,6 @@
 // The list of services this binary holds, in start order.
 #include "services/admin/admin.h"
+#include "services/policy/server.h"
 #include "services/service.h"
 #include "services/telemetry/service.h"
 
@@ -12,6 +13,8 @@ const std::vector<Registration>& Registry() {
        "takes in events (OTLP/HTTP logs, NDJSON), stores each once in PostgreSQL, archives old hours to "
        "Parquet, answers queries with DLP redaction",
        &telemetry::NewTelemetryService},
+      {"policy", "stores each organisation's Cedar policy set (versioned), serves signed bundles with ETags",
+       &policy_service::NewPolicyServer},
   };
   return registry;
 }
