@@ -1,5 +1,6 @@
 // The list of services this binary holds, in start order.
 #include "services/admin/admin.h"
+#include "services/policy/agent.h"
 #include "services/policy/server.h"
 #include "services/service.h"
 #include "services/telemetry/service.h"
@@ -15,6 +16,9 @@ const std::vector<Registration>& Registry() {
        &telemetry::NewTelemetryService},
       {"policy", "stores each organisation's Cedar policy set (versioned), serves signed bundles with ETags",
        &policy_service::NewPolicyServer},
+      {"policy-agent",
+       "policy sidecar: fetches signed bundles, decides Cedar requests over loopback HTTP and a Unix socket",
+       &policy_service::NewPolicyAgent},
   };
   return registry;
 }
