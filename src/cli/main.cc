@@ -2,11 +2,12 @@
 // and hands over to the command that was asked for.
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "base/log.h"
 #include "cli/bundle_cmd.h"
@@ -70,11 +71,10 @@ void ApplyLogging(const config::Config& cfg) {
 }  // namespace
 
 int Main(int argc, char** argv) {
-  CLI::App app{
-      "govern: governs AI agents and the infrastructure they run on.\n"
-      "One binary holds every service; PostgreSQL is the only other service it needs.\n"
-      "Exit codes: 0 ok, 1 a runtime failure, 2 a bad command line or configuration.",
-      "govern"};
+  CLI::App app{"govern: governs AI agents and the infrastructure they run on.\n"
+               "One binary holds every service; PostgreSQL is the only other service it needs.\n"
+               "Exit codes: 0 ok, 1 a runtime failure, 2 a bad command line or configuration.",
+               "govern"};
   app.require_subcommand(1);
   app.fallthrough();
   app.set_version_flag("--version", GOVERN_VERSION);
@@ -90,9 +90,8 @@ int Main(int argc, char** argv) {
   app.add_subcommand("version", "Print the version and exit");
 
   CLI::App* up = app.add_subcommand(
-      "up",
-      "Run every service on this machine, with a private PostgreSQL under <data_dir>/postgres "
-      "unless database.url is set; prints where each service listens");
+      "up", "Run every service on this machine, with a private PostgreSQL under <data_dir>/postgres "
+            "unless database.url is set; prints where each service listens");
 
   std::vector<std::string> serve_names;
   CLI::App* serve = app.add_subcommand("serve", "Run the named services (see `govern services`)");
@@ -144,10 +143,8 @@ int Main(int argc, char** argv) {
   }
 
   if (cfg_cmd->parsed()) {
-    if (cfg_cmd->got_subcommand("show"))
-      std::fputs(cfg->Describe().c_str(), stdout);
-    else
-      std::puts("configuration ok");
+    if (cfg_cmd->got_subcommand("show")) std::fputs(cfg->Describe().c_str(), stdout);
+    else std::puts("configuration ok");
     return 0;
   }
   if (telemetry.parsed()) return telemetry.Run(*cfg);
