@@ -156,11 +156,18 @@ class PolicyAgent final : public services::Service {
     const config::Config& cfg = *ctx.config;
     clock_ = ctx.clock != nullptr ? ctx.clock : &Clock::Real();
     org_ = cfg.GetString("policy.agent.org");
+    std::vector<std::string> trust_files = cfg.GetStringList("policy.agent.trust");
+    std::erase(trust_files, std::string());
+    if (org_.empty() && trust_files.empty() && cfg.GetString("policy.agent.server").empty()) {
+      // `govern up` starts every service; a sidecar nobody configured has nothing to decide from.
+      log::Warn("policy-agent",
+                "not configured (policy.agent.org, policy.agent.trust, policy.agent.server); not started");
+      return OkStatus();
+    }
     if (org_.empty())
       return InvalidArgument("policy.agent.org must name the organisation whose bundles to accept");
     bundle::TrustStore trust;
-    for (const std::string& path : cfg.GetStringList("policy.agent.trust")) {
-      if (path.empty()) continue;
+    for (const std::string& path : trust_files) {
       GOVERN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
       GOVERN_RETURN_IF_ERROR(trust.AddText(text).WithContext("policy.agent.trust: " + path));
     }

@@ -75,15 +75,6 @@ bool EtagMatches(std::string_view header, std::string_view etag) {
   return false;
 }
 
-// A JSON string or, for entities and limits, a JSON value written back as text.
-Result<std::optional<std::string>> TextField(const json& body, const char* name, bool value_ok) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return std::optional<std::string>();
-  if (it->is_string()) return std::optional<std::string>(it->get<std::string>());
-  if (value_ok) return std::optional<std::string>(it->dump());
-  return InvalidArgument(std::string("\"") + name + "\" must be a string");
-}
-
 class PolicyServer final : public services::Service {
  public:
   std::string_view name() const override { return "policy"; }
@@ -225,25 +216,9 @@ class PolicyServer final : public services::Service {
   }
 
   net::Response PublishSet(db::Connection& c, const std::string& org, const net::Request& req) {
-    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object()) {
-      return Problem(400, "the body must be a JSON object {policies, entities, schema?, limits?}", req);
-    }
-    PolicySource src;
-    auto policies = TextField(body, "policies", false);
-    if (!policies.ok()) return StatusProblem(policies.status(), req);
-    if (!*policies) return Problem(400, "\"policies\" (Cedar policy text) is required", req);
-    src.policies = std::move(**policies);
-    auto entities = TextField(body, "entities", true);
-    if (!entities.ok()) return StatusProblem(entities.status(), req);
-    if (*entities) src.entities = std::move(**entities);
-    auto schema = TextField(body, "schema", false);
-    if (!schema.ok()) return StatusProblem(schema.status(), req);
-    src.schema = std::move(*schema);
-    auto limits = TextField(body, "limits", true);
-    if (!limits.ok()) return StatusProblem(limits.status(), req);
-    src.limits = std::move(*limits);
-
+    auto parsed = ParseSourceJson(req.body);
+    if (!parsed.ok()) return StatusProblem(parsed.status(), req);
+    PolicySource src = std::move(*parsed);
     std::vector<SourceError> errors = Validate(src);
     if (!errors.empty()) {
       json list = json::array();

@@ -1,6 +1,7 @@
 // The bundle server's store: validation, publishing (versioned, signed) and reading back.
 #include "services/policy/store.h"
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -51,7 +52,68 @@ std::optional<std::string> OptString(const db::Rows& rows, int r, int c) {
   return std::nullopt;
 }
 
+// A JSON string or, for entities and limits, a JSON value written back as text.
+Result<std::optional<std::string>> TextField(const nlohmann::json& body, const char* name, bool value_ok) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return std::optional<std::string>();
+  if (it->is_string()) return std::optional<std::string>(it->get<std::string>());
+  if (value_ok) return std::optional<std::string>(it->dump());
+  return InvalidArgument(std::string("\"") + name + "\" must be a string");
+}
+
+// The deepest nesting of arrays and objects in JSON text (strings skipped), without recursion: the JSON
+// library's parse is iterative but writing a value back out recurses, so deep input is refused first.
+size_t NestingDepth(std::string_view text) {
+  size_t depth = 0;
+  size_t max = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"')
+      in_string = true;
+    else if (c == '[' || c == '{')
+      max = std::max(max, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0)
+      --depth;
+  }
+  return max;
+}
+
+constexpr size_t kMaxNesting = 128;
+
 }  // namespace
+
+Result<PolicySource> ParseSourceJson(std::string_view text) {
+  if (NestingDepth(text) > kMaxNesting) {
+    return InvalidArgument("the body nests arrays and objects deeper than " + std::to_string(kMaxNesting));
+  }
+  nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) {
+    return InvalidArgument("the body must be a JSON object {policies, entities, schema?, limits?}");
+  }
+  for (const auto& [k, v] : body.items()) {
+    if (k != "policies" && k != "entities" && k != "schema" && k != "limits") {
+      return InvalidArgument("unknown field \"" + k.substr(0, 64) +
+                             "\" (expected policies, entities, schema, limits)");
+    }
+  }
+  PolicySource src;
+  GOVERN_ASSIGN_OR_RETURN(std::optional<std::string> policies, TextField(body, "policies", false));
+  if (!policies) return InvalidArgument("\"policies\" (Cedar policy text) is required");
+  src.policies = std::move(*policies);
+  GOVERN_ASSIGN_OR_RETURN(std::optional<std::string> entities, TextField(body, "entities", true));
+  if (entities) src.entities = std::move(*entities);
+  GOVERN_ASSIGN_OR_RETURN(src.schema, TextField(body, "schema", false));
+  GOVERN_ASSIGN_OR_RETURN(src.limits, TextField(body, "limits", true));
+  return src;
+}
 
 std::vector<SourceError> Validate(const PolicySource& source) {
   std::vector<SourceError> errors;

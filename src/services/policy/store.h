@@ -41,6 +41,12 @@ struct PolicySource {
   std::optional<std::string> limits;  // a JSON object (rate limits, budgets), carried as given
 };
 
+// Parses a publish request body: {"policies": "<Cedar text>", "entities": [...] or "<JSON text>",
+// "schema": "<text>", "limits": {...} or "<JSON text>"}; only policies is required (entities default to
+// []). Entities and limits given as JSON values are kept as their compact JSON text. InvalidArgument
+// names the problem. Pure; the body comes from outside (fuzzed by policy_source_fuzz).
+Result<PolicySource> ParseSourceJson(std::string_view body);
+
 // One problem with a published source.
 struct SourceError {
   std::string file;  // "policies", "entities", "limits"

@@ -83,6 +83,27 @@ TEST(Validate, ReportsEntitiesAndLimits) {
   EXPECT_TRUE(Validate(s).empty());
 }
 
+TEST(ParseSourceJson, TakesTextOrJsonValuesAndRefusesTheRest) {
+  auto s = ParseSourceJson(R"({"policies": "permit(principal, action, resource);",
+                               "entities": [{"uid": {"type": "A", "id": "a"}, "attrs": {}, "parents": []}],
+                               "limits": {"x": 1}, "schema": "entity A;"})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->entities, R"([{"attrs":{},"parents":[],"uid":{"id":"a","type":"A"}}])");
+  EXPECT_EQ(s->limits, std::optional<std::string>(R"({"x":1})"));
+  EXPECT_EQ(s->schema, std::optional<std::string>("entity A;"));
+  s = ParseSourceJson(R"({"policies": "", "entities": "[]"})");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->entities, "[]");
+  EXPECT_FALSE(s->limits.has_value());
+  for (const char* bad : {"", "[]", "nope", R"({"entities": []})", R"({"policies": 1})",
+                          R"({"policies": "", "schema": {}})", R"({"policies": "", "other": 1})"}) {
+    EXPECT_EQ(ParseSourceJson(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+  std::string deep =
+      R"({"policies": "", "entities": )" + std::string(1000, '[') + std::string(1000, ']') + "}";
+  EXPECT_EQ(ParseSourceJson(deep).status().code(), Code::kInvalidArgument);
+}
+
 TEST_F(StoreTest, VersionsIncreasePerOrganisationAndKeepHistory) {
   auto v1 = Put("acme", kPermit);
   ASSERT_TRUE(v1.ok()) << v1.status().message();
