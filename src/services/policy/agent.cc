@@ -209,7 +209,7 @@ class PolicyAgent final : public services::Service {
     if (!server_url_.empty()) {
       client_ = std::make_unique<net::HttpClient>(
           net::ClientOptions{.connect_timeout = std::chrono::milliseconds(3000),
-                             .request_timeout = std::chrono::milliseconds(30000),
+                             .request_timeout = std::chrono::milliseconds(15000),
                              .max_response_bytes = bundle::Limits{}.max_archive_bytes + 1});
       poller_ = std::thread([this] { PollLoop(); });
     } else {
