@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -673,7 +673,8 @@ TEST_F(ServerTest, UnixSocketServesTheSameRoutes) {
   ServerConfig cfg = TestConfig();
   cfg.unix_socket = path;
   StartServer(cfg);
-  std::string r = UnixExchange(path, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+  std::string r = UnixExchange(
+      path, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
   EXPECT_EQ(r.substr(0, 15), "HTTP/1.1 200 OK") << r;
   EXPECT_NE(r.find("\r\n\r\nhello"), std::string::npos) << r;
   r = UnixExchange(path, "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
