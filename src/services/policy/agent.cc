@@ -190,6 +190,9 @@ class PolicyAgent final : public services::Service {
     while (!server_url_.empty() && server_url_.back() == '/') server_url_.pop_back();
     key_ = cfg.GetString("policy.agent.key");
     interval_ = cfg.GetDuration("policy.agent.poll_interval");
+    if (!server_url_.empty() && key_.empty()) {
+      return InvalidArgument("policy.agent.key (a fetch key) is required when policy.agent.server is set");
+    }
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "policy.agent"));
     std::string sock = cfg.GetString("policy.agent.socket");
