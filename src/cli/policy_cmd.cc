@@ -48,8 +48,8 @@ nlohmann::json ResponseJson(const policy::Response& r) {
 PolicyCommand::PolicyCommand(CLI::App& app) {
   policy_ = app.add_subcommand("policy", "Cedar policies and signed bundles: validate, evaluate, test; keygen, sign, inspect, verify");
   policy_->require_subcommand(1);
-  validate_ =
-      policy_->add_subcommand("validate", "Parse a policy file; print each error with line:column (exit 2)");
+  validate_ = policy_->add_subcommand(
+      "validate", "Parse a policy file; print the first error as FILE:line:column: message (exit 2)");
   validate_->add_option("--policies", policies_, "Cedar policy file")->required();
   evaluate_ =
       policy_->add_subcommand("evaluate", "Decide one request; print {decision, reason, errors} as JSON");

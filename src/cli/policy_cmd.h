@@ -1,6 +1,6 @@
 // `govern policy ...`: check and run Cedar policies from files, without any service or database.
 //
-//   govern policy validate --policies FILE                     parse; errors with line:col, exit 2 on errors
+//   govern policy validate --policies FILE                     parse; first error as FILE:line:col, exit 2
 //   govern policy evaluate --policies F --entities F --request F   prints {"decision","reason","errors",...}
 //   govern policy test --policies F --entities F --cases F     runs test cases, exit 1 on any failure
 //   govern policy eval-cases                                    NDJSON cases on stdin -> results on stdout

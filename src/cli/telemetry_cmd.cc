@@ -79,15 +79,6 @@ Result<std::unique_ptr<wal::Log>> OpenWal(const config::Config& cfg) {
   return log;
 }
 
-// The ingest cursor's position in PostgreSQL (the position of record).
-Result<uint64_t> IngestCursor(db::Connection& conn, const std::string& name) {
-  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
-                          conn.Exec("SELECT next_seq FROM telemetry_ingest_cursor WHERE name = $1", db::Params(name)));
-  if (rows.size() == 0) return NotFound("no ingest cursor \"" + name + "\": ingest has not run yet");
-  GOVERN_ASSIGN_OR_RETURN(int64_t next, rows.Int64(0, 0));
-  return static_cast<uint64_t>(next);
-}
-
 std::string ReadAll(std::FILE* f) {
   std::string out;
   char buf[65536];
@@ -235,40 +226,50 @@ int TelemetryCommand::Run(const config::Config& cfg) {
 
 int TelemetryCommand::Ingest(const config::Config& cfg) {
   std::string cursor = cursor_.empty() ? cfg.GetString("telemetry.ingest.cursor") : cursor_;
-  // The WAL first: its lock proves the service is not running (a running ingester owns the cursor).
+  // The WAL first: its lock proves the service is not running (a running ingester owns the cursors).
   auto log = OpenWal(cfg);
   if (!log.ok()) return Fail(log.status());
   KeyStore store;
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  auto at = IngestCursor(store.conn(), cursor);
-  if (!at.ok()) return Fail(at.status());
+  // One row per ingest worker (telemetry.ingest.workers); the lowest is the first record not stored.
+  auto rows = telemetry::ListIngestCursors(store.conn(), cursor);
+  if (!rows.ok()) return Fail(rows.status());
+  if (rows->empty()) return Fail(NotFound("no ingest cursor \"" + cursor + "\": ingest has not run yet"));
+  uint64_t at = rows->front().next_seq;
+  for (const telemetry::IngestCursorRow& r : *rows) at = std::min(at, r.next_seq);
   uint64_t first = (*log)->FirstSequence(), durable = (*log)->DurableSequence();
   if (ingest_status_->parsed()) {
     std::printf("cursor %s  next %llu  wal %llu..%llu  unstored records %llu\n", cursor.c_str(),
-                static_cast<unsigned long long>(*at), static_cast<unsigned long long>(first),
+                static_cast<unsigned long long>(at), static_cast<unsigned long long>(first),
                 static_cast<unsigned long long>(durable),
-                static_cast<unsigned long long>(durable + 1 > *at ? durable + 1 - *at : 0));
+                static_cast<unsigned long long>(durable + 1 > at ? durable + 1 - at : 0));
+    for (const telemetry::IngestCursorRow& r : *rows) {
+      // (Not the word "next": scripts read the overall figure from the first line.)
+      std::printf("  worker %zu/%zu  row %s  at %llu\n", r.shard, r.shards, r.name.c_str(),
+                  static_cast<unsigned long long>(r.next_seq));
+    }
+    if (rows->size() != rows->front().shards || rows->back().shards != rows->front().shards) {
+      std::printf("  (rows of more than one layout: the next start of ingest merges them)\n");
+    }
     return 0;
   }
-  uint64_t to = 0;
   if (ingest_replay_->parsed()) {
-    if (from_ < first || from_ > *at) {
-      return Fail(InvalidArgument("--from " + std::to_string(from_) + " must lie between the oldest record the WAL keeps (" +
-                                  std::to_string(first) + ") and the cursor (" + std::to_string(*at) + ")"));
+    if (from_ < first || from_ > at) {
+      return Fail(InvalidArgument("--from " + std::to_string(from_) +
+                                  " must lie between the oldest record the WAL keeps (" +
+                                  std::to_string(first) + ") and the cursor (" + std::to_string(at) + ")"));
     }
-    to = from_;
-    from_ = *at;
-  } else {
-    if (from_ != *at) {
-      return Fail(FailedPrecondition("the cursor stands at " + std::to_string(*at) + ", not at " +
-                                     std::to_string(from_) + ": only the record it is stopped on can be skipped"));
-    }
-    if (from_ > durable) return Fail(InvalidArgument("record " + std::to_string(from_) + " is not in the WAL"));
-    to = from_ + 1;
+    auto before = telemetry::ReplayIngestFrom(store.pool(), cursor, from_);
+    if (!before.ok()) return Fail(before.status());
+    std::printf("moved cursor %s from %llu to %llu\n", cursor.c_str(), static_cast<unsigned long long>(at),
+                static_cast<unsigned long long>(from_));
+    return 0;
   }
-  if (Status s = telemetry::MoveIngestCursor(store.pool(), cursor, from_, to); !s.ok()) return Fail(s);
-  std::printf("moved cursor %s from %llu to %llu\n", cursor.c_str(), static_cast<unsigned long long>(from_),
-              static_cast<unsigned long long>(to));
+  if (from_ > durable) return Fail(InvalidArgument("record " + std::to_string(from_) + " is not in the WAL"));
+  auto owner = telemetry::SkipIngestRecord(store.pool(), cursor, from_);
+  if (!owner.ok()) return Fail(owner.status());
+  std::printf("moved cursor %s from %llu to %llu\n", owner->name.c_str(),
+              static_cast<unsigned long long>(from_), static_cast<unsigned long long>(from_ + owner->shards));
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -126,5 +127,15 @@ struct CompiledPolicySet {
   std::vector<uint32_t> any_action;
   void BuildIndex();
 };
+
+// Finds an extension function or method by name ("ip", "isInRange", ...): its id and the number of
+// arguments it takes (a method's receiver counts). False if there is none.
+bool LookupExtension(std::string_view name, ExtFn* fn, uint8_t* args);
+
+// Applies an extension function to already evaluated arguments (receiver first for methods). Values
+// it creates are owned by `scratch`. On an error (arity, type, a bad literal, overflow) returns false
+// with the message in `error`.
+bool CallExtension(ExtFn fn, std::string_view name, uint8_t expected_args, const Value* args, size_t n,
+                   Arena* scratch, std::string* error, Value* out);
 
 }  // namespace govern::policy

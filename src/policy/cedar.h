@@ -64,9 +64,13 @@ class Entities {
  public:
   Entities();  // empty
   // Parses the Cedar JSON entity format: an array of {"uid": {"type","id"}, "attrs": {...},
-  // "parents": [uid...], "tags": {...}} (uids may also be written {"__entity": {...}}; attribute values
-  // may use {"__entity": ..} and {"__extn": {"fn", "arg"}}). Errors: InvalidArgument naming the
-  // problem (bad JSON with its byte offset, a missing field, a duplicate entity, a float, a null).
+  // "parents": [uid...], "tags": {...}} ("tags" optional, other fields ignored; uids may also be written
+  // {"__entity": {...}}). Attribute values: bool, integer, string, array (a set), object (a record),
+  // {"__entity": uid}, and {"__extn": {"fn": F, "arg": A}} or {"fn": F, "args": [..]}, a call of any
+  // extension function or method evaluated when loaded. An escape object of the wrong shape is an
+  // ordinary record, as in the reference. Errors: InvalidArgument naming the problem (bad JSON with its
+  // byte offset, a missing field, a duplicate entity that differs, a parent cycle, a float, a null, a
+  // failing extension call).
   static Result<Entities> FromJson(std::string_view json);
 
   size_t size() const;
@@ -93,6 +97,7 @@ class Request {
 };
 
 // The fast-path result: indices into the PolicySet. Reuse one per thread to avoid allocation.
+// Error messages are ours (the reference's wording is not reproduced); which policies err is the same.
 struct Outcome {
   Decision decision = Decision::kDeny;
   std::vector<uint32_t> reason;  // policies that determined the decision (satisfied forbids, else permits)

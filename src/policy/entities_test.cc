@@ -29,6 +29,31 @@ TEST(EntitiesTest, AncestorsAreTransitive) {
   EXPECT_EQ(s.Find(Uid("Agent", "missing")), nullptr);
 }
 
+TEST(EntitiesTest, LongChainsAndSharedAncestors) {
+  // A chain of 400 teams, each in the next, and agents in the first: every agent is in every team.
+  std::string json = "[";
+  for (int k = 0; k < 400; ++k) {
+    json += R"({"uid": {"type": "Team", "id": ")" + std::to_string(k) + R"("}, "attrs": {}, "parents": [)";
+    if (k + 1 < 400) json += R"({"type": "Team", "id": ")" + std::to_string(k + 1) + R"("}, )";
+    json += R"({"type": "Org", "id": "o"}]},)";
+  }
+  for (int a = 0; a < 50; ++a) {
+    json += R"({"uid": {"type": "Agent", "id": ")" + std::to_string(a) +
+            R"("}, "attrs": {}, "parents": [{"type": "Team", "id": "0"}]})" + (a + 1 < 50 ? "," : "");
+  }
+  json += "]";
+  auto e = Entities::FromJson(json);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const EntityStore& s = e->store();
+  Uid agent("Agent", "7");
+  const EntityData* d = s.Find(agent);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->ancestors.size(), 401u);  // 400 teams and the organisation, once each
+  EXPECT_TRUE(s.In(agent, Uid("Team", "399"), d));
+  EXPECT_TRUE(s.In(agent, Uid("Org", "o"), d));
+  EXPECT_FALSE(s.In(agent, Uid("Team", "400"), d));
+}
+
 TEST(EntitiesTest, ValueForms) {
   auto e = Entities::FromJson(R"([{"uid": {"type": "A", "id": "1"}, "parents": [], "extra": "ignored",
     "attrs": {"b": true, "n": -5, "s": "x", "set": [1, 1, 2], "rec": {"k": {"type": "T", "id": "i"}},
@@ -77,7 +102,7 @@ TEST(EntitiesTest, ErrorsAreClear) {
       {R"([{"uid": {"type": "A", "id": "1"}, "attrs": {"x": {"__extn": {"fn": "ip", "arg": "bad"}}}, "parents": []}])",
        "invalid IP address"},
       {R"([{"uid": {"type": "A", "id": "1"}, "attrs": {"x": {"__extn": {"fn": "nope", "arg": "1"}}}, "parents": []}])",
-       "unknown extension function"},
+       "extension function `nope` does not exist"},
       {R"([{"uid": {"type": "A", "id": "1"}, "attrs": {"a": 1}, "parents": []},
            {"uid": {"type": "A", "id": "1"}, "attrs": {"a": 2}, "parents": []}])",
        "duplicate entity entry `A::\"1\"`"},

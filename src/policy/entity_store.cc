@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "policy/ast.h"
 #include "policy/extensions.h"
 
 namespace govern::policy {
@@ -13,7 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-bool ValidName(std::string_view s) {
+}  // namespace
+
+bool ValidEntityTypeName(std::string_view s) {
   // IDENT {'::' IDENT}
   size_t i = 0;
   for (;;) {
@@ -37,6 +40,8 @@ bool ValidName(std::string_view s) {
   }
 }
 
+namespace {
+
 std::string Str(std::string_view s) { return std::string(s); }
 
 }  // namespace
@@ -53,7 +58,7 @@ Status UidFromJson(const json& j, Arena* arena, std::string_view what, const Uid
                            ": expected an entity uid {\"type\": .., \"id\": ..} with string fields");
   }
   const std::string& type = t->get_ref<const std::string&>();
-  if (!ValidName(type))
+  if (!ValidEntityTypeName(type))
     return InvalidArgument(Str(what) + ": `" + type + "` is not a valid entity type name");
   *out = arena->MakeUid(type, i->get_ref<const std::string&>());
   return OkStatus();
@@ -112,45 +117,46 @@ Status ValueFromJsonAt(const json& j, Arena* arena, std::string_view what, Value
       return OkStatus();
     }
     case json::value_t::object: {
-      if (j.size() == 1 && j.contains("__entity")) {
-        const Uid* uid = nullptr;
-        GOVERN_RETURN_IF_ERROR(UidFromJson(j, arena, what, &uid));
-        *out = Value::Entity(uid);
-        return OkStatus();
+      // The escapes apply only when their payload has the expected shape; otherwise the object is
+      // an ordinary record, as the reference's untagged JSON value reading does.
+      if (j.size() == 1 && j.contains("__expr") && j["__expr"].is_string()) {
+        return InvalidArgument(Str(what) + ": the `__expr` escape is no longer supported");
       }
-      if (j.size() == 1 && j.contains("__extn")) {
-        const json& x = j["__extn"];
-        if (!x.is_object() || !x.contains("fn") || !x.contains("arg") || !x["fn"].is_string() ||
-            !x["arg"].is_string()) {
-          return InvalidArgument(Str(what) + ": __extn needs {\"fn\": name, \"arg\": string}");
+      if (j.size() == 1 && j.contains("__entity")) {
+        const json& x = j["__entity"];
+        if (x.is_object() && x.contains("type") && x.contains("id") && x["type"].is_string() &&
+            x["id"].is_string()) {
+          const Uid* uid = nullptr;
+          GOVERN_RETURN_IF_ERROR(UidFromJson(j, arena, what, &uid));
+          *out = Value::Entity(uid);
+          return OkStatus();
         }
+      }
+      // {"__extn": {"fn": F, "arg": A}} or {"fn": F, "args": [..]}: a call of any extension function
+      // or method on restricted values, evaluated now ("arg" wins when both are given).
+      if (j.size() == 1 && j.contains("__extn") && j["__extn"].is_object() && j["__extn"].contains("fn") &&
+          j["__extn"]["fn"].is_string() &&
+          (j["__extn"].contains("arg") || (j["__extn"].contains("args") && j["__extn"]["args"].is_array()))) {
+        const json& x = j["__extn"];
         const std::string& fn = x["fn"].get_ref<const std::string&>();
-        const std::string& arg = x["arg"].get_ref<const std::string&>();
-        std::string error;
-        int64_t v = 0;
-        if (fn == "ip") {
-          IpAddr ip;
-          if (!ParseIp(arg, &ip, &error)) {
-            return InvalidArgument("error while evaluating `ipaddr` extension function: " + error);
-          }
-          *out = Value::Ip(arena->New<IpAddr>(ip));
-        } else if (fn == "decimal") {
-          if (!ParseDecimal(arg, &v, &error)) {
-            return InvalidArgument("error while evaluating `decimal` extension function: " + error);
-          }
-          *out = Value::Scalar(Kind::kDecimal, v);
-        } else if (fn == "datetime") {
-          if (!ParseDatetime(arg, &v, &error)) {
-            return InvalidArgument("error while evaluating `datetime` extension function: " + error);
-          }
-          *out = Value::Scalar(Kind::kDatetime, v);
-        } else if (fn == "duration") {
-          if (!ParseDuration(arg, &v, &error)) {
-            return InvalidArgument("error while evaluating `duration` extension function: " + error);
-          }
-          *out = Value::Scalar(Kind::kDuration, v);
+        ExtFn id;
+        uint8_t expected = 0;
+        if (!LookupExtension(fn, &id, &expected)) {
+          return InvalidArgument(Str(what) + ": extension function `" + fn + "` does not exist");
+        }
+        std::vector<const json*> arg_json;
+        if (x.contains("arg")) {
+          arg_json.push_back(&x["arg"]);
         } else {
-          return InvalidArgument(Str(what) + ": unknown extension function `" + fn + "`");
+          for (const json& e : x["args"]) arg_json.push_back(&e);
+        }
+        std::vector<Value> args(arg_json.size());
+        for (size_t k = 0; k < arg_json.size(); ++k) {
+          GOVERN_RETURN_IF_ERROR(ValueFromJsonAt(*arg_json[k], arena, what, &args[k], depth + 1));
+        }
+        std::string error;
+        if (!CallExtension(id, fn, expected, args.data(), args.size(), arena, &error, out)) {
+          return InvalidArgument(Str(what) + ": " + error);
         }
         return OkStatus();
       }
@@ -234,36 +240,42 @@ Status EntityStore::Load(const json& array) {
     while (table_[i] >= 0) i = (i + 1) & mask;
     table_[i] = static_cast<int32_t>(k);
   }
-  // Transitive closure of parents: a walk from each entity (cycles are harmless).
+  // Transitive closure of parents: a walk from each entity. Entities in the store are visited once
+  // per walk (marked by the walk's number); parents that are not in the store are leaves, deduplicated
+  // after the walk. Reaching the starting entity again is a cycle, which the reference refuses.
+  std::vector<size_t> mark(entities_.size(), SIZE_MAX);
+  std::vector<const Uid*> found;
+  std::vector<const Uid*> stack;
   for (size_t k = 0; k < entities_.size(); ++k) {
-    std::vector<const Uid*> found;
-    std::vector<const Uid*> stack(parents[k].begin(), parents[k].end());
+    found.clear();
+    stack.assign(parents[k].begin(), parents[k].end());
     while (!stack.empty()) {
       const Uid* u = stack.back();
       stack.pop_back();
-      bool seen = false;
-      for (const Uid* f : found) {
-        if (*f == *u) {
-          seen = true;
-          break;
-        }
+      const EntityData* pd = Find(*u);
+      if (!pd) {
+        found.push_back(u);
+        continue;
       }
-      if (seen) continue;
-      found.push_back(u);
-      if (const EntityData* pd = Find(*u)) {
-        size_t pk = static_cast<size_t>(pd - entities_.data());
-        for (const Uid* g : parents[pk]) stack.push_back(g);
-      }
-    }
-    for (const Uid* f : found) {
-      if (*f == *entities_[k].uid) {
+      size_t pk = static_cast<size_t>(pd - entities_.data());
+      if (pk == k) {
         return InvalidArgument(
             "transitive closure computation/enforcement error: input graph has a cycle containing vertex `" +
-            f->ToString() + "`");
+            u->ToString() + "`");
       }
+      if (mark[pk] == k) continue;
+      mark[pk] = k;
+      found.push_back(pd->uid);
+      for (const Uid* g : parents[pk]) stack.push_back(g);
     }
-    std::sort(found.begin(), found.end(), [](const Uid* a, const Uid* b) { return a->hash < b->hash; });
-    entities_[k].ancestors = std::move(found);
+    std::sort(found.begin(), found.end(), [](const Uid* a, const Uid* b) {
+      if (a->hash != b->hash) return a->hash < b->hash;
+      if (a->type != b->type) return a->type < b->type;
+      return a->id < b->id;
+    });
+    found.erase(std::unique(found.begin(), found.end(), [](const Uid* a, const Uid* b) { return *a == *b; }),
+                found.end());
+    entities_[k].ancestors = found;
   }
   return OkStatus();
 }

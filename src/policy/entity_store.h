@@ -70,6 +70,9 @@ struct RequestData {
   Value context;  // a record
 };
 
+// A Cedar name: IDENT {"::" IDENT}, no reserved identifier.
+bool ValidEntityTypeName(std::string_view s);
+
 // JSON -> Cedar values (the "natural" JSON form of cedar-policy's JSON value format).
 // `what` names the place for messages ("context", "attribute `x` of User::\"a\"").
 Status ValueFromJson(const nlohmann::json& j, Arena* arena, std::string_view what, Value* out);

@@ -151,37 +151,53 @@ bool EvalExt(const Node* n, Ctx& c, Value* out) {
   for (size_t k = 0; k < n->kids.size(); ++k) {
     if (!Eval(n->kids[k], c, &a[k])) return false;
   }
-  auto want = [&](int k, Kind kind) {
+  return CallExtension(n->fn, n->name, n->expected_args, a, n->kids.size(), c.scratch, &c.error, out);
+}
+
+}  // namespace
+
+bool CallExtension(ExtFn fn, std::string_view name, uint8_t expected_args, const Value* a, size_t n,
+                   Arena* scratch, std::string* error_out, Value* out) {
+  if (n != expected_args) {
+    *error_out = "wrong number of arguments provided to extension function `" + std::string(name) +
+                 "`: expected " + std::to_string(expected_args) + ", got " + std::to_string(n);
+    return false;
+  }
+  auto fail = [&](std::string msg) {
+    *error_out = std::move(msg);
+    return false;
+  };
+  auto want = [&](size_t k, Kind kind) {
     if (a[k].kind == kind) return true;
-    return TypeErr(c, KindName(kind), a[k]);
+    return fail(std::string("type error: expected ") + KindName(kind) + ", got " + KindName(a[k].kind));
   };
   std::string error;
   int64_t v = 0;
-  switch (n->fn) {
+  switch (fn) {
     case ExtFn::kIp: {
       if (!want(0, Kind::kString)) return false;
       IpAddr ip;
       if (!ParseIp(*a[0].s, &ip, &error))
-        return Err(c, "error while evaluating `ipaddr` extension function: " + error);
-      *out = Value::Ip(c.scratch->New<IpAddr>(ip));
+        return fail("error while evaluating `ipaddr` extension function: " + error);
+      *out = Value::Ip(scratch->New<IpAddr>(ip));
       return true;
     }
     case ExtFn::kDecimal:
       if (!want(0, Kind::kString)) return false;
       if (!ParseDecimal(*a[0].s, &v, &error))
-        return Err(c, "error while evaluating `decimal` extension function: " + error);
+        return fail("error while evaluating `decimal` extension function: " + error);
       *out = Value::Scalar(Kind::kDecimal, v);
       return true;
     case ExtFn::kDatetime:
       if (!want(0, Kind::kString)) return false;
       if (!ParseDatetime(*a[0].s, &v, &error))
-        return Err(c, "error while evaluating `datetime` extension function: " + error);
+        return fail("error while evaluating `datetime` extension function: " + error);
       *out = Value::Scalar(Kind::kDatetime, v);
       return true;
     case ExtFn::kDuration:
       if (!want(0, Kind::kString)) return false;
       if (!ParseDuration(*a[0].s, &v, &error))
-        return Err(c, "error while evaluating `duration` extension function: " + error);
+        return fail("error while evaluating `duration` extension function: " + error);
       *out = Value::Scalar(Kind::kDuration, v);
       return true;
     case ExtFn::kIsIpv4:
@@ -210,21 +226,21 @@ bool EvalExt(const Node* n, Ctx& c, Value* out) {
     case ExtFn::kGreaterThanOrEqual: {
       if (!want(0, Kind::kDecimal) || !want(1, Kind::kDecimal)) return false;
       int64_t l = a[0].i, r = a[1].i;
-      bool b = n->fn == ExtFn::kLessThan          ? l < r
-               : n->fn == ExtFn::kLessThanOrEqual ? l <= r
-               : n->fn == ExtFn::kGreaterThan     ? l > r
-                                                  : l >= r;
+      bool b = fn == ExtFn::kLessThan          ? l < r
+               : fn == ExtFn::kLessThanOrEqual ? l <= r
+               : fn == ExtFn::kGreaterThan     ? l > r
+                                               : l >= r;
       *out = Value::Bool(b);
       return true;
     }
     case ExtFn::kOffset:
       if (!want(0, Kind::kDatetime) || !want(1, Kind::kDuration)) return false;
-      if (__builtin_add_overflow(a[0].i, a[1].i, &v)) return Err(c, "overflows when adding an offset");
+      if (__builtin_add_overflow(a[0].i, a[1].i, &v)) return fail("overflows when adding an offset");
       *out = Value::Scalar(Kind::kDatetime, v);
       return true;
     case ExtFn::kDurationSince:
       if (!want(0, Kind::kDatetime) || !want(1, Kind::kDatetime)) return false;
-      if (__builtin_sub_overflow(a[0].i, a[1].i, &v)) return Err(c, "overflows when computing the duration");
+      if (__builtin_sub_overflow(a[0].i, a[1].i, &v)) return fail("overflows when computing the duration");
       *out = Value::Scalar(Kind::kDuration, v);
       return true;
     case ExtFn::kToDate: {
@@ -232,7 +248,7 @@ bool EvalExt(const Node* n, Ctx& c, Value* out) {
       const int64_t day = 86400000;
       int64_t rem = a[0].i % day;
       if (rem < 0) rem += day;
-      if (__builtin_sub_overflow(a[0].i, rem, &v)) return Err(c, "overflows when computing the date");
+      if (__builtin_sub_overflow(a[0].i, rem, &v)) return fail("overflows when computing the date");
       *out = Value::Scalar(Kind::kDatetime, v);
       return true;
     }
@@ -252,16 +268,18 @@ bool EvalExt(const Node* n, Ctx& c, Value* out) {
       if (!want(0, Kind::kDuration)) return false;
       int64_t ms = a[0].i;
       int64_t r = ms;
-      if (n->fn != ExtFn::kToMilliseconds) r = ms / 1000;
-      if (n->fn == ExtFn::kToMinutes || n->fn == ExtFn::kToHours || n->fn == ExtFn::kToDays) r /= 60;
-      if (n->fn == ExtFn::kToHours || n->fn == ExtFn::kToDays) r /= 60;
-      if (n->fn == ExtFn::kToDays) r /= 24;
+      if (fn != ExtFn::kToMilliseconds) r = ms / 1000;
+      if (fn == ExtFn::kToMinutes || fn == ExtFn::kToHours || fn == ExtFn::kToDays) r /= 60;
+      if (fn == ExtFn::kToHours || fn == ExtFn::kToDays) r /= 60;
+      if (fn == ExtFn::kToDays) r /= 24;
       *out = Value::Long(r);
       return true;
     }
   }
-  return Err(c, "unknown extension function");
+  return fail("unknown extension function");
 }
+
+namespace {
 
 bool Eval(const Node* n, Ctx& c, Value* out) {
   switch (n->op) {
@@ -622,15 +640,26 @@ Result<Request> Request::FromJson(std::string_view json) {
 
 Result<Request> Request::Make(const EntityRef& principal, const EntityRef& action, const EntityRef& resource,
                               std::string_view context_json) {
-  nlohmann::json j;
-  j["principal"] = {{"type", principal.type}, {"id", principal.id}};
-  j["action"] = {{"type", action.type}, {"id", action.id}};
-  j["resource"] = {{"type", resource.type}, {"id", resource.id}};
-  if (!context_json.empty()) {
-    GOVERN_ASSIGN_OR_RETURN(j["context"], ParseJson(context_json, "context"));
-  }
+  // Built directly rather than through a JSON document: this runs once per decision.
   auto data = std::make_shared<RequestData>();
-  GOVERN_RETURN_IF_ERROR(RequestFromJson(j, data.get()));
+  const EntityRef* refs[3] = {&principal, &action, &resource};
+  const Uid** slots[3] = {&data->principal, &data->action, &data->resource};
+  static const char* kNames[3] = {"request principal", "request action", "request resource"};
+  for (int k = 0; k < 3; ++k) {
+    if (!ValidEntityTypeName(refs[k]->type)) {
+      return InvalidArgument(std::string(kNames[k]) + ": `" + refs[k]->type +
+                             "` is not a valid entity type name");
+    }
+    *slots[k] = data->arena.MakeUid(refs[k]->type, refs[k]->id);
+  }
+  if (context_json.empty()) {
+    data->context = data->arena.MakeRecord({});
+  } else {
+    GOVERN_ASSIGN_OR_RETURN(nlohmann::json c, ParseJson(context_json, "context"));
+    if (!c.is_object()) return InvalidArgument("request context: expected a JSON object");
+    GOVERN_RETURN_IF_ERROR(ValueFromJson(c, &data->arena, "context", &data->context));
+    if (data->context.kind != Kind::kRecord) return InvalidArgument("request context: expected a record");
+  }
   Request r;
   r.impl_ = std::move(data);
   return r;

@@ -204,11 +204,27 @@ class Lexer {
     }
     ++pos_;
   }
+  // Length of the Unicode White_Space character at pos_ (0 if none): Cedar's grammar skips them all.
+  size_t SpaceLen() const {
+    unsigned char c = static_cast<unsigned char>(src_[pos_]);
+    if (c == ' ' || (c >= 0x09 && c <= 0x0D)) return 1;
+    if (c < 0xC2 || pos_ + 1 >= src_.size()) return 0;
+    unsigned char c1 = static_cast<unsigned char>(src_[pos_ + 1]);
+    if (c == 0xC2) return (c1 == 0x85 || c1 == 0xA0) ? 2 : 0;
+    if (pos_ + 2 >= src_.size()) return 0;
+    unsigned char c2 = static_cast<unsigned char>(src_[pos_ + 2]);
+    uint32_t cp = ((c & 0x0Fu) << 12) | ((c1 & 0x3Fu) << 6) | (c2 & 0x3Fu);
+    if ((c & 0xF0) != 0xE0 || (c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80) return 0;
+    bool space = cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+                 cp == 0x202F || cp == 0x205F || cp == 0x3000;
+    return space ? 3 : 0;
+  }
+
   void SkipSpace() {
     while (pos_ < src_.size()) {
       char c = src_[pos_];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-        Advance();
+      if (size_t n = SpaceLen(); n > 0) {
+        for (size_t k = 0; k < n; ++k) Advance();
       } else if (c == '/' && pos_ + 1 < src_.size() && src_[pos_ + 1] == '/') {
         while (pos_ < src_.size() && src_[pos_] != '\n') Advance();
       } else {
@@ -1228,6 +1244,17 @@ bool UnescapeCedar(std::string_view body, bool pattern, std::string* out, std::v
     push(piece, false);
   }
   return true;
+}
+
+bool LookupExtension(std::string_view name, ExtFn* fn, uint8_t* args) {
+  for (const ExtInfo& e : kExtFns) {
+    if (name == e.name) {
+      *fn = e.fn;
+      *args = e.args;
+      return true;
+    }
+  }
+  return false;
 }
 
 void CompiledPolicySet::BuildIndex() {

@@ -1,7 +1,11 @@
 // telemetry_ingest_benchmark: events/s that the Ingester stores from a real WAL into a private
 // PostgreSQL with production durability (fsync on). Prints a table; asserts nothing.
 //
-//   build/release/src/services/telemetry/telemetry_ingest_benchmark [--events N] [--batch N] [--keep DIR]
+//   build/release/src/services/telemetry/telemetry_ingest_benchmark [--events N] [--batch N] [--workers N]
+//       [--keep DIR]
+//
+// --workers: IngestOptions::workers (default 1), each on its own thread and connection, as in the
+// service; the clock runs from Start() until every record is stored.
 //
 // Rows: the fast path (binary COPY straight into telemetry_events), the slow path replaying every
 // record as duplicates (COPY fails on the first one, then staging table + INSERT ... ON CONFLICT DO
@@ -19,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/log.h"
@@ -136,15 +141,17 @@ struct Run {
   Ingester::Stats stats;
 };
 
-// Runs the Ingester until it has stored everything durable.
+// Runs the Ingester's threads until they have stored everything durable.
 Run Ingest(wal::Log* log, db::Pool* pool, IngestOptions o, uint64_t events, const std::string& pg_dir) {
   Ingester ing(log, pool, o, &Clock::Real());
   double pg0 = PgCpuSeconds(pg_dir), self0 = SelfCpuSeconds();
   auto t0 = Steady::now();
+  if (Status s = ing.Start(); !s.ok()) Die(s, "start ingest");
   while (ing.NextSequence() <= log->DurableSequence()) {
-    auto r = ing.RunOnce();
-    if (!r.ok()) Die(r.status(), "ingest");
+    if (ing.GetStats().stopped_on_poison) Die(DataLoss(ing.GetStats().last_error), "ingest");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  ing.Stop();
   double secs = std::chrono::duration<double>(Steady::now() - t0).count();
   Run run;
   run.stats = ing.GetStats();
@@ -175,11 +182,13 @@ Result<std::unique_ptr<wal::Log>> OpenWal(const std::string& dir) {
 int main(int argc, char** argv) {
   uint64_t events = 200'000;
   size_t batch = 20'000;
+  size_t workers = 1;
   std::string dir;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--events") && i + 1 < argc) events = std::strtoull(argv[++i], nullptr, 10);
     if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::strtoull(argv[++i], nullptr, 10);
     if (!std::strcmp(argv[i], "--keep") && i + 1 < argc) dir = argv[++i];
+    if (!std::strcmp(argv[i], "--workers") && i + 1 < argc) workers = std::strtoull(argv[++i], nullptr, 10);
   }
   bool temp = dir.empty();
   if (temp) dir = (std::filesystem::temp_directory_path() / "govern_ingest_benchmark").string();
@@ -198,7 +207,8 @@ int main(int argc, char** argv) {
     if (!lease.ok()) Die(lease.status(), "checkout");
     (void)(*lease)->ExecScript(
         "DROP TABLE IF EXISTS telemetry_events, telemetry_ingest_cursor, telemetry_ingest_keys, "
-        "telemetry_archive_files CASCADE; DELETE FROM govern_migrations WHERE service = 'telemetry'");
+        "telemetry_archive_files, telemetry_dlp_policies CASCADE; DELETE FROM govern_migrations WHERE "
+        "service = 'telemetry'");
   }
   if (auto m = db::Migrator("telemetry", Migrations()).Apply(**pool); !m.ok()) Die(m.status(), "migrate");
 
@@ -222,9 +232,10 @@ int main(int argc, char** argv) {
   IngestOptions o;
   o.max_batch_events = batch;
   o.max_wait = std::chrono::milliseconds(1);
-  std::printf("events %llu, %.0f bytes each (WAL encoding), %zu per record, batches of %zu\n",
+  o.workers = std::max<size_t>(workers, 1);
+  std::printf("events %llu, %.0f bytes each (WAL encoding), %zu per record, batches of %zu, %zu worker(s)\n",
               static_cast<unsigned long long>(events),
-              static_cast<double>(bytes) / static_cast<double>(events), per_record, batch);
+              static_cast<double>(bytes) / static_cast<double>(events), per_record, batch, o.workers);
   Print("ingest_fast_path_copy", Ingest(log->get(), pool->get(), o, events, co.data_dir));
   o.cursor_name = "replay";
   Print("ingest_slow_path_all_duplicates", Ingest(log->get(), pool->get(), o, events, co.data_dir));

@@ -320,7 +320,7 @@ TEST_F(IngestTest, PartitionsAcrossTheWholeRange) {
 }
 
 // A child process runs the Ingester and _exits at the named point; the parent restarts it.
-void CrashChild(const std::string& conninfo, const std::string& dir, const char* point) {
+void CrashChild(const std::string& conninfo, const std::string& dir, const char* point, size_t workers = 1) {
   setenv("GOVERN_TELEMETRY_CRASH_AT", point, 1);
   db::PoolOptions po;
   po.conninfo = conninfo;
@@ -330,6 +330,7 @@ void CrashChild(const std::string& conninfo, const std::string& dir, const char*
   if (!log.ok()) _exit(3);
   IngestOptions o;
   o.max_batch_events = 50;
+  o.workers = workers;
   Ingester ing(log->get(), pool->get(), o, &Clock::Real());
   for (int i = 0; i < 100; ++i) {
     auto r = ing.RunOnce();
@@ -637,6 +638,313 @@ TEST_F(IngestTest, CursorBehindTheWalIsRefused) {
   EXPECT_EQ(Scalar("SELECT count(*) FROM telemetry_events"), 0);
 }
 
+// --- several workers -------------------------------------------------------------------------------
+
+// The cursor rows of `base`, name -> next_seq.
+std::map<std::string, int64_t> CursorRows(db::Pool& pool, const std::string& base = "ingest") {
+  std::map<std::string, int64_t> out;
+  auto lease = pool.Checkout();
+  EXPECT_TRUE(lease.ok());
+  if (!lease.ok()) return out;
+  auto rows = ListIngestCursors(**lease, base);
+  EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+  if (!rows.ok()) return out;
+  for (const IngestCursorRow& r : *rows) out[r.name] = static_cast<int64_t>(r.next_seq);
+  return out;
+}
+
+TEST_F(IngestTest, WorkersEachStoreTheirOwnRecordsOnce) {
+  auto all = AppendMany(31, 7);
+  IngestOptions o;
+  o.workers = 3;
+  o.max_batch_events = 20;  // several batches per worker
+  auto ing = MakeIngester(o);
+  EXPECT_EQ(ing->workers(), 3u);
+  Drain(*ing);
+  ExpectExactlyOnce(all);
+  auto st = ing->GetStats();
+  EXPECT_EQ(st.events_stored, all.size());
+  EXPECT_EQ(st.duplicates_skipped, 0u);
+  // Each row names the next record its worker owns: 32 (= 2 mod 3) is the first not yet in the WAL.
+  EXPECT_EQ(CursorRows(*pool_),
+            (std::map<std::string, int64_t>{{"ingest:0/3", 33}, {"ingest:1/3", 34}, {"ingest:2/3", 32}}));
+  // The WAL's cursor is the oldest unstored record over all workers.
+  ing.reset();
+  EXPECT_EQ(*log_->CursorPosition("ingest"), 32u);
+  // Running threads store what comes later.
+  ing = MakeIngester(o);
+  ASSERT_TRUE(ing->Start().ok());
+  auto more = AppendMany(10, 3, 10000);
+  all.insert(all.end(), more.begin(), more.end());
+  for (int i = 0; i < 1000 && ing->NextSequence() != log_->DurableSequence() + 1; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ing->Stop();
+  EXPECT_EQ(ing->NextSequence(), log_->DurableSequence() + 1) << ing->GetStats().last_error;
+  EXPECT_EQ(ing->OldestUnstoredReceivedNs(), 0);
+  EXPECT_EQ(*log_->CursorPosition("ingest"), log_->DurableSequence() + 1);
+  ExpectExactlyOnce(all);
+}
+
+TEST_F(IngestTest, KilledMidBatchWithSeveralWorkersLosesAndDuplicatesNothing) {
+  auto all = AppendMany(30, 20);  // 600 events; batches of 50 (two records) per worker
+  for (size_t workers : {2u, 3u}) {
+    for (const char* point : {"ingest.after_copy", "ingest.after_commit", "ingest.after_commit"}) {
+      SCOPED_TRACE(std::string(point) + " with " + std::to_string(workers) + " workers");
+      int64_t before = Scalar("SELECT count(*) FROM telemetry_events");
+      log_.reset();  // one Log per directory: the child opens it
+      pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) CrashChild(db_->conninfo(), dir_, point, workers);
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      ASSERT_TRUE(WIFEXITED(status));
+      ASSERT_EQ(WEXITSTATUS(status), 137);
+      int64_t after = Scalar("SELECT count(*) FROM telemetry_events");
+      // RunOnce goes worker by worker: the first to COPY dies, having committed nothing (after_copy)
+      // or its batch (after_commit).
+      if (std::string(point) == "ingest.after_copy") {
+        EXPECT_EQ(after, before);
+      } else {
+        EXPECT_GT(after, before);  // part of a batch may be rows stored before the layout changed
+      }
+      OpenWal();
+    }
+  }
+  auto more = AppendMany(5, 20, 5000);
+  all.insert(all.end(), more.begin(), more.end());
+  IngestOptions o;
+  o.workers = 2;
+  auto ing = MakeIngester(o);
+  Drain(*ing);
+  ExpectExactlyOnce(all);
+}
+
+TEST_F(IngestTest, ThreadedWorkersKilledAnywhereLoseAndDuplicateNothing) {
+  // The service's shape: every worker on its own thread; the process dies at a crash point in
+  // whichever worker reaches it first while the others are mid-batch.
+  auto all = AppendMany(60, 10);
+  for (const char* point : {"ingest.after_copy", "ingest.after_commit"}) {
+    SCOPED_TRACE(point);
+    log_.reset();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      setenv("GOVERN_TELEMETRY_CRASH_AT", point, 1);
+      db::PoolOptions po;
+      po.conninfo = db_->conninfo();
+      auto pool = db::Pool::Create(po);
+      if (!pool.ok()) _exit(2);
+      auto log = wal::Log::Open(dir_);
+      if (!log.ok()) _exit(3);
+      IngestOptions o;
+      o.max_batch_events = 30;
+      o.workers = 3;
+      Ingester ing(log->get(), pool->get(), o, &Clock::Real());
+      if (!ing.Start().ok()) _exit(4);
+      std::this_thread::sleep_for(seconds(60));
+      _exit(5);  // never crashed
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 137);
+    OpenWal();
+  }
+  IngestOptions o;
+  o.workers = 3;
+  auto ing = MakeIngester(o);
+  Drain(*ing);
+  ExpectExactlyOnce(all);
+}
+
+TEST_F(IngestTest, ChangingTheNumberOfWorkersLosesAndDuplicatesNothing) {
+  // Records alternate between 30 events and 1: with batches of 30 events the worker of the big ones
+  // stores one record per batch, the other 30, so their cursors drift far apart.
+  std::vector<Event> all;
+  auto append_mix = [&](int records, int first_id) {
+    for (int r = 0; r < records; ++r) {
+      std::vector<Event> evs;
+      int per = r % 2 == 0 ? 30 : 1;
+      for (int j = 0; j < per; ++j)
+        evs.push_back(MakeEvent(first_id + r * 100 + j, kNow + (first_id + r * 100 + j) * 1000));
+      Append(evs);
+      all.insert(all.end(), evs.begin(), evs.end());
+    }
+  };
+  append_mix(80, 0);
+  IngestOptions o;
+  o.max_batch_events = 30;
+  o.workers = 2;
+  auto ing = MakeIngester(o);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(ing->RunOnce().ok());
+  auto rows = CursorRows(*pool_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows["ingest:1/2"], 7);   // the 30-event records 1, 3, 5: one per batch
+  EXPECT_EQ(rows["ingest:0/2"], 82);  // the 1-event records 2..80: 30 per batch
+  ing.reset();
+
+  // Three workers: all start at the lowest old cursor (7); what the old second worker stored after it
+  // is read again and skipped by id.
+  o.workers = 3;
+  ing = MakeIngester(o);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(ing->RunOnce().ok());
+  rows = CursorRows(*pool_);
+  EXPECT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows.count("ingest:0/2") + rows.count("ingest:1/2"), 0u);
+  EXPECT_GT(ing->GetStats().duplicates_skipped, 0u);
+  EXPECT_GT(ing->GetStats().slow_batches, 0u);
+  ing.reset();
+
+  // Back to one worker (the row name a single ingest always used), with more records, then two again.
+  append_mix(20, 100000);
+  o.workers = 1;
+  ing = MakeIngester(o);
+  ASSERT_TRUE(ing->RunOnce().ok());
+  ing.reset();
+  EXPECT_EQ(CursorRows(*pool_).count("ingest"), 1u);
+  EXPECT_EQ(CursorRows(*pool_).size(), 1u);
+  append_mix(10, 200000);
+  o.workers = 2;
+  ing = MakeIngester(o);
+  Drain(*ing);
+  ExpectExactlyOnce(all);
+  ing.reset();  // commits the WAL cursor
+  EXPECT_EQ(*log_->CursorPosition("ingest"), log_->DurableSequence() + 1);
+}
+
+TEST_F(IngestTest, InterruptedLayoutRowsAreMergedAtTheirMinimum) {
+  auto all = AppendMany(12, 2);
+  IngestOptions o;
+  o.workers = 1;
+  auto one = MakeIngester(o);
+  Drain(*one);
+  one.reset();
+  // The remains of a layout written by hand or by another version: the old row plus half of another.
+  ASSERT_TRUE(pool_
+                  ->Transact([](db::Connection& c) {
+                    return c.Exec("INSERT INTO telemetry_ingest_cursor VALUES ('ingest:0/2', 5)").status();
+                  })
+                  .ok());
+  // Not one layout: the CLI's replay and skip refuse rather than guess.
+  EXPECT_EQ(SkipIngestRecord(*pool_, "ingest", 13).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(ReplayIngestFrom(*pool_, "ingest", 1).status().code(), Code::kFailedPrecondition);
+  // Rows of other names are not part of it.
+  ASSERT_TRUE(pool_
+                  ->Transact([](db::Connection& c) {
+                    return c
+                        .Exec("INSERT INTO telemetry_ingest_cursor VALUES ('ingest:x', 1), ('ingestor', 1)")
+                        .status();
+                  })
+                  .ok());
+  o.workers = 2;
+  auto two = MakeIngester(o);
+  Drain(*two);
+  EXPECT_EQ(two->GetStats().duplicates_skipped, 16u);  // records 5..12 again
+  EXPECT_EQ(two->GetStats().events_stored, 0u);
+  ExpectExactlyOnce(all);
+  EXPECT_EQ(CursorRows(*pool_), (std::map<std::string, int64_t>{{"ingest:0/2", 14}, {"ingest:1/2", 13}}));
+  EXPECT_EQ(Scalar("SELECT count(*) FROM telemetry_ingest_cursor WHERE name IN ('ingest:x', 'ingestor')"), 2);
+}
+
+TEST_F(IngestTest, PoisonRecordStopsEveryWorker) {
+  std::vector<Event> good;
+  for (int i = 1; i <= 8; ++i) {
+    if (i == 4) {
+      ASSERT_TRUE(log_->Append(std::string("\x01\x05garbage")).ok());  // seq 4: worker 0 of 2
+      continue;
+    }
+    std::vector<Event> evs = {MakeEvent(i, kNow + i)};
+    Append(evs);
+    good.push_back(evs[0]);
+  }
+  IngestOptions o;
+  o.workers = 2;
+  o.max_batch_events = 1;  // one record per batch: worker 1 would race ahead if not stopped
+  auto ing = MakeIngester(o);
+  Result<size_t> r = size_t{0};
+  for (int i = 0; i < 10; ++i) r = ing->RunOnce();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kDataLoss);
+  EXPECT_NE(r.status().message().find("WAL record 4"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(ing->GetStats().stopped_on_poison);
+  EXPECT_NE(ing->OldestUnstoredReceivedNs(), 0);
+  EXPECT_EQ(ing->NextSequence(), 4u);
+  // Records 1, 2, 3 are stored; worker 1 stopped before 5 although it could store it.
+  EXPECT_EQ(Scalar("SELECT count(*) FROM telemetry_events"), 3);
+  EXPECT_EQ(CursorRows(*pool_), (std::map<std::string, int64_t>{{"ingest:0/2", 4}, {"ingest:1/2", 5}}));
+  ing.reset();
+  // The operator skips record 4: only its owner moves, and only from exactly there.
+  EXPECT_EQ(SkipIngestRecord(*pool_, "ingest", 5).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(SkipIngestRecord(*pool_, "ingest", 2).status().code(), Code::kFailedPrecondition);
+  auto skipped = SkipIngestRecord(*pool_, "ingest", 4);
+  ASSERT_TRUE(skipped.ok()) << skipped.status().ToString();
+  EXPECT_EQ(skipped->name, "ingest:0/2");
+  EXPECT_FALSE(SkipIngestRecord(*pool_, "ingest", 4).ok());  // a stale second command does nothing
+  ing = MakeIngester(o);
+  Drain(*ing);
+  ExpectExactlyOnce(good);
+}
+
+TEST_F(IngestTest, ReplayMovesEveryWorkerBack) {
+  auto all = AppendMany(9, 4);
+  IngestOptions o;
+  o.workers = 2;
+  auto ing = MakeIngester(o);
+  Drain(*ing);
+  ing.reset();
+  EXPECT_EQ(ReplayIngestFrom(*pool_, "nothing", 1).status().code(), Code::kNotFound);
+  auto before = ReplayIngestFrom(*pool_, "ingest", 4);
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_EQ(before->size(), 2u);
+  EXPECT_EQ(CursorRows(*pool_), (std::map<std::string, int64_t>{{"ingest:0/2", 4}, {"ingest:1/2", 5}}));
+  // Forward is not a replay.
+  EXPECT_EQ(ReplayIngestFrom(*pool_, "ingest", 6).status().code(), Code::kInvalidArgument);
+  ing = MakeIngester(o);
+  Drain(*ing);
+  EXPECT_EQ(ing->GetStats().duplicates_skipped, 24u);  // records 4..9 again
+  ExpectExactlyOnce(all);
+}
+
+TEST_F(IngestTest, TerminatedConnectionsWithSeveralWorkersLoseAndDuplicateNothing) {
+  IngestOptions o;
+  o.max_batch_events = 300;
+  o.workers = 3;
+  auto ing = MakeIngester(o);
+  ASSERT_TRUE(ing->Start().ok());
+  std::atomic<bool> done{false};
+  std::atomic<int> terminated{0};
+  std::thread killer([&] {
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> pause(0, 60);
+    auto conn = db::Connection::Connect(db_->conninfo());
+    if (!conn.ok()) return;
+    while (!done) {
+      auto r = (*conn)->Exec(
+          "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+          "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+      if (r.ok()) terminated += static_cast<int>(*r->Int64(0, 0));
+      std::this_thread::sleep_for(milliseconds(5 + pause(rng)));
+    }
+  });
+  std::vector<Event> all;
+  for (int round = 0; round < 60; ++round) {
+    auto part = AppendMany(4, 25, round * 100);
+    all.insert(all.end(), part.begin(), part.end());
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  done = true;
+  killer.join();
+  for (int i = 0; i < 1200 && ing->NextSequence() != log_->DurableSequence() + 1; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  ing->Stop();
+  EXPECT_EQ(ing->NextSequence(), log_->DurableSequence() + 1) << ing->GetStats().last_error;
+  EXPECT_GT(terminated.load(), 0);
+  ExpectExactlyOnce(all);
+  EXPECT_EQ(ing->GetStats().duplicates_skipped, 0u);
+}
+
 TEST_F(IngestTest, ConfigKeysMapToOptions) {
   config::Schema schema;
   DeclareIngestConfig(schema);
@@ -648,6 +956,7 @@ TEST_F(IngestTest, ConfigKeysMapToOptions) {
   EXPECT_EQ(o.max_batch_events, 500u);
   EXPECT_EQ(o.max_wait, milliseconds(5));
   EXPECT_EQ(o.cursor_name, "ingest");
+  EXPECT_EQ(o.workers, 2u);  // the service's default
   EXPECT_EQ(o.retry_max, seconds(5));
   lo.flags = {{"telemetry.ingest.max_batch_events", "0"}};
   EXPECT_FALSE(config::Config::Load(schema, lo).ok());

@@ -84,7 +84,7 @@ expect "replay from the start" 0 "from $next to 1" g telemetry ingest replay --f
 expect "status after replay" 0 "next 1 " g telemetry ingest status
 start
 for _ in $(seq 1 100); do
-  [ "$(rows "SELECT next_seq FROM telemetry_ingest_cursor WHERE name = 'ingest'")" = "$next" ] && break
+  [ "$(rows "SELECT min(next_seq) FROM telemetry_ingest_cursor WHERE name = 'ingest' OR name LIKE 'ingest:%'")" = "$next" ] && break
   sleep 0.2
 done
 # The replay put every archived event back into PostgreSQL; compaction deletes the repeats rather than

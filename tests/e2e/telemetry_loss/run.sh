@@ -13,6 +13,8 @@
 #   restart_pg      restart PostgreSQL (fast shutdown, start again) under load
 #   kill_compaction the server dies in the middle of writing a Parquet file, then after uploading one
 #                   but before the manifest commit; restarted each time; events must end up archived
+#   change_workers  under load: 2 ingest workers, kill -9, restart with 3, stop, restart with 1, then
+#                   3 again dying right after a COMMIT (every other scenario runs the default, 2)
 #
 # Expects $GOVERN, $LOADGEN and $CHECK (paths of govern, telemetry_loadgen, telemetry_loss_check).
 set -euo pipefail
@@ -202,6 +204,26 @@ case "$scenario" in
     # Let compaction archive what is left, then count: most events must be in the archive.
     sleep 4
     check --min-archived 1000
+    ;;
+  change_workers)
+    extra=(--set telemetry.ingest.workers=2)
+    start_server
+    key="$(make_key)"
+    start_load 16 4000
+    sleep 3; kill9_server
+    extra=(--set telemetry.ingest.workers=3)
+    start_server
+    sleep 3; stop_server
+    extra=(--set telemetry.ingest.workers=1)
+    start_server
+    sleep 3; stop_server
+    extra=(--set telemetry.ingest.workers=3)
+    start_server ingest.after_commit
+    wait_server_exit 137 30
+    start_server
+    wait_load
+    grep -q "ingest workers changed" "$log" || { echo "no layout change was logged"; exit 1; }
+    check
     ;;
   *)
     echo "unknown scenario $scenario"; exit 2 ;;

@@ -1,0 +1,98 @@
+// The Cedar reference (@cedar-policy/cedar-wasm) behind the `govern policy eval-cases` contract.
+//
+// As a program: one long-lived process that reads cases, one JSON object per line on stdin
+//   {"id","policies":"<cedar text>","entities":[...],"request":{"principal","action","resource","context"}}
+// and writes one answer per line on stdout, in input order:
+//   {"id","decision":"allow"|"deny","reason":[policy ids],"errors":[policy ids]}   (ids sorted)
+//   {"id","failure":"<message>"}   when the policies, entities or request cannot be parsed.
+// A line that is not JSON, or a case without an id, gets {"id":null,"failure":...}.
+// As a module: `answer(c)` gives the same answer object for one parsed case (compare.mjs uses it).
+//
+// Policy ids are the reference's own for `staticPolicies` given as one string: "policy0", "policy1", ...
+// in text order (an `@id` annotation does not change them; corpus/scope.ndjson pins that).
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const cedar = require('@cedar-policy/cedar-wasm/nodejs');
+
+export const referenceVersion = cedar.getCedarVersion();
+
+function failureMessage(errors) {
+  return (errors || []).map((e) => e.message).join('; ') || 'failure';
+}
+
+export function answer(c) {
+  const id = c && typeof c === 'object' && 'id' in c ? c.id : null;
+  if (!c || typeof c !== 'object' || typeof c.policies !== 'string' || !c.request || typeof c.request !== 'object') {
+    return { id, failure: 'case lacks policies or request' };
+  }
+  const req = c.request;
+  const call = {
+    principal: req.principal,
+    action: req.action,
+    resource: req.resource,
+    context: req.context === undefined ? {} : req.context,
+    policies: { staticPolicies: c.policies },
+    entities: c.entities === undefined ? [] : c.entities,
+  };
+  let a;
+  try {
+    a = cedar.isAuthorized(call);
+  } catch (e) {
+    // cedar-wasm throws (instead of answering failure) on values it cannot deserialise at all.
+    return { id, failure: `reference threw: ${e && e.message ? e.message : String(e)}` };
+  }
+  if (a.type !== 'success') return { id, failure: failureMessage(a.errors) };
+  const d = a.response.diagnostics;
+  return {
+    id,
+    decision: a.response.decision,
+    reason: [...d.reason].sort(),
+    errors: [...new Set(d.errors.map((e) => e.policyId))].sort(),
+  };
+}
+
+async function main() {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  // Answers are batched per input chunk (setImmediate runs once the chunk's lines are handled), so a
+  // caller that writes one case and waits still gets its answer.
+  const out = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (out.length) {
+      process.stdout.write(out.join(''));
+      out.length = 0;
+    }
+  };
+  const later = () => {
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+  for await (const line of rl) {
+    if (line.trim() === '') continue;
+    let c;
+    try {
+      c = JSON.parse(line);
+    } catch (e) {
+      out.push(JSON.stringify({ id: null, failure: `bad case line: ${e.message}` }) + '\n');
+      later();
+      continue;
+    }
+    out.push(JSON.stringify(answer(c)) + '\n');
+    if (out.length >= 256) flush();
+    else later();
+  }
+  flush();
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(2);
+  });
+}
