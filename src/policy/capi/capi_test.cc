@@ -468,14 +468,14 @@ TEST(PolicyCapi, DecisionLogRecordsEveryDecision) {
     EXPECT_EQ(got[0].principal, "Agent::\"ada\"");
     EXPECT_EQ(got[0].action, "Action::\"call_tool\"");
     EXPECT_EQ(got[0].resource, "Tool::\"web_search\"");
-    EXPECT_EQ(got[0].decision, govern::policy::Decision::kAllow);
+    EXPECT_EQ(got[0].decision, govern::policy::RecordedDecision::kAllow);
     EXPECT_EQ(got[0].determining_policies, std::vector<std::string>{"policy1"});
     EXPECT_EQ(got[0].bundle_version, 7u);
     EXPECT_EQ(got[0].context_kind, govern::policy::ContextKind::kFull);
     EXPECT_EQ(got[0].context, R"({"url":"https://example.com"})");
     EXPECT_EQ(got[1].id.ToString(), id2);
     EXPECT_EQ(got[1].principal, "Agent::\"bob \\\"the\\\" agent\"");
-    EXPECT_EQ(got[1].decision, govern::policy::Decision::kDeny);
+    EXPECT_EQ(got[1].decision, govern::policy::RecordedDecision::kDeny);
     EXPECT_EQ(got[1].erroring_policies, std::vector<std::string>{"policy2"});
     govern_policy_result_free(r);
   }

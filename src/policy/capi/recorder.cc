@@ -79,7 +79,7 @@ Status Recorder::Record(const DecisionFacts& f, char id_out[37]) {
   AppendUid(f.action_type, f.action_id, &r.action);
   r.resource.clear();
   AppendUid(f.resource_type, f.resource_id, &r.resource);
-  r.decision = f.allow ? Decision::kAllow : Decision::kDeny;
+  r.decision = f.allow ? RecordedDecision::kAllow : RecordedDecision::kDeny;
   r.determining_policies.resize(f.reason->size());
   for (size_t i = 0; i < f.reason->size(); ++i) r.determining_policies[i].assign((*f.ids)[(*f.reason)[i]]);
   r.erroring_policies.resize(f.errors->size());

@@ -1,6 +1,5 @@
-// The C ABI's bridge to the decision log. It stands apart from capi.cc because policy/cedar.h and
-// policy/decisions/decision_record.h each declare govern::policy::Decision (different enums), so no
-// translation unit can include both; this header names neither.
+// The C ABI's bridge to the decision log: capi.cc hands it the facts of a decision, it builds the
+// DecisionRecord (keeping the decision log's types out of capi.cc).
 //
 // Thread-safety: Record, Flush and stats may be called from many threads at once.
 #pragma once

@@ -23,7 +23,7 @@ DecisionRecord Sample() {
   r.principal = R"(Agent::"a17")";
   r.action = R"(Action::"call_tool")";
   r.resource = R"(Tool::"web_search")";
-  r.decision = Decision::kAllow;
+  r.decision = RecordedDecision::kAllow;
   r.determining_policies = {"policy4"};
   r.bundle_version = 42;
   r.context_kind = ContextKind::kFull;

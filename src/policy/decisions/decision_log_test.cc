@@ -26,7 +26,7 @@ DecisionRecord Decided(int i) {
   r.principal = "Agent::\"a" + std::to_string(i % 7) + "\"";
   r.action = "Action::\"call_tool\"";
   r.resource = "Tool::\"t" + std::to_string(i) + "\"";
-  r.decision = i % 3 == 0 ? Decision::kDeny : Decision::kAllow;
+  r.decision = i % 3 == 0 ? RecordedDecision::kDeny : RecordedDecision::kAllow;
   r.determining_policies = {"policy" + std::to_string(i % 12)};
   r.bundle_version = 3;
   r.context_kind = ContextKind::kFull;

@@ -123,13 +123,13 @@ int HexValue(char c) {
 
 }  // namespace
 
-std::string_view DecisionName(Decision d) {
+std::string_view RecordedDecisionName(RecordedDecision d) {
   switch (d) {
-    case Decision::kAllow:
+    case RecordedDecision::kAllow:
       return "allow";
-    case Decision::kDeny:
+    case RecordedDecision::kDeny:
       return "deny";
-    case Decision::kApprovalRequired:
+    case RecordedDecision::kApprovalRequired:
       return "approval_required";
   }
   return "unknown";
@@ -246,7 +246,7 @@ Result<DecisionRecord> DecodeDecision(std::string_view bytes) {
   if (decision < 1 || decision > 3) {
     return InvalidArgument("decision record: unknown decision " + std::to_string(decision));
   }
-  r.decision = static_cast<Decision>(decision);
+  r.decision = static_cast<RecordedDecision>(decision);
   GOVERN_RETURN_IF_ERROR(in.Byte("context kind", &kind));
   if (kind > 2) return InvalidArgument("decision record: unknown context kind " + std::to_string(kind));
   r.context_kind = static_cast<ContextKind>(kind);

@@ -31,8 +31,8 @@ namespace govern::policy {
 
 // The outcome. kApprovalRequired is the third outcome the engine will add (a human must approve);
 // the log and the shipper carry it already. Values are the encoding's bytes: never renumber.
-enum class Decision : uint8_t { kAllow = 1, kDeny = 2, kApprovalRequired = 3 };
-std::string_view DecisionName(Decision d);  // "allow", "deny", "approval_required"
+enum class RecordedDecision : uint8_t { kAllow = 1, kDeny = 2, kApprovalRequired = 3 };
+std::string_view RecordedDecisionName(RecordedDecision d);  // "allow", "deny", "approval_required"
 
 // What a record holds of the request context.
 enum class ContextKind : uint8_t {
@@ -80,7 +80,7 @@ struct DecisionRecord {
   std::string principal;
   std::string action;
   std::string resource;
-  Decision decision = Decision::kDeny;
+  RecordedDecision decision = RecordedDecision::kDeny;
   std::vector<std::string> determining_policies;  // ids of the policies that determined the decision
   std::vector<std::string> erroring_policies;     // ids of the policies whose evaluation failed
   uint64_t bundle_version = 0;

@@ -20,7 +20,7 @@ DecisionRecord Sample() {
   r.principal = R"(Agent::"a1")";
   r.action = R"(Action::"call_tool")";
   r.resource = R"(Tool::"web_search")";
-  r.decision = Decision::kAllow;
+  r.decision = RecordedDecision::kAllow;
   r.determining_policies = {"policy4", "guardrail-1"};
   r.erroring_policies = {"policy9"};
   r.bundle_version = 42;
@@ -30,7 +30,7 @@ DecisionRecord Sample() {
 }
 
 TEST(DecisionRecordTest, RoundTripsEveryField) {
-  for (Decision d : {Decision::kAllow, Decision::kDeny, Decision::kApprovalRequired}) {
+  for (RecordedDecision d : {RecordedDecision::kAllow, RecordedDecision::kDeny, RecordedDecision::kApprovalRequired}) {
     DecisionRecord r = Sample();
     r.decision = d;
     std::string bytes;
@@ -40,7 +40,7 @@ TEST(DecisionRecordTest, RoundTripsEveryField) {
     EXPECT_EQ(*back, r);
   }
   DecisionRecord empty;  // every string and list empty, no context
-  empty.decision = Decision::kDeny;
+  empty.decision = RecordedDecision::kDeny;
   std::string bytes;
   EncodeDecision(empty, &bytes);
   EXPECT_EQ(bytes.size(), 4u + 16 + 8 + 8 + 4 + 2 + 1);
@@ -59,7 +59,7 @@ TEST(DecisionRecordTest, KnownBytes) {
   r.principal = "p";
   r.action = "a";
   r.resource = "r";
-  r.decision = Decision::kAllow;
+  r.decision = RecordedDecision::kAllow;
   r.determining_policies = {"x"};
   std::string bytes;
   EncodeDecision(r, &bytes);
@@ -189,7 +189,7 @@ TEST(DecisionEventTest, CarriesEveryFieldAsTelemetryExpects) {
   for (auto& [k, v] : j.items())
     EXPECT_TRUE(k == "id" || k == "time" || k == "type" || k == "attributes") << k;
 
-  r.decision = Decision::kApprovalRequired;
+  r.decision = RecordedDecision::kApprovalRequired;
   r.context_kind = ContextKind::kHash;
   auto d = crypto::Sha256(std::string_view("{}"));
   ASSERT_TRUE(d.ok());

@@ -59,7 +59,7 @@ int Record(std::map<std::string, std::string>& f) {
     r.principal = "Agent::\"a" + std::to_string(i % 17) + "\"";
     r.action = "Action::\"call_tool\"";
     r.resource = "Tool::\"tool" + std::to_string(i % 5) + "\"";
-    r.decision = i % 4 == 0 ? Decision::kDeny : Decision::kAllow;
+    r.decision = i % 4 == 0 ? RecordedDecision::kDeny : RecordedDecision::kAllow;
     r.determining_policies = {"policy" + std::to_string(i % 12)};
     r.bundle_version = 7;
     r.context_kind = ContextKind::kFull;

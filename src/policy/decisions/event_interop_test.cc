@@ -19,7 +19,7 @@ DecisionRecord Sample() {
   r.principal = R"(Agent::"a1")";
   r.action = R"(Action::"call_tool")";
   r.resource = R"(Tool::"web_search")";
-  r.decision = Decision::kDeny;
+  r.decision = RecordedDecision::kDeny;
   r.determining_policies = {"guardrail-1"};
   r.bundle_version = 42;
   r.context_kind = ContextKind::kFull;
@@ -34,7 +34,7 @@ TEST(EventInteropTest, TelemetryDecodesEveryLineTheShipperSends) {
   records.push_back(Sample());
   DecisionRecord r = Sample();
   r.principal = std::string("Agent::\"\xff\xfe\"\n\x01", 13);  // invalid UTF-8 and control bytes
-  r.decision = Decision::kApprovalRequired;
+  r.decision = RecordedDecision::kApprovalRequired;
   records.push_back(r);
   r = Sample();
   r.context = Nest(28);  // the deepest context sent as it is

@@ -116,7 +116,7 @@ void AppendEventHead(const DecisionRecord& r, std::string_view type, std::string
   out->append(",\"resource\":");
   AppendJsonString(out, r.resource);
   out->append(",\"decision\":\"");
-  out->append(DecisionName(r.decision));
+  out->append(RecordedDecisionName(r.decision));
   out->append("\",\"determining_policies\":");
   AppendStringArray(out, r.determining_policies);
   out->append(",\"erroring_policies\":");

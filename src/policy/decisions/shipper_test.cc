@@ -35,7 +35,7 @@ DecisionRecord Decided(int i, std::string resource = "") {
   r.principal = "Agent::\"a1\"";
   r.action = "Action::\"call_tool\"";
   r.resource = resource.empty() ? "Tool::\"t" + std::to_string(i) + "\"" : resource;
-  r.decision = Decision::kAllow;
+  r.decision = RecordedDecision::kAllow;
   r.determining_policies = {"p"};
   r.bundle_version = 1;
   return r;
