@@ -23,6 +23,8 @@
 #include "net/problem.h"
 #include "policy/cedar.h"
 #include "services/http_config.h"
+#include "services/policy/jobs.h"
+#include "services/policy/recorder.h"
 #include "services/policy/store.h"
 
 namespace govern::policy_service {
@@ -100,6 +102,16 @@ Status WriteDurably(const std::string& dir, const std::string& path, std::string
   return OkStatus();
 }
 
+// A Cedar uid as text (Agent::"a1") from the request's {"type", "id"} (or {"__entity": {...}}).
+std::string UidText(const json& u) {
+  const json& e = u.is_object() && u.contains("__entity") ? u["__entity"] : u;
+  if (!e.is_object() || !e.contains("type") || !e.contains("id") || !e["type"].is_string() ||
+      !e["id"].is_string()) {
+    return "";
+  }
+  return e["type"].get<std::string>() + "::" + e["id"].dump();
+}
+
 std::string Etag(const bundle::Bundle& b) { return "\"" + crypto::HexEncode(b.digest()) + "\""; }
 
 class PolicyAgent final : public services::Service {
@@ -138,6 +150,7 @@ class PolicyAgent final : public services::Service {
            .help = "How often the sidecar asks the server for a newer bundle (an unchanged one is a 304).",
            .min = 100,
            .max = 86'400'000});
+    DecisionRecorder::DeclareConfig(s);
     s.Add({.key = "policy.agent.listen",
            .type = Type::kString,
            .default_value = "127.0.0.1:7721",
@@ -194,14 +207,30 @@ class PolicyAgent final : public services::Service {
       return InvalidArgument("policy.agent.key (a fetch key) is required when policy.agent.server is set");
     }
 
+    // Every decision is recorded (docs/policy-decisions.md); in durable mode a decision waits for its
+    // sync, so those run on job threads rather than on an event loop.
+    auto recorder = DecisionRecorder::Open(cfg, ctx.data_dir);
+    if (!recorder.ok()) return recorder.status().WithContext("policy-agent");
+    recorder_ = std::move(*recorder);
+    if (recorder_->durable()) jobs_ = std::make_unique<JobQueue>(8, 10000);
+
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "policy.agent"));
     std::string sock = cfg.GetString("policy.agent.socket");
     if (sock.empty()) sock = ctx.data_dir + "/policy-agent.sock";
     if (sock != "off") sc.unix_socket = sock;
     socket_ = sc.unix_socket;
     net::Router router;
-    router.AddSync(net::Method::kPost, "/v1/decide", [this](net::Request& req) { return Decide(req); },
-                   {.max_body_bytes = 1 << 20, .name = "policy_decide"});
+    router.Add(net::Method::kPost, "/v1/decide",
+               [this](net::Request&& req, net::Responder r) {
+                 if (!jobs_) return r.Send(Decide(req));
+                 auto shared =
+                     std::make_shared<std::pair<net::Request, net::Responder>>(std::move(req), std::move(r));
+                 if (!jobs_->Post([this, shared] { shared->second.Send(Decide(shared->first)); })) {
+                   shared->second.Send(
+                       net::ProblemResponse(503, "too many decisions waiting; retry", shared->first.path));
+                 }
+               },
+               {.max_body_bytes = 1 << 20, .name = "policy_decide"});
     router.AddSync(net::Method::kGet, "/v1/status", [this](net::Request&) { return StatusResponse(); },
                    {.name = "policy_agent_status"});
     server_ = std::make_unique<net::Server>(std::move(sc), std::move(router));
@@ -241,8 +270,12 @@ class PolicyAgent final : public services::Service {
     cv_.notify_all();
     if (poller_.joinable()) poller_.join();
     if (server_) server_->Stop();
+    if (jobs_) jobs_->Stop();  // decisions still queued answer before the server goes
     server_.reset();
+    jobs_.reset();
     client_.reset();
+    if (recorder_) recorder_->Stop();  // syncs what is queued
+    recorder_.reset();
   }
 
  private:
@@ -367,15 +400,45 @@ class PolicyAgent final : public services::Service {
     thread_local policy::Outcome outcome;
     const Compiled& c = loaded->value;
     policy::Authorize(c.policies, c.entities, *request, &outcome);
-    decisions_.fetch_add(1, std::memory_order_relaxed);
+    std::vector<std::string> determining;
+    std::vector<std::string> erroring;
     json reason = json::array();
-    for (uint32_t i : outcome.reason) reason.push_back(c.names[i]);
+    for (uint32_t i : outcome.reason) {
+      reason.push_back(c.names[i]);
+      determining.push_back(c.names[i]);
+    }
     json errors = json::array();
-    for (const auto& [i, msg] : outcome.errors) errors.push_back({{"policy", c.names[i]}, {"message", msg}});
+    for (const auto& [i, msg] : outcome.errors) {
+      errors.push_back({{"policy", c.names[i]}, {"message", msg}});
+      erroring.push_back(c.names[i]);
+    }
+    // Recorded before it is answered; a decision that cannot be recorded is not given (fail closed).
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    std::string context = body.is_object() && body.contains("context") ? body["context"].dump() : "{}";
+    DecisionFacts f;
+    f.organisation = org_;
+    if (body.is_object()) {
+      f.principal = UidText(body["principal"]);
+      f.action = UidText(body["action"]);
+      f.resource = UidText(body["resource"]);
+    }
+    f.allow = outcome.decision == policy::Decision::kAllow;
+    f.determining = &determining;
+    f.erroring = &erroring;
+    f.bundle_version = loaded->bundle->version();
+    f.context_json = context;
+    auto id = recorder_->Record(f);
+    if (!id.ok()) {
+      record_failures_.fetch_add(1, std::memory_order_relaxed);
+      return net::ProblemResponse(503, "the decision could not be recorded: " + id.status().message(),
+                                  req.path);
+    }
+    decisions_.fetch_add(1, std::memory_order_relaxed);
     json out = {{"decision", policy::DecisionName(outcome.decision)},
                 {"reason", std::move(reason)},
                 {"errors", std::move(errors)},
-                {"bundle_version", loaded->bundle->version()}};
+                {"bundle_version", loaded->bundle->version()},
+                {"decision_id", *id}};
     return net::JsonResponse(out.dump());
   }
 
@@ -398,6 +461,8 @@ class PolicyAgent final : public services::Service {
     out["last_refusal"] = last_refusal_;
     out["offers"] = {{"accepted", st.accepted}, {"unchanged", st.unchanged}, {"refused", st.refused}};
     out["decisions"] = decisions_.load(std::memory_order_relaxed);
+    out["unrecorded"] = record_failures_.load(std::memory_order_relaxed);
+    out["recording"] = recorder_ ? json::parse(recorder_->StatsJson()) : json(nullptr);
     return net::JsonResponse(out.dump());
   }
 
@@ -415,6 +480,9 @@ class PolicyAgent final : public services::Service {
   std::unique_ptr<net::HttpClient> client_;
   std::thread poller_;
   std::atomic<uint64_t> decisions_{0};
+  std::atomic<uint64_t> record_failures_{0};
+  std::unique_ptr<DecisionRecorder> recorder_;
+  std::unique_ptr<JobQueue> jobs_;  // durable recording only
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -51,8 +51,8 @@ stop_server() {
   wait "$server_pid" || fail "govern serve policy exited $? on SIGTERM"
   server_pid=""
 }
-start_agent() {
-  GOVERN_POLICY_AGENT_KEY="$fetch" "$GOVERN" --data-dir "$adata" serve policy-agent \
+start_agent() {  # [extra govern flags...]
+  GOVERN_POLICY_AGENT_KEY="$fetch" "$GOVERN" --data-dir "$adata" serve policy-agent "$@" \
     --set policy.agent.server="http://127.0.0.1:$sport" --set policy.agent.org=acme \
     --set policy.agent.trust="$work/server.pub" --set policy.agent.poll_interval=200ms \
     --set policy.agent.listen=127.0.0.1:0 --set policy.agent.socket="$sock" \
@@ -121,6 +121,7 @@ out="$(decide_http docs)"
 [ "$(echo "$out" | jq -r .decision)" = allow ] || fail "docs over HTTP: $out"
 [ "$(echo "$out" | jq -r '.reason[0]')" = read-docs ] || fail "docs reason: $out"
 [ "$(echo "$out" | jq -r .bundle_version)" = 1 ] || fail "docs version: $out"
+[ "$(echo "$out" | jq -r .decision_id | wc -c)" = 37 ] || fail "no decision id: $out"
 out="$(decide_unix prod-db)"
 [ "$(echo "$out" | jq -r .decision)" = deny ] || fail "prod-db over the socket: $out"
 [ "$(echo "$out" | jq -r '.reason[0]')" = no-prod ] || fail "prod-db reason: $out"
@@ -134,6 +135,10 @@ out="$(decide_http docs)"
 [ "$(echo "$out" | jq -r .decision)" = deny ] || fail "docs after v2: $out"
 [ "$(echo "$out" | jq -r '.reason[0]')" = docs-off ] || fail "docs after v2 reason: $out"
 [ -s "$adata/policy-agent/bundle.tar.gz" ] || fail "no bundle kept on disk"
+# Every decision answered so far was recorded in the decision log (a WAL under the data directory).
+recorded="$(status | jq -r .recording.recorded)"
+[ "$recorded" = "$(status | jq -r .decisions)" ] && [ "$recorded" -ge 4 ] || fail "decisions not recorded: $(status)"
+ls "$adata/policy/decisions/"* >/dev/null 2>&1 || fail "no decision log under the data directory"
 
 # The server goes away: the agent keeps deciding from what it has, and says it cannot fetch.
 stop_server
@@ -141,14 +146,16 @@ sleep 1
 [ "$(decide_unix docs | jq -r .decision)" = deny ] || fail "deciding with the server down"
 [ "$(status | jq -r .last_fetch.result)" = error ] || fail "status does not show the failed fetch: $(status)"
 
-# Restarted with the server still down: decides from the bundle on disk.
+# Restarted with the server still down (and recording durably this time): decides from the bundle on disk.
 stop_agent
-start_agent
+start_agent --set policy.decisions.mode=durable
 [ "$(status | jq -r .bundle.version)" = 2 ] || fail "restart: $(status)"
 [ "$(status | jq -r .bundle.loaded_from)" = disk ] || fail "restart: not from disk: $(status)"
 out="$(decide_http docs)"
 [ "$(echo "$out" | jq -r .decision)" = deny ] && [ "$(echo "$out" | jq -r .bundle_version)" = 2 ] || fail "after restart: $out"
 [ "$(decide_unix prod-db | jq -r .decision)" = deny ] || fail "after restart over the socket"
+[ "$(status | jq -r .recording.mode)" = durable ] || fail "not recording durably: $(status)"
+[ "$(status | jq -r .recording.synced)" -ge 2 ] || fail "durable decisions not synced: $(status)"
 
 # The server comes back signing with a key the agent does not trust: version 3 is refused, 2 serves.
 "$GOVERN" policy keygen --out-private "$work/rogue.key" --out-public "$work/rogue.pub" >/dev/null 2>&1 || fail "keygen"
