@@ -9,11 +9,19 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/policy_schema_cmd.h"
 #include "policy/cases.h"
 #include "policy/cedar.h"
+#include "policy/limits.h"
 
 namespace govern::cli {
 namespace {
+
+// --limits for evaluate and test (kept here: policy_cmd.h belongs to the CLI's owner).
+std::string& LimitsFile() {
+  static std::string path;
+  return path;
+}
 
 Result<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -46,7 +54,8 @@ nlohmann::json ResponseJson(const policy::Response& r) {
 }  // namespace
 
 PolicyCommand::PolicyCommand(CLI::App& app) {
-  policy_ = app.add_subcommand("policy", "Cedar policies and signed bundles: validate, evaluate, test; keygen, sign, inspect, verify");
+  policy_ = app.add_subcommand(
+      "policy", "Cedar policies and signed bundles: validate, evaluate, test; keygen, sign, inspect, verify");
   policy_->require_subcommand(1);
   validate_ = policy_->add_subcommand(
       "validate", "Parse a policy file; print the first error as FILE:line:column: message (exit 2)");
@@ -55,20 +64,26 @@ PolicyCommand::PolicyCommand(CLI::App& app) {
       policy_->add_subcommand("evaluate", "Decide one request; print {decision, reason, errors} as JSON");
   evaluate_->add_option("--policies", policies_, "Cedar policy file")->required();
   evaluate_->add_option("--entities", entities_, "Cedar JSON entities file (an array)");
+  evaluate_->add_option("--limits", LimitsFile(),
+                        "limits.json: rate limits and budgets (docs/policy-extensions.md)");
   evaluate_
       ->add_option("--request", request_,
                    "JSON file: {\"principal\": {\"type\",\"id\"}, \"action\", \"resource\", \"context\"}")
       ->required();
   test_ = policy_->add_subcommand(
       "test",
-      "Run test cases: a JSON array of {\"name\", \"request\", \"decision\"} (optionally "
-      "\"reason\" and \"errors\" id lists); exit 1 if any fails");
+      "Run test cases: a JSON array of {\"name\", \"request\", \"decision\"} (allow, deny or "
+      "approval_required; optionally \"reason\" and \"errors\" id lists, a limit as \"limit:ID\"), run in "
+      "order so limits carry from case to case; exit 1 if any fails");
   test_->add_option("--policies", policies_, "Cedar policy file")->required();
   test_->add_option("--entities", entities_, "Cedar JSON entities file (an array)");
+  test_->add_option("--limits", LimitsFile(),
+                    "limits.json: rate limits and budgets (docs/policy-extensions.md)");
   test_->add_option("--cases", cases_, "Test case file")->required();
   eval_cases_ = policy_->add_subcommand(
       "eval-cases",
       "Read NDJSON decision cases on stdin, write one NDJSON result per line (differential testing)");
+  AddPolicySchemaOptions(validate_, evaluate_);  // --schema (policy_schema_cmd.h)
 }
 
 bool PolicyCommand::parsed() const {
@@ -97,12 +112,8 @@ int PolicyCommand::Validate() {
 
 namespace {
 
-struct Loaded {
-  policy::PolicySet policies;
-  policy::Entities entities;
-};
-
-Result<Loaded> Load(const std::string& policies_file, const std::string& entities_file) {
+// Policies, entities and limits decided together, as a bundle's files would be. Errors name the file.
+Result<policy::Decider> Load(const std::string& policies_file, const std::string& entities_file) {
   GOVERN_ASSIGN_OR_RETURN(std::string text, ReadFile(policies_file));
   auto set = policy::PolicySet::Parse(text);
   if (!set.ok()) return set.status().WithContext(policies_file);
@@ -113,7 +124,14 @@ Result<Loaded> Load(const std::string& policies_file, const std::string& entitie
     if (!e.ok()) return e.status().WithContext(entities_file);
     entities = std::move(*e);
   }
-  return Loaded{std::move(*set), std::move(entities)};
+  policy::Limits limits;
+  if (!LimitsFile().empty()) {
+    GOVERN_ASSIGN_OR_RETURN(std::string json, ReadFile(LimitsFile()));
+    auto l = policy::Limits::Parse(json);
+    if (!l.ok()) return l.status().WithContext(LimitsFile());
+    limits = std::move(*l);
+  }
+  return policy::Decider(std::move(*set), std::move(entities), std::move(limits));
 }
 
 }  // namespace
@@ -125,7 +143,7 @@ int PolicyCommand::Evaluate() {
   if (!text.ok()) return Bad("request", text.status());
   auto request = policy::Request::FromJson(*text);
   if (!request.ok()) return Bad(request_, request.status());
-  policy::Response r = policy::Authorize(loaded->policies, loaded->entities, *request);
+  policy::Response r = loaded->Decide(*request);
   std::printf("%s\n", ResponseJson(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }
@@ -153,7 +171,7 @@ int PolicyCommand::Test() {
     }
     auto request = policy::Request::FromJson(c["request"].dump());
     if (!request.ok()) return Bad(cases_, request.status().WithContext(name));
-    policy::Response r = policy::Authorize(loaded->policies, loaded->entities, *request);
+    policy::Response r = loaded->Decide(*request);
     nlohmann::json got = ResponseJson(r);
     std::string why;
     if (got["decision"] != c["decision"]) why += " decision " + got["decision"].get<std::string>();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "policy/cedar.h"
+#include "policy/limits.h"
 
 namespace {
 std::atomic<long> allocations{0};
@@ -59,6 +60,45 @@ TEST(AllocTest, AuthorizeAllocatesNothing) {
   for (int k = 0; k < 100; ++k) Authorize(*set, *ents, *req, &out);
   EXPECT_EQ(allocations.load() - before, 0);
   EXPECT_EQ(out.decision, Decision::kAllow);
+}
+
+// A reused RequestBuilder (typed setters or its context JSON reader) and a Decider with limits whose
+// counters exist: building the request and deciding allocate nothing.
+TEST(AllocTest, BuilderAndLimitsAllocateNothing) {
+  if (!GOVERN_COUNTS_ALLOCATIONS) GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
+  ManualClock clock;
+  LimitOptions options;
+  options.clock = &clock;
+  auto decider = Decider::FromFiles(
+      {{"policies.cedar",
+        R"(permit(principal, action == Action::"call_tool", resource) when { context.args.max_results <= 10 };)"},
+       {"limits.json", R"([{"id": "r", "rate": {"requests": 1000000, "per": "1s"}},
+                           {"id": "b", "budget": {"amount_from": "context.cost_cents", "limit": 1000000, "per": "24h"}}])"}},
+      options);
+  ASSERT_TRUE(decider.ok()) << decider.status().message();
+  RequestBuilder b;
+  Outcome out;
+  auto once = [&](int k) {
+    b.Reset().Principal("Agent", "a1").Action("Action", "call_tool").Resource("Tool", "search");
+    if (k % 2 == 0) {
+      b.Long("cost_cents", 1)
+          .BeginRecord("args")
+          .Long("max_results", 5)
+          .String("url", "https://example.com/a/b")
+          .End();
+      b.BeginSet("tags").String("", "x").String("", "y").End();
+    } else {
+      ASSERT_TRUE(b.ContextJson(R"({"args": {"max_results": 5, "url": "https://example.com/a/b"},
+                                    "cost_cents": 1, "tags": ["x", "y"], "q": "a \"quoted\" text"})")
+                      .ok());
+    }
+    decider->Decide(b, &out);
+    ASSERT_EQ(out.decision, Decision::kAllow);
+  };
+  for (int k = 0; k < 4; ++k) once(k);  // warms the pools and creates the counters
+  long before = allocations.load();
+  for (int k = 0; k < 100; ++k) once(k);
+  EXPECT_EQ(allocations.load() - before, 0);
 }
 
 }  // namespace

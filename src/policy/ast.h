@@ -114,6 +114,7 @@ struct CompiledPolicy {
   ScopeConstraint principal, action, resource;
   std::vector<Condition> conditions;
   std::vector<std::pair<std::string, std::string>> annotations;
+  bool requires_approval = false;  // a permit annotated @require_approval (docs/policy-extensions.md)
   uint32_t line = 0, col = 0;
 };
 
@@ -125,6 +126,7 @@ struct CompiledPolicySet {
   // Each list holds policy indices in increasing order.
   std::unordered_map<uint64_t, std::vector<uint32_t>> by_action;
   std::vector<uint32_t> any_action;
+  bool any_approval = false;  // some policy requires_approval
   void BuildIndex();
 };
 

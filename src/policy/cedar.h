@@ -6,10 +6,15 @@
 // Cedar's rules: default deny; any satisfied forbid denies; otherwise any satisfied permit allows; a
 // policy whose condition raises an error is skipped and reported among the errors.
 //
+// Beyond Cedar (docs/policy-extensions.md): a satisfied permit annotated `@require_approval` makes the
+// decision approval_required instead of allow (forbid still wins); without such a policy the decision
+// is exactly Cedar's. Rate limits and budgets are in limits.h (Limits, Decider).
+//
 // Thread-safety: PolicySet, Entities and Request are immutable values that share their compiled
 // state; copying one is cheap (a reference count), and any number of threads may call Authorize on
-// the same objects at once. Authorize itself allocates nothing on its usual path when given a reused
-// Outcome (computed set/record literals and error messages are the exceptions).
+// the same objects at once. A RequestBuilder is one thread's reusable scratch (not shared). Authorize itself
+// allocates nothing on its usual path when given a reused Outcome (computed set/record literals and error
+// messages are the exceptions).
 #pragma once
 
 #include <cstdint>
@@ -27,10 +32,15 @@ struct CompiledPolicySet;
 class EntityStore;
 struct RequestData;
 
-// The outcome of a decision. Not a bool: a later change adds an outcome that asks a human.
-enum class Decision : uint8_t { kDeny = 0, kAllow = 1 };
+// The outcome of a decision. kApprovalRequired: allowed once a human approves (the determining
+// policies are the satisfied `@require_approval` permits).
+enum class Decision : uint8_t { kDeny = 0, kAllow = 1, kApprovalRequired = 2 };
 
-const char* DecisionName(Decision d);  // "allow" / "deny"
+const char* DecisionName(Decision d);  // "allow" / "deny" / "approval_required"
+
+// The annotation that marks a permit as needing a human's approval: `@require_approval` or
+// `@require_approval("note for the approver")`.
+inline constexpr std::string_view kRequireApprovalAnnotation = "require_approval";
 
 // An entity uid as given by callers: type ("Agent", "Acme::Team") and id.
 struct EntityRef {
@@ -51,6 +61,9 @@ class PolicySet {
   bool is_forbid(size_t index) const;
   // The policy's annotations (@key("value"); a bare @key has an empty value), in text order.
   const std::vector<std::pair<std::string, std::string>>& annotations(size_t index) const;
+
+  // The policy is a permit annotated @require_approval.
+  bool requires_approval(size_t index) const;
 
   const CompiledPolicySet& compiled() const { return *impl_; }
 
@@ -93,19 +106,85 @@ class Request {
   const RequestData& data() const { return *impl_; }
 
  private:
+  friend class RequestBuilder;
   std::shared_ptr<const RequestData> impl_;
+};
+
+// Builds requests without a JSON document, reusing its storage from one request to the next: after
+// the first few calls, setting the uids and a context of a few arguments allocates nothing. Use one
+// per thread (not thread-safe); Authorize reads it directly, Build() makes an immutable Request.
+//
+//   RequestBuilder b;                                     // once per thread
+//   b.Reset().Principal("Agent", "a1").Action("Action", "call_tool").Resource("Tool", "search");
+//   b.Long("cost_cents", 3).BeginRecord("args").String("query", q).Long("max_results", 5).End();
+//   if (!b.status().ok()) ...;                            // a bad type name, a duplicate key
+//   Authorize(policies, entities, b, &outcome);
+//
+// Context setters add to the record or set opened last (the context record at the top); inside a set
+// the key is ignored (pass ""). Records keep one value per key: a second value for a key is an error.
+class RequestBuilder {
+ public:
+  RequestBuilder();
+  ~RequestBuilder();
+  RequestBuilder(RequestBuilder&&) noexcept;
+  RequestBuilder& operator=(RequestBuilder&&) noexcept;
+
+  // Empties the context and clears the status; the principal, action and resource stay as set.
+  RequestBuilder& Reset();
+  // Entity uids. Setting the same uid again is nearly free (compared, not rebuilt).
+  RequestBuilder& Principal(std::string_view type, std::string_view id);
+  RequestBuilder& Action(std::string_view type, std::string_view id);
+  RequestBuilder& Resource(std::string_view type, std::string_view id);
+
+  RequestBuilder& String(std::string_view key, std::string_view value);
+  RequestBuilder& Long(std::string_view key, int64_t value);
+  RequestBuilder& Bool(std::string_view key, bool value);
+  RequestBuilder& Entity(std::string_view key, std::string_view type, std::string_view id);
+  RequestBuilder& BeginRecord(std::string_view key);
+  RequestBuilder& BeginSet(std::string_view key);
+  RequestBuilder& End();  // closes the record or set opened last
+
+  // Replaces the context with a JSON object, with exactly Request::Make's meaning and errors. Plain
+  // objects, arrays, strings, integers and booleans are read by a small parser straight into the
+  // builder's storage; anything else (escapes such as __entity/__extn, \u escapes, non-ASCII text,
+  // fractions, duplicate keys, errors) goes through the general JSON path.
+  Status ContextJson(std::string_view json);
+
+  // The first problem since Reset (ok if none): a bad type name, a duplicate key, a record or set left
+  // open, a uid never set. Authorize on a builder whose status is not ok denies.
+  Status status() const;
+  // An immutable copy (allocates), e.g. to keep or hand to another thread.
+  Result<Request> Build() const;
+
+  const RequestData& data() const;
+
+  struct State;  // internal (request_builder.cc)
+
+ private:
+  std::unique_ptr<State> s_;
 };
 
 // The fast-path result: indices into the PolicySet. Reuse one per thread to avoid allocation.
 // Error messages are ours (the reference's wording is not reproduced); which policies err is the same.
 struct Outcome {
+  static constexpr int32_t kNoLimit = -1;
   Decision decision = Decision::kDeny;
-  std::vector<uint32_t> reason;  // policies that determined the decision (satisfied forbids, else permits)
+  // Policies that determined the decision: satisfied forbids; else the satisfied @require_approval
+  // permits if any; else the satisfied permits. Empty when a limit denied.
+  std::vector<uint32_t> reason;
   std::vector<std::pair<uint32_t, std::string>> errors;  // policies skipped because evaluation failed
+  // The limit (index into Limits) that turned an allow or approval into a deny, or kNoLimit.
+  int32_t limit = kNoLimit;
+  // Why a limit could not be applied (e.g. the budget's amount is missing); empty otherwise.
+  std::string limit_error;
 };
 
 // Decides `request`. Clears and fills `out`; indices are in increasing order.
 void Authorize(const PolicySet& policies, const Entities& entities, const Request& request, Outcome* out);
+void Authorize(const PolicySet& policies, const Entities& entities, const RequestBuilder& request,
+               Outcome* out);
+// The same from the internal form (Request::data() or RequestBuilder::data()).
+void Authorize(const PolicySet& policies, const Entities& entities, const RequestData& request, Outcome* out);
 
 struct PolicyError {
   std::string policy_id;
@@ -115,8 +194,8 @@ struct PolicyError {
 // The convenient result: policy ids, sorted as strings (the reference's order for comparison).
 struct Response {
   Decision decision = Decision::kDeny;
-  std::vector<std::string> reason;
-  std::vector<PolicyError> errors;
+  std::vector<std::string> reason;  // policy ids, or "limit:<id>" when a limit denied
+  std::vector<PolicyError> errors;  // a limit's problem has the policy_id "limit:<id>"
 };
 
 Response Authorize(const PolicySet& policies, const Entities& entities, const Request& request);

@@ -534,14 +534,42 @@ void EvalPolicy(const CompiledPolicySet& set, uint32_t index, Ctx& c, Outcome* o
 
 }  // namespace
 
-const char* DecisionName(Decision d) { return d == Decision::kAllow ? "allow" : "deny"; }
+const char* DecisionName(Decision d) {
+  switch (d) {
+    case Decision::kAllow:
+      return "allow";
+    case Decision::kApprovalRequired:
+      return "approval_required";
+    case Decision::kDeny:
+      break;
+  }
+  return "deny";
+}
 
 void Authorize(const PolicySet& policies, const Entities& entities, const Request& request, Outcome* out) {
+  Authorize(policies, entities, request.data(), out);
+}
+
+void Authorize(const PolicySet& policies, const Entities& entities, const RequestBuilder& request,
+               Outcome* out) {
+  if (!request.status().ok()) {
+    out->reason.clear();
+    out->errors.clear();
+    out->limit = Outcome::kNoLimit;
+    out->limit_error.clear();
+    out->decision = Decision::kDeny;
+    return;
+  }
+  Authorize(policies, entities, request.data(), out);
+}
+
+void Authorize(const PolicySet& policies, const Entities& entities, const RequestData& r, Outcome* out) {
   const CompiledPolicySet& set = policies.compiled();
   const EntityStore& store = entities.store();
-  const RequestData& r = request.data();
   out->reason.clear();
   out->errors.clear();
+  out->limit = Outcome::kNoLimit;
+  out->limit_error.clear();
   Arena scratch;  // empty unless a policy builds a set or record at run time
   Ctx c{&store, &r, {}, {}, &scratch, {}};
   c.vars[0] = Value::Entity(r.principal);
@@ -569,6 +597,18 @@ void Authorize(const PolicySet& policies, const Entities& entities, const Reques
   std::sort(out->errors.begin(), out->errors.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   out->decision = (!any_forbid && w > 0) ? Decision::kAllow : Decision::kDeny;
+  if (set.any_approval && out->decision == Decision::kAllow) {
+    // Approval wins over an unmarked permit (docs/policy-extensions.md): an organisation-wide
+    // "needs approval" is not bypassed by a broad permit. The marked permits are then the reason.
+    size_t m = 0;
+    for (uint32_t k : out->reason) {
+      if (set.policies[k].requires_approval) out->reason[m++] = k;
+    }
+    if (m > 0) {
+      out->reason.resize(m);
+      out->decision = Decision::kApprovalRequired;
+    }
+  }
 }
 
 Response Authorize(const PolicySet& policies, const Entities& entities, const Request& request) {
@@ -597,6 +637,7 @@ Result<PolicySet> PolicySet::Parse(std::string_view text) {
 size_t PolicySet::size() const { return impl_->policies.size(); }
 const std::string& PolicySet::id(size_t index) const { return impl_->policies[index].id; }
 bool PolicySet::is_forbid(size_t index) const { return impl_->policies[index].forbid; }
+bool PolicySet::requires_approval(size_t index) const { return impl_->policies[index].requires_approval; }
 const std::vector<std::pair<std::string, std::string>>& PolicySet::annotations(size_t index) const {
   return impl_->policies[index].annotations;
 }

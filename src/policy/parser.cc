@@ -1260,7 +1260,16 @@ bool LookupExtension(std::string_view name, ExtFn* fn, uint8_t* args) {
 void CompiledPolicySet::BuildIndex() {
   by_action.clear();
   any_action.clear();
+  any_approval = false;
   for (uint32_t k = 0; k < policies.size(); ++k) {
+    CompiledPolicy& p = policies[k];
+    p.requires_approval = false;
+    if (!p.forbid) {
+      for (const auto& [key, value] : p.annotations) {
+        if (key == "require_approval") p.requires_approval = true;
+      }
+    }
+    any_approval = any_approval || p.requires_approval;
     const ScopeConstraint& a = policies[k].action;
     if (a.kind == ScopeConstraint::kEq) {
       by_action[a.uid->hash].push_back(k);

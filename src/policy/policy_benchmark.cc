@@ -1,14 +1,17 @@
 // Benchmarks of Cedar decisions on a realistic organisation: 3 organisation-wide guardrail forbids and
 // 12 agent permits with conditions on the tool call's arguments, an entity graph of 300 agents in 20
 // teams, 100 tools in 3 tool sets, and an admins group. The policy set and entities are loaded once;
-// BM_Authorize* time Authorize alone (the hot path). Run: scripts/bench or
+// BM_Authorize* time Authorize alone (the hot path); BM_*AndAuthorize add building the request (JSON
+// or RequestBuilder); BM_DecideWithLimits* add the limits' counters. Run: scripts/bench or
 //   build/release/src/policy/policy_benchmark --benchmark_filter=Authorize
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "policy/cedar.h"
+#include "policy/limits.h"
 
 namespace govern::policy {
 namespace {
@@ -137,6 +140,137 @@ void BM_RequestMake(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RequestMake);
+
+constexpr const char* kContext =
+    R"({"args": {"max_results": 5, "url": "https://example.com"}, "cost_cents": 1})";
+
+// What a caller pays per decision when each call builds its request: the JSON way...
+void BM_RequestMakeAndAuthorize(benchmark::State& state) {
+  const Org& org = TheOrg();
+  Outcome out;
+  int i = 0;
+  for (auto _ : state) {
+    auto r = Request::Make({"Agent", "a" + std::to_string(i)}, {"Action", "call_tool"},
+                           {"Tool", "tool" + std::to_string(i % 3)}, kContext);
+    Authorize(org.policies, org.entities, *r, &out);
+    benchmark::DoNotOptimize(out.decision);
+    if (++i == 12) i = 0;
+  }
+  if (out.decision != Decision::kAllow) state.SkipWithError("expected allow");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RequestMakeAndAuthorize);
+
+// ...and with a reused RequestBuilder: typed setters, then its context JSON reader. The agent and tool
+// names are prepared outside the loop in all three (a caller has them as strings already).
+struct Names {
+  std::vector<std::string> agents, tools;
+  Names() {
+    for (int i = 0; i < 12; ++i) {
+      agents.push_back("a" + std::to_string(i));
+      tools.push_back("tool" + std::to_string(i % 3));
+    }
+  }
+};
+
+void BM_BuilderTypedAndAuthorize(benchmark::State& state) {
+  const Org& org = TheOrg();
+  Names n;
+  RequestBuilder b;
+  Outcome out;
+  int i = 0;
+  for (auto _ : state) {
+    b.Reset().Principal("Agent", n.agents[i]).Action("Action", "call_tool").Resource("Tool", n.tools[i]);
+    b.Long("cost_cents", 1)
+        .BeginRecord("args")
+        .Long("max_results", 5)
+        .String("url", "https://example.com")
+        .End();
+    Authorize(org.policies, org.entities, b, &out);
+    benchmark::DoNotOptimize(out.decision);
+    if (++i == 12) i = 0;
+  }
+  if (out.decision != Decision::kAllow) state.SkipWithError("expected allow");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BuilderTypedAndAuthorize);
+
+void BM_BuilderJsonAndAuthorize(benchmark::State& state) {
+  const Org& org = TheOrg();
+  Names n;
+  RequestBuilder b;
+  Outcome out;
+  int i = 0;
+  for (auto _ : state) {
+    b.Principal("Agent", n.agents[i]).Action("Action", "call_tool").Resource("Tool", n.tools[i]);
+    if (!b.ContextJson(kContext).ok()) state.SkipWithError("context");
+    Authorize(org.policies, org.entities, b, &out);
+    benchmark::DoNotOptimize(out.decision);
+    if (++i == 12) i = 0;
+  }
+  if (out.decision != Decision::kAllow) state.SkipWithError("expected allow");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BuilderJsonAndAuthorize);
+
+// Decider: Cedar, approval, then a per-agent rate and a team budget (both large enough never to deny
+// here, so every iteration takes from two counters). Threads share the Decider and its counters.
+const Decider& TheDecider() {
+  static const Decider* d = [] {
+    std::string limits =
+        R"([{"id": "rate", "action": "Action::\"call_tool\"", "rate": {"requests": 1000000000, "per": "1s"}},
+      {"id": "spend", "principal_in": "Organisation::\"acme\"",
+       "budget": {"amount_from": "context.cost_cents", "limit": 9000000000000000, "per": "24h"}}])";
+    auto r = Decider::FromFiles(
+        {{"policies.cedar", OrgPolicies()}, {"entities.json", OrgEntities()}, {"limits.json", limits}});
+    if (!r.ok()) std::abort();
+    return new Decider(std::move(*r));
+  }();
+  return *d;
+}
+
+void BM_DecideWithLimits(benchmark::State& state) {
+  const Decider& d = TheDecider();
+  Names n;
+  RequestBuilder b;
+  Outcome out;
+  int i = state.thread_index() % 12;
+  for (auto _ : state) {
+    b.Reset().Principal("Agent", n.agents[i]).Action("Action", "call_tool").Resource("Tool", n.tools[i]);
+    b.Long("cost_cents", 1)
+        .BeginRecord("args")
+        .Long("max_results", 5)
+        .String("url", "https://example.com")
+        .End();
+    d.Decide(b, &out);
+    benchmark::DoNotOptimize(out.decision);
+    if (++i == 12) i = 0;
+  }
+  if (out.decision != Decision::kAllow) state.SkipWithError("expected allow");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DecideWithLimits)->Threads(1)->Threads(2);
+
+// The same principal from every thread: the counters' shard lock is contended.
+void BM_DecideWithLimitsOnePrincipal(benchmark::State& state) {
+  const Decider& d = TheDecider();
+  RequestBuilder b;
+  Outcome out;
+  b.Principal("Agent", "a1").Action("Action", "call_tool").Resource("Tool", "tool1");
+  for (auto _ : state) {
+    b.Reset()
+        .Long("cost_cents", 1)
+        .BeginRecord("args")
+        .Long("max_results", 5)
+        .String("url", "https://example.com")
+        .End();
+    d.Decide(b, &out);
+    benchmark::DoNotOptimize(out.decision);
+  }
+  if (out.decision != Decision::kAllow) state.SkipWithError("expected allow");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DecideWithLimitsOnePrincipal)->Threads(1)->Threads(2);
 
 void BM_ParsePolicies(benchmark::State& state) {
   std::string text = OrgPolicies();

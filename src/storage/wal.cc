@@ -2,8 +2,11 @@
 //
 // Shape of the write path: an appender checksums its payload, takes the queue lock, gets its sequence,
 // copies header and payload once into the pending group buffer, and leaves. The sync thread swaps the
-// pending buffer out, writes it with one pwrite (more only when it crosses a segment boundary), calls
-// fdatasync once, publishes the new durable sequence and wakes the waiters with one futex broadcast.
+// pending buffer out and writes it with one pwrite (more only when it crosses a segment boundary) as
+// soon as it can, whatever its durability. If the group holds a kSync record (or a sync is due or
+// asked for) it calls fdatasync once, publishes the new durable sequence and wakes the waiters with
+// one futex broadcast. Otherwise the group joins the written-but-unsynced records, which one
+// fdatasync covers once the oldest of them has waited buffered_interval.
 #include "storage/wal.h"
 
 #include <fcntl.h>
@@ -29,6 +32,11 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 constexpr std::string_view kComponent = "wal";
 constexpr size_t kReadChunk = 256 << 10;
+// Buffered records are written at most once per this gap (and at once when the last such write is
+// older): without it, under a steady stream every append would wake the sync thread for a write of its
+// own, costing the appender a futex wake and both sides the queue lock, with no durability gained (a
+// buffered write is no sync). 50 us bounds the extra time a buffered record spends only in memory.
+constexpr auto kBufferedWriteGap = std::chrono::microseconds(50);
 
 struct Completion {
   uint64_t first_seq;
@@ -58,6 +66,7 @@ struct Segment {
   uint64_t first = 0;
   uint64_t end = 0;  // file offset after the last record
   bool preallocated = false;
+  bool dirty = false;  // holds written records not yet fdatasync'd
 };
 
 // The appenders' sleep. std::atomic::wait spins with sched_yield first, which with hundreds of waiters
@@ -116,7 +125,9 @@ struct Log::Impl {
   Group pending;
   uint64_t next_seq = 1;
   bool sync_idle = false;
-  uint64_t gather_target = 0;  // while the sync thread gathers: wake it when pending holds this many
+  bool sync_requested = false;  // Flush: sync what is written even though no sync is due
+  bool write_hold = false;      // the sync thread waits out kBufferedWriteGap before a buffered write
+  uint64_t gather_target = 0;   // while the sync thread gathers: wake it when pending holds this many
   bool stop = false;
   Status poison;  // set once by a failed fdatasync; then every append fails
   uint64_t epoch = 0;
@@ -126,8 +137,12 @@ struct Log::Impl {
   // Published by the sync thread; appenders wait on a futex word and then read these. Group g wakes
   // wake[g % 2] only: appenders queued for the next group sleep on through it.
   std::atomic<uint64_t> durable{0};
+  std::atomic<uint64_t> written{0};  // last record written to the file (>= durable)
   std::atomic<uint64_t> epoch_now{0};
   std::atomic<uint32_t> wake[2] = {0, 0};
+  // WaitWritten callers sleep on this word; the sync thread bumps it only while there are some.
+  std::atomic<uint32_t> written_wake{0};
+  std::atomic<int> written_waiters{0};
   uint64_t pending_gen = 0;  // number of the group `pending` becomes (guarded by mu)
 
   // Tailing readers wait here.
@@ -141,6 +156,7 @@ struct Log::Impl {
   std::map<std::string, uint64_t, std::less<>> cursors;
 
   std::atomic<uint64_t> stat_groups{0};
+  std::atomic<uint64_t> stat_writes{0};
   std::atomic<uint64_t> stat_records{0};
 
   std::thread sync_thread;
@@ -164,8 +180,9 @@ struct Log::Impl {
   };
   Result<Ticket> Enqueue(std::span<const std::string_view> records, Durability durability, Callback* done);
   Status WaitDurable(const Ticket& t);
+  Status WaitWritten(const Ticket& t);
   void SyncLoop();
-  Status WriteGroup(Group& g, bool* fatal, bool* rotated);
+  Status WriteGroup(Group& g, bool sync, bool* fatal, bool* rotated);
   uint64_t WaitTail(uint64_t seq, std::chrono::milliseconds wait);
 };
 
@@ -233,6 +250,7 @@ Status Log::Impl::Recover() {
     first_seq = 1;
     next_seq = 1;
     durable = 0;
+    written = 0;
     return OkStatus();
   }
 
@@ -341,6 +359,7 @@ Status Log::Impl::Recover() {
   first_seq = firsts.front();
   next_seq = act.first + act_scan.count;
   durable = next_seq - 1;
+  written = next_seq - 1;
   return OkStatus();
 }
 
@@ -438,7 +457,8 @@ Result<Log::Impl::Ticket> Log::Impl::Enqueue(std::span<const std::string_view> r
   if (done != nullptr) pending.callbacks.push_back({t.first_seq, std::move(*done)});
   bool urgent = durability == Durability::kSync;
   pending.urgent = pending.urgent || urgent;
-  bool notify = sync_idle && (urgent || was_empty);
+  // While the sync thread holds buffered records back for company (write_hold) its timer wakes it.
+  bool notify = sync_idle && (urgent || (was_empty && !write_hold));
   if (gather_target != 0 && pending.last_seq - pending.first_seq + 1 >= gather_target) {
     gather_target = 0;
     notify = true;
@@ -467,25 +487,74 @@ Status Log::Impl::WaitDurable(const Ticket& t) {
   }
 }
 
+Status Log::Impl::WaitWritten(const Ticket& t) {
+  written_waiters.fetch_add(1, std::memory_order_seq_cst);
+  Status result;
+  for (;;) {
+    uint32_t w = written_wake.load(std::memory_order_seq_cst);
+    uint64_t e = epoch_now.load(std::memory_order_seq_cst);
+    if (e == t.epoch) {
+      uint64_t wr = written.load(std::memory_order_seq_cst);
+      // Re-read the epoch: a written value from a later epoch could belong to reused sequences.
+      if (wr >= t.last_seq && epoch_now.load(std::memory_order_seq_cst) == t.epoch) break;
+    } else {
+      std::lock_guard lk(mu);
+      const auto& [end, st] = epoch_end[t.epoch];
+      if (end < t.last_seq) result = st;
+      break;
+    }
+    FutexWait(&written_wake, w);
+  }
+  written_waiters.fetch_sub(1, std::memory_order_seq_cst);
+  return result;
+}
+
 void Log::Impl::SyncLoop() {
   Group inflight;
+  // Written to the active segment but not yet fdatasync'd (owned by this thread): records
+  // [u_first, u_last] of groups [u_first_gen, u_last_gen]; u_first == 0 when none.
+  uint64_t u_first = 0, u_last = 0, u_first_gen = 0, u_last_gen = 0;
+  SteadyClock::time_point u_oldest;  // when the oldest of them was queued
+  std::vector<Completion> u_callbacks;
   std::vector<Completion> failed_queued;
-  uint64_t last_count = 0;             // records in the last group synced
-  SteadyClock::duration last_write{};  // how long its write + fdatasync took
+  SteadyClock::time_point last_buffered_write;  // start of the last write not followed by a sync
+  uint64_t last_count = 0;                      // records the last sync made durable
+  SteadyClock::duration last_write{};           // how long its write + fdatasync took
   const auto max_gather = std::chrono::microseconds(1000);
   std::unique_lock lk(mu);
   for (;;) {
-    // Wait for a group that is due: an urgent record, a buffered one past its interval, or closing.
+    // Wait for work: anything queued is written at once (buffered records at most once per
+    // kBufferedWriteGap); what is written is synced once the oldest of it has waited buffered_interval,
+    // or when a kSync record, a Flush or the close asks.
     for (;;) {
       if (!pending.empty()) {
-        if (pending.urgent || stop) break;
-        auto due = pending.oldest + opt.buffered_interval;
+        if (pending.urgent || stop || sync_requested) break;
+        auto write_at =
+            last_buffered_write + std::min<SteadyClock::duration>(kBufferedWriteGap, opt.buffered_interval);
+        auto now = SteadyClock::now();
+        if (now >= write_at) break;
+        if (u_first != 0) {
+          auto due = u_oldest + opt.buffered_interval;
+          if (now >= due) break;
+          write_at = std::min(write_at, due);
+        }
+        sync_idle = true;
+        write_hold = true;
+        work_cv.wait_until(lk, write_at);
+        write_hold = false;
+        sync_idle = false;
+        continue;
+      }
+      if (u_first != 0) {
+        if (sync_requested || stop) break;
+        auto due = u_oldest + opt.buffered_interval;
         if (SteadyClock::now() >= due) break;
         sync_idle = true;
         work_cv.wait_until(lk, due);
         sync_idle = false;
         continue;
       }
+      sync_requested = false;  // nothing written is unsynced
       if (stop) return;
       sync_idle = true;
       work_cv.wait(lk);
@@ -504,58 +573,127 @@ void Log::Impl::SyncLoop() {
         gather_target = 0;
       }
     }
-    std::swap(pending, inflight);
-    const uint64_t gen = pending_gen++;
-    if (space_waiters > 0) space_cv.notify_all();
+    const bool write = !pending.empty();
+    uint64_t gen = pending_gen - 1;  // the last group written
+    if (write) {
+      std::swap(pending, inflight);
+      gen = pending_gen++;
+      if (space_waiters > 0) space_cv.notify_all();
+    }
+    const bool forced = sync_requested || stop;
+    sync_requested = false;
     Status st = poison;
     lk.unlock();
 
     bool fatal = false;
     bool rotated = false;
+    bool sync = true;
     auto write_start = SteadyClock::now();
-    if (st.ok()) st = WriteGroup(inflight, &fatal, &rotated);
-    last_write = SteadyClock::now() - write_start;
-    last_count = st.ok() ? inflight.last_seq - inflight.first_seq + 1 : 0;
+    if (st.ok() && write) {
+      auto oldest = u_first != 0 ? u_oldest : inflight.oldest;
+      sync = forced || inflight.urgent || write_start >= oldest + opt.buffered_interval;
+      st = WriteGroup(inflight, sync, &fatal, &rotated);
+    } else if (st.ok()) {
+      st = fs->Fdatasync(active.fd);
+      if (st.ok()) {
+        active.dirty = false;
+      } else {
+        fatal = true;
+        st = st.WithContext("wal: append");
+      }
+    }
+    if (!st.ok() && !fatal && u_first != 0) {
+      // The failed group is cut off, but the records written before it are whole in the file: sync
+      // them now, so their appends complete before the failure ends this epoch.
+      Status s2 = fs->Fdatasync(active.fd);
+      if (s2.ok()) {
+        active.dirty = false;
+      } else {
+        fatal = true;
+        st = s2.WithContext("wal: sync before failing a group (" + st.message() + ")");
+      }
+    }
+    if (st.ok() && write) {
+      if (u_first == 0) {
+        u_first = inflight.first_seq;
+        u_first_gen = gen;
+        u_oldest = inflight.oldest;
+        std::swap(u_callbacks, inflight.callbacks);  // inflight's vector (empty) keeps a capacity
+      } else {
+        for (Completion& c : inflight.callbacks) u_callbacks.push_back(std::move(c));
+      }
+      u_last = inflight.last_seq;
+      u_last_gen = gen;
+    }
+    if (sync && st.ok()) last_write = SteadyClock::now() - write_start;
+    if (!sync && st.ok()) last_buffered_write = write_start;
 
+    // What this round settles: [u_first, u_last] is now durable (ok), or failed with st.
+    bool settle = u_first != 0 && (st.ok() ? sync : true);
+    bool u_ok = settle && (st.ok() || !fatal);
     lk.lock();
-    if (st.ok()) {
-      durable.store(inflight.last_seq, std::memory_order_seq_cst);
+    if (st.ok() && write) written.store(inflight.last_seq, std::memory_order_seq_cst);
+    if (u_ok) {
+      durable.store(u_last, std::memory_order_seq_cst);
       stat_groups.fetch_add(1, std::memory_order_relaxed);
-      stat_records.fetch_add(inflight.last_seq - inflight.first_seq + 1, std::memory_order_relaxed);
-    } else {
+      stat_records.fetch_add(u_last - u_first + 1, std::memory_order_relaxed);
+      last_count = u_last - u_first + 1;
+    }
+    if (st.ok() && write) stat_writes.fetch_add(1, std::memory_order_relaxed);
+    if (!st.ok()) {
       if (fatal && poison.ok()) {
         poison = FailedPrecondition("wal: log stopped after a failed sync (" + st.message() +
                                     "); the page cache state is unknown, reopen the log");
         log::Error(kComponent, "sync failed; log refuses appends until reopened", {{"error", st.ToString()}});
       }
-      // Everything queued behind the failed group had sequences after it; fail it too and hand the
+      last_count = 0;
+      // Everything queued behind the failure had sequences after it; fail it too and hand the
       // sequences back, so they stay dense.
+      written.store(durable.load(), std::memory_order_seq_cst);
       epoch_end.emplace_back(durable.load(), st);
       ++epoch;
       epoch_now.store(epoch, std::memory_order_seq_cst);
-      next_seq = inflight.first_seq;
+      next_seq = durable.load() + 1;
       failed_queued = std::move(pending.callbacks);
       pending.Reset();
       if (space_waiters > 0) space_cv.notify_all();
     }
     lk.unlock();
 
-    // A failure also fails the queued group, whose waiters sleep on the other word.
-    for (int k = 0; k < (st.ok() ? 1 : 2); ++k) {
-      std::atomic<uint32_t>& word = wake[(gen + static_cast<uint64_t>(k)) & 1];
-      word.fetch_add(1, std::memory_order_seq_cst);
-      FutexWakeAll(&word);
-    }
-    if (tail_waiters.load(std::memory_order_seq_cst) > 0) {
-      std::lock_guard tl(tail_mu);
-      tail_cv.notify_all();
-    }
-    for (Completion& c : inflight.callbacks) {
-      if (st.ok()) {
-        c.done(c.first_seq);
-      } else {
-        c.done(st);
+    // Wake the blocking appenders of the groups settled: group g sleeps on wake[g % 2]. A failure also
+    // fails the queued group, whose waiters sleep on the other word.
+    if (settle || !st.ok()) {
+      uint64_t first_gen = settle ? u_first_gen : gen;
+      uint64_t last_gen = settle ? u_last_gen : gen;
+      if (!st.ok() && write) last_gen = std::max(last_gen, gen);
+      int words = (!st.ok() || last_gen > first_gen) ? 2 : 1;
+      for (int k = 0; k < words; ++k) {
+        std::atomic<uint32_t>& word = wake[(first_gen + static_cast<uint64_t>(k)) & 1];
+        word.fetch_add(1, std::memory_order_seq_cst);
+        FutexWakeAll(&word);
       }
+      if (u_ok && tail_waiters.load(std::memory_order_seq_cst) > 0) {
+        std::lock_guard tl(tail_mu);
+        tail_cv.notify_all();
+      }
+    }
+    if ((write || !st.ok()) && written_waiters.load(std::memory_order_seq_cst) > 0) {
+      written_wake.fetch_add(1, std::memory_order_seq_cst);
+      FutexWakeAll(&written_wake);
+    }
+    if (settle) {
+      for (Completion& c : u_callbacks) {
+        if (u_ok) {
+          c.done(c.first_seq);
+        } else {
+          c.done(st);
+        }
+      }
+      u_callbacks.clear();
+      u_first = 0;
+    }
+    if (!st.ok() && write) {
+      for (Completion& c : inflight.callbacks) c.done(st);  // the failed group (never joined u_)
     }
     for (Completion& c : failed_queued) c.done(st);
     failed_queued.clear();
@@ -568,9 +706,11 @@ void Log::Impl::SyncLoop() {
   }
 }
 
-// Writes one group and syncs it. All or nothing: on error every byte of the group is cut back off, so
-// no record of it is acknowledged (fatal is set when even that cannot be guaranteed).
-Status Log::Impl::WriteGroup(Group& g, bool* fatal, bool* rotated) {
+// Writes one group, and syncs it when `sync` (a segment it fills is synced either way, before anything
+// is written to the next). All or nothing: on error every byte of the group is cut back off, so no
+// record of it is acknowledged (fatal is set when even that cannot be guaranteed). Records written
+// before the group stay whole in the file.
+Status Log::Impl::WriteGroup(Group& g, bool sync, bool* fatal, bool* rotated) {
   const std::string& b = g.bytes;
   const size_t n = b.size();
   struct Piece {
@@ -637,7 +777,17 @@ Status Log::Impl::WriteGroup(Group& g, bool* fatal, bool* rotated) {
   }
 
   // Write each piece; sync a segment before writing to the next, so a sealed segment is whole on disk
-  // before any record after it can be.
+  // before any record after it can be. That includes earlier groups written to the active segment
+  // but not yet synced, when this group starts in a new segment.
+  if (npieces > 0 && piece(0).seg != 0 && active.dirty) {
+    Status st = fs->Fdatasync(active.fd);
+    if (!st.ok()) {
+      *fatal = true;
+      drop_created();
+      return st.WithContext("wal: append");
+    }
+    active.dirty = false;
+  }
   for (size_t i = 0; i < npieces; ++i) {
     Piece& p = piece(i);
     Segment& s = seg_of(p.seg);
@@ -650,6 +800,7 @@ Status Log::Impl::WriteGroup(Group& g, bool* fatal, bool* rotated) {
       drop_created();
       Status t = fs->Truncate(active.fd, active.end);
       active.preallocated = false;
+      active.dirty = false;  // synced just below, or the log is poisoned
       // The cut must be durable too: earlier pieces of this group may already be synced in a sealed
       // segment, and records refused here must not come back after a crash (their sequences are
       // handed out again).
@@ -661,13 +812,16 @@ Status Log::Impl::WriteGroup(Group& g, bool* fatal, bool* rotated) {
       return st.WithContext("wal: append");
     }
     bool last_in_segment = i + 1 == npieces || piece(i + 1).seg != p.seg;
-    if (last_in_segment) {
+    if (last_in_segment && (sync || i + 1 < npieces)) {
       st = fs->Fdatasync(s.fd);
       if (!st.ok()) {
         *fatal = true;
         drop_created();
         return st.WithContext("wal: append");
       }
+      s.dirty = false;
+    } else {
+      s.dirty = true;
     }
   }
 
@@ -774,27 +928,49 @@ Status Log::Flush() {
     std::unique_lock lk(impl_->mu);
     if (!impl_->poison.ok()) return impl_->poison;
     t.epoch = impl_->epoch;
-    // The last record queued is in the pending group, or (none pending) in the one in flight.
+    // The last record queued is in the pending group, or (none pending) in the group last written or
+    // being written.
     t.gen = impl_->pending.empty() ? impl_->pending_gen - 1 : impl_->pending_gen;
     t.last_seq = impl_->next_seq - 1;
     t.first_seq = t.last_seq;
+    bool wake = false;
     if (impl_->pending.empty()) {
-      // Nothing queued: an earlier group may still be in flight; waiting on it is enough.
+      // Nothing queued: the last group may be written but waiting for its sync; ask for it now.
+      if (impl_->durable.load() < t.last_seq) {
+        impl_->sync_requested = true;
+        wake = true;
+      }
     } else {
       impl_->pending.urgent = true;
-      if (impl_->sync_idle) {
-        impl_->sync_idle = false;
-        lk.unlock();
-        impl_->work_cv.notify_one();
-      }
+      wake = true;
+    }
+    if (wake && impl_->sync_idle) {
+      impl_->sync_idle = false;
+      lk.unlock();
+      impl_->work_cv.notify_one();
     }
   }
   if (t.last_seq == 0) return OkStatus();
   return impl_->WaitDurable(t);
 }
 
+Status Log::WaitWritten() {
+  Impl::Ticket t;
+  {
+    std::lock_guard lk(impl_->mu);
+    if (!impl_->poison.ok()) return impl_->poison;
+    t.epoch = impl_->epoch;
+    t.gen = impl_->pending_gen;
+    t.last_seq = impl_->next_seq - 1;
+    t.first_seq = t.last_seq;
+  }
+  if (t.last_seq == 0) return OkStatus();
+  return impl_->WaitWritten(t);
+}
+
 uint64_t Log::FirstSequence() const { return impl_->first_seq.load(); }
 uint64_t Log::DurableSequence() const { return impl_->durable.load(); }
+uint64_t Log::WrittenSequence() const { return impl_->written.load(); }
 
 Status Log::Health() const {
   std::lock_guard lk(impl_->mu);
@@ -900,6 +1076,7 @@ Result<size_t> Log::ApplyRetention() { return ApplyRetentionFor(impl_.get(), fal
 Log::Stats Log::GetStats() const {
   Stats s;
   s.groups = impl_->stat_groups.load();
+  s.writes = impl_->stat_writes.load();
   s.records = impl_->stat_records.load();
   std::lock_guard sl(impl_->seg_mu);
   s.segments = impl_->seg_firsts.size();

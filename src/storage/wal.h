@@ -6,16 +6,27 @@
 //  - One Log per directory at a time: Open takes an flock on <dir>/LOCK and fails with
 //    FailedPrecondition while another Log (in any process) holds it.
 //  - An append completes (returns, or calls its callback) only once its record is on disk: written and
-//    fdatasync'd. One fdatasync covers every record queued while the previous one ran (group commit).
-//  - After a crash, reopening recovers every completed record, in order, once; a record whose append
-//    did not complete is either wholly present or wholly absent, never partial.
-//  - A full disk fails appends with ResourceExhausted, loses nothing already acknowledged, and appends
-//    work again once space is free.
+//    fdatasync'd. One fdatasync covers every record written since the previous one (group commit).
+//  - Two stages before that: *queued* (the append call returned; the record is in this process's
+//    memory) and *written* (the log's writer thread wrote it to the segment file: it is in the
+//    kernel's page cache, so it survives a crash of this process but not a power cut or kernel crash).
+//    The writer writes whatever is queued as soon as it gets to it, in every durability mode: a
+//    record is typically written within microseconds of being queued; records queued while the writer
+//    runs an fdatasync are written right after it. An append call returning does not mean written:
+//    WrittenSequence() and WaitWritten() tell. kBuffered records are then fdatasync'd within
+//    Options::buffered_interval of being queued (one fdatasync per interval under steady load), or
+//    sooner when a kSync record or Flush() forces a sync.
+//  - After a process crash, reopening recovers every written record (completed or not), in order,
+//    once. After a power cut, every completed record; written but unsynced ones may be lost, only as a
+//    whole suffix (never partial, never a gap before a surviving record).
+//  - A full disk fails appends with ResourceExhausted (their callbacks too, buffered ones included),
+//    loses nothing already acknowledged, and appends work again once space is free.
 //  - A failed fdatasync poisons the log: the page cache state after it is unknown (PostgreSQL's
 //    "fsyncgate"), so every later append fails with FailedPrecondition until the log is reopened,
-//    which re-reads what the disk really holds.
-//  - Readers see only durable records. Retention deletes a sealed segment only when every registered
-//    cursor is past its last record; with no cursor registered nothing is deleted.
+//    which re-reads what the disk really holds. Written but unsynced records fail with it.
+//  - Readers see only durable records (never a written record a power cut could take away).
+//    Retention deletes a sealed segment only when every registered cursor is past its last record;
+//    with no cursor registered nothing is deleted.
 // The format and recovery rules are in docs/wal-format.md.
 //
 // Thread-safety: every Log method is safe to call from many threads at once. A Reader is used by one
@@ -37,15 +48,16 @@
 
 namespace govern::wal {
 
-// How soon an append is synced. Either way it completes only once durable.
+// How soon an append is synced. Either way it is written at once and completes only once durable.
 enum class Durability {
   kSync,      // sync as soon as possible (group commit)
-  kBuffered,  // wait up to Options::buffered_interval so more records share the sync
+  kBuffered,  // sync within Options::buffered_interval, so more records share the sync
 };
 
 struct Options {
   uint64_t segment_size = 64ull << 20;  // rotate when the next record would pass this
   bool preallocate = true;              // fallocate each segment to segment_size when created
+  // Longest time a kBuffered record waits, once queued, before the fdatasync that covers it starts.
   std::chrono::microseconds buffered_interval{5000};
   Durability default_durability = Durability::kSync;
   uint32_t max_record_size = 16u << 20;  // larger appends fail with InvalidArgument
@@ -93,9 +105,16 @@ class Log {
 
   // Waits until everything appended before the call is durable (or has failed).
   Status Flush();
+  // Waits until everything appended before the call is written to the segment file (or has failed):
+  // from then on it survives a crash of this process. Does not sync and does not hurry the writer.
+  Status WaitWritten();
 
   uint64_t FirstSequence() const;    // oldest record kept on disk (retention moves it)
   uint64_t DurableSequence() const;  // last durable record, 0 when none
+  // Last record written to the segment file (>= DurableSequence()); every record up to it survives a
+  // process crash. A failed fdatasync sets it back to DurableSequence(): what the kernel kept of the
+  // unsynced records is then unknown.
+  uint64_t WrittenSequence() const;
   // The log's failure, if a failed fdatasync poisoned it; ok otherwise.
   Status Health() const;
 
@@ -122,7 +141,8 @@ class Log {
   Result<size_t> ApplyRetention();
 
   struct Stats {
-    uint64_t groups = 0;    // write+fdatasync rounds
+    uint64_t groups = 0;    // fdatasync rounds, each covering every record written before it
+    uint64_t writes = 0;    // write rounds: groups of queued records written to the file
     uint64_t records = 0;   // records made durable
     uint64_t segments = 0;  // segment files on disk now
   };

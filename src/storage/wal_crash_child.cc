@@ -1,5 +1,7 @@
 // Helper for wal_crash_test: appends to a log from many threads until it is killed, and reports each
-// acknowledged record ("<seq> <hash>\n") on fd 3 only after the append returned (or its callback ran).
+// acknowledged record ("<seq> <hash>\n") on fd 3 only after the append returned (or its callback ran),
+// and each buffered record it saw written ("w <hash>\n") only after Log::WaitWritten returned, before
+// its sync: a process crash must not lose either.
 // Usage: wal_crash_child DIR ITERATION THREADS SEGMENT_SIZE
 #include <unistd.h>
 
@@ -19,6 +21,13 @@ using govern::wal::Durability;
 using govern::wal::Log;
 
 namespace {
+
+void Written(const std::string& payload) {
+  char line[64];
+  int n = std::snprintf(line, sizeof(line), "w %016llx\n",
+                        static_cast<unsigned long long>(govern::wal::testing::PayloadHash(payload)));
+  if (::write(3, line, static_cast<size_t>(n)) != n) std::_Exit(3);
+}
 
 void Ack(uint64_t seq, const std::string& payload) {
   char line[64];
@@ -51,8 +60,24 @@ int main(int argc, char** argv) {
     workers.emplace_back([&, t] {
       std::mt19937_64 rng(static_cast<uint64_t>(iteration) * 1000 + static_cast<uint64_t>(t));
       for (uint64_t i = 0;; ++i) {
-        int kind = t % 4;  // 0,1: blocking sync; 2: batch of 3; 3: async, alternating buffered
-        if (kind == 2) {
+        // 0,1: blocking sync; 2: batch of 3; 3: async, alternating buffered; 4: buffered async, written
+        int kind = t % 5;
+        if (kind == 4) {
+          // A few buffered records, reported once written; their callbacks come after their sync.
+          std::vector<std::string> b;
+          for (int k = 0; k < 4; ++k) {
+            b.push_back(
+                govern::wal::testing::MakePayload(iteration, t, i * 4 + static_cast<uint64_t>(k), rng));
+            (*log)->AppendAsync(
+                b.back(),
+                [](govern::Result<uint64_t> r) {
+                  if (!r.ok()) std::_Exit(7);
+                },
+                Durability::kBuffered);
+          }
+          if (!(*log)->WaitWritten().ok()) std::_Exit(8);
+          for (const std::string& p : b) Written(p);
+        } else if (kind == 2) {
           std::vector<std::string> b;
           for (int k = 0; k < 3; ++k)
             b.push_back(govern::wal::testing::MakePayload(iteration, t, i * 3 + k, rng));

@@ -94,6 +94,22 @@ TEST_P(WalFullDiskTest, AppendsFailCleanlyAndRecoverWhenSpaceIsFreed) {
       ASSERT_TRUE(cv.wait_for(lk, 30s, [&] { return async.has_value(); }));
       EXPECT_EQ(async->code(), Code::kResourceExhausted) << async->ToString();
     }
+    // A buffered append is written at once too; its failed write reaches its callback (never a
+    // silent drop).
+    std::optional<Status> buffered;
+    (*log)->AppendAsync(
+        std::string(5000, 'z'),
+        [&](Result<uint64_t> r) {
+          std::lock_guard lk(mu);
+          buffered = r.status();
+          cv.notify_all();
+        },
+        Durability::kBuffered);
+    {
+      std::unique_lock lk(mu);
+      ASSERT_TRUE(cv.wait_for(lk, 30s, [&] { return buffered.has_value(); }));
+      EXPECT_EQ(buffered->code(), Code::kResourceExhausted) << buffered->ToString();
+    }
     EXPECT_TRUE((*log)->Health().ok());
     EXPECT_EQ((*log)->DurableSequence(), acked.size());
   }

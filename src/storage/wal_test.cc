@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -601,6 +602,217 @@ TEST(Wal, FailedSyncPoisonsTheLogUntilReopened) {
   auto seq = log->Append("works after reopen");
   ASSERT_TRUE(seq.ok());
   EXPECT_EQ(*seq, all.size() + 1);
+}
+
+// Counts the log's writes and syncs.
+class CountingFs : public Fs {
+ public:
+  std::atomic<int> syncs{0};
+  std::atomic<int> writes{0};
+  Status Fdatasync(int fd) override {
+    ++syncs;
+    return Fs::Fdatasync(fd);
+  }
+  Status PwriteAll(int fd, const void* data, size_t n, uint64_t off) override {
+    ++writes;
+    return Fs::PwriteAll(fd, data, n, off);
+  }
+};
+
+// The records a segment file holds (what a process crash leaves: the page cache's view).
+uint64_t RecordsInFile(const std::string& path) {
+  auto scan = ScanSegment(testing::ReadFileOrDie(path));
+  EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+  return scan.ok() ? scan->count : 0;
+}
+
+TEST(Wal, BufferedRecordsAreWrittenAtOnceAndSyncedLater) {
+  TempDir dir;
+  CountingFs fs;
+  Options opt;
+  opt.fs = &fs;
+  opt.buffered_interval = std::chrono::hours(1);  // no sync falls due during the test
+  CallbackSink sink;  // declared first: it must outlive the log, whose sync thread calls into it
+  auto log = OpenOrDie(dir.path(), opt);
+  auto reader = log->NewReader(1);
+  ASSERT_TRUE(reader.ok());
+  const int syncs_at_open = fs.syncs.load();
+  for (uint64_t i = 1; i <= 50; ++i)
+    log->AppendAsync(Payload(i), sink.Make(log.get()), Durability::kBuffered);
+  ASSERT_TRUE(log->WaitWritten().ok());
+  // Written: in the file (a process crash keeps them), but not synced, not acknowledged, not readable.
+  EXPECT_EQ(log->WrittenSequence(), 50u);
+  EXPECT_EQ(log->DurableSequence(), 0u);
+  EXPECT_EQ(RecordsInFile(dir.path() + "/" + SegmentFileName(1)), 50u);
+  EXPECT_EQ(fs.syncs.load(), syncs_at_open);
+  {
+    std::lock_guard lk(sink.mu);
+    EXPECT_TRUE(sink.seqs.empty()) << "a callback ran before its sync";
+  }
+  auto none = (*reader)->Next(std::chrono::milliseconds(20));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value()) << "a reader saw a written record before it was durable";
+  EXPECT_EQ(log->GetStats().groups, 0u);
+  EXPECT_GE(log->GetStats().writes, 1u);
+
+  // Flush syncs them all with one fdatasync.
+  ASSERT_TRUE(log->Flush().ok());
+  EXPECT_EQ(log->DurableSequence(), 50u);
+  EXPECT_EQ(fs.syncs.load(), syncs_at_open + 1);
+  sink.WaitFor(50);
+  {
+    std::lock_guard lk(sink.mu);
+    EXPECT_EQ(sink.errors, 0);
+    EXPECT_TRUE(sink.durable_at_callback);
+  }
+  for (uint64_t i = 1; i <= 50; ++i) {
+    auto r = (*reader)->Next();
+    ASSERT_TRUE(r.ok() && r->has_value()) << i;
+    EXPECT_EQ((*r)->data, Payload(i));
+  }
+  // A sync append takes the written buffered ones along in its own fdatasync.
+  for (uint64_t i = 51; i <= 60; ++i)
+    log->AppendAsync(Payload(i), sink.Make(log.get()), Durability::kBuffered);
+  ASSERT_TRUE(log->WaitWritten().ok());
+  auto s = log->Append("sync", Durability::kSync);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s, 61u);
+  EXPECT_EQ(log->DurableSequence(), 61u);
+  EXPECT_EQ(fs.syncs.load(), syncs_at_open + 2);
+  sink.WaitFor(60);
+  EXPECT_EQ(log->GetStats().records, 61u);
+}
+
+TEST(Wal, WrittenBufferedRecordsSurviveAProcessCrash) {
+  // The directory copied while the log is open is what a process crash leaves: the page cache's view.
+  // Segments are small so that buffered groups rotate (a filled segment is synced before the next).
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/wal", copy = tmp.path() + "/after-crash";
+  Options opt;
+  opt.segment_size = 4096;
+  opt.buffered_interval = std::chrono::hours(1);
+  opt.default_durability = Durability::kBuffered;
+  CallbackSink sink;  // declared first: it must outlive the log, whose sync thread calls into it
+  auto log = OpenOrDie(dir, opt);
+  for (uint64_t i = 1; i <= 300; ++i) {
+    log->AppendAsync(Payload(i, 100), sink.Make(log.get()));
+    if (i % 7 == 0) {
+      ASSERT_TRUE(log->WaitWritten().ok());  // many groups, not one
+    }
+  }
+  ASSERT_TRUE(log->WaitWritten().ok());
+  EXPECT_EQ(log->WrittenSequence(), 300u);
+  EXPECT_LT(log->DurableSequence(), 300u);  // the last segment's records wait for their interval
+  std::filesystem::copy(dir, copy, std::filesystem::copy_options::recursive);
+  std::filesystem::remove(copy + "/LOCK");
+  auto recovered = OpenOrDie(copy, Options{.segment_size = opt.segment_size});
+  EXPECT_EQ(recovered->DurableSequence(), 300u);
+  auto all = ReadAll(*recovered);
+  ASSERT_EQ(all.size(), 300u);
+  for (uint64_t i = 1; i <= 300; ++i) ASSERT_EQ(all[i - 1], std::make_pair(i, Payload(i, 100)));
+  ASSERT_TRUE(log->Flush().ok());
+  sink.WaitFor(300);
+}
+
+TEST(Wal, BufferedLoadGetsOneSyncPerInterval) {
+  TempDir dir;
+  CountingFs fs;
+  Options opt;
+  opt.fs = &fs;
+  opt.buffered_interval = 20ms;
+  opt.default_durability = Durability::kBuffered;
+  CallbackSink sink;  // declared first: it must outlive the log, whose sync thread calls into it
+  auto start = std::chrono::steady_clock::now();
+  auto log = OpenOrDie(dir.path(), opt);
+  const int syncs_at_open = fs.syncs.load();
+  const int writes_at_open = fs.writes.load();
+  size_t n = 0;
+  // Steady load: a record every 200 us for about half a second.
+  while (std::chrono::steady_clock::now() - start < 500ms) {
+    log->AppendAsync(Payload(++n), sink.Make(log.get()));
+    std::this_thread::sleep_for(200us);
+  }
+  log.reset();  // the close syncs the rest
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  sink.WaitFor(n);
+  std::lock_guard lk(sink.mu);
+  EXPECT_EQ(sink.errors, 0);
+  EXPECT_TRUE(sink.durable_at_callback);
+  const int syncs = fs.syncs.load() - syncs_at_open, writes = fs.writes.load() - writes_at_open;
+  // At most one fdatasync per interval, whatever the number of records (plus the one at close); a
+  // slow machine only makes fewer. Each record was written on its own or with the few queued beside
+  // it, long before its sync.
+  const auto intervals = elapsed / opt.buffered_interval;
+  EXPECT_GE(syncs, 1);
+  EXPECT_LE(syncs, intervals + 2) << "over " << std::chrono::duration<double>(elapsed).count() << " s";
+  EXPECT_GT(writes, syncs);
+}
+
+TEST(Wal, FailedBufferedWriteFailsItsCallbacksAndKeepsWhatWasWrittenBefore) {
+  TempDir dir;
+  FaultFs fs;
+  Options opt;
+  opt.fs = &fs;
+  opt.buffered_interval = std::chrono::hours(1);
+  CallbackSink before, failed;  // declared first: they must outlive the log
+  auto log = OpenOrDie(dir.path(), opt);
+  for (uint64_t i = 1; i <= 5; ++i)
+    log->AppendAsync(Payload(i), before.Make(log.get()), Durability::kBuffered);
+  ASSERT_TRUE(log->WaitWritten().ok());
+  ASSERT_EQ(log->DurableSequence(), 0u);
+  fs.enospc_writes = 1;  // the next group's write tears and fails for space
+  std::vector<std::string> lost = {Payload(100), Payload(101), Payload(102)};
+  std::vector<std::string_view> lost_views(lost.begin(), lost.end());
+  log->AppendBatchAsync(lost_views, failed.Make(log.get()), Durability::kBuffered);
+  failed.WaitFor(1);
+  {
+    std::lock_guard lk(failed.mu);
+    EXPECT_EQ(failed.errors, 1) << "a failed buffered write must fail its callback";
+    EXPECT_TRUE(failed.seqs.empty());
+  }
+  // The records written before the failed group are whole and now synced: their appends complete.
+  before.WaitFor(5);
+  {
+    std::lock_guard lk(before.mu);
+    EXPECT_EQ(before.errors, 0);
+    EXPECT_EQ(before.seqs, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  }
+  EXPECT_EQ(log->DurableSequence(), 5u);
+  EXPECT_EQ(log->WrittenSequence(), 5u);
+  EXPECT_TRUE(log->Health().ok());
+  // The file was cut back to the failed group's start: the next record takes its sequence and place.
+  EXPECT_EQ(RecordsInFile(dir.path() + "/" + SegmentFileName(1)), 5u);
+  auto next = log->Append("after the failure", Durability::kSync);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(*next, 6u);
+  log.reset();
+  log = OpenOrDie(dir.path());
+  auto all = ReadAll(*log);
+  ASSERT_EQ(all.size(), 6u);
+  for (uint64_t i = 1; i <= 5; ++i) EXPECT_EQ(all[i - 1].second, Payload(i));
+  EXPECT_EQ(all[5].second, "after the failure");
+}
+
+TEST(Wal, FailedSyncFailsWrittenBufferedRecords) {
+  TempDir dir;
+  FaultFs fs;
+  Options opt;
+  opt.fs = &fs;
+  opt.buffered_interval = std::chrono::hours(1);
+  CallbackSink sink;  // declared first: it must outlive the log
+  auto log = OpenOrDie(dir.path(), opt);
+  for (uint64_t i = 1; i <= 5; ++i) log->AppendAsync(Payload(i), sink.Make(log.get()), Durability::kBuffered);
+  ASSERT_TRUE(log->WaitWritten().ok());
+  fs.fail_sync = true;
+  EXPECT_FALSE(log->Flush().ok());
+  sink.WaitFor(5);
+  {
+    std::lock_guard lk(sink.mu);
+    EXPECT_EQ(sink.errors, 5);
+  }
+  EXPECT_EQ(log->Health().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(log->WrittenSequence(), 0u);  // what the kernel kept is unknown now
+  EXPECT_EQ(log->WaitWritten().code(), Code::kFailedPrecondition);
 }
 
 TEST(Wal, RotationFailureForSpaceIsRetried) {

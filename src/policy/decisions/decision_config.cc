@@ -20,8 +20,8 @@ void DeclareDecisionLogConfig(config::Schema& s) {
   s.Add({.key = "policy.decisions.sync_interval",
          .type = Type::kDuration,
          .default_value = "5ms",
-         .help = "Buffered mode: the longest a recorded decision waits before its group is written and "
-                 "fdatasync'd.",
+         .help = "Buffered mode: the longest a recorded decision waits before it is fdatasync'd (it is "
+                 "written to the file at once, so a process crash does not lose it).",
          .min = 1,
          .max = 10'000});
   s.Add({.key = "policy.decisions.context",
