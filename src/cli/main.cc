@@ -13,6 +13,7 @@
 #include "cli/bundle_cmd.h"
 #include "cli/keys.h"
 #include "cli/policy_cmd.h"
+#include "cli/policy_server_cmd.h"
 #include "cli/run.h"
 #include "cli/telemetry_cmd.h"
 #include "config/config.h"
@@ -105,6 +106,7 @@ int Main(int argc, char** argv) {
   cfg_cmd->add_subcommand("docs", "Print the Markdown reference of every key (docs/configuration.md)");
 
   TelemetryCommand telemetry(app);
+  PolicyServerCommand policy_server(app);
   std::unique_ptr<PolicyCommand> policy = AddPolicyCommands(app);
 
   AddPolicyBundleCommands(*policy->app());  // keygen, sign, inspect, verify: they run inside the parse
@@ -146,6 +148,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (telemetry.parsed()) return telemetry.Run(*cfg);
+  if (policy_server.parsed()) return policy_server.Run(*cfg);
   if (up->parsed()) return RunServices(*cfg, {}, /*all=*/true);
   if (serve->parsed()) return RunServices(*cfg, serve_names, /*all=*/false);
   return 0;

@@ -6,12 +6,17 @@
 // tick, which keeps the request path free of timer syscalls.
 #include "net/http_server.h"
 
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
@@ -32,6 +37,7 @@ namespace govern::net {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
+using unix_stream = asio::local::stream_protocol;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
@@ -67,6 +73,7 @@ struct Worker {
   ServerCore* server = nullptr;
   asio::io_context ioc{1};
   std::optional<tcp::acceptor> acceptor;
+  std::optional<unix_stream::acceptor> unix_acceptor;  // worker 0 only, when ServerConfig::unix_socket is set
   asio::steady_timer tick{ioc};
   asio::steady_timer accept_retry{ioc};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
@@ -125,6 +132,8 @@ struct ServerCore {
   RouteStats& Unrouted() { return stats.back(); }
   void DoAccept(Worker* w);
   void OnAccepted(Worker* w, tcp::socket socket);
+  void DoAcceptUnix(Worker* w);
+  void OnAcceptedUnix(Worker* w, unix_stream::socket socket);
   void ArmTick(Worker* w);
   void AddBuiltins();
 };
@@ -138,7 +147,8 @@ class Connection final : public ConnBase,
                          public ResponseSink,
                          public std::enable_shared_from_this<Connection<Stream>> {
  public:
-  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+  static constexpr bool kTls =
+      !std::is_same_v<Stream, tcp::socket> && !std::is_same_v<Stream, unix_stream::socket>;
 
   Connection(Worker* w, Stream stream)
       : w_(w),
@@ -206,7 +216,7 @@ class Connection final : public ConnBase,
  private:
   enum class State { kHandshake, kReading, kTimedOut, kHandling, kWriting, kLingering, kClosed };
 
-  tcp::socket& Socket() { return beast::get_lowest_layer(stream_); }
+  auto& Socket() { return beast::get_lowest_layer(stream_); }
 
   void BeginRequest() {
     state_ = State::kReading;
@@ -436,7 +446,7 @@ class Connection final : public ConnBase,
     bool draining = s_->draining.load(std::memory_order_relaxed);
     deadline_ = w_->coarse_now + (draining ? kDrainLingerTime : kLingerTime);
     beast::error_code ec;
-    Socket().shutdown(tcp::socket::shutdown_send, ec);
+    Socket().shutdown(asio::socket_base::shutdown_send, ec);
     if (ec) return Close();
     buf_.clear();
     Discard();
@@ -545,6 +555,40 @@ void ServerCore::OnAccepted(Worker* w, tcp::socket socket) {
     w->Register(c.get());
     c->Start();
   }
+}
+
+// The Unix socket takes connections on worker 0's loop and hands them out like the TCP acceptor.
+void ServerCore::DoAcceptUnix(Worker* w) {
+  Worker* target = workers[next_worker++ % workers.size()].get();
+  w->unix_acceptor->async_accept(
+      target->ioc, [this, w, target](beast::error_code ec, unix_stream::socket socket) {
+        if (ec == asio::error::operation_aborted || !w->unix_acceptor->is_open()) return;
+        if (ec) {
+          log::Warn("http", "accept failed", {{"error", ec.message()}});
+          w->accept_retry.expires_after(std::chrono::milliseconds(50));
+          w->accept_retry.async_wait([this, w](beast::error_code e) {
+            if (!e) DoAcceptUnix(w);
+          });
+          return;
+        }
+        asio::post(target->ioc,
+                   [this, target, s = std::move(socket)]() mutable { OnAcceptedUnix(target, std::move(s)); });
+        DoAcceptUnix(w);
+      });
+}
+
+void ServerCore::OnAcceptedUnix(Worker* w, unix_stream::socket socket) {
+  beast::error_code ec;
+  if (draining.load(std::memory_order_relaxed) || w->stopped.load(std::memory_order_relaxed) ||
+      static_cast<size_t>(open_connections.load(std::memory_order_relaxed)) >= cfg.max_connections) {
+    socket.close(ec);
+    return;
+  }
+  connections->Add(1);
+  open_connections.fetch_add(1, std::memory_order_relaxed);
+  auto c = std::make_shared<Connection<unix_stream::socket>>(w, std::move(socket));
+  w->Register(c.get());
+  c->Start();
 }
 
 void ServerCore::ArmTick(Worker* w) {
@@ -722,6 +766,27 @@ Status Server::Start() {
       }
       if (i == 0) s.bound_port = w->acceptor->local_endpoint().port();
     }
+    if (i == 0 && !cfg.unix_socket.empty()) {
+      if (cfg.unix_socket.size() >= sizeof(sockaddr_un::sun_path)) {
+        s.workers.clear();
+        return InvalidArgument("unix socket path is longer than " +
+                               std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+                               " bytes: " + cfg.unix_socket);
+      }
+      // A stale socket file from an earlier run would make bind fail; only a socket is removed.
+      struct stat st {};
+      if (::lstat(cfg.unix_socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+        ::unlink(cfg.unix_socket.c_str());
+      w->unix_acceptor.emplace(w->ioc);
+      unix_stream::endpoint uep(cfg.unix_socket);
+      w->unix_acceptor->open(uep.protocol(), ec);
+      if (!ec) w->unix_acceptor->bind(uep, ec);
+      if (!ec) w->unix_acceptor->listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) {
+        s.workers.clear();
+        return Unavailable("http listen on unix socket " + cfg.unix_socket + ": " + ec.message());
+      }
+    }
     s.workers.push_back(std::move(w));
   }
   s.draining = false;
@@ -729,6 +794,7 @@ Status Server::Start() {
     Worker* w = wp.get();
     w->guard.emplace(w->ioc.get_executor());
     if (w->acceptor) asio::post(w->ioc, [&s, w] { s.DoAccept(w); });
+    if (w->unix_acceptor) asio::post(w->ioc, [&s, w] { s.DoAcceptUnix(w); });
     asio::post(w->ioc, [&s, w] { s.ArmTick(w); });
     w->thread = std::thread([w] { w->ioc.run(); });
   }
@@ -748,6 +814,7 @@ void Server::Stop() {
     asio::post(w->ioc, [w] {
       beast::error_code ec;
       if (w->acceptor) w->acceptor->close(ec);
+      if (w->unix_acceptor) w->unix_acceptor->close(ec);
       w->accept_retry.cancel();
       for (size_t i = w->conns.size(); i-- > 0;) {
         if (i < w->conns.size()) w->conns[i]->OnDrain();
@@ -770,6 +837,7 @@ void Server::Stop() {
   for (auto& wp : s.workers) {
     if (wp->thread.joinable()) wp->thread.join();
   }
+  if (!s.cfg.unix_socket.empty()) ::unlink(s.cfg.unix_socket.c_str());
   log::Info("http", "stopped", {{"port", s.bound_port}});
 }
 

@@ -46,6 +46,10 @@ struct ServerConfig {
   std::chrono::milliseconds write_timeout{30000};    // a client too slow to take the response: closed
   std::chrono::milliseconds drain_timeout{10000};    // Stop(): how long in-flight requests may finish
 
+  // Also serve plain HTTP (never TLS) on a Unix domain socket at this path, when set: created at Start
+  // (an old socket file there is replaced), removed at Stop. File permissions follow the umask.
+  std::string unix_socket;
+
   // TLS: both set means HTTPS only (PEM files: certificate chain and private key).
   std::string tls_cert_file;
   std::string tls_key_file;

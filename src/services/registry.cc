@@ -1,5 +1,7 @@
 // The list of services this binary holds, in start order.
 #include "services/admin/admin.h"
+#include "services/policy/agent.h"
+#include "services/policy/server.h"
 #include "services/service.h"
 #include "services/telemetry/service.h"
 
@@ -12,6 +14,11 @@ const std::vector<Registration>& Registry() {
        "takes in events (OTLP/HTTP logs, NDJSON), stores each once in PostgreSQL, archives old hours to "
        "Parquet, answers queries with DLP redaction",
        &telemetry::NewTelemetryService},
+      {"policy", "stores each organisation's Cedar policy set (versioned), serves signed bundles with ETags",
+       &policy_service::NewPolicyServer},
+      {"policy-agent",
+       "policy sidecar: fetches signed bundles, decides Cedar requests over loopback HTTP and a Unix socket",
+       &policy_service::NewPolicyAgent},
   };
   return registry;
 }

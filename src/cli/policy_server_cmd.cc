@@ -1,0 +1,101 @@
+// `govern policy-server keys create|list|revoke`.
+#include "cli/policy_server_cmd.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/database.h"
+#include "db/connection.h"
+#include "db/migrator.h"
+#include "services/policy/api_keys.h"
+#include "services/policy/schema.h"
+
+namespace govern::cli {
+namespace {
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "govern: policy-server: %s\n", s.message().c_str());
+  return 1;
+}
+
+// A connection to the database `govern serve policy` uses, with its tables in place.
+class PolicyDb {
+ public:
+  Status Open(const config::Config& cfg) {
+    GOVERN_ASSIGN_OR_RETURN(std::string data_dir, ResolveDataDir(cfg));
+    GOVERN_RETURN_IF_ERROR(database_.Open(cfg, data_dir));
+    auto conn = db::Connection::Connect(database_.conninfo());
+    if (!conn.ok()) return conn.status().WithContext("connect to PostgreSQL");
+    conn_ = std::move(*conn);
+    auto applied = db::Migrator("policy", policy_service::Migrations()).Apply(*conn_);
+    if (!applied.ok()) return applied.status().WithContext("policy: migrations");
+    return OkStatus();
+  }
+  db::Connection& conn() { return *conn_; }
+  ~PolicyDb() {
+    conn_.reset();  // before the private cluster may stop
+    database_.Release();
+  }
+
+ private:
+  Database database_;
+  std::unique_ptr<db::Connection> conn_;
+};
+
+}  // namespace
+
+PolicyServerCommand::PolicyServerCommand(CLI::App& app) {
+  root_ = app.add_subcommand("policy-server", "The policy bundle server (`govern serve policy`): API keys");
+  root_->require_subcommand(1);
+  CLI::App* keys =
+      root_->add_subcommand("keys", "API keys: one organisation and one scope each, stored hashed");
+  keys->require_subcommand(1);
+  create_ = keys->add_subcommand("create", "Create a key and print it (the only time it is shown)");
+  create_->add_option("--org", org_, "Organisation the key publishes or fetches for")->required();
+  create_->add_option("--scope", scope_, "publish (change the policy set) or fetch (read bundles: sidecars)")
+      ->required()
+      ->check(CLI::IsMember({"publish", "fetch"}));
+  create_->add_option("--name", name_, "A note saying what the key is for");
+  list_ = keys->add_subcommand("list", "List keys (ids, organisations, scopes; never secrets)");
+  list_->add_option("--org", org_, "Only this organisation's keys");
+  revoke_ = keys->add_subcommand("revoke", "Revoke a key; the server refuses it from the next request on");
+  revoke_->add_option("key_id", key_id_, "The key's id (the 12 characters after gvp_)")->required();
+}
+
+bool PolicyServerCommand::parsed() const { return root_->parsed(); }
+
+int PolicyServerCommand::Run(const config::Config& cfg) {
+  PolicyDb store;
+  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
+  if (create_->parsed()) {
+    auto scope = policy_service::ParseScope(scope_);
+    if (!scope.ok()) return Fail(scope.status());
+    auto key = policy_service::CreateKey(store.conn(), org_, *scope, name_);
+    if (!key.ok()) return Fail(key.status());
+    std::printf("%s\n", key->c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "created %s key %s for organisation %s; it is shown only this once\n",
+                 scope_.c_str(), key->substr(4, 12).c_str(), org_.c_str());
+    return 0;
+  }
+  if (list_->parsed()) {
+    auto keys = policy_service::ListKeys(store.conn(), org_);
+    if (!keys.ok()) return Fail(keys.status());
+    std::printf("%-12s  %-20s  %-7s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
+                "NAME");
+    for (const auto& k : *keys) {
+      std::printf("%-12s  %-20s  %-7s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(),
+                  std::string(policy_service::ScopeName(k.scope)).c_str(), k.created_at.c_str(),
+                  k.revoked_at.value_or("-").c_str(), k.name.c_str());
+    }
+    return 0;
+  }
+  if (revoke_->parsed()) {
+    if (Status s = policy_service::RevokeKey(store.conn(), key_id_); !s.ok()) return Fail(s);
+    std::printf("revoked %s\n", key_id_.c_str());
+    return 0;
+  }
+  return 2;
+}
+
+}  // namespace govern::cli

@@ -1,0 +1,239 @@
+// The bundle server's store: validation, publishing (versioned, signed) and reading back.
+#include "services/policy/store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "bundle/bundle.h"
+#include "crypto/encoding.h"
+#include "crypto/sha256.h"
+#include "db/connection.h"
+#include "policy/cedar.h"
+
+namespace govern::policy_service {
+namespace {
+
+// "12:5: message" -> line 12, column 5, "message"; anything else is kept whole as the message.
+SourceError PositionedError(std::string file, const std::string& text) {
+  SourceError e{std::move(file), 0, 0, text};
+  int line = 0;
+  int col = 0;
+  const char* p = text.data();
+  const char* end = text.data() + text.size();
+  auto [p1, ec1] = std::from_chars(p, end, line);
+  if (ec1 != std::errc() || p1 == end || *p1 != ':') return e;
+  auto [p2, ec2] = std::from_chars(p1 + 1, end, col);
+  if (ec2 != std::errc() || p2 == end || *p2 != ':') return e;
+  e.line = line;
+  e.column = col;
+  const char* msg = p2 + 1;
+  while (msg < end && *msg == ' ') ++msg;
+  e.message.assign(msg, end);
+  return e;
+}
+
+// The bundle's files for a source.
+std::map<std::string, std::string> BundleFiles(const PolicySource& s) {
+  std::map<std::string, std::string> files;
+  files[std::string(kPoliciesFile)] = s.policies;
+  files[std::string(kEntitiesFile)] = s.entities;
+  if (s.schema) files[std::string(kSchemaFile)] = *s.schema;
+  if (s.limits) files[std::string(kLimitsFile)] = *s.limits;
+  return files;
+}
+
+bool SameSource(const PolicySource& a, const PolicySource& b) {
+  return a.policies == b.policies && a.entities == b.entities && a.schema == b.schema && a.limits == b.limits;
+}
+
+std::optional<std::string> OptString(const db::Rows& rows, int r, int c) {
+  if (auto t = rows.OptText(r, c)) return std::string(*t);
+  return std::nullopt;
+}
+
+// A JSON string or, for entities and limits, a JSON value written back as text.
+Result<std::optional<std::string>> TextField(const nlohmann::json& body, const char* name, bool value_ok) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return std::optional<std::string>();
+  if (it->is_string()) return std::optional<std::string>(it->get<std::string>());
+  if (value_ok) return std::optional<std::string>(it->dump());
+  return InvalidArgument(std::string("\"") + name + "\" must be a string");
+}
+
+// The deepest nesting of arrays and objects in JSON text (strings skipped), without recursion: the JSON
+// library's parse is iterative but writing a value back out recurses, so deep input is refused first.
+size_t NestingDepth(std::string_view text) {
+  size_t depth = 0;
+  size_t max = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"')
+      in_string = true;
+    else if (c == '[' || c == '{')
+      max = std::max(max, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0)
+      --depth;
+  }
+  return max;
+}
+
+constexpr size_t kMaxNesting = 128;
+
+}  // namespace
+
+Result<PolicySource> ParseSourceJson(std::string_view text) {
+  if (NestingDepth(text) > kMaxNesting) {
+    return InvalidArgument("the body nests arrays and objects deeper than " + std::to_string(kMaxNesting));
+  }
+  nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) {
+    return InvalidArgument("the body must be a JSON object {policies, entities, schema?, limits?}");
+  }
+  for (const auto& [k, v] : body.items()) {
+    if (k != "policies" && k != "entities" && k != "schema" && k != "limits") {
+      return InvalidArgument("unknown field \"" + k.substr(0, 64) +
+                             "\" (expected policies, entities, schema, limits)");
+    }
+  }
+  PolicySource src;
+  GOVERN_ASSIGN_OR_RETURN(std::optional<std::string> policies, TextField(body, "policies", false));
+  if (!policies) return InvalidArgument("\"policies\" (Cedar policy text) is required");
+  src.policies = std::move(*policies);
+  GOVERN_ASSIGN_OR_RETURN(std::optional<std::string> entities, TextField(body, "entities", true));
+  if (entities) src.entities = std::move(*entities);
+  GOVERN_ASSIGN_OR_RETURN(src.schema, TextField(body, "schema", false));
+  GOVERN_ASSIGN_OR_RETURN(src.limits, TextField(body, "limits", true));
+  return src;
+}
+
+std::vector<SourceError> Validate(const PolicySource& source) {
+  std::vector<SourceError> errors;
+  if (auto p = policy::PolicySet::Parse(source.policies); !p.ok()) {
+    errors.push_back(PositionedError("policies", p.status().message()));
+  }
+  if (auto e = policy::Entities::FromJson(source.entities); !e.ok()) {
+    errors.push_back(SourceError{"entities", 0, 0, e.status().message()});
+  }
+  if (source.limits) {
+    auto j = nlohmann::json::parse(*source.limits, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      errors.push_back(SourceError{"limits", 0, 0, "limits must be a JSON object"});
+    }
+  }
+  return errors;
+}
+
+Result<PublishResult> Publish(db::Connection& conn, std::string_view org, const PolicySource& source,
+                              const std::vector<const bundle::SigningKey*>& keys, int64_t created) {
+  if (keys.empty()) return FailedPrecondition("no signing key");
+  std::string signed_by;
+  for (const bundle::SigningKey* k : keys) {
+    if (!signed_by.empty()) signed_by += ",";
+    signed_by += k->key_id();
+  }
+  PublishResult out;
+  Status s = conn.Transact([&](db::Connection& c) -> Status {
+    out = PublishResult{};
+    // The head row is the per-organisation lock: a second publisher waits here until the first commits,
+    // then sees its version.
+    GOVERN_RETURN_IF_ERROR(
+        c.Exec("INSERT INTO policy_heads (org, version) VALUES ($1, 0) ON CONFLICT (org) DO NOTHING",
+               db::Params(org))
+            .status());
+    GOVERN_ASSIGN_OR_RETURN(
+        db::Rows head, c.Exec("SELECT version FROM policy_heads WHERE org = $1 FOR UPDATE", db::Params(org)));
+    GOVERN_ASSIGN_OR_RETURN(int64_t current, head.Int64(0, 0));
+    if (current > 0) {
+      GOVERN_ASSIGN_OR_RETURN(db::Rows latest,
+                              c.Exec("SELECT policies, entities, schema, limits, digest FROM policy_versions "
+                                     "WHERE org = $1 AND version = $2",
+                                     db::Params(org, current)));
+      if (!latest.empty()) {
+        PolicySource prev{std::string(latest.Text(0, 0)), std::string(latest.Text(0, 1)),
+                          OptString(latest, 0, 2), OptString(latest, 0, 3)};
+        if (SameSource(prev, source)) {
+          out.version = static_cast<uint64_t>(current);
+          out.digest = std::string(latest.Text(0, 4));
+          out.unchanged = true;
+          return OkStatus();
+        }
+      }
+    }
+    uint64_t next = static_cast<uint64_t>(current) + 1;
+    bundle::BuildInput in;
+    in.kind = std::string(kBundleKind);
+    in.name = std::string(kBundleName);
+    in.org = std::string(org);
+    in.version = next;
+    in.created = created;
+    in.files = BundleFiles(source);
+    GOVERN_ASSIGN_OR_RETURN(std::string archive, bundle::Build(in, keys));
+    bundle::Inspection ins;
+    bundle::Verdict v = bundle::Inspect(archive, &ins);
+    if (!v.ok()) return Internal("the bundle just built does not read back: " + v.ToString());
+    GOVERN_ASSIGN_OR_RETURN(crypto::Sha256Digest digest, crypto::Sha256(ins.manifest_bytes));
+    out.version = next;
+    out.digest = crypto::HexEncode(digest);
+    GOVERN_RETURN_IF_ERROR(c.Exec("UPDATE policy_heads SET version = $2 WHERE org = $1",
+                                  db::Params(org, static_cast<int64_t>(next)))
+                               .status());
+    return c
+        .Exec(
+            "INSERT INTO policy_versions (org, version, policies, entities, schema, limits, bundle, digest, "
+            "signed_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            db::Params(org, static_cast<int64_t>(next), source.policies, source.entities, source.schema,
+                       source.limits, db::Bytea{archive}, out.digest, signed_by))
+        .status();
+  });
+  if (!s.ok()) return s.WithContext("publish");
+  return out;
+}
+
+Result<Head> Latest(db::Connection& conn, std::string_view org) {
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                          conn.ExecPrepared("SELECT version, digest FROM policy_versions WHERE org = $1 "
+                                            "ORDER BY version DESC LIMIT 1",
+                                            db::Params(org)));
+  if (rows.empty()) return NotFound("organisation '" + std::string(org) + "' has published no policy set");
+  GOVERN_ASSIGN_OR_RETURN(int64_t v, rows.Int64(0, 0));
+  return Head{static_cast<uint64_t>(v), std::string(rows.Text(0, 1))};
+}
+
+Result<StoredVersion> Read(db::Connection& conn, std::string_view org, uint64_t version, bool with_bundle) {
+  std::string sql =
+      std::string("SELECT version, digest, signed_by, ") +
+      R"(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), )" +
+      "policies, entities, schema, limits, " + (with_bundle ? "bundle" : "NULL::bytea") +
+      " FROM policy_versions WHERE org = $1 AND ($2 = 0 OR version = $2) ORDER BY version DESC LIMIT 1";
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                          conn.ExecPrepared(sql, db::Params(org, static_cast<int64_t>(version))));
+  if (rows.empty()) {
+    if (version == 0) return NotFound("organisation '" + std::string(org) + "' has published no policy set");
+    return NotFound("organisation '" + std::string(org) + "' has no version " + std::to_string(version));
+  }
+  StoredVersion out;
+  GOVERN_ASSIGN_OR_RETURN(int64_t v, rows.Int64(0, 0));
+  out.version = static_cast<uint64_t>(v);
+  out.digest = rows.Text(0, 1);
+  out.signed_by = rows.Text(0, 2);
+  out.created_at = rows.Text(0, 3);
+  out.source.policies = rows.Text(0, 4);
+  out.source.entities = rows.Text(0, 5);
+  out.source.schema = OptString(rows, 0, 6);
+  out.source.limits = OptString(rows, 0, 7);
+  if (with_bundle) {
+    GOVERN_ASSIGN_OR_RETURN(out.bundle, rows.Bytes(0, 8));
+  }
+  return out;
+}
+
+}  // namespace govern::policy_service

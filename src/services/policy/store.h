@@ -1,0 +1,93 @@
+// The bundle server's store: each organisation's policy sets, one version per accepted change (history
+// kept), each with the signed bundle built from it when it was published.
+//
+// Publish validates the source (policies parse, entities parse, limits are a JSON object), then in one
+// transaction locks the organisation's policy_heads row, takes the next version, builds and signs the
+// bundle and stores both. Concurrent publishes for one organisation therefore queue on that row and
+// get distinct, increasing versions. Publishing a set identical to the latest one makes no new version.
+// A version's bundle bytes are built once and never change, so its digest (the ETag) is stable.
+//
+// Free functions on a Connection (one thread at a time per Connection); Validate is pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "bundle/keys.h"
+
+namespace govern::db {
+class Connection;
+}  // namespace govern::db
+
+namespace govern::policy_service {
+
+// The files of a policy bundle (the sidecar reads these names).
+inline constexpr std::string_view kPoliciesFile = "policies.cedar";
+inline constexpr std::string_view kEntitiesFile = "entities.json";
+inline constexpr std::string_view kSchemaFile = "schema.cedarschema";
+inline constexpr std::string_view kLimitsFile = "limits.json";
+inline constexpr std::string_view kBundleKind = "policy";
+inline constexpr std::string_view kBundleName = "default";
+
+// An organisation's policy set as published.
+struct PolicySource {
+  std::string policies;               // Cedar policy text
+  std::string entities = "[]";        // Cedar JSON entities
+  std::optional<std::string> schema;  // Cedar schema text, carried as given
+  std::optional<std::string> limits;  // a JSON object (rate limits, budgets), carried as given
+};
+
+// Parses a publish request body: {"policies": "<Cedar text>", "entities": [...] or "<JSON text>",
+// "schema": "<text>", "limits": {...} or "<JSON text>"}; only policies is required (entities default to
+// []). Entities and limits given as JSON values are kept as their compact JSON text. InvalidArgument
+// names the problem. Pure; the body comes from outside (fuzzed by policy_source_fuzz).
+Result<PolicySource> ParseSourceJson(std::string_view body);
+
+// One problem with a published source.
+struct SourceError {
+  std::string file;  // "policies", "entities", "limits"
+  int line = 0;      // 1-based, 0 when unknown
+  int column = 0;
+  std::string message;
+};
+
+// Every problem found (empty: valid). Policies and entities are parsed with the engine the sidecar
+// decides with, so a bundle the server accepts is one the sidecar can load.
+std::vector<SourceError> Validate(const PolicySource& source);
+
+struct PublishResult {
+  uint64_t version = 0;
+  std::string digest;      // lower-case hex SHA-256 of the bundle's manifest (the ETag)
+  bool unchanged = false;  // identical to the latest version, which is returned
+};
+
+// Stores `source` (which must have passed Validate) as the next version of `org`, with a bundle signed
+// by every key in `keys` (at least one). `created` is the bundle's creation time (seconds).
+Result<PublishResult> Publish(db::Connection& conn, std::string_view org, const PolicySource& source,
+                              const std::vector<const bundle::SigningKey*>& keys, int64_t created);
+
+// What a fetch needs to know before sending bytes.
+struct Head {
+  uint64_t version = 0;
+  std::string digest;
+};
+// The latest version of `org`; NotFound when it has none.
+Result<Head> Latest(db::Connection& conn, std::string_view org);
+
+struct StoredVersion {
+  uint64_t version = 0;
+  std::string digest;
+  std::string signed_by;   // comma-separated key ids
+  std::string created_at;  // RFC 3339 UTC
+  PolicySource source;
+  std::string bundle;  // the signed archive (.tar.gz)
+};
+// A version of `org` (0: the latest); NotFound when there is none. `with_bundle` false leaves
+// StoredVersion::bundle empty (reading the source back).
+Result<StoredVersion> Read(db::Connection& conn, std::string_view org, uint64_t version, bool with_bundle);
+
+}  // namespace govern::policy_service

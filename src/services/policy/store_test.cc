@@ -1,0 +1,249 @@
+// The bundle server's store and keys against the shared test PostgreSQL: validation, versioning,
+// concurrent publishes, stable bundle bytes (ETags), and key scopes.
+#include "services/policy/store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "bundle/bundle.h"
+#include "crypto/encoding.h"
+#include "db/connection.h"
+#include "db/migrator.h"
+#include "db/pool.h"
+#include "db/testing.h"
+#include "services/policy/api_keys.h"
+#include "services/policy/schema.h"
+
+namespace govern::policy_service {
+namespace {
+
+constexpr const char* kPermit = "permit(principal, action == Action::\"read\", resource);\n";
+constexpr const char* kForbid = "forbid(principal, action, resource) when { context.risky };\n";
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = db::testing::TestDatabase::Create();
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    db_ = std::make_unique<db::testing::TestDatabase>(std::move(*db));
+    auto pool = db::Pool::Create({.conninfo = db_->conninfo(), .max_size = 8});
+    ASSERT_TRUE(pool.ok()) << pool.status().message();
+    pool_ = std::move(*pool);
+    auto applied = db::Migrator("policy", Migrations()).Apply(*pool_);
+    ASSERT_TRUE(applied.ok()) << applied.status().message();
+    auto key = bundle::SigningKey::Generate("test-key");
+    ASSERT_TRUE(key.ok());
+    key_ = std::make_unique<bundle::SigningKey>(std::move(*key));
+    ASSERT_TRUE(trust_.Add(*key_->Public()).ok());
+  }
+  db::Connection& Conn() {
+    if (!lease_) lease_.emplace(std::move(*pool_->Checkout()));
+    return **lease_;
+  }
+  void TearDown() override { lease_.reset(); }
+
+  Result<PublishResult> Put(std::string_view org, std::string policies, int64_t created = 1'800'000'000) {
+    PolicySource s;
+    s.policies = std::move(policies);
+    return Publish(Conn(), org, s, {key_.get()}, created);
+  }
+
+  std::unique_ptr<db::testing::TestDatabase> db_;
+  std::unique_ptr<db::Pool> pool_;
+  std::optional<db::Pool::Lease> lease_;
+  std::unique_ptr<bundle::SigningKey> key_;
+  bundle::TrustStore trust_;
+};
+
+TEST(Validate, ReportsPolicyErrorsWithLineAndColumn) {
+  PolicySource s;
+  s.policies = std::string(kPermit) + "permit(principal, action, resource) when { 1 + };\n";
+  auto errors = Validate(s);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].file, "policies");
+  EXPECT_EQ(errors[0].line, 2);
+  EXPECT_GT(errors[0].column, 0);
+  EXPECT_FALSE(errors[0].message.empty());
+}
+
+TEST(Validate, ReportsEntitiesAndLimits) {
+  PolicySource s;
+  s.policies = kPermit;
+  s.entities = "[{\"uid\": {\"type\": \"Agent\"}}]";
+  s.limits = "[1]";
+  auto errors = Validate(s);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].file, "entities");
+  EXPECT_EQ(errors[1].file, "limits");
+  s.entities = "[{\"uid\": {\"type\": \"Agent\", \"id\": \"a\"}, \"attrs\": {}, \"parents\": []}]";
+  s.limits = "{\"Agent::\\\"a\\\"\": {\"per_minute\": 10}}";
+  EXPECT_TRUE(Validate(s).empty());
+}
+
+TEST(ParseSourceJson, TakesTextOrJsonValuesAndRefusesTheRest) {
+  auto s = ParseSourceJson(R"({"policies": "permit(principal, action, resource);",
+                               "entities": [{"uid": {"type": "A", "id": "a"}, "attrs": {}, "parents": []}],
+                               "limits": {"x": 1}, "schema": "entity A;"})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->entities, R"([{"attrs":{},"parents":[],"uid":{"id":"a","type":"A"}}])");
+  EXPECT_EQ(s->limits, std::optional<std::string>(R"({"x":1})"));
+  EXPECT_EQ(s->schema, std::optional<std::string>("entity A;"));
+  s = ParseSourceJson(R"({"policies": "", "entities": "[]"})");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->entities, "[]");
+  EXPECT_FALSE(s->limits.has_value());
+  for (const char* bad : {"", "[]", "nope", R"({"entities": []})", R"({"policies": 1})",
+                          R"({"policies": "", "schema": {}})", R"({"policies": "", "other": 1})"}) {
+    EXPECT_EQ(ParseSourceJson(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+  std::string deep =
+      R"({"policies": "", "entities": )" + std::string(1000, '[') + std::string(1000, ']') + "}";
+  EXPECT_EQ(ParseSourceJson(deep).status().code(), Code::kInvalidArgument);
+}
+
+TEST_F(StoreTest, VersionsIncreasePerOrganisationAndKeepHistory) {
+  auto v1 = Put("acme", kPermit);
+  ASSERT_TRUE(v1.ok()) << v1.status().message();
+  EXPECT_EQ(v1->version, 1u);
+  EXPECT_FALSE(v1->unchanged);
+  auto v2 = Put("acme", std::string(kPermit) + kForbid);
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->version, 2u);
+  EXPECT_NE(v1->digest, v2->digest);
+  auto other = Put("globex", kPermit);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->version, 1u);
+
+  // The same set again is no new version.
+  auto again = Put("acme", std::string(kPermit) + kForbid);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->unchanged);
+  EXPECT_EQ(again->version, 2u);
+  EXPECT_EQ(again->digest, v2->digest);
+
+  auto head = Latest(Conn(), "acme");
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->version, 2u);
+  EXPECT_EQ(head->digest, v2->digest);
+  auto old = Read(Conn(), "acme", 1, false);
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->source.policies, kPermit);
+  EXPECT_EQ(old->source.entities, "[]");
+  EXPECT_FALSE(old->source.schema.has_value());
+  EXPECT_EQ(Latest(Conn(), "nobody").status().code(), Code::kNotFound);
+  EXPECT_EQ(Read(Conn(), "acme", 3, false).status().code(), Code::kNotFound);
+}
+
+TEST_F(StoreTest, BundleVerifiesAndItsBytesNeverChange) {
+  PolicySource s;
+  s.policies = kPermit;
+  s.schema = "entity Agent;";
+  s.limits = "{}";
+  auto v1 = Publish(Conn(), "acme", s, {key_.get()}, 1'800'000'000);
+  ASSERT_TRUE(v1.ok()) << v1.status().message();
+  auto first = Read(Conn(), "acme", 1, true);
+  ASSERT_TRUE(first.ok());
+  bundle::VerifyOptions opt;
+  opt.expected_kind = "policy";
+  opt.expected_org = "acme";
+  opt.expected_name = "default";
+  bundle::Verdict verdict = bundle::Verify(first->bundle, trust_, opt);
+  ASSERT_TRUE(verdict.ok()) << verdict.ToString();
+  EXPECT_EQ(verdict.bundle->version(), 1u);
+  EXPECT_EQ(crypto::HexEncode(verdict.bundle->digest()), v1->digest);
+  ASSERT_NE(verdict.bundle->File(kPoliciesFile), nullptr);
+  EXPECT_EQ(*verdict.bundle->File(kPoliciesFile), kPermit);
+  ASSERT_NE(verdict.bundle->File(kSchemaFile), nullptr);
+  ASSERT_NE(verdict.bundle->File(kLimitsFile), nullptr);
+  // Another organisation's verifier refuses it.
+  opt.expected_org = "globex";
+  EXPECT_EQ(bundle::Verify(first->bundle, trust_, opt).reason, bundle::Reason::kWrongBundle);
+
+  // Later publishes (at a later time) leave version 1's bytes as they were.
+  ASSERT_TRUE(Put("acme", std::string(kPermit) + kForbid, 1'900'000'000).ok());
+  auto later = Read(Conn(), "acme", 1, true);
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->bundle, first->bundle);
+  EXPECT_EQ(later->digest, first->digest);
+}
+
+TEST_F(StoreTest, ConcurrentPublishesGetDistinctVersions) {
+  constexpr int kThreads = 6;
+  constexpr int kEach = 5;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<uint64_t>> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto lease = pool_->Checkout();
+      if (!lease.ok()) {
+        errors[t] = lease.status().message();
+        return;
+      }
+      for (int i = 0; i < kEach; ++i) {
+        PolicySource s;
+        s.policies = "@id(\"t" + std::to_string(t) + "_" + std::to_string(i) + "\")\n" + kPermit;
+        auto r = Publish(**lease, "acme", s, {key_.get()}, 1'800'000'000);
+        if (!r.ok()) {
+          errors[t] = r.status().message();
+          return;
+        }
+        got[t].push_back(r->version);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<uint64_t> all;
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_TRUE(errors[t].empty()) << errors[t];
+    ASSERT_EQ(got[t].size(), size_t{kEach});
+    EXPECT_TRUE(std::is_sorted(got[t].begin(), got[t].end()));
+    all.insert(got[t].begin(), got[t].end());
+  }
+  ASSERT_EQ(all.size(), size_t{kThreads * kEach});
+  EXPECT_EQ(*all.begin(), 1u);
+  EXPECT_EQ(*all.rbegin(), uint64_t{kThreads * kEach});
+  auto head = Latest(Conn(), "acme");
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->version, uint64_t{kThreads * kEach});
+}
+
+TEST_F(StoreTest, KeysHaveOneOrganisationAndOneScope) {
+  auto publish = CreateKey(Conn(), "acme", KeyScope::kPublish, "ci");
+  auto fetch = CreateKey(Conn(), "acme", KeyScope::kFetch, "sidecar");
+  ASSERT_TRUE(publish.ok()) << publish.status().message();
+  ASSERT_TRUE(fetch.ok());
+  EXPECT_EQ(publish->substr(0, 4), "gvp_");
+
+  auto org = CheckKey(Conn(), *publish, KeyScope::kPublish);
+  ASSERT_TRUE(org.ok()) << org.status().message();
+  EXPECT_EQ(*org, "acme");
+  EXPECT_EQ(CheckKey(Conn(), *publish, KeyScope::kFetch).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(CheckKey(Conn(), *fetch, KeyScope::kPublish).status().code(), Code::kPermissionDenied);
+  EXPECT_TRUE(CheckKey(Conn(), *fetch, KeyScope::kFetch).ok());
+
+  // A changed secret, a malformed key, an unknown id: one answer.
+  std::string wrong = *fetch;
+  wrong.back() = wrong.back() == '0' ? '1' : '0';
+  EXPECT_EQ(CheckKey(Conn(), wrong, KeyScope::kFetch).status().code(), Code::kUnauthenticated);
+  EXPECT_EQ(CheckKey(Conn(), "gvp_nope", KeyScope::kFetch).status().code(), Code::kUnauthenticated);
+  EXPECT_EQ(CheckKey(Conn(), "", KeyScope::kFetch).status().code(), Code::kUnauthenticated);
+
+  auto list = ListKeys(Conn(), "acme");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  std::string fetch_id = fetch->substr(4, 12);
+  ASSERT_TRUE(RevokeKey(Conn(), fetch_id).ok());
+  EXPECT_EQ(CheckKey(Conn(), *fetch, KeyScope::kFetch).status().code(), Code::kUnauthenticated);
+  EXPECT_EQ(RevokeKey(Conn(), "aaaaaaaaaaaa").code(), Code::kNotFound);
+  EXPECT_FALSE(CreateKey(Conn(), "Bad Org", KeyScope::kFetch, "").ok());
+  list = ListKeys(Conn(), "acme");
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE((*list)[1].revoked_at.has_value() || (*list)[0].revoked_at.has_value());
+}
+
+}  // namespace
+}  // namespace govern::policy_service

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# The policy sidecar end to end against the real bundle server, both the real govern binary, each with
+# its own data directory (and private PostgreSQL). Decisions over HTTP and the Unix socket with curl.
+# Expects $GOVERN (ctest sets it).
+set -euo pipefail
+: "${GOVERN:?GOVERN must point at the govern binary}"
+GOVERN="$(realpath "$GOVERN")"
+work="$(mktemp -d /tmp/govern-policy-agent-e2e-XXXXXX)"
+chmod 755 "$work"  # the private clusters run as the postgres user when we are root
+sdata="$work/server"
+adata="$work/agent"
+sock="$work/agent.sock"
+server_pid=""
+agent_pid=""
+stop_pg() {
+  local d="$1"
+  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
+  if [ -f "$d/postgres/postmaster.pid" ]; then
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$d/postgres" -m immediate stop || true
+    else "$pg_ctl_bin" -D "$d/postgres" -m immediate stop || true; fi
+  fi
+}
+cleanup() {
+  for p in "$agent_pid" "$server_pid"; do
+    if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; fi
+  done
+  stop_pg "$sdata"
+  stop_pg "$adata"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; } >&2; done; exit 1; }
+
+# Waits for "is up" in $1 (the process $2); prints the port of service $3.
+wait_up() {
+  for _ in $(seq 1 600); do
+    grep -q "is up" "$1" 2>/dev/null && break
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  awk -v s="$3" '$1 == s && $2 == "http" {n = split($3, a, ":"); print a[n]}' "$1"
+}
+
+start_server() {  # [extra govern flags...]
+  "$GOVERN" --data-dir "$sdata" serve policy --set policy.server.listen=127.0.0.1:$sport "$@" >"$work/server.out" 2>>"$work/server.log" &
+  server_pid=$!
+  [ -n "$(wait_up "$work/server.out" "$server_pid" policy)" ] || fail "govern serve policy did not come up"
+}
+stop_server() {
+  kill -TERM "$server_pid"
+  wait "$server_pid" || fail "govern serve policy exited $? on SIGTERM"
+  server_pid=""
+}
+start_agent() {  # [extra govern flags...]
+  GOVERN_POLICY_AGENT_KEY="$fetch" "$GOVERN" --data-dir "$adata" serve policy-agent "$@" \
+    --set policy.agent.server="http://127.0.0.1:$sport" --set policy.agent.org=acme \
+    --set policy.agent.trust="$work/server.pub" --set policy.agent.poll_interval=200ms \
+    --set policy.agent.listen=127.0.0.1:0 --set policy.agent.socket="$sock" \
+    >"$work/agent.out" 2>>"$work/agent.log" &
+  agent_pid=$!
+  aport="$(wait_up "$work/agent.out" "$agent_pid" policy-agent)"
+  [ -n "$aport" ] || fail "govern serve policy-agent did not come up"
+  agent="http://127.0.0.1:$aport"
+}
+stop_agent() {
+  kill -TERM "$agent_pid"
+  wait "$agent_pid" || fail "govern serve policy-agent exited $? on SIGTERM"
+  agent_pid=""
+}
+
+# A free port for the server, kept across its restarts (the agent is configured with it).
+sport="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+
+gs() { "$GOVERN" --data-dir "$sdata" "$@"; }
+pub="$(gs policy-server keys create --org acme --scope publish 2>>"$work/keys.log")" || fail "keys create publish"
+fetch="$(gs policy-server keys create --org acme --scope fetch 2>>"$work/keys.log")" || fail "keys create fetch"
+start_server
+key_id="$(curl -sf "http://127.0.0.1:$sport/v1/policy/keys" | jq -r '.keys[0].key_id')"
+curl -sf "http://127.0.0.1:$sport/v1/policy/keys/$key_id" >"$work/server.pub" || fail "GET server public key"
+
+publish() {  # policies-text
+  local body
+  body="$(jq -n --arg p "$1" --argjson e "$entities" '{policies: $p, entities: $e}')"
+  curl -sf -X PUT -H "Authorization: Bearer $pub" --data "$body" "http://127.0.0.1:$sport/v1/policy/set" | jq -r .version
+}
+entities='[{"uid":{"type":"Agent","id":"a1"},"attrs":{},"parents":[{"type":"Team","id":"eng"}]},
+{"uid":{"type":"Team","id":"eng"},"attrs":{},"parents":[]}]'
+v1='@id("read-docs")
+permit(principal in Team::"eng", action == Action::"call_tool", resource == Tool::"docs");
+@id("no-prod")
+forbid(principal, action, resource == Tool::"prod-db");
+permit(principal, action, resource == Tool::"prod-db");'
+v2="$v1
+@id(\"docs-off\")
+forbid(principal, action, resource == Tool::\"docs\");"
+
+req() {  # tool
+  jq -n --arg t "$1" '{principal: {type: "Agent", id: "a1"}, action: {type: "Action", id: "call_tool"},
+    resource: {type: "Tool", id: $t}, context: {args: {q: "x"}}}'
+}
+decide_http() { curl -s -X POST --data "$(req "$1")" "$agent/v1/decide"; }
+decide_unix() { curl -s --unix-socket "$sock" -X POST --data "$(req "$1")" "http://agent/v1/decide"; }
+status() { curl -sf "$agent/v1/status"; }
+wait_version() {  # version
+  for _ in $(seq 1 200); do
+    [ "$(status | jq -r '.bundle.version // 0')" = "$1" ] && return 0
+    sleep 0.1
+  done
+  fail "the agent did not load version $1: $(status)"
+}
+
+# Before any bundle: 503 problem+json, never a decision.
+start_agent
+[ "$(curl -s -o "$work/resp.out" -w '%{http_code}' -X POST --data "$(req docs)" "$agent/v1/decide")" = 503 ] || fail "no bundle: not 503"
+grep -q "no policy bundle loaded yet" "$work/resp.out" || fail "no bundle: $(cat "$work/resp.out")"
+
+# Version 1: allow and deny, over HTTP and over the Unix socket.
+[ "$(publish "$v1")" = 1 ] || fail "publish v1"
+wait_version 1
+out="$(decide_http docs)"
+[ "$(echo "$out" | jq -r .decision)" = allow ] || fail "docs over HTTP: $out"
+[ "$(echo "$out" | jq -r '.reason[0]')" = read-docs ] || fail "docs reason: $out"
+[ "$(echo "$out" | jq -r .bundle_version)" = 1 ] || fail "docs version: $out"
+[ "$(echo "$out" | jq -r .decision_id | wc -c)" = 37 ] || fail "no decision id: $out"
+out="$(decide_unix prod-db)"
+[ "$(echo "$out" | jq -r .decision)" = deny ] || fail "prod-db over the socket: $out"
+[ "$(echo "$out" | jq -r '.reason[0]')" = no-prod ] || fail "prod-db reason: $out"
+[ "$(decide_unix docs | jq -r .decision)" = allow ] || fail "docs over the socket"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST --data '{"principal": 1}' "$agent/v1/decide")" = 400 ] || fail "bad request: not 400"
+
+# Version 2 swaps in: docs is now denied.
+[ "$(publish "$v2")" = 2 ] || fail "publish v2"
+wait_version 2
+out="$(decide_http docs)"
+[ "$(echo "$out" | jq -r .decision)" = deny ] || fail "docs after v2: $out"
+[ "$(echo "$out" | jq -r '.reason[0]')" = docs-off ] || fail "docs after v2 reason: $out"
+[ -s "$adata/policy-agent/bundle.tar.gz" ] || fail "no bundle kept on disk"
+# Every decision answered so far was recorded in the decision log (a WAL under the data directory).
+recorded="$(status | jq -r .recording.recorded)"
+[ "$recorded" = "$(status | jq -r .decisions)" ] && [ "$recorded" -ge 4 ] || fail "decisions not recorded: $(status)"
+ls "$adata/policy/decisions/"* >/dev/null 2>&1 || fail "no decision log under the data directory"
+
+# The server goes away: the agent keeps deciding from what it has, and says it cannot fetch.
+stop_server
+sleep 1
+[ "$(decide_unix docs | jq -r .decision)" = deny ] || fail "deciding with the server down"
+[ "$(status | jq -r .last_fetch.result)" = error ] || fail "status does not show the failed fetch: $(status)"
+
+# Restarted with the server still down (and recording durably this time): decides from the bundle on disk.
+stop_agent
+start_agent --set policy.decisions.mode=durable
+[ "$(status | jq -r .bundle.version)" = 2 ] || fail "restart: $(status)"
+[ "$(status | jq -r .bundle.loaded_from)" = disk ] || fail "restart: not from disk: $(status)"
+out="$(decide_http docs)"
+[ "$(echo "$out" | jq -r .decision)" = deny ] && [ "$(echo "$out" | jq -r .bundle_version)" = 2 ] || fail "after restart: $out"
+[ "$(decide_unix prod-db | jq -r .decision)" = deny ] || fail "after restart over the socket"
+[ "$(status | jq -r .recording.mode)" = durable ] || fail "not recording durably: $(status)"
+[ "$(status | jq -r .recording.synced)" -ge 2 ] || fail "durable decisions not synced: $(status)"
+
+# The server comes back signing with a key the agent does not trust: version 3 is refused, 2 serves.
+"$GOVERN" policy keygen --out-private "$work/rogue.key" --out-public "$work/rogue.pub" >/dev/null 2>&1 || fail "keygen"
+start_server --set policy.server.signing_key="$work/rogue.key"
+[ "$(publish "$v1")" = 3 ] || fail "publish v3"
+for _ in $(seq 1 200); do
+  [ "$(status | jq -r '.last_refusal.reason // empty')" = untrusted_key ] && break
+  sleep 0.1
+done
+[ "$(status | jq -r .last_refusal.reason)" = untrusted_key ] || fail "untrusted bundle not refused: $(status)"
+out="$(decide_http docs)"
+[ "$(echo "$out" | jq -r .decision)" = deny ] && [ "$(echo "$out" | jq -r .bundle_version)" = 2 ] || fail "after refusal: $out"
+grep -q "refused a bundle" "$work/agent.log" || fail "the refusal is not logged"
+
+# Back to the trusted key: version 4 swaps in (docs allowed again).
+stop_server
+start_server
+[ "$(publish "$v1
+permit(principal, action == Action::\"read\", resource);")" = 4 ] || fail "publish v4"
+wait_version 4
+[ "$(decide_http docs | jq -r .decision)" = allow ] || fail "docs after v4"
+
+stop_agent
+[ ! -e "$sock" ] || fail "the Unix socket is left behind"
+stop_server
+echo "policy agent e2e: ok"

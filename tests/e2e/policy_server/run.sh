@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# The bundle server end to end: `govern serve policy` with its private PostgreSQL, keys from
+# `govern policy-server keys create`, everything else over HTTP with curl (jq reads the JSON).
+# Expects $GOVERN (ctest sets it).
+set -euo pipefail
+: "${GOVERN:?GOVERN must point at the govern binary}"
+GOVERN="$(realpath "$GOVERN")"
+work="$(mktemp -d /tmp/govern-policy-server-e2e-XXXXXX)"
+chmod 755 "$work"  # the private cluster runs as the postgres user when we are root
+data="$work/var"
+serve_pid=""
+cleanup() {
+  if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
+  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
+  if [ -f "$data/postgres/postmaster.pid" ]; then
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true
+    else "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true; fi
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; } >&2; done; exit 1; }
+g() { "$GOVERN" --data-dir "$data" "$@"; }
+
+start_server() {
+  "$GOVERN" --data-dir "$data" serve policy --set policy.server.listen=127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.log" &
+  serve_pid=$!
+  for _ in $(seq 1 600); do
+    grep -q "is up" "$work/serve.out" 2>/dev/null && break
+    kill -0 "$serve_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  port="$(awk '$1 == "policy" {n = split($3, a, ":"); print a[n]}' "$work/serve.out")"
+  [ -n "$port" ] || fail "govern serve policy did not come up"
+  base="http://127.0.0.1:$port"
+}
+stop_server() {
+  kill -TERM "$serve_pid"
+  wait "$serve_pid" || fail "govern serve policy exited $? on SIGTERM"
+  serve_pid=""
+}
+
+pub="$(g policy-server keys create --org acme --scope publish --name ci 2>>"$work/keys.log")" || fail "keys create publish"
+fetch="$(g policy-server keys create --org acme --scope fetch --name sidecar 2>>"$work/keys.log")" || fail "keys create fetch"
+other_fetch="$(g policy-server keys create --org globex --scope fetch 2>>"$work/keys.log")" || fail "keys create globex"
+g policy-server keys list --org acme >"$work/list.out" 2>>"$work/keys.log" || fail "keys list"
+grep -q "${fetch:4:12} .*acme .*fetch" "$work/list.out" || fail "keys list lacks the fetch key"
+if grep -q "${fetch:17}" "$work/list.out"; then fail "keys list prints a secret"; fi
+
+start_server
+# The generated signing key: kept under the data directory, 0600, its public key served.
+[ "$(stat -c %a "$data/policy/signing.key")" = "600" ] || fail "signing.key is not mode 0600"
+key_id="$(curl -sf "$base/v1/policy/keys" | jq -r '.keys[0].key_id')"
+[ -n "$key_id" ] && [ "$key_id" != null ] || fail "GET /v1/policy/keys"
+curl -sf "$base/v1/policy/keys/$key_id" >"$work/server.pub" || fail "GET /v1/policy/keys/$key_id"
+cmp -s "$work/server.pub" "$data/policy/signing.pub" || fail "served public key differs from signing.pub"
+
+policies='@id("read-docs")
+permit(principal in Team::"eng", action == Action::"call_tool", resource == Tool::"docs");
+@id("no-prod")
+forbid(principal, action, resource == Tool::"prod-db");'
+entities='[{"uid":{"type":"Agent","id":"a1"},"attrs":{},"parents":[{"type":"Team","id":"eng"}]},
+{"uid":{"type":"Team","id":"eng"},"attrs":{},"parents":[]}]'
+body="$(jq -n --arg p "$policies" --argjson e "$entities" '{policies: $p, entities: $e, limits: {"Agent::\"a1\"": {per_minute: 60}}}')"
+
+code() { curl -s -o "$work/resp.out" -w '%{http_code}' "$@"; }
+
+# Publish: 201 with version 1; the same set again is 200 unchanged.
+[ "$(code -X PUT -H "Authorization: Bearer $pub" --data "$body" "$base/v1/policy/set")" = 201 ] || fail "publish: $(cat "$work/resp.out")"
+[ "$(jq -r .version "$work/resp.out")" = 1 ] || fail "first version is not 1"
+etag1="$(jq -r .etag "$work/resp.out")"
+[ "$(code -X PUT -H "Authorization: Bearer $pub" --data "$body" "$base/v1/policy/set")" = 200 ] || fail "republish"
+[ "$(jq -r .unchanged "$work/resp.out")" = true ] || fail "republish is not unchanged"
+
+# Bad policies: 400 problem+json listing the error with line and column; nothing published.
+bad="$(jq -n --arg p 'permit(principal, action, resource);
+permit(principal, action, resource) when { context.x == };' '{policies: $p}')"
+[ "$(curl -s -D "$work/bad.hdr" -o "$work/resp.out" -w '%{http_code}' -X PUT -H "Authorization: Bearer $pub" --data "$bad" "$base/v1/policy/set")" = 400 ] || fail "bad policies not 400"
+grep -qi "content-type: application/problem+json" "$work/bad.hdr" || fail "bad policies: not problem+json"
+[ "$(jq -r '.errors[0].file' "$work/resp.out")" = policies ] || fail "bad policies: $(cat "$work/resp.out")"
+[ "$(jq -r '.errors[0].line' "$work/resp.out")" = 2 ] || fail "bad policies: wrong line: $(cat "$work/resp.out")"
+[ "$(jq -r '.errors[0].column' "$work/resp.out")" -gt 0 ] || fail "bad policies: no column"
+bad_ent="$(jq -n '{policies: "permit(principal, action, resource);", entities: [{"uid": 3}]}')"
+[ "$(code -X PUT -H "Authorization: Bearer $pub" --data "$bad_ent" "$base/v1/policy/set")" = 400 ] || fail "bad entities not 400"
+[ "$(jq -r '.errors[0].file' "$work/resp.out")" = entities ] || fail "bad entities: $(cat "$work/resp.out")"
+[ "$(code -X PUT -H "Authorization: Bearer $pub" --data "not json" "$base/v1/policy/set")" = 400 ] || fail "non-JSON body not 400"
+
+# Keys: none 401, a garbage key 401, the wrong scope 403 both ways, another org sees nothing of acme.
+[ "$(code "$base/v1/policy/bundle")" = 401 ] || fail "no key: not 401"
+[ "$(code -H "Authorization: Bearer gvp_nonsense" "$base/v1/policy/bundle")" = 401 ] || fail "bad key: not 401"
+[ "$(code -H "Authorization: Bearer $pub" "$base/v1/policy/bundle")" = 403 ] || fail "publish key fetching: not 403"
+[ "$(code -X PUT -H "Authorization: Bearer $fetch" --data "$body" "$base/v1/policy/set")" = 403 ] || fail "fetch key publishing: not 403"
+[ "$(code -H "Authorization: Bearer $other_fetch" "$base/v1/policy/bundle")" = 404 ] || fail "globex sees a bundle"
+
+# Fetch: 200 application/gzip with the ETag; If-None-Match gives 304.
+[ "$(curl -s -D "$work/b.hdr" -o "$work/v1.tar.gz" -w '%{http_code}' -H "Authorization: Bearer $fetch" "$base/v1/policy/bundle")" = 200 ] || fail "fetch"
+grep -qi "content-type: application/gzip" "$work/b.hdr" || fail "bundle content type"
+etag="$(grep -i '^etag:' "$work/b.hdr" | cut -d' ' -f2 | tr -d '\r')"
+[ "$etag" = "$etag1" ] || fail "ETag $etag is not the published one $etag1"
+[ "$(code -H "Authorization: Bearer $fetch" -H "If-None-Match: $etag" "$base/v1/policy/bundle")" = 304 ] || fail "If-None-Match: not 304"
+[ "$(code -H "Authorization: Bearer $fetch" -H "If-None-Match: \"00\"" "$base/v1/policy/bundle")" = 200 ] || fail "another ETag: not 200"
+
+# The bundle verifies with the served public key, for acme, and holds what was published.
+g policy verify "$work/v1.tar.gz" --trust "$work/server.pub" --org acme >"$work/verify.out" 2>&1 || fail "policy verify: $(cat "$work/verify.out")"
+g policy verify "$work/v1.tar.gz" --trust "$work/server.pub" --org globex >"$work/verify2.out" 2>&1 && fail "verify for globex passed"
+grep -q wrong_bundle "$work/verify2.out" || fail "verify for globex: $(cat "$work/verify2.out")"
+mkdir "$work/x" && tar xzf "$work/v1.tar.gz" -C "$work/x"
+[ "$(cat "$work/x/policies.cedar")" = "$policies" ] || fail "policies.cedar differs"
+[ -f "$work/x/limits.json" ] || fail "no limits.json"
+
+# A second version: new ETag, the set reads back, the old ETag no longer matches.
+body2="$(jq -n --arg p "$policies
+permit(principal, action == Action::\"read\", resource);" --argjson e "$entities" '{policies: $p, entities: $e}')"
+[ "$(code -X PUT -H "Authorization: Bearer $pub" --data "$body2" "$base/v1/policy/set")" = 201 ] || fail "publish v2"
+[ "$(jq -r .version "$work/resp.out")" = 2 ] || fail "second version is not 2"
+[ "$(code -H "Authorization: Bearer $fetch" -H "If-None-Match: $etag" "$base/v1/policy/bundle")" = 200 ] || fail "stale ETag: not 200"
+cp "$work/resp.out" "$work/v2.tar.gz"
+[ "$(code -H "Authorization: Bearer $fetch" "$base/v1/policy/set")" = 200 ] || fail "GET set"
+[ "$(jq -r .version "$work/resp.out")" = 2 ] || fail "GET set version"
+jq -e '.policies | contains("Action::\"read\"")' "$work/resp.out" >/dev/null || fail "GET set policies"
+[ "$(jq -r .limits "$work/resp.out")" = null ] || fail "GET set limits of v2"
+[ "$(code -H "Authorization: Bearer $pub" "$base/v1/policy/set?version=1")" = 200 ] || fail "GET set version 1"
+jq -e '.limits | fromjson | has("Agent::\"a1\"")' "$work/resp.out" >/dev/null || fail "history: v1 limits"
+g policy verify "$work/v2.tar.gz" --trust "$work/server.pub" --org acme --min-version 2 >/dev/null 2>&1 || fail "verify v2"
+
+# Concurrent publishes from several clients: every answer a distinct version.
+pids=()
+for i in 1 2 3 4 5 6; do
+  jq -n --arg p "@id(\"c$i\") permit(principal, action, resource);" '{policies: $p}' >"$work/c$i.json"
+  curl -s -X PUT -H "Authorization: Bearer $pub" --data @"$work/c$i.json" "$base/v1/policy/set" >"$work/c$i.out" &
+  pids+=($!)
+done
+wait "${pids[@]}"
+versions="$(for i in 1 2 3 4 5 6; do jq -r .version "$work/c$i.out"; done | sort -n | tr '\n' ' ')"
+[ "$versions" = "3 4 5 6 7 8 " ] || fail "concurrent publishes got versions: $versions"
+
+# Restart: the same key, the same bytes for the same version (a stable ETag).
+latest_hdr_etag() { curl -s -D - -o /dev/null -H "Authorization: Bearer $fetch" "$base/v1/policy/bundle" | grep -i '^etag:' | cut -d' ' -f2 | tr -d '\r'; }
+before="$(latest_hdr_etag)"
+curl -sf -H "Authorization: Bearer $fetch" "$base/v1/policy/bundle" -o "$work/before.tar.gz"
+stop_server
+start_server
+[ "$(latest_hdr_etag)" = "$before" ] || fail "ETag changed across a restart"
+curl -sf -H "Authorization: Bearer $fetch" "$base/v1/policy/bundle" -o "$work/after.tar.gz"
+cmp -s "$work/before.tar.gz" "$work/after.tar.gz" || fail "bundle bytes changed across a restart"
+[ "$(curl -sf "$base/v1/policy/keys" | jq -r '.keys[0].key_id')" = "$key_id" ] || fail "signing key changed across a restart"
+
+# A revoked key is refused at once.
+g policy-server keys revoke "${fetch:4:12}" >/dev/null 2>>"$work/keys.log" || fail "keys revoke"
+[ "$(code -H "Authorization: Bearer $fetch" "$base/v1/policy/bundle")" = 401 ] || fail "revoked key: not 401"
+
+stop_server
+echo "policy server e2e: ok"
