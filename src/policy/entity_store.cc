@@ -178,6 +178,14 @@ Status ValueFromJsonAt(const json& j, Arena* arena, std::string_view what, Value
   }
 }
 
+// `Action` or `Ns::Action`: the types of actions.
+bool IsActionType(std::string_view type) {
+  constexpr std::string_view kAction = "Action";
+  if (type == kAction) return true;
+  return type.size() > kAction.size() + 2 && type.ends_with(kAction) &&
+         type.substr(type.size() - kAction.size() - 2, 2) == "::";
+}
+
 }  // namespace
 
 Status EntityStore::Load(const json& array) {
@@ -223,6 +231,10 @@ Status EntityStore::Load(const json& array) {
     for (const json& p : ps) {
       const Uid* pu = nullptr;
       GOVERN_RETURN_IF_ERROR(UidFromJson(p, &arena_, where + " parent", &pu));
+      if (IsActionType(d.uid->type) && !IsActionType(pu->type)) {
+        return InvalidArgument("action `" + d.uid->ToString() + "` has a non-action parent `" + pu->ToString() +
+                               "`: parents of actions must be actions (type `Action`, perhaps namespaced)");
+      }
       direct.push_back(pu);
     }
     index[d.uid->hash].push_back(entities_.size());

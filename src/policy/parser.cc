@@ -1240,6 +1240,13 @@ bool UnescapeCedar(std::string_view body, bool pattern, std::string* out, std::v
         *error = std::string("the input `\\") + e + "` is not a valid escape";
         return false;
     }
+    // Only `\*` is a literal star in a pattern; a star written any other way (`\x2a`, `\u{2a}`) is a
+    // wildcard, as in the reference.
+    if (pattern && piece == "*" && e != '*') {
+      *out += piece;
+      push("", true);
+      continue;
+    }
     *out += piece;
     push(piece, false);
   }
