@@ -753,7 +753,7 @@ function genPolicy(rng, g, req) {
   s += `(${genScope(rng, g, 'principal', req)}, ${genScope(rng, g, 'action', req)}, ${genScope(rng, g, 'resource', req)})`;
   const nc = rng.weighted([[2, 0], [5, 1], [2, 2]]);
   for (let i = 0; i < nc; i++) {
-    s += ` ${rng.chance(0.75) ? 'when' : 'unless'} { ${g.bool(rng.range(1, 3))} }`;
+    s += ` ${rng.chance(0.75) ? 'when' : 'unless'} { ${g.bool(rng.chance(0.05) ? rng.range(4, 5) : rng.range(1, 3))} }`;
   }
   return s + ';';
 }
