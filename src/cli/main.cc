@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 
 #include "base/log.h"
 #include "cli/keys.h"
+#include "cli/policy_cmd.h"
 #include "cli/run.h"
 #include "cli/telemetry_cmd.h"
 #include "config/config.h"
@@ -102,6 +104,7 @@ int Main(int argc, char** argv) {
   cfg_cmd->add_subcommand("docs", "Print the Markdown reference of every key (docs/configuration.md)");
 
   TelemetryCommand telemetry(app);
+  std::unique_ptr<PolicyCommand> policy = AddPolicyCommands(app);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -109,6 +112,7 @@ int Main(int argc, char** argv) {
     std::printf("govern %s\n", GOVERN_VERSION);
     return 0;
   }
+  if (policy->parsed()) return policy->Run();  // needs no configuration
 
   config::Schema schema;
   DeclareCoreKeys(schema);
