@@ -64,10 +64,23 @@ function engineCommand(o) {
   process.exit(2);
 }
 
+function writeCases(cases, tmpDir) {
+  const input = path.join(tmpDir, `in-${process.pid}-${Math.random().toString(36).slice(2)}.ndjson`);
+  const fd = fs.openSync(input, 'w');
+  for (let i = 0; i < cases.length; i += 1000) {
+    fs.writeSync(fd, cases.slice(i, i + 1000).map((c) => JSON.stringify(c)).join('\n') + '\n');
+  }
+  fs.closeSync(fd);
+  return input;
+}
+
 // Runs the engine over `cases`; returns {answers: Map id -> answer, status, stderr}.
 function runEngine(cmd, cases, timeoutS, tmpDir) {
-  const input = path.join(tmpDir, `in-${process.pid}-${Math.random().toString(36).slice(2)}.ndjson`);
-  fs.writeFileSync(input, cases.map((c) => JSON.stringify(c)).join('\n') + '\n');
+  return runCommand(cmd, writeCases(cases, tmpDir), timeoutS, true);
+}
+
+// Runs `cmd` with `input` (a file of cases) on stdin; removes the file afterwards if `owned`.
+function runCommand(cmd, input, timeoutS, owned) {
   return new Promise((resolve) => {
     const fd = fs.openSync(input, 'r');
     const child = spawn('sh', ['-c', cmd], { stdio: [fd, 'pipe', 'pipe'] });
@@ -89,7 +102,7 @@ function runEngine(cmd, cases, timeoutS, tmpDir) {
     }, timeoutS * 1000);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      fs.rmSync(input, { force: true });
+      if (owned) fs.rmSync(input, { force: true });
       const answers = new Map();
       let badLines = 0;
       for (const line of Buffer.concat(out).toString('utf8').split('\n')) {
@@ -426,17 +439,29 @@ async function main() {
     const t0 = Date.now();
     const cases = [...generate(o.seed, o.cases)];
     const t1 = Date.now();
-    const enginePromise = runEngine(cmd, cases, o.timeout, tmpDir);
-    const refs = cases.map((c) => reference(c));
-    const t2 = Date.now();
-    const run = await enginePromise;
-    const t3 = Date.now();
+    // The reference runs as its own process (oracle.mjs) beside the engine: both cores work, and this
+    // process stays small. (Calling cedar-wasm 20,000 times in here, next to the cases and their JSON,
+    // made node 20's V8 abort: "unreachable code" in Deoptimizer::DoComputeBuiltinContinuation.)
+    const input = writeCases(cases, tmpDir);
+    const oracleCmd = `'${process.execPath}' '${path.join(here, 'oracle.mjs')}'`;
+    let t2 = 0;
+    let t3 = 0;
+    const [refRun, run] = await Promise.all([
+      runCommand(oracleCmd, input, o.timeout, false).then((r) => ((t2 = Date.now()), r)),
+      runCommand(cmd, input, o.timeout, false).then((r) => ((t3 = Date.now()), r)),
+    ]);
+    fs.rmSync(input, { force: true });
+    if (refRun.code !== 0 || refRun.answers.size !== cases.length) {
+      console.log(`the reference process failed (status ${refRun.code}, ${refRun.answers.size} answers):\n${refRun.stderr.slice(0, 2000)}`);
+      process.exit(2);
+    }
+    const refs = cases.map((c) => refRun.answers.get(c.id));
     const stats = {};
     for (const a of refs) {
       const k = a.failure ? 'failure' : `${a.decision}${a.errors.length ? '+errors' : ''}`;
       stats[k] = (stats[k] || 0) + 1;
     }
-    console.log(`generated: ${cases.length} cases, seed ${o.seed} (generate ${t1 - t0} ms, reference ${t2 - t1} ms, engine done at ${t3 - t1} ms)`);
+    console.log(`generated: ${cases.length} cases, seed ${o.seed} (generate ${t1 - t0} ms; reference ${t2 - t1} ms, engine ${t3 - t1} ms, in parallel)`);
     console.log(`reference answers: ${Object.entries(stats).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     if (run.timedOut) console.log(`engine timed out after ${o.timeout} s`);
     else if (run.code !== 0) console.log(`engine exited with ${run.signal ? `signal ${run.signal}` : `status ${run.code}`}`);
