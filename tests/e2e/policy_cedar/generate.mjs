@@ -327,7 +327,7 @@ function genEntities(rng) {
     for (const id of ACTION_IDS) {
       if (rng.chance(0.6)) {
         const parents = id !== 'grp' && rng.chance(0.6) ? [{ type: 'Action', id: 'grp' }] : [];
-        if (rng.chance(0.03)) parents.push(randomUid(rng)); // a non-action parent: the reference refuses it
+        if (rng.chance(0.008)) parents.push(randomUid(rng)); // a non-action parent: the reference refuses it
         const a = { uid: { type: 'Action', id }, attrs: {}, parents };
         if (rng.chance(0.1)) a.attrs = { flag: rng.chance(0.5), level: rng.range(0, 5) };
         if (rng.chance(0.05)) a.tags = { t: rng.range(0, 3) };
