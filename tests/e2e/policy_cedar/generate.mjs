@@ -326,11 +326,12 @@ function genEntities(rng) {
   if (rng.chance(0.6)) {
     for (const id of ACTION_IDS) {
       if (rng.chance(0.6)) {
-        entities.push({
-          uid: { type: 'Action', id },
-          attrs: {},
-          parents: id !== 'grp' && rng.chance(0.6) ? [{ type: 'Action', id: 'grp' }] : [],
-        });
+        const parents = id !== 'grp' && rng.chance(0.6) ? [{ type: 'Action', id: 'grp' }] : [];
+        if (rng.chance(0.008)) parents.push(randomUid(rng)); // a non-action parent: the reference refuses it
+        const a = { uid: { type: 'Action', id }, attrs: {}, parents };
+        if (rng.chance(0.1)) a.attrs = { flag: rng.chance(0.5), level: rng.range(0, 5) };
+        if (rng.chance(0.05)) a.tags = { t: rng.range(0, 3) };
+        entities.push(a);
       }
     }
   }
@@ -753,7 +754,7 @@ function genPolicy(rng, g, req) {
   s += `(${genScope(rng, g, 'principal', req)}, ${genScope(rng, g, 'action', req)}, ${genScope(rng, g, 'resource', req)})`;
   const nc = rng.weighted([[2, 0], [5, 1], [2, 2]]);
   for (let i = 0; i < nc; i++) {
-    s += ` ${rng.chance(0.75) ? 'when' : 'unless'} { ${g.bool(rng.range(1, 3))} }`;
+    s += ` ${rng.chance(0.75) ? 'when' : 'unless'} { ${g.bool(rng.chance(0.05) ? rng.range(4, 5) : rng.range(1, 3))} }`;
   }
   return s + ';';
 }

@@ -14,6 +14,11 @@ fi
 if [ "${1:-}" = selftest ]; then
   out="$(mktemp -d /tmp/govern-policy-drt-selftest-XXXXXX)"
   trap 'rm -rf "$out"' EXIT
+  # The generator is deterministic: the same seed gives the same cases.
+  a="$(node generate.mjs --seed 3 --cases 300 | sha256sum)"
+  b="$(node generate.mjs --seed 3 --cases 300 | sha256sum)"
+  c="$(node generate.mjs --seed 4 --cases 300 | sha256sum)"
+  if [ "$a" != "$b" ] || [ "$a" = "$c" ]; then echo "selftest: generate.mjs is not deterministic per seed" >&2; exit 1; fi
   # The reference against itself agrees everywhere...
   node compare.mjs --engine "node oracle.mjs" --cases 1000 --seed 7
   # ...and a wrong engine is caught: exit 1, both of its difference classes reported, minimised cases written.
