@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "net/http_server.h"
 #include "net/problem.h"
 #include "policy/cedar.h"
+#include "policy/limits.h"
 #include "services/http_config.h"
 #include "services/policy/jobs.h"
 #include "services/policy/recorder.h"
@@ -32,28 +34,34 @@ namespace {
 
 using json = nlohmann::json;
 
-// What the sidecar decides from: the compiled policies and entities of one bundle, and the name each
+// What the sidecar decides from: one bundle's policies, entities and limits (a Decider), and the name each
 // policy is reported by (its @id annotation when it has one, else the engine's "policyN").
 struct Compiled {
-  policy::PolicySet policies;
-  policy::Entities entities;
+  policy::Decider decider;
   std::vector<std::string> names;
 };
 using Slot = bundle::BundleSlot<Compiled>;
 
-Result<Compiled> Compile(const bundle::Bundle& b) {
-  const std::string* text = b.File(kPoliciesFile);
-  if (text == nullptr) return InvalidArgument("the bundle has no " + std::string(kPoliciesFile));
-  auto policies = policy::PolicySet::Parse(*text);
-  if (!policies.ok()) return policies.status().WithContext(std::string(kPoliciesFile));
-  const std::string* ents = b.File(kEntitiesFile);
-  auto entities =
-      policy::Entities::FromJson(ents != nullptr ? std::string_view(*ents) : std::string_view("[]"));
-  if (!entities.ok()) return entities.status().WithContext(std::string(kEntitiesFile));
-  Compiled c{std::move(*policies), std::move(*entities), {}};
-  for (size_t i = 0; i < c.policies.size(); ++i) {
-    std::string name = c.policies.id(i);
-    for (const auto& [k, v] : c.policies.annotations(i)) {
+constexpr std::string_view kLimitsFile = "limits.json";
+
+// `counters` is the one table of limit counters shared by every bundle version the sidecar loads, so a
+// swap keeps each limit's counters while its id stays and refills no budget (docs/policy-extensions.md).
+Result<Compiled> Compile(const bundle::Bundle& b, const std::shared_ptr<policy::LimitCounters>& counters) {
+  std::map<std::string, std::string> files;
+  for (std::string_view name : {kPoliciesFile, kEntitiesFile, kLimitsFile}) {
+    if (const std::string* f = b.File(name)) files.emplace(std::string(name), *f);
+  }
+  if (!files.contains(std::string(kPoliciesFile)))
+    return InvalidArgument("the bundle has no " + std::string(kPoliciesFile));
+  policy::LimitOptions options;
+  options.counters = counters;
+  // Errors name the file ("limits.json: ...").
+  GOVERN_ASSIGN_OR_RETURN(policy::Decider decider, policy::Decider::FromFiles(files, options));
+  Compiled c{std::move(decider), {}};
+  const policy::PolicySet& ps = c.decider.policies();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    std::string name = ps.id(i);
+    for (const auto& [k, v] : ps.annotations(i)) {
       if (k == "id" && !v.empty()) name = v;
     }
     c.names.push_back(std::move(name));
@@ -190,7 +198,9 @@ class PolicyAgent final : public services::Service {
     vo.expected_kind = std::string(kBundleKind);
     vo.expected_org = org_;
     vo.expected_name = std::string(kBundleName);
-    slot_ = std::make_unique<Slot>(std::move(trust), vo, &Compile);
+    slot_ = std::make_unique<Slot>(std::move(trust), vo, [counters = counters_](const bundle::Bundle& b) {
+      return Compile(b, counters);
+    });
 
     dir_ = ctx.data_dir + "/policy-agent";
     std::error_code ec;
@@ -395,34 +405,67 @@ class PolicyAgent final : public services::Service {
   net::Response Decide(net::Request& req) {
     std::shared_ptr<const Slot::Loaded> loaded = slot_->Load();
     if (!loaded) return net::ProblemResponse(503, "no policy bundle loaded yet", req.path);
-    auto request = policy::Request::FromJson(req.body);
-    if (!request.ok()) return net::ProblemResponse(400, request.status().message(), req.path);
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (!body.is_object()) return net::ProblemResponse(400, "the request must be a JSON object", req.path);
+    DecisionFacts f;
+    f.organisation = org_;
+    f.principal = UidText(body["principal"]);
+    f.action = UidText(body["action"]);
+    f.resource = UidText(body["resource"]);
+    if (f.principal.empty() || f.action.empty() || f.resource.empty()) {
+      return net::ProblemResponse(
+          400, "principal, action and resource must each be an entity {\"type\": ..., \"id\": ...}",
+          req.path);
+    }
+    auto uid = [&](const char* key) -> const json& {
+      const json& u = body[key];
+      return u.contains("__entity") ? u["__entity"] : u;
+    };
+    std::string context = body.contains("context") ? body["context"].dump() : "{}";
+    // One builder per thread, reused: no Request is made (docs/policy-extensions.md).
+    thread_local policy::RequestBuilder builder;
     thread_local policy::Outcome outcome;
+    const json& p = uid("principal");
+    const json& a = uid("action");
+    const json& r = uid("resource");
+    builder.Reset()
+        .Principal(p["type"].get_ref<const std::string&>(), p["id"].get_ref<const std::string&>())
+        .Action(a["type"].get_ref<const std::string&>(), a["id"].get_ref<const std::string&>())
+        .Resource(r["type"].get_ref<const std::string&>(), r["id"].get_ref<const std::string&>());
+    if (Status s = builder.ContextJson(context); !s.ok())
+      return net::ProblemResponse(400, s.message(), req.path);
+    if (Status s = builder.status(); !s.ok()) return net::ProblemResponse(400, s.message(), req.path);
     const Compiled& c = loaded->value;
-    policy::Authorize(c.policies, c.entities, *request, &outcome);
+    c.decider.Decide(builder, &outcome);
+
+    // As the engine's Response names them: a limit that denied is the reason "limit:<id>" (the policies
+    // that allowed are not), and a limit that could not be applied is also an error under that name.
+    std::string limit;
+    if (outcome.limit != policy::Outcome::kNoLimit) {
+      limit = "limit:" + c.decider.limits().id(static_cast<size_t>(outcome.limit));
+    }
     std::vector<std::string> determining;
     std::vector<std::string> erroring;
     json reason = json::array();
-    for (uint32_t i : outcome.reason) {
-      reason.push_back(c.names[i]);
-      determining.push_back(c.names[i]);
-    }
     json errors = json::array();
+    if (!limit.empty()) {
+      determining.push_back(limit);
+    } else {
+      for (uint32_t i : outcome.reason) determining.push_back(c.names[i]);
+    }
     for (const auto& [i, msg] : outcome.errors) {
       errors.push_back({{"policy", c.names[i]}, {"message", msg}});
       erroring.push_back(c.names[i]);
     }
-    // Recorded before it is answered; a decision that cannot be recorded is not given (fail closed).
-    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    std::string context = body.is_object() && body.contains("context") ? body["context"].dump() : "{}";
-    DecisionFacts f;
-    f.organisation = org_;
-    if (body.is_object()) {
-      f.principal = UidText(body["principal"]);
-      f.action = UidText(body["action"]);
-      f.resource = UidText(body["resource"]);
+    if (!limit.empty() && !outcome.limit_error.empty()) {
+      errors.push_back({{"policy", limit}, {"message", outcome.limit_error}});
+      erroring.push_back(limit);
     }
-    f.allow = outcome.decision == policy::Decision::kAllow;
+    for (const std::string& d : determining) reason.push_back(d);
+    // Recorded before it is answered; a decision that cannot be recorded is not given (fail closed).
+    f.decision = outcome.decision == policy::Decision::kAllow              ? FactDecision::kAllow
+                 : outcome.decision == policy::Decision::kApprovalRequired ? FactDecision::kApprovalRequired
+                                                                           : FactDecision::kDeny;
     f.determining = &determining;
     f.erroring = &erroring;
     f.bundle_version = loaded->bundle->version();
@@ -434,11 +477,14 @@ class PolicyAgent final : public services::Service {
                                   req.path);
     }
     decisions_.fetch_add(1, std::memory_order_relaxed);
+    if (f.decision == FactDecision::kApprovalRequired) approvals_.fetch_add(1, std::memory_order_relaxed);
+    if (!limit.empty()) limited_.fetch_add(1, std::memory_order_relaxed);
     json out = {{"decision", policy::DecisionName(outcome.decision)},
                 {"reason", std::move(reason)},
                 {"errors", std::move(errors)},
                 {"bundle_version", loaded->bundle->version()},
                 {"decision_id", *id}};
+    if (!limit.empty()) out["limit"] = limit.substr(6);
     return net::JsonResponse(out.dump());
   }
 
@@ -461,6 +507,9 @@ class PolicyAgent final : public services::Service {
     out["last_refusal"] = last_refusal_;
     out["offers"] = {{"accepted", st.accepted}, {"unchanged", st.unchanged}, {"refused", st.refused}};
     out["decisions"] = decisions_.load(std::memory_order_relaxed);
+    out["approval_required"] = approvals_.load(std::memory_order_relaxed);
+    out["limited"] = limited_.load(std::memory_order_relaxed);
+    out["limit_counters"] = counters_->size();
     out["unrecorded"] = record_failures_.load(std::memory_order_relaxed);
     out["recording"] = recorder_ ? json::parse(recorder_->StatsJson()) : json(nullptr);
     return net::JsonResponse(out.dump());
@@ -481,6 +530,10 @@ class PolicyAgent final : public services::Service {
   std::thread poller_;
   std::atomic<uint64_t> decisions_{0};
   std::atomic<uint64_t> record_failures_{0};
+  std::atomic<uint64_t> approvals_{0};  // decisions answered approval_required
+  std::atomic<uint64_t> limited_{0};    // decisions a limit turned into deny
+  // The limit counters of every bundle version loaded (kept across swaps; see Compile).
+  const std::shared_ptr<policy::LimitCounters> counters_ = std::make_shared<policy::LimitCounters>();
   std::unique_ptr<DecisionRecorder> recorder_;
   std::unique_ptr<JobQueue> jobs_;  // durable recording only
 

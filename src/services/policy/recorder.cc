@@ -46,7 +46,9 @@ Result<std::string> DecisionRecorder::Record(const DecisionFacts& f) {
   r.resource = f.resource;
   // The record's own enum (named apart from the engine's Decision), whatever it is called.
   using RecordDecision = decltype(policy::DecisionRecord::decision);
-  r.decision = f.allow ? RecordDecision::kAllow : RecordDecision::kDeny;
+  r.decision = f.decision == FactDecision::kAllow              ? RecordDecision::kAllow
+               : f.decision == FactDecision::kApprovalRequired ? RecordDecision::kApprovalRequired
+                                                               : RecordDecision::kDeny;
   if (f.determining) r.determining_policies = *f.determining;
   if (f.erroring) r.erroring_policies = *f.erroring;
   r.bundle_version = f.bundle_version;

@@ -17,13 +17,17 @@
 
 namespace govern::policy_service {
 
+// The three outcomes, as recorded (the engine's Decision is not named here: see above).
+enum class FactDecision : uint8_t { kDeny, kAllow, kApprovalRequired };
+
 // One decision as the sidecar made it.
 struct DecisionFacts {
   std::string_view organisation;
   std::string principal;  // Cedar uid text: Agent::"a1"
   std::string action;
   std::string resource;
-  bool allow = false;
+  FactDecision decision = FactDecision::kDeny;
+  // Policy names, or "limit:<id>" when a limit denied (or could not be applied: then also erroring).
   const std::vector<std::string>* determining = nullptr;
   const std::vector<std::string>* erroring = nullptr;
   uint64_t bundle_version = 0;

@@ -181,4 +181,52 @@ wait_version 4
 stop_agent
 [ ! -e "$sock" ] || fail "the Unix socket is left behind"
 stop_server
+
+# The engine's extensions: a @require_approval permit (approval_required) and limits.json (a rate of 2
+# an hour per agent on docs). The bundle server takes `limits` only as a JSON object (its publish check)
+# while limits.json is an array of limits (docs/policy-extensions.md), so this bundle is signed here
+# with `govern policy sign` and the sidecar, trusting that key, decides from it on disk (no server).
+"$GOVERN" policy keygen --out-private "$work/local.key" --out-public "$work/local.pub" >/dev/null 2>&1 || fail "keygen local"
+mkdir -p "$work/b5"
+cat >"$work/b5/policies.cedar" <<'CEDAR'
+@id("read-docs")
+permit(principal in Team::"eng", action == Action::"call_tool", resource == Tool::"docs");
+@id("pay-needs-human") @require_approval("finance")
+permit(principal, action == Action::"call_tool", resource == Tool::"pay");
+CEDAR
+echo "$entities" >"$work/b5/entities.json"
+cat >"$work/b5/limits.json" <<'JSON'
+[{"id": "docs-rate", "principal_in": "Team::\"eng\"", "action": "Action::\"call_tool\"",
+  "resource": "Tool::\"docs\"", "rate": {"requests": 2, "per": "1h"}}]
+JSON
+"$GOVERN" policy sign --dir "$work/b5" --version 5 --org acme --key "$work/local.key" \
+  --out "$adata/policy-agent/bundle.tar.gz" >/dev/null 2>>"$work/keys.log" || fail "policy sign v5"
+"$GOVERN" --data-dir "$adata" serve policy-agent --set policy.agent.org=acme \
+  --set policy.agent.trust="$work/local.pub" --set policy.agent.listen=127.0.0.1:0 \
+  --set policy.agent.socket="$sock" >"$work/agent.out" 2>>"$work/agent.log" &
+agent_pid=$!
+aport="$(wait_up "$work/agent.out" "$agent_pid" policy-agent)"
+[ -n "$aport" ] || fail "govern serve policy-agent (no server) did not come up"
+agent="http://127.0.0.1:$aport"
+[ "$(status | jq -r .bundle.version)" = 5 ] || fail "v5 from disk: $(status)"
+before="$(status | jq -r .decisions)"
+out="$(decide_http pay)"
+[ "$(echo "$out" | jq -r .decision)" = approval_required ] || fail "pay: $out"
+[ "$(echo "$out" | jq -c .reason)" = '["pay-needs-human"]' ] || fail "pay reason: $out"
+[ "$(decide_http docs | jq -r .decision)" = allow ] || fail "docs 1 of 2"
+[ "$(decide_unix docs | jq -r .decision)" = allow ] || fail "docs 2 of 2"
+out="$(decide_http docs)"
+[ "$(echo "$out" | jq -r .decision)" = deny ] || fail "docs over the rate: $out"
+[ "$(echo "$out" | jq -c .reason)" = '["limit:docs-rate"]' ] || fail "docs over the rate reason: $out"
+[ "$(echo "$out" | jq -r .limit)" = docs-rate ] || fail "docs over the rate limit: $out"
+[ "$(echo "$out" | jq -r .decision_id | wc -c)" = 37 ] || fail "limit denial without a decision id: $out"
+# A denial takes nothing: prod-db (no permit) is denied by default, not by the limit.
+out="$(decide_http prod-db)"
+[ "$(echo "$out" | jq -r .decision)" = deny ] && [ "$(echo "$out" | jq -c .reason)" = '[]' ] || fail "prod-db: $out"
+st="$(status)"
+[ "$(echo "$st" | jq -r .approval_required)" = 1 ] || fail "status approval_required: $st"
+[ "$(echo "$st" | jq -r .limited)" = 1 ] || fail "status limited: $st"
+[ "$(echo "$st" | jq -r .decisions)" = "$((before + 5))" ] || fail "status decisions: $st"
+[ "$(echo "$st" | jq -r .recording.recorded)" = "$(echo "$st" | jq -r .decisions)" ] || fail "not all recorded: $st"
+stop_agent
 echo "policy agent e2e: ok"
