@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "bundle/bundle.h"
@@ -10,6 +11,7 @@
 #include "crypto/sha256.h"
 #include "db/connection.h"
 #include "policy/cedar.h"
+#include "policy/limits.h"
 
 namespace govern::policy_service {
 namespace {
@@ -124,9 +126,18 @@ std::vector<SourceError> Validate(const PolicySource& source) {
     errors.push_back(SourceError{"entities", 0, 0, e.status().message()});
   }
   if (source.limits) {
-    auto j = nlohmann::json::parse(*source.limits, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      errors.push_back(SourceError{"limits", 0, 0, "limits must be a JSON object"});
+    if (auto l = policy::Limits::Parse(*source.limits); !l.ok()) {
+      errors.push_back(SourceError{"limits", 0, 0, l.status().message()});
+    }
+  }
+  if (errors.empty()) {
+    // What the sidecar will build from the bundle: the files together (e.g. @require_approval on a
+    // forbid is refused there), so nothing is published that a sidecar would refuse.
+    std::map<std::string, std::string> files = {{std::string(kPoliciesFile), source.policies},
+                                                {std::string(kEntitiesFile), source.entities}};
+    if (source.limits) files.emplace(std::string(kLimitsFile), *source.limits);
+    if (auto d = policy::Decider::FromFiles(files); !d.ok()) {
+      errors.push_back(SourceError{"bundle", 0, 0, d.status().message()});
     }
   }
   return errors;

@@ -79,8 +79,15 @@ TEST(Validate, ReportsEntitiesAndLimits) {
   EXPECT_EQ(errors[0].file, "entities");
   EXPECT_EQ(errors[1].file, "limits");
   s.entities = "[{\"uid\": {\"type\": \"Agent\", \"id\": \"a\"}, \"attrs\": {}, \"parents\": []}]";
-  s.limits = "{\"Agent::\\\"a\\\"\": {\"per_minute\": 10}}";
+  s.limits = R"([{"id": "rate", "principal": "Agent::\"a\"", "rate": {"requests": 10, "per": "1m"}}])";
   EXPECT_TRUE(Validate(s).empty());
+  s.limits = "{}";  // limits.json is an array of limits
+  ASSERT_EQ(Validate(s).size(), 1u);
+  EXPECT_EQ(Validate(s)[0].file, "limits");
+  s.limits.reset();
+  s.policies = "@require_approval forbid(principal, action, resource);";  // the annotation is for permits
+  ASSERT_EQ(Validate(s).size(), 1u);
+  EXPECT_EQ(Validate(s)[0].file, "bundle");
 }
 
 TEST(ParseSourceJson, TakesTextOrJsonValuesAndRefusesTheRest) {
@@ -141,7 +148,7 @@ TEST_F(StoreTest, BundleVerifiesAndItsBytesNeverChange) {
   PolicySource s;
   s.policies = kPermit;
   s.schema = "entity Agent;";
-  s.limits = "{}";
+  s.limits = "[]";
   auto v1 = Publish(Conn(), "acme", s, {key_.get()}, 1'800'000'000);
   ASSERT_TRUE(v1.ok()) << v1.status().message();
   auto first = Read(Conn(), "acme", 1, true);

@@ -61,7 +61,7 @@ permit(principal in Team::"eng", action == Action::"call_tool", resource == Tool
 forbid(principal, action, resource == Tool::"prod-db");'
 entities='[{"uid":{"type":"Agent","id":"a1"},"attrs":{},"parents":[{"type":"Team","id":"eng"}]},
 {"uid":{"type":"Team","id":"eng"},"attrs":{},"parents":[]}]'
-body="$(jq -n --arg p "$policies" --argjson e "$entities" '{policies: $p, entities: $e, limits: {"Agent::\"a1\"": {per_minute: 60}}}')"
+body="$(jq -n --arg p "$policies" --argjson e "$entities" '{policies: $p, entities: $e, limits: [{id: "a1-rate", principal: "Agent::\"a1\"", rate: {requests: 60, per: "1m"}}]}')"
 
 code() { curl -s -o "$work/resp.out" -w '%{http_code}' "$@"; }
 
@@ -83,6 +83,9 @@ grep -qi "content-type: application/problem+json" "$work/bad.hdr" || fail "bad p
 bad_ent="$(jq -n '{policies: "permit(principal, action, resource);", entities: [{"uid": 3}]}')"
 [ "$(code -X PUT -H "Authorization: Bearer $pub" --data "$bad_ent" "$base/v1/policy/set")" = 400 ] || fail "bad entities not 400"
 [ "$(jq -r '.errors[0].file' "$work/resp.out")" = entities ] || fail "bad entities: $(cat "$work/resp.out")"
+bad_lim="$(jq -n '{policies: "permit(principal, action, resource);", limits: {"Agent::\"a1\"": {per_minute: 60}}}')"
+[ "$(code -X PUT -H "Authorization: Bearer $pub" --data "$bad_lim" "$base/v1/policy/set")" = 400 ] || fail "limits not an array: not 400"
+[ "$(jq -r '.errors[0].file' "$work/resp.out")" = limits ] || fail "bad limits: $(cat "$work/resp.out")"
 [ "$(code -X PUT -H "Authorization: Bearer $pub" --data "not json" "$base/v1/policy/set")" = 400 ] || fail "non-JSON body not 400"
 
 # Keys: none 401, a garbage key 401, the wrong scope 403 both ways, another org sees nothing of acme.
@@ -120,7 +123,7 @@ cp "$work/resp.out" "$work/v2.tar.gz"
 jq -e '.policies | contains("Action::\"read\"")' "$work/resp.out" >/dev/null || fail "GET set policies"
 [ "$(jq -r .limits "$work/resp.out")" = null ] || fail "GET set limits of v2"
 [ "$(code -H "Authorization: Bearer $pub" "$base/v1/policy/set?version=1")" = 200 ] || fail "GET set version 1"
-jq -e '.limits | fromjson | has("Agent::\"a1\"")' "$work/resp.out" >/dev/null || fail "history: v1 limits"
+jq -e '.limits | fromjson | .[0].id == "a1-rate"' "$work/resp.out" >/dev/null || fail "history: v1 limits"
 g policy verify "$work/v2.tar.gz" --trust "$work/server.pub" --org acme --min-version 2 >/dev/null 2>&1 || fail "verify v2"
 
 # Concurrent publishes from several clients: every answer a distinct version.
