@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file.h"
 #include "bundle/bundle.h"
 #include "bundle/keys.h"
 #include "bundle/tar.h"
@@ -55,41 +56,6 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   in.read(data.data(), static_cast<std::streamsize>(size));
   if (static_cast<size_t>(in.gcount()) != size) return DataLoss(path + ": short read");
   return data;
-}
-
-// Creates `path` (refusing to overwrite) with `mode`, writes and syncs it.
-Status WriteNewFile(const std::string& path, std::string_view data, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) {
-    if (errno == EEXIST) return AlreadyExists(path + " exists; not overwriting a key file");
-    return ErrnoStatus(errno, "create " + path);
-  }
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return ErrnoStatus(err, "write " + path);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) return ErrnoStatus(errno, "sync " + path);
-  return OkStatus();
-}
-
-// Writes `path` atomically: a temporary file beside it, synced, then renamed over it.
-Status ReplaceFile(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  ::unlink(tmp.c_str());
-  GOVERN_RETURN_IF_ERROR(WriteNewFile(tmp, data, 0644));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, "rename to " + path);
-  }
-  return OkStatus();
 }
 
 struct KeygenArgs {
@@ -192,7 +158,7 @@ void Sign(const SignArgs& a) {
     Fail("policy sign: the bundle is " + std::to_string(archive->size()) + " bytes, over the limit of " +
          std::to_string(limits.max_archive_bytes) + " that verifiers accept");
   }
-  if (Status s = ReplaceFile(a.out, *archive); !s.ok()) Fail("policy sign: " + s.message());
+  if (Status s = ReplaceFileDurably(a.out, *archive); !s.ok()) Fail("policy sign: " + s.message());
   std::printf("signed policy bundle %s/%s version %llu: %zu files, %zu bytes, key %s -> %s\n", in.org.c_str(),
               in.name.c_str(), static_cast<unsigned long long>(in.version), in.files.size(), archive->size(),
               ids.c_str(), a.out.c_str());

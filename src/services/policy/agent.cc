@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/file.h"
 #include "base/log.h"
 #include "bundle/bundle.h"
 #include "bundle/slot.h"
@@ -75,39 +76,6 @@ Result<std::string> ReadFile(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Replaces `path` with `data` so that a crash leaves either the old file or the new one, complete:
-// a temporary file, fsync, rename, fsync of the directory.
-Status WriteDurably(const std::string& dir, const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, "create " + tmp);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      return ErrnoStatus(e, "write " + tmp);
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    int e = errno;
-    ::close(fd);
-    return ErrnoStatus(e, "fsync " + tmp);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus(errno, "rename " + tmp);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return ErrnoStatus(errno, "open " + dir);
-  int rc = ::fsync(dfd);
-  int e = errno;
-  ::close(dfd);
-  if (rc != 0) return ErrnoStatus(e, "fsync " + dir);
-  return OkStatus();
 }
 
 // A Cedar uid as text (Agent::"a1") from the request's {"type", "id"} (or {"__entity": {...}}).
@@ -383,7 +351,7 @@ class PolicyAgent final : public services::Service {
       }
       log::Info("policy-agent", "loaded a new bundle",
                 {{"version", v.bundle->version()}, {"previous", before}});
-      if (Status s = WriteDurably(dir_, path_, resp->body); !s.ok()) {
+      if (Status s = ReplaceFileDurably(path_, resp->body); !s.ok()) {
         log::Warn("policy-agent", "cannot keep the bundle on disk", {{"error", s.message()}});
       }
       SetFetch(now, "loaded", "version " + std::to_string(v.bundle->version()));

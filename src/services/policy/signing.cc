@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/file.h"
 #include "crypto/bytes.h"
 
 namespace govern::policy_service {
@@ -20,33 +21,6 @@ Result<std::string> ReadFile(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Creates `path` with `content` and mode `mode`, durably; AlreadyExists when it exists.
-Status WriteNew(const std::string& path, std::string_view content, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) {
-    if (errno == EEXIST) return AlreadyExists(path + " exists");
-    return ErrnoStatus(errno, "create " + path);
-  }
-  size_t off = 0;
-  while (off < content.size()) {
-    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      return ErrnoStatus(e, "write " + path);
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    int e = errno;
-    ::close(fd);
-    return ErrnoStatus(e, "fsync " + path);
-  }
-  ::close(fd);
-  return OkStatus();
 }
 
 Status Append(SigningKeys& out, const std::string& path, const std::string& text) {
@@ -82,12 +56,12 @@ Result<SigningKeys> LoadSigningKeys(const std::vector<std::string>& paths, const
   if (!std::filesystem::exists(path)) {
     GOVERN_ASSIGN_OR_RETURN(bundle::SigningKey key, bundle::SigningKey::Generate());
     GOVERN_ASSIGN_OR_RETURN(crypto::SecretBytes text, key.Text());
-    Status s = WriteNew(path, crypto::AsString(text.span()), 0600);
+    Status s = WriteNewFile(path, crypto::AsString(text.span()), 0600);
     if (s.ok()) {
       GOVERN_ASSIGN_OR_RETURN(bundle::PublicKey pub, key.Public());
       std::string pub_path = dir + "/signing.pub";
       std::filesystem::remove(pub_path, ec);
-      GOVERN_RETURN_IF_ERROR(WriteNew(pub_path, pub.Text(), 0644));
+      GOVERN_RETURN_IF_ERROR(WriteNewFile(pub_path, pub.Text(), 0644));
       int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (dfd >= 0) {
         ::fsync(dfd);
