@@ -27,7 +27,9 @@ data="$work/data"
 mkdir -p "$data"
 log="$work/govern.log"
 org=acme
-port=$((20000 + RANDOM % 30000))
+# Below the kernel's ephemeral range (32768-60999), so no bind(0) or outgoing connection of a
+# test running beside this one can take the port between the pick and govern's listen.
+port=$((20000 + RANDOM % 12000))
 server_pid=""
 loadgen_pid=""
 mounted=""
