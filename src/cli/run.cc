@@ -94,27 +94,33 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
   if (!limiter.ok()) return Fail(limiter.status());
 
   // Declared before everything that uses it, so it is released (and the cluster stopped) last, on
-  // every return path.
+  // every return path. Opened only when a selected service needs it: the sidecar alone starts no
+  // PostgreSQL.
   Database database;
-  Status opened = database.Open(cfg, data_dir);
-  if (!opened.ok()) return Fail(opened);
-  auto pool = db::Pool::Create({.conninfo = database.conninfo(),
-                                .max_size = static_cast<int>(cfg.GetInt("database.pool_size"))});
-  if (!pool.ok()) return Fail(pool.status().WithContext("connect to PostgreSQL"));
-
-  for (const auto& svc : svcs) {
-    std::vector<db::Migration> migrations = svc->Migrations();
-    if (migrations.empty()) continue;
-    auto applied = db::Migrator(std::string(svc->name()), std::move(migrations)).Apply(**pool);
-    if (!applied.ok()) return Fail(applied.status().WithContext(std::string(svc->name()) + ": migrations"));
+  std::unique_ptr<db::Pool> pool;
+  services::EndpointList running;
+  bool needs_database = false;
+  for (const auto& svc : svcs) needs_database = needs_database || svc->needs_database();
+  if (needs_database) {
+    Status opened = database.Open(cfg, data_dir);
+    if (!opened.ok()) return Fail(opened);
+    auto created = db::Pool::Create(
+        {.conninfo = database.conninfo(), .max_size = static_cast<int>(cfg.GetInt("database.pool_size"))});
+    if (!created.ok()) return Fail(created.status().WithContext("connect to PostgreSQL"));
+    pool = std::move(*created);
+    for (const auto& svc : svcs) {
+      std::vector<db::Migration> migrations = svc->Migrations();
+      if (migrations.empty()) continue;
+      auto applied = db::Migrator(std::string(svc->name()), std::move(migrations)).Apply(*pool);
+      if (!applied.ok()) return Fail(applied.status().WithContext(std::string(svc->name()) + ": migrations"));
+    }
+    running.Add({"postgres", "postgresql", database.description()});
   }
 
-  services::EndpointList running;
-  running.Add({"postgres", "postgresql", database.description()});
   services::Context ctx;
   ctx.config = &cfg;
   ctx.clock = &Clock::Real();
-  ctx.db = pool->get();
+  ctx.db = pool.get();
   ctx.admission = limiter->get();
   ctx.data_dir = data_dir;
   ctx.version = GOVERN_VERSION;
@@ -160,7 +166,7 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
     log::Info("cli", "service stopped", {{"service", std::string(svc.name())}});
   }
   svcs.clear();  // before the pool and the limiter they point to
-  pool->reset();
+  pool.reset();
   database.Release();
   if (!failure.ok()) return Fail(failure);
   log::Info("cli", "stopped");

@@ -55,7 +55,8 @@ class EndpointList {
 struct Context {
   const config::Config* config = nullptr;
   const Clock* clock = nullptr;
-  db::Pool* db = nullptr;               // shared pool on the configured or private PostgreSQL
+  db::Pool* db = nullptr;               // shared pool on the configured or private PostgreSQL; null
+                                        // when no running service needs_database()
   net::Admission* admission = nullptr;  // load shedding for every HTTP route
   std::string data_dir;                 // the service may use <data_dir>/<name>/
   std::string version;
@@ -72,6 +73,9 @@ class Service {
   virtual void DeclareConfig(config::Schema& schema) const = 0;
   // Versioned SQL this service needs, applied before Start. Empty when it keeps no tables.
   virtual std::vector<db::Migration> Migrations() const { return {}; }
+  // Whether Start needs Context::db. When no selected service does, the runner neither opens the
+  // configured database nor starts the private cluster, and Context::db is null.
+  virtual bool needs_database() const { return true; }
   virtual Status Start(const Context& ctx) = 0;
   virtual std::vector<Endpoint> Endpoints() const = 0;
   // Also called after a Start that failed part way: must be safe then, and release what Start took.

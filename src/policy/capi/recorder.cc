@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "policy/decisions/decision_log.h"
+#include "policy/decisions/record_from.h"
 
 namespace govern::policy::capi {
 
@@ -29,33 +30,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Open(const std::string& dir, int mod
 }
 
 void AppendUid(std::string_view type, std::string_view id, std::string* out) {
-  out->append(type);
-  out->append("::\"");
-  for (char c : id) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\0':
-        out->append("\\0");
-        break;
-      default:
-        out->push_back(c);
-    }
-  }
-  out->push_back('"');
+  AppendCedarUid(type, id, out);
 }
 
 namespace {
@@ -65,10 +40,6 @@ DecisionRecord& Scratch() {
   thread_local DecisionRecord record;
   return record;
 }
-
-}  // namespace
-
-namespace {
 
 // The C enum (0 deny, 1 allow, 2 approval_required) as the record's wire enum.
 RecordedDecision RecordedOutcome(int decision) {
@@ -85,38 +56,24 @@ RecordedDecision RecordedOutcome(int decision) {
 }  // namespace
 
 Status Recorder::Record(const DecisionFacts& f, char id_out[37]) {
+  DecisionParts parts;
+  parts.organisation = impl_->organisation.empty() ? f.organisation : std::string_view(impl_->organisation);
+  parts.principal_type = f.principal_type;
+  parts.principal_id = f.principal_id;
+  parts.action_type = f.action_type;
+  parts.action_id = f.action_id;
+  parts.resource_type = f.resource_type;
+  parts.resource_id = f.resource_id;
+  parts.decision = RecordedOutcome(f.decision);
+  parts.names = *f.ids;
+  parts.reason = *f.reason;
+  parts.errors = *f.errors;
+  parts.limit_id = f.limit_id;
+  parts.limit_error = f.limit_error;
+  parts.bundle_version = f.bundle_version;
+  parts.context_json = f.context_json;
   DecisionRecord& r = Scratch();
-  r.id = DecisionId{};
-  r.time_ns = 0;
-  r.organisation.assign(impl_->organisation.empty() ? f.organisation : std::string_view(impl_->organisation));
-  r.principal.clear();
-  AppendUid(f.principal_type, f.principal_id, &r.principal);
-  r.action.clear();
-  AppendUid(f.action_type, f.action_id, &r.action);
-  r.resource.clear();
-  AppendUid(f.resource_type, f.resource_id, &r.resource);
-  r.decision = RecordedOutcome(f.decision);
-  // As the engine's Response names them: a limit that denied is the reason "limit:<id>" (the policies
-  // that allowed are not), and a limit that could not be applied is also an error under that name.
-  auto limit_name = [&](std::string* out) {
-    out->assign("limit:");
-    out->append(f.limit_id);
-  };
-  if (!f.limit_id.empty()) {
-    r.determining_policies.resize(1);
-    limit_name(&r.determining_policies[0]);
-  } else {
-    r.determining_policies.resize(f.reason->size());
-    for (size_t i = 0; i < f.reason->size(); ++i) r.determining_policies[i].assign((*f.ids)[(*f.reason)[i]]);
-  }
-  size_t n_errors = f.errors->size();
-  bool limit_failed = !f.limit_id.empty() && !f.limit_error.empty();
-  r.erroring_policies.resize(n_errors + (limit_failed ? 1 : 0));
-  for (size_t i = 0; i < n_errors; ++i) r.erroring_policies[i].assign((*f.ids)[(*f.errors)[i].first]);
-  if (limit_failed) limit_name(&r.erroring_policies[n_errors]);
-  r.bundle_version = f.bundle_version;
-  r.context_kind = ContextKind::kFull;
-  r.context.assign(f.context_json.empty() ? std::string_view("{}") : f.context_json);
+  RecordFrom(parts, &r);
   GOVERN_ASSIGN_OR_RETURN(DecisionId id, impl_->log->Record(r));
   // The UUID text (as DecisionId::ToString, without its allocation).
   static constexpr char kHex[] = "0123456789abcdef";

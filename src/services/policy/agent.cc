@@ -24,6 +24,7 @@
 #include "net/http_server.h"
 #include "net/problem.h"
 #include "policy/cedar.h"
+#include "policy/decisions/record_from.h"
 #include "policy/limits.h"
 #include "services/http_config.h"
 #include "services/policy/jobs.h"
@@ -79,13 +80,12 @@ Result<std::string> ReadFile(const std::string& path) {
 }
 
 // A Cedar uid as text (Agent::"a1") from the request's {"type", "id"} (or {"__entity": {...}}).
-std::string UidText(const json& u) {
-  const json& e = u.is_object() && u.contains("__entity") ? u["__entity"] : u;
-  if (!e.is_object() || !e.contains("type") || !e.contains("id") || !e["type"].is_string() ||
-      !e["id"].is_string()) {
-    return "";
-  }
-  return e["type"].get<std::string>() + "::" + e["id"].dump();
+// An entity uid in a request: {"type", "id"} or {"__entity": {"type", "id"}}.
+const json& Uid(const json& u) { return u.is_object() && u.contains("__entity") ? u["__entity"] : u; }
+bool IsUid(const json& u) {
+  const json& e = Uid(u);
+  return e.is_object() && e.contains("type") && e.contains("id") && e["type"].is_string() &&
+         e["id"].is_string();
 }
 
 std::string Etag(const bundle::Bundle& b) { return "\"" + crypto::HexEncode(b.digest()) + "\""; }
@@ -97,6 +97,9 @@ class PolicyAgent final : public services::Service {
     return "policy sidecar: fetches signed bundles, decides Cedar requests over loopback HTTP and a Unix "
            "socket";
   }
+  // Decides from bundles, records to a local WAL: PostgreSQL is never touched, so `govern serve
+  // policy-agent` alone starts none.
+  bool needs_database() const override { return false; }
 
   void DeclareConfig(config::Schema& s) const override {
     using config::Type;
@@ -375,84 +378,81 @@ class PolicyAgent final : public services::Service {
     if (!loaded) return net::ProblemResponse(503, "no policy bundle loaded yet", req.path);
     json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object()) return net::ProblemResponse(400, "the request must be a JSON object", req.path);
-    DecisionFacts f;
-    f.organisation = org_;
-    f.principal = UidText(body["principal"]);
-    f.action = UidText(body["action"]);
-    f.resource = UidText(body["resource"]);
-    if (f.principal.empty() || f.action.empty() || f.resource.empty()) {
+    const json& p = body["principal"];
+    const json& a = body["action"];
+    const json& r = body["resource"];
+    if (!IsUid(p) || !IsUid(a) || !IsUid(r)) {
       return net::ProblemResponse(
           400, "principal, action and resource must each be an entity {\"type\": ..., \"id\": ...}",
           req.path);
     }
-    auto uid = [&](const char* key) -> const json& {
-      const json& u = body[key];
-      return u.contains("__entity") ? u["__entity"] : u;
+    auto part = [](const json& u, const char* key) -> const std::string& {
+      return Uid(u)[key].get_ref<const std::string&>();
     };
     std::string context = body.contains("context") ? body["context"].dump() : "{}";
     // One builder per thread, reused: no Request is made (docs/policy-extensions.md).
     thread_local policy::RequestBuilder builder;
     thread_local policy::Outcome outcome;
-    const json& p = uid("principal");
-    const json& a = uid("action");
-    const json& r = uid("resource");
     builder.Reset()
-        .Principal(p["type"].get_ref<const std::string&>(), p["id"].get_ref<const std::string&>())
-        .Action(a["type"].get_ref<const std::string&>(), a["id"].get_ref<const std::string&>())
-        .Resource(r["type"].get_ref<const std::string&>(), r["id"].get_ref<const std::string&>());
+        .Principal(part(p, "type"), part(p, "id"))
+        .Action(part(a, "type"), part(a, "id"))
+        .Resource(part(r, "type"), part(r, "id"));
     if (Status s = builder.ContextJson(context); !s.ok())
       return net::ProblemResponse(400, s.message(), req.path);
     if (Status s = builder.status(); !s.ok()) return net::ProblemResponse(400, s.message(), req.path);
     const Compiled& c = loaded->value;
     c.decider.Decide(builder, &outcome);
 
-    // As the engine's Response names them: a limit that denied is the reason "limit:<id>" (the policies
-    // that allowed are not), and a limit that could not be applied is also an error under that name.
-    std::string limit;
+    // The record, made as the C ABI makes it; the answer names the same determining and erroring
+    // policies.
+    policy::DecisionParts parts;
+    parts.organisation = org_;
+    parts.principal_type = part(p, "type");
+    parts.principal_id = part(p, "id");
+    parts.action_type = part(a, "type");
+    parts.action_id = part(a, "id");
+    parts.resource_type = part(r, "type");
+    parts.resource_id = part(r, "id");
+    parts.decision = outcome.decision == policy::Decision::kAllow ? policy::RecordedDecision::kAllow
+                     : outcome.decision == policy::Decision::kApprovalRequired
+                         ? policy::RecordedDecision::kApprovalRequired
+                         : policy::RecordedDecision::kDeny;
+    parts.names = c.names;
+    parts.reason = outcome.reason;
+    parts.errors = outcome.errors;
     if (outcome.limit != policy::Outcome::kNoLimit) {
-      limit = "limit:" + c.decider.limits().id(static_cast<size_t>(outcome.limit));
+      parts.limit_id = c.decider.limits().id(static_cast<size_t>(outcome.limit));
+      parts.limit_error = outcome.limit_error;
     }
-    std::vector<std::string> determining;
-    std::vector<std::string> erroring;
+    parts.bundle_version = loaded->bundle->version();
+    parts.context_json = context;
+    thread_local policy::DecisionRecord record;
+    policy::RecordFrom(parts, &record);
+
     json reason = json::array();
+    for (const std::string& d : record.determining_policies) reason.push_back(d);
     json errors = json::array();
-    if (!limit.empty()) {
-      determining.push_back(limit);
-    } else {
-      for (uint32_t i : outcome.reason) determining.push_back(c.names[i]);
+    for (const auto& [i, msg] : outcome.errors) errors.push_back({{"policy", c.names[i]}, {"message", msg}});
+    if (!parts.limit_error.empty()) {
+      errors.push_back({{"policy", record.erroring_policies.back()}, {"message", outcome.limit_error}});
     }
-    for (const auto& [i, msg] : outcome.errors) {
-      errors.push_back({{"policy", c.names[i]}, {"message", msg}});
-      erroring.push_back(c.names[i]);
-    }
-    if (!limit.empty() && !outcome.limit_error.empty()) {
-      errors.push_back({{"policy", limit}, {"message", outcome.limit_error}});
-      erroring.push_back(limit);
-    }
-    for (const std::string& d : determining) reason.push_back(d);
     // Recorded before it is answered; a decision that cannot be recorded is not given (fail closed).
-    f.decision = outcome.decision == policy::Decision::kAllow              ? FactDecision::kAllow
-                 : outcome.decision == policy::Decision::kApprovalRequired ? FactDecision::kApprovalRequired
-                                                                           : FactDecision::kDeny;
-    f.determining = &determining;
-    f.erroring = &erroring;
-    f.bundle_version = loaded->bundle->version();
-    f.context_json = context;
-    auto id = recorder_->Record(f);
+    auto id = recorder_->Record(record);
     if (!id.ok()) {
       record_failures_.fetch_add(1, std::memory_order_relaxed);
       return net::ProblemResponse(503, "the decision could not be recorded: " + id.status().message(),
                                   req.path);
     }
     decisions_.fetch_add(1, std::memory_order_relaxed);
-    if (f.decision == FactDecision::kApprovalRequired) approvals_.fetch_add(1, std::memory_order_relaxed);
-    if (!limit.empty()) limited_.fetch_add(1, std::memory_order_relaxed);
+    if (outcome.decision == policy::Decision::kApprovalRequired)
+      approvals_.fetch_add(1, std::memory_order_relaxed);
+    if (!parts.limit_id.empty()) limited_.fetch_add(1, std::memory_order_relaxed);
     json out = {{"decision", policy::DecisionName(outcome.decision)},
                 {"reason", std::move(reason)},
                 {"errors", std::move(errors)},
                 {"bundle_version", loaded->bundle->version()},
                 {"decision_id", *id}};
-    if (!limit.empty()) out["limit"] = limit.substr(6);
+    if (!parts.limit_id.empty()) out["limit"] = parts.limit_id;
     return net::JsonResponse(out.dump());
   }
 

@@ -38,22 +38,7 @@ Result<std::unique_ptr<DecisionRecorder>> DecisionRecorder::Open(const config::C
   return std::unique_ptr<DecisionRecorder>(new DecisionRecorder(std::move(impl)));
 }
 
-Result<std::string> DecisionRecorder::Record(const DecisionFacts& f) {
-  policy::DecisionRecord r;
-  r.organisation = std::string(f.organisation);
-  r.principal = f.principal;
-  r.action = f.action;
-  r.resource = f.resource;
-  // The record's own enum (named apart from the engine's Decision), whatever it is called.
-  using RecordDecision = decltype(policy::DecisionRecord::decision);
-  r.decision = f.decision == FactDecision::kAllow              ? RecordDecision::kAllow
-               : f.decision == FactDecision::kApprovalRequired ? RecordDecision::kApprovalRequired
-                                                               : RecordDecision::kDeny;
-  if (f.determining) r.determining_policies = *f.determining;
-  if (f.erroring) r.erroring_policies = *f.erroring;
-  r.bundle_version = f.bundle_version;
-  r.context_kind = policy::ContextKind::kFull;
-  r.context = std::string(f.context_json);
+Result<std::string> DecisionRecorder::Record(const policy::DecisionRecord& r) {
   GOVERN_ASSIGN_OR_RETURN(policy::DecisionId id, impl_->log->Record(r));
   return id.ToString();
 }

@@ -1,7 +1,7 @@
 // DecisionRecorder: the sidecar's link to the decision log (src/policy/decisions): every decision is
 // appended to the local WAL through DecisionLog, and DecisionShipper forwards the records to telemetry
-// intake when policy.decisions.ship.endpoint is set. A separate file so the engine's types and the
-// decision log's (both in govern::policy) never meet in one translation unit.
+// intake when policy.decisions.ship.endpoint is set. The sidecar builds the record with
+// policy::RecordFrom (policy/decisions/record_from.h), as the C ABI does.
 //
 // Thread-safety: Record and Stats may be called from many threads at once; Open/Stop from one.
 #pragma once
@@ -15,24 +15,11 @@
 #include "base/status.h"
 #include "config/config.h"
 
+namespace govern::policy {
+struct DecisionRecord;
+}  // namespace govern::policy
+
 namespace govern::policy_service {
-
-// The three outcomes, as recorded (the engine's Decision is not named here: see above).
-enum class FactDecision : uint8_t { kDeny, kAllow, kApprovalRequired };
-
-// One decision as the sidecar made it.
-struct DecisionFacts {
-  std::string_view organisation;
-  std::string principal;  // Cedar uid text: Agent::"a1"
-  std::string action;
-  std::string resource;
-  FactDecision decision = FactDecision::kDeny;
-  // Policy names, or "limit:<id>" when a limit denied (or could not be applied: then also erroring).
-  const std::vector<std::string>* determining = nullptr;
-  const std::vector<std::string>* erroring = nullptr;
-  uint64_t bundle_version = 0;
-  std::string_view context_json;  // reduced to its hash or dropped as policy.decisions.context says
-};
 
 class DecisionRecorder {
  public:
@@ -45,7 +32,7 @@ class DecisionRecorder {
   ~DecisionRecorder();
 
   // Appends the decision; returns its id (UUID text). An error means the decision was not recorded.
-  Result<std::string> Record(const DecisionFacts& facts);
+  Result<std::string> Record(const policy::DecisionRecord& record);
   // Whether Record waits for the disk (durable mode): then the caller must not call it on an event loop.
   bool durable() const;
   // {"mode", "recorded", "synced", "failed", "refused", "shipping": {...} or null} as JSON text.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The policy sidecar end to end against the real bundle server, both the real govern binary, each with
-# its own data directory (and private PostgreSQL). Decisions over HTTP and the Unix socket with curl.
+# its own data directory (the server's with its private PostgreSQL; the sidecar runs none). Decisions
+# over HTTP and the Unix socket with curl.
 # Expects $GOVERN (ctest sets it).
 set -euo pipefail
 : "${GOVERN:?GOVERN must point at the govern binary}"
@@ -61,6 +62,9 @@ start_agent() {  # [extra govern flags...]
   aport="$(wait_up "$work/agent.out" "$agent_pid" policy-agent)"
   [ -n "$aport" ] || fail "govern serve policy-agent did not come up"
   agent="http://127.0.0.1:$aport"
+  # The sidecar never uses PostgreSQL, so the runner starts none for it.
+  [ ! -e "$adata/postgres" ] || fail "govern serve policy-agent made a PostgreSQL cluster under its data directory"
+  if grep -q '^ *postgres ' "$work/agent.out"; then fail "govern serve policy-agent lists a PostgreSQL: $(cat "$work/agent.out")"; fi
 }
 stop_agent() {
   kill -TERM "$agent_pid"
@@ -109,8 +113,10 @@ wait_version() {  # version
   fail "the agent did not load version $1: $(status)"
 }
 
-# Before any bundle: 503 problem+json, never a decision.
-start_agent
+# Before any bundle: 503 problem+json, never a decision. The database URL points at a closed port: a
+# sidecar that tried to connect would not come up.
+closed_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+start_agent --set database.url="postgresql://govern@127.0.0.1:$closed_port/govern?connect_timeout=2"
 [ "$(curl -s -o "$work/resp.out" -w '%{http_code}' -X POST --data "$(req docs)" "$agent/v1/decide")" = 503 ] || fail "no bundle: not 503"
 grep -q "no policy bundle loaded yet" "$work/resp.out" || fail "no bundle: $(cat "$work/resp.out")"
 
