@@ -12,6 +12,8 @@
 #include "db/connection.h"
 #include "policy/cedar.h"
 #include "policy/limits.h"
+#include "policy/schema.h"
+#include "policy/validator.h"
 
 namespace govern::policy_service {
 namespace {
@@ -112,18 +114,49 @@ Result<PolicySource> ParseSourceJson(std::string_view text) {
   src.policies = std::move(*policies);
   GOVERN_ASSIGN_OR_RETURN(std::optional<std::string> entities, TextField(body, "entities", true));
   if (entities) src.entities = std::move(*entities);
-  GOVERN_ASSIGN_OR_RETURN(src.schema, TextField(body, "schema", false));
+  if (auto it = body.find("schema");
+      it != body.end() && !it->is_null() && !it->is_string() && !it->is_object()) {
+    return InvalidArgument("\"schema\" must be Cedar schema text or a JSON schema object");
+  }
+  GOVERN_ASSIGN_OR_RETURN(src.schema, TextField(body, "schema", true));
   GOVERN_ASSIGN_OR_RETURN(src.limits, TextField(body, "limits", true));
   return src;
 }
 
-std::vector<SourceError> Validate(const PolicySource& source) {
+std::vector<SourceError> Validate(const PolicySource& source, std::string* conformed_entities) {
   std::vector<SourceError> errors;
-  if (auto p = policy::PolicySet::Parse(source.policies); !p.ok()) {
-    errors.push_back(PositionedError("policies", p.status().message()));
+  std::string entities = source.entities;
+  auto policies = policy::PolicySet::Parse(source.policies);
+  if (!policies.ok()) errors.push_back(PositionedError("policies", policies.status().message()));
+  std::optional<policy::Schema> schema;
+  if (source.schema) {
+    auto parsed = policy::Schema::Parse(*source.schema);
+    if (parsed.ok()) {
+      schema = std::move(*parsed);
+    } else {
+      errors.push_back(PositionedError("schema", parsed.status().message()));
+    }
   }
+  if (schema && policies.ok()) {
+    policy::ValidationResult v = policy::ValidatePolicies(*schema, *policies);
+    for (const policy::ValidationIssue& issue : v.errors) {
+      errors.push_back(SourceError{"policies", static_cast<int>(issue.line), static_cast<int>(issue.col),
+                                   issue.message, /*schema_violation=*/true});
+    }
+  }
+  bool entities_parse = true;
   if (auto e = policy::Entities::FromJson(source.entities); !e.ok()) {
+    entities_parse = false;
     errors.push_back(SourceError{"entities", 0, 0, e.status().message()});
+  }
+  if (schema && entities_parse) {
+    auto conformed = policy::ConformEntitiesJson(*schema, source.entities);
+    if (conformed.ok()) {
+      entities = std::move(*conformed);
+    } else {
+      errors.push_back(
+          SourceError{"entities", 0, 0, conformed.status().message(), /*schema_violation=*/true});
+    }
   }
   if (source.limits) {
     if (auto l = policy::Limits::Parse(*source.limits); !l.ok()) {
@@ -134,12 +167,13 @@ std::vector<SourceError> Validate(const PolicySource& source) {
     // What the sidecar will build from the bundle: the files together (e.g. @require_approval on a
     // forbid is refused there), so nothing is published that a sidecar would refuse.
     std::map<std::string, std::string> files = {{std::string(kPoliciesFile), source.policies},
-                                                {std::string(kEntitiesFile), source.entities}};
+                                                {std::string(kEntitiesFile), entities}};
     if (source.limits) files.emplace(std::string(kLimitsFile), *source.limits);
     if (auto d = policy::Decider::FromFiles(files); !d.ok()) {
       errors.push_back(SourceError{"bundle", 0, 0, d.status().message()});
     }
   }
+  if (conformed_entities) *conformed_entities = errors.empty() ? std::move(entities) : source.entities;
   return errors;
 }
 

@@ -35,29 +35,41 @@ inline constexpr std::string_view kBundleName = "default";
 
 // An organisation's policy set as published.
 struct PolicySource {
-  std::string policies;               // Cedar policy text
-  std::string entities = "[]";        // Cedar JSON entities
-  std::optional<std::string> schema;  // Cedar schema text, carried as given
+  std::string policies;         // Cedar policy text
+  std::string entities = "[]";  // Cedar JSON entities
+  std::optional<std::string>
+      schema;  // Cedar schema, Cedar syntax or JSON; policies and entities must conform
   std::optional<std::string> limits;  // a JSON object (rate limits, budgets), carried as given
 };
 
 // Parses a publish request body: {"policies": "<Cedar text>", "entities": [...] or "<JSON text>",
-// "schema": "<text>", "limits": {...} or "<JSON text>"}; only policies is required (entities default to
-// []). Entities and limits given as JSON values are kept as their compact JSON text. InvalidArgument
+// "schema": "<Cedar schema text>" or {JSON schema}, "limits": [...] or "<JSON text>"}; only policies is
+// required (entities default to []). Entities, schema and limits given as JSON values are kept as their
+// compact JSON text. InvalidArgument
 // names the problem. Pure; the body comes from outside (fuzzed by policy_source_fuzz).
 Result<PolicySource> ParseSourceJson(std::string_view body);
 
 // One problem with a published source.
 struct SourceError {
-  std::string file;  // "policies", "entities", "limits"
+  std::string file;  // "policies", "entities", "schema", "limits", "bundle"
   int line = 0;      // 1-based, 0 when unknown
   int column = 0;
   std::string message;
+  // The file is well formed but does not conform to the schema (HTTP 422 rather than 400).
+  bool schema_violation = false;
 };
 
 // Every problem found (empty: valid). Policies and entities are parsed with the engine the sidecar
-// decides with, so a bundle the server accepts is one the sidecar can load.
-std::vector<SourceError> Validate(const PolicySource& source);
+// decides with, so a bundle the server accepts is one the sidecar can load. When the source has a
+// schema, it must parse, and the policies are validated against it as the reference's strict
+// validator does (every error of every policy, each with its line and column; warnings do not
+// refuse), and the entities must conform to it (the first that does not is reported).
+//
+// `conformed_entities`, when given and the source is valid with a schema, receives the entities
+// written the way the engine reads them with that schema (validator.h ConformEntitiesJson: a string
+// where the schema expects an extension value or an entity becomes one), since the sidecar decides
+// from entities.json without the schema; otherwise it receives source.entities.
+std::vector<SourceError> Validate(const PolicySource& source, std::string* conformed_entities = nullptr);
 
 struct PublishResult {
   uint64_t version = 0;

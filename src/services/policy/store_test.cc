@@ -90,6 +90,83 @@ TEST(Validate, ReportsEntitiesAndLimits) {
   EXPECT_EQ(Validate(s)[0].file, "bundle");
 }
 
+constexpr const char* kSchema = R"(entity Team;
+entity Agent in [Team] { owner: String, ip?: ipaddr };
+entity Tool;
+action call_tool appliesTo { principal: Agent, resource: Tool, context: { risky: Bool } };
+)";
+
+TEST(Validate, ChecksPoliciesAgainstTheSchemaReportingEveryError) {
+  PolicySource s;
+  s.schema = kSchema;
+  s.policies = R"(permit(principal in Team::"eng", action == Action::"call_tool", resource == Tool::"docs");
+permit(principal, action == Action::"call_tool", resource) when { principal.owner == 3 };
+forbid(principal, action == Action::"call_tool", resource)
+  when { context.risky && principal.ip.isLoopback() };
+permit(principal == Robot::"r2", action, resource);
+)";
+  auto errors = Validate(s);
+  ASSERT_EQ(errors.size(), 3u);
+  for (const SourceError& e : errors) {
+    EXPECT_EQ(e.file, "policies");
+    EXPECT_TRUE(e.schema_violation);
+    EXPECT_GT(e.column, 0);
+  }
+  EXPECT_EQ(errors[0].line, 2);  // owner is a String, not a Long
+  EXPECT_EQ(errors[1].line, 4);  // ip is optional and not guarded by `has`
+  EXPECT_EQ(errors[2].line, 5);  // no entity type Robot
+  EXPECT_NE(errors[2].message.find("Robot"), std::string::npos) << errors[2].message;
+
+  // The same as a JSON schema value; fixed, the set is valid.
+  s.schema =
+      R"({"": {"entityTypes": {"Team": {}, "Agent": {"memberOfTypes": ["Team"], "shape": {"type": "Record",
+      "attributes": {"owner": {"type": "String"}}}}, "Tool": {}}, "actions": {"call_tool": {"appliesTo":
+      {"principalTypes": ["Agent"], "resourceTypes": ["Tool"]}}}}})";
+  s.policies =
+      R"(permit(principal in Team::"eng", action == Action::"call_tool", resource) when { principal.owner == "x" };)";
+  EXPECT_TRUE(Validate(s).empty());
+}
+
+TEST(Validate, ChecksEntitiesAgainstTheSchemaAndConformsThem) {
+  PolicySource s;
+  s.schema = kSchema;
+  s.policies =
+      R"(permit(principal, action == Action::"call_tool", resource) when { principal has ip && principal.ip.isLoopback() };)";
+  s.entities =
+      R"([{"uid": {"type": "Agent", "id": "a1"}, "attrs": {"owner": "ann", "ip": "127.0.0.1"}, "parents": [{"type": "Team", "id": "eng"}]}])";
+  std::string conformed;
+  ASSERT_TRUE(Validate(s, &conformed).empty());
+  // The sidecar decides without the schema: the address is written as the extension value.
+  EXPECT_NE(conformed.find("__extn"), std::string::npos) << conformed;
+
+  s.entities = R"([{"uid": {"type": "Agent", "id": "a1"}, "attrs": {"owner": 7}, "parents": []}])";
+  auto errors = Validate(s, &conformed);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].file, "entities");
+  EXPECT_TRUE(errors[0].schema_violation);
+  EXPECT_EQ(conformed, s.entities);
+
+  s.entities = R"([{"uid": {"type": "Robot", "id": "r"}, "attrs": {}, "parents": []}])";
+  errors = Validate(s);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].file, "entities");
+}
+
+TEST(Validate, ASchemaThatDoesNotParseIsAnErrorWithItsPosition) {
+  PolicySource s;
+  s.policies = kPermit;
+  s.schema = "entity Team;\nentity Agent in [Team {\n";
+  auto errors = Validate(s);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].file, "schema");
+  EXPECT_FALSE(errors[0].schema_violation);
+  EXPECT_EQ(errors[0].line, 2);
+  // Without a schema nothing is checked beyond parsing.
+  s.schema.reset();
+  s.policies = R"(permit(principal == Robot::"r2", action, resource);)";
+  EXPECT_TRUE(Validate(s).empty());
+}
+
 TEST(ParseSourceJson, TakesTextOrJsonValuesAndRefusesTheRest) {
   auto s = ParseSourceJson(R"({"policies": "permit(principal, action, resource);",
                                "entities": [{"uid": {"type": "A", "id": "a"}, "attrs": {}, "parents": []}],
@@ -98,12 +175,16 @@ TEST(ParseSourceJson, TakesTextOrJsonValuesAndRefusesTheRest) {
   EXPECT_EQ(s->entities, R"([{"attrs":{},"parents":[],"uid":{"id":"a","type":"A"}}])");
   EXPECT_EQ(s->limits, std::optional<std::string>(R"({"x":1})"));
   EXPECT_EQ(s->schema, std::optional<std::string>("entity A;"));
+  s = ParseSourceJson(R"({"policies": "", "schema": {"": {"entityTypes": {}, "actions": {}}}})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->schema, std::optional<std::string>(R"({"":{"actions":{},"entityTypes":{}}})"));
   s = ParseSourceJson(R"({"policies": "", "entities": "[]"})");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->entities, "[]");
   EXPECT_FALSE(s->limits.has_value());
-  for (const char* bad : {"", "[]", "nope", R"({"entities": []})", R"({"policies": 1})",
-                          R"({"policies": "", "schema": {}})", R"({"policies": "", "other": 1})"}) {
+  for (const char* bad :
+       {"", "[]", "nope", R"({"entities": []})", R"({"policies": 1})", R"({"policies": "", "schema": 1})",
+        R"({"policies": "", "schema": []})", R"({"policies": "", "other": 1})"}) {
     EXPECT_EQ(ParseSourceJson(bad).status().code(), Code::kInvalidArgument) << bad;
   }
   std::string deep =

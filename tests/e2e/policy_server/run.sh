@@ -9,8 +9,11 @@ work="$(mktemp -d /tmp/govern-policy-server-e2e-XXXXXX)"
 chmod 755 "$work"  # the private cluster runs as the postgres user when we are root
 data="$work/var"
 serve_pid=""
+serve2_pid=""
 cleanup() {
-  if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
+  for p in "$serve_pid" "$serve2_pid"; do
+    if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; fi
+  done
   pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
   if [ -f "$data/postgres/postmaster.pid" ]; then
     if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true
@@ -88,6 +91,57 @@ bad_lim="$(jq -n '{policies: "permit(principal, action, resource);", limits: {"A
 [ "$(jq -r '.errors[0].file' "$work/resp.out")" = limits ] || fail "bad limits: $(cat "$work/resp.out")"
 [ "$(code -X PUT -H "Authorization: Bearer $pub" --data "not json" "$base/v1/policy/set")" = 400 ] || fail "non-JSON body not 400"
 
+# A set with a schema is validated against it before anything is stored: every error of every policy
+# with its line and column (422 when everything parses but does not conform; 400 when something does
+# not parse), entities that do not conform, and a schema that does not parse.
+ipub="$(g policy-server keys create --org initech --scope publish 2>>"$work/keys.log")" || fail "keys create initech"
+ifetch="$(g policy-server keys create --org initech --scope fetch 2>>"$work/keys.log")" || fail "keys create initech fetch"
+schema='entity Team;
+entity Agent in [Team] { owner: String, ip?: ipaddr };
+entity Tool;
+action call_tool appliesTo { principal: Agent, resource: Tool, context: { risky: Bool } };'
+typed='@id("ok")
+permit(principal in Team::"eng", action == Action::"call_tool", resource == Tool::"docs");
+@id("owner-is-text")
+permit(principal, action == Action::"call_tool", resource) when { principal.owner == 3 };
+@id("unguarded")
+forbid(principal, action == Action::"call_tool", resource) when { principal.ip.isLoopback() };
+@id("robot")
+permit(principal == Robot::"r2", action, resource);'
+ents='[{"uid": {"type": "Agent", "id": "a1"}, "attrs": {"owner": "ann", "ip": "127.0.0.1"}, "parents": [{"type": "Team", "id": "eng"}]},
+{"uid": {"type": "Team", "id": "eng"}, "attrs": {}, "parents": []}]'
+typed_body="$(jq -n --arg p "$typed" --arg s "$schema" --argjson e "$ents" '{policies: $p, schema: $s, entities: $e}')"
+[ "$(curl -s -D "$work/typed.hdr" -o "$work/resp.out" -w '%{http_code}' -X PUT -H "Authorization: Bearer $ipub" --data "$typed_body" "$base/v1/policy/set")" = 422 ] || fail "policies against the schema: not 422: $(cat "$work/resp.out")"
+grep -qi "content-type: application/problem+json" "$work/typed.hdr" || fail "schema errors: not problem+json"
+[ "$(jq -r '.status' "$work/resp.out")" = 422 ] || fail "schema errors: status member"
+[ "$(jq -r '[.errors[] | "\(.file):\(.line)"] | join(" ")' "$work/resp.out")" = "policies:4 policies:6 policies:8" ] || fail "schema errors: $(cat "$work/resp.out")"
+[ "$(jq -r '[.errors[] | select(.column > 0)] | length' "$work/resp.out")" = 3 ] || fail "schema errors without columns: $(cat "$work/resp.out")"
+jq -r .detail "$work/resp.out" | grep -q "policies:8:[0-9]*: .*Robot" || fail "schema errors: detail lacks file:line:column: $(cat "$work/resp.out")"
+[ "$(code -H "Authorization: Bearer $ifetch" "$base/v1/policy/bundle")" = 404 ] || fail "a refused set was published"
+# An entity that does not conform (owner is a String) is reported too, beside a policy error.
+bad_ents="$(jq -n --arg p "$typed" --arg s "$schema" '{policies: $p, schema: $s, entities: [{"uid": {"type": "Agent", "id": "a2"}, "attrs": {"owner": 7}, "parents": []}]}')"
+[ "$(code -X PUT -H "Authorization: Bearer $ipub" --data "$bad_ents" "$base/v1/policy/set")" = 422 ] || fail "entities against the schema: not 422"
+[ "$(jq -r '[.errors[].file] | unique | join(",")' "$work/resp.out")" = "entities,policies" ] || fail "entity errors: $(cat "$work/resp.out")"
+# A schema that does not parse: 400, with its position.
+bad_schema="$(jq -n --arg s 'entity Team;
+entity Agent in [Team {' '{policies: "permit(principal, action, resource);", schema: $s}')"
+[ "$(code -X PUT -H "Authorization: Bearer $ipub" --data "$bad_schema" "$base/v1/policy/set")" = 400 ] || fail "bad schema: not 400"
+[ "$(jq -r '.errors[0] | "\(.file):\(.line)"' "$work/resp.out")" = schema:2 ] || fail "bad schema: $(cat "$work/resp.out")"
+# Fixed, the set is published with its schema in the bundle (a JSON schema value is taken too), and
+# the entities as the engine reads them with it (the address as an ipaddr value).
+good="$(printf '%s\n' "$typed" | head -2)
+@id(\"guarded\")
+forbid(principal, action == Action::\"call_tool\", resource) when { principal has ip && principal.ip.isLoopback() && context.risky };"
+good_body="$(jq -n --arg p "$good" --arg s "$schema" --argjson e "$ents" '{policies: $p, schema: $s, entities: $e}')"
+[ "$(code -X PUT -H "Authorization: Bearer $ipub" --data "$good_body" "$base/v1/policy/set")" = 201 ] || fail "valid set with a schema: $(cat "$work/resp.out")"
+curl -sf -H "Authorization: Bearer $ifetch" -o "$work/typed.tar.gz" "$base/v1/policy/bundle" || fail "fetch initech"
+mkdir "$work/t" && tar xzf "$work/typed.tar.gz" -C "$work/t"
+[ "$(cat "$work/t/schema.cedarschema")" = "$schema" ] || fail "schema.cedarschema differs"
+jq -e '.[] | select(.uid.id == "a1") | .attrs.ip.__extn.fn == "ip"' "$work/t/entities.json" >/dev/null || fail "entities not conformed: $(cat "$work/t/entities.json")"
+json_schema='{"": {"entityTypes": {"Tool": {}}, "actions": {"use": {"appliesTo": {"principalTypes": ["Tool"], "resourceTypes": ["Tool"]}}}}}'
+[ "$(code -X PUT -H "Authorization: Bearer $ipub" --data "$(jq -n --argjson s "$json_schema" '{policies: "permit(principal, action == Action::\"use\", resource);", schema: $s}')" "$base/v1/policy/set")" = 201 ] || fail "JSON schema: $(cat "$work/resp.out")"
+[ "$(code -X PUT -H "Authorization: Bearer $ipub" --data "$(jq -n --argjson s "$json_schema" '{policies: "permit(principal, action == Action::\"view\", resource);", schema: $s}')" "$base/v1/policy/set")" = 422 ] || fail "JSON schema, unknown action: not 422"
+
 # Keys: none 401, a garbage key 401, the wrong scope 403 both ways, another org sees nothing of acme.
 [ "$(code "$base/v1/policy/bundle")" = 401 ] || fail "no key: not 401"
 [ "$(code -H "Authorization: Bearer gvp_nonsense" "$base/v1/policy/bundle")" = 401 ] || fail "bad key: not 401"
@@ -147,6 +201,36 @@ start_server
 curl -sf -H "Authorization: Bearer $fetch" "$base/v1/policy/bundle" -o "$work/after.tar.gz"
 cmp -s "$work/before.tar.gz" "$work/after.tar.gz" || fail "bundle bytes changed across a restart"
 [ "$(curl -sf "$base/v1/policy/keys" | jq -r '.keys[0].key_id')" = "$key_id" ] || fail "signing key changed across a restart"
+
+# Two replicas against one PostgreSQL (the second on the same data directory): each keeps the bytes
+# of the versions it served in memory, yet a publish through one is served at once by the other.
+"$GOVERN" --data-dir "$data" serve policy --set policy.server.listen=127.0.0.1:0 >"$work/serve2.out" 2>"$work/serve2.log" &
+serve2_pid=$!
+for _ in $(seq 1 600); do
+  grep -q "is up" "$work/serve2.out" 2>/dev/null && break
+  kill -0 "$serve2_pid" 2>/dev/null || break
+  sleep 0.1
+done
+port2="$(awk '$1 == "policy" {n = split($3, a, ":"); print a[n]}' "$work/serve2.out")"
+[ -n "$port2" ] || fail "the second replica did not come up"
+base2="http://127.0.0.1:$port2"
+for b in "$base" "$base2" "$base2"; do  # the second fetch from replica 2 is served from its memory
+  curl -sf -H "Authorization: Bearer $fetch" "$b/v1/policy/bundle" -o "$work/r.tar.gz" || fail "fetch from $b"
+  cmp -s "$work/r.tar.gz" "$work/after.tar.gz" || fail "replica $b serves other bytes"
+done
+body9="$(jq -n '{policies: "@id(\"r9\") permit(principal, action, resource);"}')"
+[ "$(code -X PUT -H "Authorization: Bearer $pub" --data "$body9" "$base/v1/policy/set")" = 201 ] || fail "publish v9"
+[ "$(jq -r .version "$work/resp.out")" = 9 ] || fail "version after the replicas: $(cat "$work/resp.out")"
+etag9="$(jq -r .etag "$work/resp.out")"
+for b in "$base2" "$base"; do
+  [ "$(curl -s -D "$work/r.hdr" -o "$work/r.tar.gz" -w '%{http_code}' -H "Authorization: Bearer $fetch" -H "If-None-Match: $before" "$b/v1/policy/bundle")" = 200 ] || fail "$b answers the old ETag with other than 200"
+  grep -qi "^x-govern-bundle-version: 9" "$work/r.hdr" || fail "$b does not serve version 9: $(cat "$work/r.hdr")"
+  grep -qi "^etag: $etag9" "$work/r.hdr" || fail "$b serves another ETag than $etag9"
+  g policy verify "$work/r.tar.gz" --trust "$work/server.pub" --org acme --min-version 9 >/dev/null 2>&1 || fail "$b: version 9 does not verify"
+  [ "$(code -H "Authorization: Bearer $fetch" -H "If-None-Match: $etag9" "$b/v1/policy/bundle")" = 304 ] || fail "$b: version 9 ETag not 304"
+done
+kill -TERM "$serve2_pid"; wait "$serve2_pid" || fail "the second replica exited $? on SIGTERM"
+serve2_pid=""
 
 # A revoked key is refused at once.
 g policy-server keys revoke "${fetch:4:12}" >/dev/null 2>>"$work/keys.log" || fail "keys revoke"
