@@ -5,12 +5,7 @@ set -euo pipefail
 GOVERN="$(realpath "$1")"
 work="$(mktemp -d /tmp/ps-bench-XXXXXX)"; chmod 755 "$work"
 trap 'kill $spid $apid 2>/dev/null; wait $spid $apid 2>/dev/null; rm -rf "$work"' EXIT
-sport="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-g() { "$GOVERN" --data-dir "$work/s" "$@"; }
-pub="$(g policy-server keys create --org acme --scope publish 2>/dev/null)"
-fetch="$(g policy-server keys create --org acme --scope fetch 2>/dev/null)"
-"$GOVERN" --data-dir "$work/s" serve policy --set policy.server.listen=127.0.0.1:$sport --log-level warn >"$work/s.out" 2>&1 & spid=$!
-until grep -q "is up" "$work/s.out"; do sleep 0.1; done
+source "$(dirname "${BASH_SOURCE[0]}")/../policy_server/bench_server.sh"
 kid="$(curl -s http://127.0.0.1:$sport/v1/policy/keys | jq -r '.keys[0].key_id')"
 curl -s http://127.0.0.1:$sport/v1/policy/keys/$kid > "$work/s.pub"
 policies='@id("read-docs")

@@ -25,17 +25,25 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; } >&2; done; exit 1; }
 g() { "$GOVERN" --data-dir "$data" "$@"; }
 
-start_server() {
-  "$GOVERN" --data-dir "$data" serve policy --set policy.server.listen=127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.log" &
-  serve_pid=$!
+# launch NAME: starts a server on the data directory (output in NAME.out/.log); sets launched_pid and
+# launched_base (empty when it did not come up).
+launch() {
+  "$GOVERN" --data-dir "$data" serve policy --set policy.server.listen=127.0.0.1:0 >"$work/$1.out" 2>"$work/$1.log" &
+  launched_pid=$!
   for _ in $(seq 1 600); do
-    grep -q "is up" "$work/serve.out" 2>/dev/null && break
-    kill -0 "$serve_pid" 2>/dev/null || break
+    grep -q "is up" "$work/$1.out" 2>/dev/null && break
+    kill -0 "$launched_pid" 2>/dev/null || break
     sleep 0.1
   done
-  port="$(awk '$1 == "policy" {n = split($3, a, ":"); print a[n]}' "$work/serve.out")"
-  [ -n "$port" ] || fail "govern serve policy did not come up"
-  base="http://127.0.0.1:$port"
+  local p
+  p="$(awk '$1 == "policy" {n = split($3, a, ":"); print a[n]}' "$work/$1.out")"
+  launched_base="${p:+http://127.0.0.1:$p}"
+}
+start_server() {
+  launch serve
+  serve_pid="$launched_pid"
+  base="$launched_base"
+  [ -n "$base" ] || fail "govern serve policy did not come up"
 }
 stop_server() {
   kill -TERM "$serve_pid"
@@ -204,16 +212,10 @@ cmp -s "$work/before.tar.gz" "$work/after.tar.gz" || fail "bundle bytes changed 
 
 # Two replicas against one PostgreSQL (the second on the same data directory): each keeps the bytes
 # of the versions it served in memory, yet a publish through one is served at once by the other.
-"$GOVERN" --data-dir "$data" serve policy --set policy.server.listen=127.0.0.1:0 >"$work/serve2.out" 2>"$work/serve2.log" &
-serve2_pid=$!
-for _ in $(seq 1 600); do
-  grep -q "is up" "$work/serve2.out" 2>/dev/null && break
-  kill -0 "$serve2_pid" 2>/dev/null || break
-  sleep 0.1
-done
-port2="$(awk '$1 == "policy" {n = split($3, a, ":"); print a[n]}' "$work/serve2.out")"
-[ -n "$port2" ] || fail "the second replica did not come up"
-base2="http://127.0.0.1:$port2"
+launch serve2
+serve2_pid="$launched_pid"
+base2="$launched_base"
+[ -n "$base2" ] || fail "the second replica did not come up"
 for b in "$base" "$base2" "$base2"; do  # the second fetch from replica 2 is served from its memory
   curl -sf -H "Authorization: Bearer $fetch" "$b/v1/policy/bundle" -o "$work/r.tar.gz" || fail "fetch from $b"
   cmp -s "$work/r.tar.gz" "$work/after.tar.gz" || fail "replica $b serves other bytes"
