@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -58,6 +59,21 @@ Result<std::string> FormatVerifierKey(std::string_view name, const crypto::Ed255
 Result<VerifierKey> ParseVerifierKey(std::string_view vkey);
 // The verifier key of a private key, for the signer's own checks.
 Result<VerifierKey> VerifierKeyFor(std::string_view name, const crypto::Ed25519PrivateKey& key);
+
+// ---- Signed notes (c2sp.org/signed-note), any text --------------------------------------------------
+
+// Longest note OpenNote accepts, and most signature lines (signed-note asks for at least 16).
+inline constexpr size_t kMaxNoteBytes = 64 * 1024;
+inline constexpr size_t kMaxNoteSignatures = 64;
+
+// `text` (non-empty, ending in a newline, UTF-8 without control characters but newline) followed by a
+// blank line and one Ed25519 signature line by `key_name`.
+Result<std::string> SignNote(std::string_view text, std::string_view key_name,
+                             const crypto::Ed25519PrivateKey& key);
+// Verifies a signed note against `keys` (the rules of OpenCheckpoint below) and returns its text.
+Result<std::string> OpenNote(std::string_view note, const std::vector<VerifierKey>& keys);
+
+// ---- Checkpoints ------------------------------------------------------------------------------------
 
 // The note text (unsigned body) of a checkpoint. kInvalidArgument for an origin that is empty, has a
 // newline or control characters, or a time out of range.
