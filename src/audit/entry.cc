@@ -129,18 +129,23 @@ Result<int64_t> ParseTime(std::string_view t) {
   return (days * 86400 + h * 3600 + mi * 60 + s) * 1000000 + us;
 }
 
-Status ValidateEntryFields(const Entry& e) {
-  if (e.org.empty() || e.org.size() > kMaxOrgBytes) {
+Status ValidateOrg(std::string_view org) {
+  if (org.empty() || org.size() > kMaxOrgBytes) {
     return InvalidArgument("org: must be 1.." + std::to_string(kMaxOrgBytes) + " characters");
   }
-  for (size_t i = 0; i < e.org.size(); ++i) {
-    const char c = e.org[i];
+  for (size_t i = 0; i < org.size(); ++i) {
+    const char c = org[i];
     const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '_' || c == '-'));
     if (!ok) {
       return InvalidArgument("org: character " + std::to_string(i) +
                              " is not allowed (pattern [a-z0-9][a-z0-9_-]{0,62})");
     }
   }
+  return OkStatus();
+}
+
+Status ValidateEntryFieldsExceptDetails(const Entry& e) {
+  GOVERN_RETURN_IF_ERROR(ValidateOrg(e.org));
   if (e.seq < 1 || e.seq > kMaxSeq) return InvalidArgument("seq: must be 1..2^53-1");
   if (e.time_us < kMinTimeUs || e.time_us > kMaxTimeUs) {
     return InvalidArgument("time: outside years 0001..9999");
@@ -150,6 +155,11 @@ Status ValidateEntryFields(const Entry& e) {
   GOVERN_RETURN_IF_ERROR(CheckText("target", e.target, 0, kMaxTargetBytes));
   GOVERN_RETURN_IF_ERROR(CheckText("outcome", e.outcome, 0, kMaxOutcomeBytes));
   GOVERN_RETURN_IF_ERROR(CheckText("idempotency_key", e.idempotency_key, 0, kMaxIdempotencyKeyBytes));
+  return OkStatus();
+}
+
+Status ValidateEntryFields(const Entry& e) {
+  GOVERN_RETURN_IF_ERROR(ValidateEntryFieldsExceptDetails(e));
   auto canonical = internal::Canonicalize(e.details, e.details.size(), kMaxDetailsDepth, "details", true);
   if (!canonical.ok()) return canonical.status();
   if (*canonical != e.details) return InvalidArgument("details: not in canonical (RFC 8785) form");

@@ -73,6 +73,10 @@ Result<int64_t> ParseTime(std::string_view text);
 // and lengths (no U+0000 anywhere: PostgreSQL text cannot hold it), and that `details` is canonical
 // (equal to CanonicalizeDetails of itself). kInvalidArgument names the field and what is wrong.
 Status ValidateEntryFields(const Entry& entry);
+// The same checks without the details one (for a caller that has just canonicalized details itself).
+Status ValidateEntryFieldsExceptDetails(const Entry& entry);
+// Only the org pattern.
+Status ValidateOrg(std::string_view org);
 
 // The canonical encoding. Assumes ValidateEntryFields(entry) is ok (it does not check again; details
 // is copied in as it stands).

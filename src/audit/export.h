@@ -70,8 +70,8 @@ class ExportWriter {
   ExportWriter& operator=(const ExportWriter&) = delete;
 
   Status WriteHeader(const ExportHeader& header);
-  // Entries in seq order starting at header.first_seq (kFailedPrecondition otherwise: an export that
-  // the writer produced must verify apart from tampering before it was read).
+  // Entries as stored, in seq order. The writer does not judge them (a damaged chain is exported as it
+  // is, for the verifier to name the damage); it only requires the header first (kFailedPrecondition).
   Status WriteEntry(const Entry& entry);
   Status WriteCheckpoint(std::string_view note);
   // Flushes (the stream, or the buffered fd writes). Does not fsync or close.
@@ -86,7 +86,6 @@ class ExportWriter {
   std::string buf_;
   Status error_;
   bool header_written_ = false;
-  uint64_t next_seq_ = 0;
 };
 
 // Why verification stopped.
@@ -146,6 +145,9 @@ class Verifier {
   Status AddCheckpoint(const Checkpoint& checkpoint);
   // The next entry. Fails on a gap, a broken link, a wrong hash or a checkpoint it contradicts.
   Status Add(const Entry& entry);
+  // Marks the run failed as malformed input (a line that would not parse), naming the entry expected
+  // next. For readers of outside files.
+  Status AddMalformed(std::string reason);
   // Checks what is left (a checkpoint beyond the last entry) and reports.
   Report Finish();
 
@@ -153,8 +155,11 @@ class Verifier {
 
  private:
   Verifier(VerifierOptions options, const std::vector<VerifierKey>& keys);
+  friend Result<Report> VerifyExportFile(const std::string&, const std::vector<VerifierKey>&);
   Status Fail(Failure failure, uint64_t first_bad, uint64_t last_bad, std::string reason);
-  Status CheckAtCurrentSize();
+  Status Check(const Checkpoint& checkpoint);
+  // Add without the details check (for entries whose details were canonicalized while parsing).
+  Status AddParsed(const Entry& entry);
 
   VerifierOptions options_;
   const std::vector<VerifierKey>* keys_;
@@ -162,6 +167,7 @@ class Verifier {
   Hash head_;
   CompactRange range_;
   uint64_t last_matched_size_;
+  Status error_;
   std::map<uint64_t, Checkpoint> pending_;  // by size
   Report report_;
 };
