@@ -582,7 +582,7 @@ Result<Report> VerifyExportFile(const std::string& path, const std::vector<Verif
   while (true) {
     s = reader.Next(line);
     if (s.code() == Code::kOutOfRange) break;
-    if (s.code() == Code::kInvalidArgument) continue;  // pass 2 reports it in order
+    if (s.code() == Code::kInvalidArgument) break;  // an overlong line: pass 2 reports it in order
     if (!s.ok()) return s;
     if (!LooksLikeCheckpoint(line)) continue;
     auto parsed = ParseExportLine(line);

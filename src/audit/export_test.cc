@@ -373,6 +373,17 @@ TEST_F(ExportTest, FileVerificationFindsTamperingAndNamesTheLine) {
   auto moved = VerifyExportFile(write(edited), keys_).value();
   EXPECT_TRUE(moved.ok()) << moved.reason;
   EXPECT_EQ(moved.checkpoints_matched, 5u);
+  // A line over the limit is reported, not read without end.
+  edited = lines;
+  edited.insert(edited.begin() + 10, std::string(kMaxExportLineBytes + 10, ' '));
+  auto overlong = VerifyExportFile(write(edited), keys_).value();
+  ExpectFailure(overlong, Failure::kMalformed, 10, 10);
+  EXPECT_NE(overlong.reason.find("line 11: export line: 4194314 bytes is over the limit"), std::string::npos)
+      << overlong.reason;
+  edited[10] = std::string(3 * kMaxExportLineBytes, ' ');  // the reader stops before the newline
+  overlong = VerifyExportFile(write(edited), keys_).value();
+  ExpectFailure(overlong, Failure::kMalformed, 10, 10);
+  EXPECT_NE(overlong.reason.find("line 11 is longer than"), std::string::npos) << overlong.reason;
   // Not an export at all.
   EXPECT_EQ(VerifyExportFile(write({"hello"}), keys_).value().failure, Failure::kMalformed);
   EXPECT_EQ(VerifyExportFile(write({}), keys_).value().failure, Failure::kMalformed);
