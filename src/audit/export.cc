@@ -418,6 +418,7 @@ Status Verifier::AddCheckpoint(const Checkpoint& c) {
   }
   if (c.size == current) return Check(c);
   if (c.size < current) {
+    ++report_.checkpoints_late;
     return FailedPrecondition("checkpoint at size " + std::to_string(c.size) +
                               " given after its entries; give checkpoints first");
   }

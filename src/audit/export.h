@@ -107,6 +107,7 @@ struct Report {
   uint64_t entries_verified = 0;          // entries whose chain and hash checked out, before any failure
   uint64_t checkpoints_matched = 0;       // signed checkpoints whose root and chain head matched
   uint64_t checkpoints_before_range = 0;  // checkpoints older than first_seq - 1 (cannot be checked)
+  uint64_t checkpoints_late = 0;          // given after the entries they cover: not checked (give them first)
   uint64_t last_seq = 0;                  // seq of the last entry verified (first_seq - 1 if none)
   Hash chain_head{};                      // entry_hash of the last entry verified
   Hash root{};                            // Merkle root over seq 1..last_seq

@@ -130,6 +130,16 @@ TEST_F(ExportTest, CleanChainVerifies) {
   MemoryTree tree;
   for (const auto& e : chain) tree.Append(LeafHash(CanonicalEntry(e)));
   EXPECT_EQ(r.root, tree.Root(100).value());
+
+  // A checkpoint given after its entries is counted as late, not silently dropped.
+  auto v = Verifier::Create(VerifierOptions{.org = "acme"}, keys_).value();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(v.Add(chain[i]).ok());
+  EXPECT_EQ(v.AddCheckpoint(SignAt(chain, 10)).code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(v.AddCheckpoint(SignAt(chain, 20)).ok());
+  auto late = v.Finish();
+  EXPECT_TRUE(late.ok());
+  EXPECT_EQ(late.checkpoints_late, 1u);
+  EXPECT_EQ(late.checkpoints_matched, 1u);
 }
 
 TEST_F(ExportTest, ChangedFieldIsNamed) {
