@@ -554,6 +554,11 @@ bool LooksLikeCheckpoint(std::string_view line) { return line.rfind("{\"checkpoi
 }  // namespace
 
 Result<Report> VerifyExportFile(const std::string& path, const std::vector<VerifierKey>& keys) {
+  return VerifyExportFile(path, keys, {});
+}
+
+Result<Report> VerifyExportFile(const std::string& path, const std::vector<VerifierKey>& keys,
+                                const std::vector<std::string>& extra_checkpoints) {
   Report bad;
   bad.failure = Failure::kMalformed;
   Fd first;
@@ -579,6 +584,7 @@ Result<Report> VerifyExportFile(const std::string& path, const std::vector<Verif
     return bad;
   }
   Verifier& v = *verifier;
+  for (const std::string& note : extra_checkpoints) (void)v.AddCheckpoint(note);
   // Pass 1: the checkpoints.
   while (true) {
     s = reader.Next(line);

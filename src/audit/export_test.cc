@@ -394,6 +394,14 @@ TEST_F(ExportTest, FileVerificationFindsTamperingAndNamesTheLine) {
   overlong = VerifyExportFile(write(edited), keys_).value();
   ExpectFailure(overlong, Failure::kMalformed, 10, 10);
   EXPECT_NE(overlong.reason.find("line 11 is longer than"), std::string::npos) << overlong.reason;
+  // Checkpoints kept elsewhere catch a truncation the file's own checkpoints do not cover.
+  edited = lines;
+  edited.erase(edited.begin() + 41, edited.begin() + 51);  // entries 41..50
+  edited.erase(edited.begin() + 45);                       // the checkpoint at 50
+  auto path2 = write(edited);
+  EXPECT_TRUE(VerifyExportFile(path2, keys_).value().ok());
+  ExpectFailure(VerifyExportFile(path2, keys_, {SignAt(chain, 45)}).value(), Failure::kCheckpointBeyondEnd,
+                41, 45);
   // Not an export at all.
   EXPECT_EQ(VerifyExportFile(write({"hello"}), keys_).value().failure, Failure::kMalformed);
   EXPECT_EQ(VerifyExportFile(write({}), keys_).value().failure, Failure::kMalformed);
