@@ -125,7 +125,8 @@ class Decoder {
 
   Result<Value> Item(int depth) {
     if (depth > limits_.max_depth) return Error("nesting deeper than " + std::to_string(limits_.max_depth));
-    if (++items_ > limits_.max_items) return Error("more than " + std::to_string(limits_.max_items) + " items");
+    if (++items_ > limits_.max_items)
+      return Error("more than " + std::to_string(limits_.max_items) + " items");
     size_t start = pos_;
     if (pos_ >= data_.size()) return Error("truncated: expected an item");
     uint8_t initial = data_[pos_++];
@@ -133,9 +134,12 @@ class Decoder {
     uint8_t info = initial & 0x1F;
     if (major == 7) {
       switch (info) {
-        case 20: return Value::Bool(false);
-        case 21: return Value::Bool(true);
-        case 22: return Value::Null();
+        case 20:
+          return Value::Bool(false);
+        case 21:
+          return Value::Bool(true);
+        case 22:
+          return Value::Null();
         default:
           pos_ = start;
           return Error("unsupported simple value or float (0x" + Hex(initial) + ")");
@@ -147,7 +151,8 @@ class Decoder {
     }
     GOVERN_ASSIGN_OR_RETURN(uint64_t arg, Argument(info, start));
     switch (major) {
-      case 0: return Value::Unsigned(arg);
+      case 0:
+        return Value::Unsigned(arg);
       case 1:
         if (arg > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
           pos_ = start;
@@ -171,7 +176,8 @@ class Decoder {
       }
       case 4: {
         // Each item takes at least one byte: a count beyond what is left is a lie, caught before reserving.
-        if (arg > data_.size() - pos_) return Error("array of " + std::to_string(arg) + " items runs past the end");
+        if (arg > data_.size() - pos_)
+          return Error("array of " + std::to_string(arg) + " items runs past the end");
         std::vector<Value> items;
         items.reserve(static_cast<size_t>(arg));
         for (uint64_t i = 0; i < arg; ++i) {
@@ -181,7 +187,8 @@ class Decoder {
         return Value::Array(std::move(items));
       }
       case 5: {
-        if (arg > (data_.size() - pos_) / 2) return Error("map of " + std::to_string(arg) + " entries runs past the end");
+        if (arg > (data_.size() - pos_) / 2)
+          return Error("map of " + std::to_string(arg) + " entries runs past the end");
         std::vector<std::pair<Value, Value>> entries;
         entries.reserve(static_cast<size_t>(arg));
         for (uint64_t i = 0; i < arg; ++i) {
@@ -238,7 +245,8 @@ class Decoder {
     uint64_t min = n == 1 ? 24 : n == 2 ? 0x100 : n == 4 ? 0x10000 : 0x100000000ULL;
     if (v < min) {
       pos_ = start;
-      return Error("non-canonical head: " + std::to_string(v) + " encoded in " + std::to_string(n) + " bytes");
+      return Error("non-canonical head: " + std::to_string(v) + " encoded in " + std::to_string(n) +
+                   " bytes");
     }
     return v;
   }
@@ -262,8 +270,12 @@ void EncodeHead(std::vector<uint8_t>& out, uint8_t major, uint64_t arg) {
 
 void EncodeTo(std::vector<uint8_t>& out, const Value& v) {
   switch (v.type()) {
-    case Value::Type::kUnsigned: EncodeHead(out, 0, v.raw()); break;
-    case Value::Type::kNegative: EncodeHead(out, 1, v.raw()); break;
+    case Value::Type::kUnsigned:
+      EncodeHead(out, 0, v.raw());
+      break;
+    case Value::Type::kNegative:
+      EncodeHead(out, 1, v.raw());
+      break;
     case Value::Type::kBytes:
       EncodeHead(out, 2, v.bytes().size());
       out.insert(out.end(), v.bytes().begin(), v.bytes().end());
@@ -283,8 +295,12 @@ void EncodeTo(std::vector<uint8_t>& out, const Value& v) {
         EncodeTo(out, x);
       }
       break;
-    case Value::Type::kBool: out.push_back(v.boolean() ? 0xF5 : 0xF4); break;
-    case Value::Type::kNull: out.push_back(0xF6); break;
+    case Value::Type::kBool:
+      out.push_back(v.boolean() ? 0xF5 : 0xF4);
+      break;
+    case Value::Type::kNull:
+      out.push_back(0xF6);
+      break;
   }
 }
 

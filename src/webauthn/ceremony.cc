@@ -30,8 +30,9 @@ Result<ClientData> CheckClientData(const RelyingParty& rp, std::string_view json
     return MakeError(Error::kOriginNotAllowed, cd.origin);
   }
   if (cd.cross_origin && !rp.allow_cross_origin) {
-    return MakeError(Error::kCrossOriginNotAllowed,
-                     "crossOrigin is true" + (cd.top_origin ? " (top origin " + *cd.top_origin + ")" : std::string()));
+    return MakeError(
+        Error::kCrossOriginNotAllowed,
+        "crossOrigin is true" + (cd.top_origin ? " (top origin " + *cd.top_origin + ")" : std::string()));
   }
   return cd;
 }
@@ -50,7 +51,8 @@ Status CheckAuthenticatorData(const RelyingParty& rp, const AuthenticatorData& a
   return OkStatus();
 }
 
-std::vector<uint8_t> SignedData(std::span<const uint8_t> auth_data, const crypto::Sha256Digest& client_data_hash) {
+std::vector<uint8_t> SignedData(std::span<const uint8_t> auth_data,
+                                const crypto::Sha256Digest& client_data_hash) {
   std::vector<uint8_t> m(auth_data.begin(), auth_data.end());
   m.insert(m.end(), client_data_hash.begin(), client_data_hash.end());
   return m;
@@ -67,7 +69,8 @@ Result<X509Ptr> ParseCertificate(const std::vector<uint8_t>& der, size_t index) 
   if (x == nullptr || p != der.data() + der.size()) {
     X509_free(x);
     internal::ClearOpensslErrors();
-    return MakeError(Error::kInvalidAttestation, "x5c[" + std::to_string(index) + "] is not a DER certificate");
+    return MakeError(Error::kInvalidAttestation,
+                     "x5c[" + std::to_string(index) + "] is not a DER certificate");
   }
   return X509Ptr(x);
 }
@@ -89,7 +92,9 @@ std::string SubjectEntry(X509_NAME* name, int nid) {
 
 // §8.2.1: the attestation certificate requirements a relying party can check without a trust store.
 Status CheckPackedCertificate(X509* cert, const std::array<uint8_t, 16>& aaguid, int64_t now) {
-  auto bad = [](const std::string& m) { return MakeError(Error::kInvalidAttestation, "packed certificate: " + m); };
+  auto bad = [](const std::string& m) {
+    return MakeError(Error::kInvalidAttestation, "packed certificate: " + m);
+  };
   if (X509_get_version(cert) != X509_VERSION_3) return bad("not version 3");
   X509_NAME* subject = X509_get_subject_name(cert);
   std::string c = SubjectEntry(subject, NID_countryName);
@@ -137,7 +142,8 @@ Status CheckPackedCertificate(X509* cert, const std::array<uint8_t, 16>& aaguid,
 
 Result<Algorithm> StatementAlgorithm(const cbor::Value& stmt) {
   const cbor::Value* alg = stmt.Find("alg");
-  if (alg == nullptr || !alg->AsInt()) return MakeError(Error::kMalformed, "packed attStmt has no integer alg");
+  if (alg == nullptr || !alg->AsInt())
+    return MakeError(Error::kMalformed, "packed attStmt has no integer alg");
   int64_t a = *alg->AsInt();
   if (a != -7 && a != -8 && a != -257) {
     return MakeError(Error::kUnsupportedAttestation, "packed attStmt alg " + std::to_string(a));
@@ -188,7 +194,8 @@ Status VerifyPacked(const RegistrationOptions& options, const AttestationObject&
     internal::ClearOpensslErrors();
     return MakeError(Error::kInvalidAttestation, "packed leaf certificate key is unreadable");
   }
-  if (Status s = internal::VerifyEvp(leaf_key, alg, signed_data, sig->bytes(), "packed attestation"); !s.ok()) {
+  if (Status s = internal::VerifyEvp(leaf_key, alg, signed_data, sig->bytes(), "packed attestation");
+      !s.ok()) {
     return MakeError(Error::kBadSignature, s.message());
   }
   GOVERN_RETURN_IF_ERROR(CheckPackedCertificate(chain[0].get(), cred.aaguid, options.now_unix_seconds));
@@ -198,10 +205,11 @@ Status VerifyPacked(const RegistrationOptions& options, const AttestationObject&
 
 }  // namespace
 
-Result<Credential> VerifyRegistration(const RegistrationOptions& options, const RegistrationResponse& response) {
+Result<Credential> VerifyRegistration(const RegistrationOptions& options,
+                                      const RegistrationResponse& response) {
   // §7.1 steps 5-10: client data.
-  GOVERN_ASSIGN_OR_RETURN(ClientData cd, CheckClientData(options.rp, response.client_data_json, "webauthn.create",
-                                                         options.challenge));
+  GOVERN_ASSIGN_OR_RETURN(ClientData cd, CheckClientData(options.rp, response.client_data_json,
+                                                         "webauthn.create", options.challenge));
   (void)cd;
   // Step 11: hash of the client data, as signed.
   GOVERN_ASSIGN_OR_RETURN(crypto::Sha256Digest client_data_hash, crypto::Sha256(response.client_data_json));
@@ -221,7 +229,8 @@ Result<Credential> VerifyRegistration(const RegistrationOptions& options, const 
   // Step 17: the key's algorithm must be one offered.
   auto key = PublicKey::FromCose(acd.public_key_cose);
   if (!key.ok()) return MakeError(Error::kUnsupportedKey, key.status().message());
-  if (std::find(options.algorithms.begin(), options.algorithms.end(), key->algorithm()) == options.algorithms.end()) {
+  if (std::find(options.algorithms.begin(), options.algorithms.end(), key->algorithm()) ==
+      options.algorithms.end()) {
     return MakeError(Error::kAlgorithmNotAllowed,
                      "credential key algorithm " + std::to_string(static_cast<int64_t>(key->algorithm())));
   }
@@ -273,8 +282,8 @@ Result<AssertionResult> VerifyAssertion(const AssertionOptions& options, const S
   auto key = PublicKey::FromCose(credential.public_key_cose);
   if (!key.ok()) return MakeError(Error::kUnsupportedKey, "stored key: " + key.status().message());
   // Steps 8-14: client data.
-  GOVERN_ASSIGN_OR_RETURN(ClientData cd,
-                          CheckClientData(options.rp, response.client_data_json, "webauthn.get", options.challenge));
+  GOVERN_ASSIGN_OR_RETURN(ClientData cd, CheckClientData(options.rp, response.client_data_json,
+                                                         "webauthn.get", options.challenge));
   (void)cd;
   // Steps 15-18: authenticator data.
   GOVERN_ASSIGN_OR_RETURN(AuthenticatorData ad, ParseAuthenticatorData(response.authenticator_data));

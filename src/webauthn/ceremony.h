@@ -61,7 +61,8 @@ struct Credential {
   std::vector<std::vector<uint8_t>> attestation_certificates;  // x5c, DER, leaf first (kBasic only)
 };
 
-Result<Credential> VerifyRegistration(const RegistrationOptions& options, const RegistrationResponse& response);
+Result<Credential> VerifyRegistration(const RegistrationOptions& options,
+                                      const RegistrationResponse& response);
 
 struct AssertionOptions {
   RelyingParty rp;

@@ -24,7 +24,8 @@ Status VerifyEvp(EVP_PKEY* key, Algorithm alg, std::span<const uint8_t> message,
   const char* digest = "SHA256";
   switch (alg) {
     case Algorithm::kEs256:
-      if (!EVP_PKEY_is_a(key, "EC")) return Unauthenticated(std::string(what) + ": ES256 with a key that is not EC");
+      if (!EVP_PKEY_is_a(key, "EC"))
+        return Unauthenticated(std::string(what) + ": ES256 with a key that is not EC");
       break;
     case Algorithm::kEdDsa:
       if (!EVP_PKEY_is_a(key, "ED25519")) {
@@ -33,7 +34,8 @@ Status VerifyEvp(EVP_PKEY* key, Algorithm alg, std::span<const uint8_t> message,
       digest = nullptr;
       break;
     case Algorithm::kRs256:
-      if (!EVP_PKEY_is_a(key, "RSA")) return Unauthenticated(std::string(what) + ": RS256 with a key that is not RSA");
+      if (!EVP_PKEY_is_a(key, "RSA"))
+        return Unauthenticated(std::string(what) + ": RS256 with a key that is not RSA");
       break;
   }
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
@@ -94,8 +96,10 @@ Result<EvpPtr> RsaKey(const std::vector<uint8_t>& n, const std::vector<uint8_t>&
   if (n.empty() || n[0] == 0) return Bad("RSA modulus has leading zero bytes");
   size_t bits = n.size() * 8;
   for (uint8_t top = n[0]; (top & 0x80) == 0; top <<= 1) --bits;
-  if (bits < 2048 || bits > 8192) return Bad("RSA modulus of " + std::to_string(bits) + " bits (2048 to 8192)");
-  if (e.empty() || e.size() > 8 || e[0] == 0 || (e.back() & 1) == 0) return Bad("RSA exponent is not a small odd number");
+  if (bits < 2048 || bits > 8192)
+    return Bad("RSA modulus of " + std::to_string(bits) + " bits (2048 to 8192)");
+  if (e.empty() || e.size() > 8 || e[0] == 0 || (e.back() & 1) == 0)
+    return Bad("RSA exponent is not a small odd number");
   uint64_t ev = 0;
   for (uint8_t b : e) ev = (ev << 8) | b;
   if (ev < 3) return Bad("RSA exponent below 3");
@@ -111,7 +115,8 @@ Result<EvpPtr> RsaKey(const std::vector<uint8_t>& n, const std::vector<uint8_t>&
             OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e) == 1 &&
             (params = OSSL_PARAM_BLD_to_param(bld)) != nullptr &&
             (ctx = EVP_PKEY_CTX_new_from_name(nullptr, "RSA", nullptr)) != nullptr &&
-            EVP_PKEY_fromdata_init(ctx) == 1 && EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) == 1;
+            EVP_PKEY_fromdata_init(ctx) == 1 &&
+            EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) == 1;
   EVP_PKEY_CTX_free(ctx);
   OSSL_PARAM_free(params);
   OSSL_PARAM_BLD_free(bld);
@@ -142,7 +147,8 @@ Result<PublicKey> PublicKey::FromCbor(const cbor::Value& key) {
   GOVERN_ASSIGN_OR_RETURN(int64_t alg, IntField(key, kAlg, "alg (3)"));
   auto impl = std::make_unique<Impl>();
   if (kty == kKtyEc2) {
-    if (alg != static_cast<int64_t>(Algorithm::kEs256)) return Bad("EC2 key with alg " + std::to_string(alg) + " (only -7 ES256)");
+    if (alg != static_cast<int64_t>(Algorithm::kEs256))
+      return Bad("EC2 key with alg " + std::to_string(alg) + " (only -7 ES256)");
     if (key.Find(kD) != nullptr) return Bad("holds a private key part");
     GOVERN_ASSIGN_OR_RETURN(int64_t crv, IntField(key, kCrv, "crv (-1)"));
     if (crv != kCrvP256) return Bad("EC2 curve " + std::to_string(crv) + " (only 1 P-256)");
@@ -160,7 +166,8 @@ Result<PublicKey> PublicKey::FromCbor(const cbor::Value& key) {
     return PublicKey(Algorithm::kEs256, std::move(impl));
   }
   if (kty == kKtyOkp) {
-    if (alg != static_cast<int64_t>(Algorithm::kEdDsa)) return Bad("OKP key with alg " + std::to_string(alg) + " (only -8 EdDSA)");
+    if (alg != static_cast<int64_t>(Algorithm::kEdDsa))
+      return Bad("OKP key with alg " + std::to_string(alg) + " (only -8 EdDSA)");
     if (key.Find(kD) != nullptr) return Bad("holds a private key part");
     GOVERN_ASSIGN_OR_RETURN(int64_t crv, IntField(key, kCrv, "crv (-1)"));
     if (crv != kCrvEd25519) return Bad("OKP curve " + std::to_string(crv) + " (only 6 Ed25519)");
@@ -172,7 +179,8 @@ Result<PublicKey> PublicKey::FromCbor(const cbor::Value& key) {
     return PublicKey(Algorithm::kEdDsa, std::move(impl));
   }
   if (kty == kKtyRsa) {
-    if (alg != static_cast<int64_t>(Algorithm::kRs256)) return Bad("RSA key with alg " + std::to_string(alg) + " (only -257 RS256)");
+    if (alg != static_cast<int64_t>(Algorithm::kRs256))
+      return Bad("RSA key with alg " + std::to_string(alg) + " (only -257 RS256)");
     if (key.Find(kRsaD) != nullptr) return Bad("holds a private key part");
     GOVERN_ASSIGN_OR_RETURN(auto n, BytesField(key, kRsaN, "n (-1)"));
     GOVERN_ASSIGN_OR_RETURN(auto e, BytesField(key, kRsaE, "e (-2)"));

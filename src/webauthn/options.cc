@@ -30,11 +30,14 @@ Result<std::vector<uint8_t>> NewChallenge() {
 
 std::string CreationOptionsJson(const CreationOptions& o) {
   nlohmann::json params = nlohmann::json::array();
-  for (Algorithm a : o.algorithms) params.push_back({{"type", "public-key"}, {"alg", static_cast<int64_t>(a)}});
+  for (Algorithm a : o.algorithms)
+    params.push_back({{"type", "public-key"}, {"alg", static_cast<int64_t>(a)}});
   nlohmann::json j = {
       {"rp", {{"id", o.rp_id}, {"name", o.rp_name}}},
       {"user",
-       {{"id", crypto::Base64UrlEncode(o.user_id)}, {"name", o.user_name}, {"displayName", o.user_display_name}}},
+       {{"id", crypto::Base64UrlEncode(o.user_id)},
+        {"name", o.user_name},
+        {"displayName", o.user_display_name}}},
       {"challenge", crypto::Base64UrlEncode(o.challenge)},
       {"pubKeyCredParams", std::move(params)},
       {"timeout", o.timeout_ms},

@@ -21,7 +21,8 @@ Result<Json> ParseJsonObject(std::string_view text, std::string_view what) {
   return j;
 }
 
-Result<const std::string*> StringMember(const Json& obj, const char* name, std::string_view what, bool required = true) {
+Result<const std::string*> StringMember(const Json& obj, const char* name, std::string_view what,
+                                        bool required = true) {
   auto it = obj.find(name);
   if (it == obj.end() || it->is_null()) {
     if (!required) return static_cast<const std::string*>(nullptr);
@@ -34,7 +35,8 @@ Result<const std::string*> StringMember(const Json& obj, const char* name, std::
 Result<std::vector<uint8_t>> B64Member(const Json& obj, const char* name, std::string_view what) {
   GOVERN_ASSIGN_OR_RETURN(const std::string* s, StringMember(obj, name, what));
   auto r = crypto::Base64UrlDecode(*s);
-  if (!r.ok()) return Malformed(std::string(what) + "." + name + " is not base64url: " + r.status().message());
+  if (!r.ok())
+    return Malformed(std::string(what) + "." + name + " is not base64url: " + r.status().message());
   return std::move(*r);
 }
 
@@ -76,7 +78,8 @@ Result<AuthenticatorData> ParseAuthenticatorData(std::span<const uint8_t> data) 
   AuthenticatorData ad;
   std::copy(data.begin(), data.begin() + 32, ad.rp_id_hash.begin());
   ad.flags = data[32];
-  ad.sign_count = (uint32_t{data[33]} << 24) | (uint32_t{data[34]} << 16) | (uint32_t{data[35]} << 8) | data[36];
+  ad.sign_count =
+      (uint32_t{data[33]} << 24) | (uint32_t{data[34]} << 16) | (uint32_t{data[35]} << 8) | data[36];
   size_t pos = 37;
   cbor::Limits limits;
   limits.max_depth = 8;
@@ -115,7 +118,8 @@ Result<AuthenticatorData> ParseAuthenticatorData(std::span<const uint8_t> data) 
 }
 
 Result<AttestationObject> ParseAttestationObject(std::span<const uint8_t> data) {
-  if (data.size() > kMaxAuthenticatorData + 64 * 1024) return Malformed("attestation object larger than 128 KiB");
+  if (data.size() > kMaxAuthenticatorData + 64 * 1024)
+    return Malformed("attestation object larger than 128 KiB");
   cbor::Limits limits;
   limits.max_depth = 8;
   limits.max_items = 1024;
@@ -125,10 +129,14 @@ Result<AttestationObject> ParseAttestationObject(std::span<const uint8_t> data) 
   const cbor::Value* fmt = v->Find("fmt");
   const cbor::Value* stmt = v->Find("attStmt");
   const cbor::Value* auth = v->Find("authData");
-  if (fmt == nullptr || fmt->type() != cbor::Value::Type::kText) return Malformed("attestation object has no fmt text");
-  if (stmt == nullptr || stmt->type() != cbor::Value::Type::kMap) return Malformed("attestation object has no attStmt map");
-  if (auth == nullptr || auth->type() != cbor::Value::Type::kBytes) return Malformed("attestation object has no authData bytes");
-  if (v->map().size() != 3) return Malformed("attestation object has members other than fmt, attStmt, authData");
+  if (fmt == nullptr || fmt->type() != cbor::Value::Type::kText)
+    return Malformed("attestation object has no fmt text");
+  if (stmt == nullptr || stmt->type() != cbor::Value::Type::kMap)
+    return Malformed("attestation object has no attStmt map");
+  if (auth == nullptr || auth->type() != cbor::Value::Type::kBytes)
+    return Malformed("attestation object has no authData bytes");
+  if (v->map().size() != 3)
+    return Malformed("attestation object has members other than fmt, attStmt, authData");
   AttestationObject ao;
   ao.fmt = fmt->text();
   ao.att_stmt = *stmt;

@@ -69,7 +69,7 @@ Result<AuthenticatorData> ParseAuthenticatorData(std::span<const uint8_t> data);
 // The attestation object (§6.5.4): {"fmt": text, "attStmt": map, "authData": bytes}.
 struct AttestationObject {
   std::string fmt;
-  cbor::Value att_stmt;               // a map; interpreted by the format's verifier
+  cbor::Value att_stmt;                // a map; interpreted by the format's verifier
   std::vector<uint8_t> auth_data_raw;  // signed as is
   AuthenticatorData auth_data;
 };

@@ -14,18 +14,24 @@ namespace {
 
 const EVP_MD* Md(HashAlgorithm a) {
   switch (a) {
-    case HashAlgorithm::kSha1: return EVP_sha1();
-    case HashAlgorithm::kSha256: return EVP_sha256();
-    case HashAlgorithm::kSha512: return EVP_sha512();
+    case HashAlgorithm::kSha1:
+      return EVP_sha1();
+    case HashAlgorithm::kSha256:
+      return EVP_sha256();
+    case HashAlgorithm::kSha512:
+      return EVP_sha512();
   }
   return EVP_sha1();
 }
 
 std::string_view AlgName(HashAlgorithm a) {
   switch (a) {
-    case HashAlgorithm::kSha1: return "SHA1";
-    case HashAlgorithm::kSha256: return "SHA256";
-    case HashAlgorithm::kSha512: return "SHA512";
+    case HashAlgorithm::kSha1:
+      return "SHA1";
+    case HashAlgorithm::kSha256:
+      return "SHA256";
+    case HashAlgorithm::kSha512:
+      return "SHA512";
   }
   return "SHA1";
 }
@@ -59,7 +65,8 @@ std::string PercentEncode(std::string_view s) {
 
 Result<crypto::SecretBytes> NewTotpSecret() { return crypto::RandomSecret(kTotpSecretSize); }
 
-Result<std::string> Hotp(std::span<const uint8_t> secret, uint64_t counter, int digits, HashAlgorithm algorithm) {
+Result<std::string> Hotp(std::span<const uint8_t> secret, uint64_t counter, int digits,
+                         HashAlgorithm algorithm) {
   if (digits < 6 || digits > 8) return InvalidArgument("hotp: digits must be 6 to 8");
   if (secret.empty()) return InvalidArgument("hotp: empty secret");
   uint8_t msg[8];
@@ -69,7 +76,8 @@ Result<std::string> Hotp(std::span<const uint8_t> secret, uint64_t counter, int 
   }
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (HMAC(Md(algorithm), secret.data(), static_cast<int>(secret.size()), msg, sizeof msg, mac, &len) == nullptr) {
+  if (HMAC(Md(algorithm), secret.data(), static_cast<int>(secret.size()), msg, sizeof msg, mac, &len) ==
+      nullptr) {
     return Internal("hotp: HMAC failed");
   }
   // Dynamic truncation (RFC 4226 section 5.3).
@@ -97,19 +105,22 @@ Result<int64_t> VerifyTotp(std::span<const uint8_t> secret, std::string_view cod
   if (unix_seconds < 0) return InvalidArgument("totp: time before 1970");
   bool digits_only = code.size() == static_cast<size_t>(params.digits);
   for (char c : code) digits_only = digits_only && c >= '0' && c <= '9';
-  if (!digits_only) return MakeError(Error::kWrongCode, "not a " + std::to_string(params.digits) + "-digit code");
+  if (!digits_only)
+    return MakeError(Error::kWrongCode, "not a " + std::to_string(params.digits) + "-digit code");
   int64_t now = TotpStep(unix_seconds, params.period_seconds);
   std::optional<int64_t> matched;
   for (int64_t step = now - params.window_steps; step <= now + params.window_steps; ++step) {
     if (step < 0) continue;
-    GOVERN_ASSIGN_OR_RETURN(std::string want, Hotp(secret, static_cast<uint64_t>(step), params.digits, params.algorithm));
+    GOVERN_ASSIGN_OR_RETURN(std::string want,
+                            Hotp(secret, static_cast<uint64_t>(step), params.digits, params.algorithm));
     // Every step is computed and compared; the first match wins (codes of neighbouring steps collide
     // with probability 10^-digits, and the earlier step is the conservative one to burn).
     if (crypto::ConstantTimeEquals(want, code) && !matched) matched = step;
   }
   if (!matched) return MakeError(Error::kWrongCode, "the code matches no step in the window");
   if (last_used_step && *matched <= *last_used_step) {
-    return MakeError(Error::kCodeReused, "step " + std::to_string(*matched) + " is not after the last used step " +
+    return MakeError(Error::kCodeReused, "step " + std::to_string(*matched) +
+                                             " is not after the last used step " +
                                              std::to_string(*last_used_step));
   }
   return *matched;
@@ -134,11 +145,13 @@ std::string Base32Encode(std::span<const uint8_t> bytes) {
 Result<std::vector<uint8_t>> Base32Decode(std::string_view text) {
   size_t end = text.size();
   while (end > 0 && text[end - 1] == '=') --end;
-  if (end != text.size() && text.size() % 8 != 0) return InvalidArgument("base32: padding to a length not a multiple of 8");
+  if (end != text.size() && text.size() % 8 != 0)
+    return InvalidArgument("base32: padding to a length not a multiple of 8");
   if (text.size() - end > 6) return InvalidArgument("base32: too much padding");
   // Lengths mod 8 of 1, 3 and 6 leave bits that make no whole byte.
   size_t rem = end % 8;
-  if (rem == 1 || rem == 3 || rem == 6) return InvalidArgument("base32: impossible length " + std::to_string(end));
+  if (rem == 1 || rem == 3 || rem == 6)
+    return InvalidArgument("base32: impossible length " + std::to_string(end));
   if (end != text.size() && (end + 7) / 8 * 8 != text.size()) return InvalidArgument("base32: wrong padding");
   std::vector<uint8_t> out;
   out.reserve(end * 5 / 8);

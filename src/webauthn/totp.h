@@ -42,7 +42,8 @@ Result<std::string> Hotp(std::span<const uint8_t> secret, uint64_t counter, int 
 int64_t TotpStep(int64_t unix_seconds, int64_t period_seconds);
 
 // The TOTP code at `unix_seconds`.
-Result<std::string> Totp(std::span<const uint8_t> secret, int64_t unix_seconds, const TotpParams& params = {});
+Result<std::string> Totp(std::span<const uint8_t> secret, int64_t unix_seconds,
+                         const TotpParams& params = {});
 
 // Verifies `code` at `unix_seconds`; returns the matched time step (store it; pass it back next time).
 Result<int64_t> VerifyTotp(std::span<const uint8_t> secret, std::string_view code, int64_t unix_seconds,
