@@ -35,7 +35,8 @@ RelyingParty Rp(const nlohmann::json& c) {
 }
 
 TEST(CapturedTest, RegistrationsOfRealAuthenticatorsVerify) {
-  for (const auto& c : Captured()["registrations"]) {
+  const nlohmann::json captured = Captured();  // outlives the loop (a temporary's member would not)
+  for (const auto& c : captured["registrations"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
     auto resp = ParseRegistrationResponseJson(c["response"].dump());
     ASSERT_TRUE(resp.ok()) << resp.status().ToString();
@@ -77,7 +78,8 @@ TEST(CapturedTest, RegistrationsOfRealAuthenticatorsVerify) {
 }
 
 TEST(CapturedTest, AssertionsOfRealAuthenticatorsVerify) {
-  for (const auto& c : Captured()["assertions"]) {
+  const nlohmann::json captured = Captured();
+  for (const auto& c : captured["assertions"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
     auto resp = ParseAssertionResponseJson(c["response"].dump());
     ASSERT_TRUE(resp.ok()) << resp.status().ToString();
