@@ -295,6 +295,10 @@ TEST(RegistrationTest, PackedFullAttestation) {
                               }),
                      o),
             Error::kBadSignature);
+  // ES256 with an attestation key on P-384 (SHA-256 over it verifies in OpenSSL, but it is not ES256).
+  FullAttestation p384;
+  p384.attestation = TestKey(Algorithm::kEs256, "P-384");
+  EXPECT_EQ(RegError(Register(a, r, [&](auto d) { return p384.Statement(d, good); }), o), Error::kBadSignature);
   // Garbage where a certificate should be.
   EXPECT_EQ(RegError(Register(a, r,
                               [&](auto d) {

@@ -23,10 +23,19 @@ Status VerifyEvp(EVP_PKEY* key, Algorithm alg, std::span<const uint8_t> message,
                  std::span<const uint8_t> signature, std::string_view what) {
   const char* digest = "SHA256";
   switch (alg) {
-    case Algorithm::kEs256:
+    case Algorithm::kEs256: {
       if (!EVP_PKEY_is_a(key, "EC"))
         return Unauthenticated(std::string(what) + ": ES256 with a key that is not EC");
+      // ES256 is ECDSA on P-256 only (RFC 9053 section 2.1); SHA-256 on another curve is not ES256.
+      char group[64] = {};
+      size_t len = 0;
+      if (EVP_PKEY_get_group_name(key, group, sizeof group, &len) != 1 ||
+          (std::string_view(group, len) != "prime256v1" && std::string_view(group, len) != "P-256")) {
+        ClearOpensslErrors();
+        return Unauthenticated(std::string(what) + ": ES256 with a key not on P-256");
+      }
       break;
+    }
     case Algorithm::kEdDsa:
       if (!EVP_PKEY_is_a(key, "ED25519")) {
         return Unauthenticated(std::string(what) + ": EdDSA with a key that is not Ed25519");

@@ -30,9 +30,10 @@ inline void Check(bool ok, const char* what) {
 
 class TestKey {
  public:
-  explicit TestKey(Algorithm alg) : alg_(alg) {
+  // `curve` is for ES256 keys only: another curve makes a key that ES256 must refuse.
+  explicit TestKey(Algorithm alg, const char* curve = "P-256") : alg_(alg) {
     EVP_PKEY* k = nullptr;
-    if (alg == Algorithm::kEs256) k = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
+    if (alg == Algorithm::kEs256) k = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", curve);
     if (alg == Algorithm::kEdDsa) k = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
     if (alg == Algorithm::kRs256) k = EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", size_t{2048});
     Check(k != nullptr, "keygen");
