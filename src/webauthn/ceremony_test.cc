@@ -67,10 +67,12 @@ TEST(CapturedTest, RegistrationsOfRealAuthenticatorsVerify) {
     EXPECT_EQ(ErrorOf(VerifyRegistration(wrong, *resp).status()), Error::kRpIdHashMismatch);
     wrong = o;
     wrong.now_unix_seconds = 2600000000;  // 2052: the certificates have expired
-    EXPECT_EQ(ErrorOf(VerifyRegistration(wrong, *resp).status()), basic ? Error::kInvalidAttestation : Error::kNone);
+    EXPECT_EQ(ErrorOf(VerifyRegistration(wrong, *resp).status()),
+              basic ? Error::kInvalidAttestation : Error::kNone);
     wrong = o;
     wrong.allow_none_attestation = false;
-    EXPECT_EQ(ErrorOf(VerifyRegistration(wrong, *resp).status()), basic ? Error::kNone : Error::kAttestationNotAllowed);
+    EXPECT_EQ(ErrorOf(VerifyRegistration(wrong, *resp).status()),
+              basic ? Error::kNone : Error::kAttestationNotAllowed);
     wrong = o;
     wrong.algorithms = {Algorithm::kRs256};
     EXPECT_EQ(ErrorOf(VerifyRegistration(wrong, *resp).status()), Error::kAlgorithmNotAllowed);
@@ -298,7 +300,8 @@ TEST(RegistrationTest, PackedFullAttestation) {
   // ES256 with an attestation key on P-384 (SHA-256 over it verifies in OpenSSL, but it is not ES256).
   FullAttestation p384;
   p384.attestation = TestKey(Algorithm::kEs256, "P-384");
-  EXPECT_EQ(RegError(Register(a, r, [&](auto d) { return p384.Statement(d, good); }), o), Error::kBadSignature);
+  EXPECT_EQ(RegError(Register(a, r, [&](auto d) { return p384.Statement(d, good); }), o),
+            Error::kBadSignature);
   // Garbage where a certificate should be.
   EXPECT_EQ(RegError(Register(a, r,
                               [&](auto d) {

@@ -2,7 +2,8 @@
 //
 // Every failing function of this folder returns a Status whose message starts with "webauthn.<name>: "
 // (for example "webauthn.origin_not_allowed: https://evil.example"); ErrorOf() reads the Error back so
-// the auth service can map each refusal to its own answer and metric without parsing text. Inputs that
+// the auth service can map each refusal to its own answer and metric without parsing text. Call it on
+// the Status as returned: WithContext() puts text before the prefix. Inputs that
 // do not parse are kInvalidArgument (Error::kMalformed and the unsupported-kind errors); failed checks
 // are kUnauthenticated. Pure functions: thread-safe.
 #pragma once

@@ -14,7 +14,8 @@ struct Fixture {
     challenge.assign(32, 7);
     resp.client_data_json = testing::ClientDataJson("webauthn.get", challenge, "https://example.com");
     resp.authenticator_data = testing::AuthData("example.com", 0x05, 10);
-    resp.signature = key.Sign(testing::Concat(resp.authenticator_data, *crypto::Sha256(resp.client_data_json)));
+    resp.signature =
+        key.Sign(testing::Concat(resp.authenticator_data, *crypto::Sha256(resp.client_data_json)));
     resp.raw_id = {1, 2, 3, 4};
     stored.id = resp.raw_id;
     stored.public_key_cose = key.Cose();
