@@ -258,6 +258,41 @@ Result<Hash> TreeRoot(uint64_t size, const NodeSource& nodes) {
   return p.Range(0, size);
 }
 
+namespace {
+
+// The perfect subtrees of size's binary decomposition, largest first: (level, index).
+std::vector<std::pair<int, uint64_t>> Decomposition(uint64_t size) {
+  std::vector<std::pair<int, uint64_t>> out;
+  uint64_t start = 0;
+  for (int level = 63; level >= 0; --level) {
+    if (size & (uint64_t{1} << level)) {
+      out.emplace_back(level, start >> level);
+      start += uint64_t{1} << level;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<NodeRef> CompactRangeNodes(uint64_t size) {
+  std::vector<NodeRef> refs;
+  Prover p(nullptr, &refs);
+  for (auto [level, index] : Decomposition(size)) (void)p.Subtree(level, index);
+  Dedup(&refs);
+  return refs;
+}
+
+Result<CompactRange> CompactRangeAt(uint64_t size, const NodeSource& nodes) {
+  Prover p(&nodes, nullptr);
+  std::string bytes;
+  for (auto [level, index] : Decomposition(size)) {
+    GOVERN_ASSIGN_OR_RETURN(Hash h, p.Subtree(level, index));
+    bytes += h;
+  }
+  return CompactRange::Decode(size, bytes);
+}
+
 bool VerifyInclusion(uint64_t leaf_index, uint64_t size, const Hash& leaf, const std::vector<Hash>& proof,
                      const Hash& root) {
   if (leaf_index >= size) return false;

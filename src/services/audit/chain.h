@@ -92,6 +92,10 @@ std::vector<NodeRef> RootNodes(uint64_t size);
 Result<std::vector<Hash>> InclusionProof(uint64_t leaf_index, uint64_t size, const NodeSource& nodes);
 Result<std::vector<Hash>> ConsistencyProof(uint64_t old_size, uint64_t new_size, const NodeSource& nodes);
 Result<Hash> TreeRoot(uint64_t size, const NodeSource& nodes);
+// The compact range of the first `size` leaves, from stored nodes (what an export starts from after
+// retention removed the entries before it).
+std::vector<NodeRef> CompactRangeNodes(uint64_t size);
+Result<CompactRange> CompactRangeAt(uint64_t size, const NodeSource& nodes);
 
 // RFC 9162 section 2.1.3.2 / 2.1.4.2.
 bool VerifyInclusion(uint64_t leaf_index, uint64_t size, const Hash& leaf, const std::vector<Hash>& proof,

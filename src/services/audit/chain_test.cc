@@ -50,6 +50,16 @@ TEST(ChainTest, CompactRangeMatchesTheDefinition) {
     EXPECT_EQ(*TreeRoot(n, s.Source()), Mth(0, n)) << n;
   }
   EXPECT_FALSE(CompactRange::Decode(3, std::string(32, 'x')).ok());
+  // Rebuilt from stored nodes alone, without leaves below a multiple of 16 (what retention keeps).
+  for (uint64_t n : {16u, 32u, 48u, 64u}) {
+    Store partial;
+    for (uint64_t i = 0; i < 70; ++i) partial.Add(i);
+    for (uint64_t i = 0; i < n; ++i) partial.nodes.erase({0, i});
+    auto cr = CompactRangeAt(n, partial.Source());
+    ASSERT_TRUE(cr.ok()) << n << ": " << cr.status().message();
+    EXPECT_EQ(cr->Root(), Mth(0, n));
+    for (const NodeRef& r : CompactRangeNodes(n)) EXPECT_GE(r.level, kNodeStride);
+  }
 }
 
 TEST(ChainTest, ProofsVerifyAndNeedOnlyStoredNodes) {
