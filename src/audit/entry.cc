@@ -1,0 +1,230 @@
+// Entry fields, canonical encoding and hashes.
+#include "audit/entry.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "audit/json_canonical.h"
+#include "crypto/encoding.h"
+#include "crypto/sha256.h"
+
+namespace govern::audit {
+namespace {
+
+// JSON numbers are doubles: seq must be exact in one.
+constexpr uint64_t kMaxSeq = (uint64_t{1} << 53) - 1;
+
+Hash Digest(std::span<const uint8_t> data) {
+  auto r = crypto::Sha256(data);
+  if (!r.ok()) {
+    std::fprintf(stderr, "audit: SHA-256 failed: %s\n", r.status().ToString().c_str());
+    std::abort();
+  }
+  return *r;
+}
+
+// Howard Hinnant's days_from_civil / civil_from_days (proleptic Gregorian).
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+void CivilFromDays(int64_t z, int64_t& y, unsigned& m, unsigned& d) {
+  z += 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  y = static_cast<int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  d = doy - (153 * mp + 2) / 5 + 1;
+  m = mp < 10 ? mp + 3 : mp - 9;
+  y += m <= 2;
+}
+
+bool IsLeap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+Status CheckText(std::string_view field, std::string_view value, size_t min, size_t max) {
+  if (value.size() < min || value.size() > max) {
+    return InvalidArgument(std::string(field) + ": length " + std::to_string(value.size()) +
+                           " bytes is outside " + std::to_string(min) + ".." + std::to_string(max));
+  }
+  if (!internal::IsValidUtf8(value)) return InvalidArgument(std::string(field) + ": not valid UTF-8");
+  if (value.find('\0') != std::string_view::npos) {
+    return InvalidArgument(std::string(field) + ": contains U+0000");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string HashToHex(const Hash& hash) { return crypto::HexEncode(hash); }
+
+Result<Hash> HashFromHex(std::string_view hex) {
+  if (hex.size() != 64) {
+    return InvalidArgument("hash: expected 64 hex digits, got " + std::to_string(hex.size()) + " characters");
+  }
+  GOVERN_ASSIGN_OR_RETURN(auto bytes, crypto::HexDecode(hex));
+  Hash h;
+  std::memcpy(h.data(), bytes.data(), h.size());
+  return h;
+}
+
+std::string FormatTime(int64_t time_us) {
+  if (time_us < kMinTimeUs) time_us = kMinTimeUs;
+  if (time_us > kMaxTimeUs) time_us = kMaxTimeUs;
+  int64_t secs = time_us / 1000000;
+  int64_t micros = time_us % 1000000;
+  if (micros < 0) {
+    micros += 1000000;
+    --secs;
+  }
+  int64_t days = secs / 86400;
+  int64_t sod = secs % 86400;
+  if (sod < 0) {
+    sod += 86400;
+    --days;
+  }
+  int64_t y;
+  unsigned m, d;
+  CivilFromDays(days, y, m, d);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%06dZ", static_cast<int>(y), m, d,
+                static_cast<int>(sod / 3600), static_cast<int>(sod / 60 % 60), static_cast<int>(sod % 60),
+                static_cast<int>(micros));
+  return buf;
+}
+
+Result<int64_t> ParseTime(std::string_view t) {
+  // YYYY-MM-DDTHH:MM:SS.ffffffZ
+  static constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd.ddddddZ";
+  auto bad = [&](std::string_view why) {
+    std::string shown(t.substr(0, 40));
+    return InvalidArgument("time \"" + shown + "\": " + std::string(why) +
+                           " (expected YYYY-MM-DDTHH:MM:SS.ffffffZ)");
+  };
+  if (t.size() != kShape.size()) return bad("wrong length");
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    const bool digit = t[i] >= '0' && t[i] <= '9';
+    if (kShape[i] == 'd' ? !digit : t[i] != kShape[i]) return bad("malformed");
+  }
+  auto num = [&](size_t at, size_t len) {
+    int64_t v = 0;
+    for (size_t i = 0; i < len; ++i) v = v * 10 + (t[at + i] - '0');
+    return v;
+  };
+  const int64_t y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), s = num(17, 2),
+                us = num(20, 6);
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (y < 1 || mo < 1 || mo > 12) return bad("date out of range");
+  const int dim = kDays[mo - 1] + (mo == 2 && IsLeap(y) ? 1 : 0);
+  if (d < 1 || d > dim) return bad("date out of range");
+  if (h > 23 || mi > 59 || s > 59) return bad("time of day out of range");
+  const int64_t days = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  return (days * 86400 + h * 3600 + mi * 60 + s) * 1000000 + us;
+}
+
+Status ValidateOrg(std::string_view org) {
+  if (org.empty() || org.size() > kMaxOrgBytes) {
+    return InvalidArgument("org: must be 1.." + std::to_string(kMaxOrgBytes) + " characters");
+  }
+  for (size_t i = 0; i < org.size(); ++i) {
+    const char c = org[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '_' || c == '-'));
+    if (!ok) {
+      return InvalidArgument("org: character " + std::to_string(i) +
+                             " is not allowed (pattern [a-z0-9][a-z0-9_-]{0,62})");
+    }
+  }
+  return OkStatus();
+}
+
+Status ValidateEntryFieldsExceptDetails(const Entry& e) {
+  GOVERN_RETURN_IF_ERROR(ValidateOrg(e.org));
+  if (e.seq < 1 || e.seq > kMaxSeq) return InvalidArgument("seq: must be 1..2^53-1");
+  if (e.time_us < kMinTimeUs || e.time_us > kMaxTimeUs) {
+    return InvalidArgument("time: outside years 0001..9999");
+  }
+  GOVERN_RETURN_IF_ERROR(CheckText("actor", e.actor, 1, kMaxActorBytes));
+  GOVERN_RETURN_IF_ERROR(CheckText("action", e.action, 1, kMaxActionBytes));
+  GOVERN_RETURN_IF_ERROR(CheckText("target", e.target, 0, kMaxTargetBytes));
+  GOVERN_RETURN_IF_ERROR(CheckText("outcome", e.outcome, 0, kMaxOutcomeBytes));
+  GOVERN_RETURN_IF_ERROR(CheckText("idempotency_key", e.idempotency_key, 0, kMaxIdempotencyKeyBytes));
+  return OkStatus();
+}
+
+Status ValidateEntryFields(const Entry& e) {
+  GOVERN_RETURN_IF_ERROR(ValidateEntryFieldsExceptDetails(e));
+  auto canonical = internal::Canonicalize(e.details, e.details.size(), kMaxDetailsDepth, "details", true);
+  if (!canonical.ok()) return canonical.status();
+  if (*canonical != e.details) return InvalidArgument("details: not in canonical (RFC 8785) form");
+  return OkStatus();
+}
+
+std::string CanonicalEntry(const Entry& e) {
+  std::string out;
+  out.reserve(160 + e.actor.size() + e.action.size() + e.target.size() + e.outcome.size() + e.details.size() +
+              e.idempotency_key.size() + e.org.size());
+  out += "{\"action\":";
+  AppendJcsString(out, e.action);
+  out += ",\"actor\":";
+  AppendJcsString(out, e.actor);
+  out += ",\"details\":";
+  out += e.details;
+  out += ",\"idempotency_key\":";
+  AppendJcsString(out, e.idempotency_key);
+  out += ",\"org\":";
+  AppendJcsString(out, e.org);
+  out += ",\"outcome\":";
+  AppendJcsString(out, e.outcome);
+  out += ",\"seq\":";
+  out += std::to_string(e.seq);
+  out += ",\"target\":";
+  AppendJcsString(out, e.target);
+  out += ",\"time\":\"";
+  out += FormatTime(e.time_us);
+  out += "\"}";
+  return out;
+}
+
+Hash LeafHash(std::string_view canonical) {
+  thread_local std::string buf;
+  buf.clear();
+  buf.push_back('\0');
+  buf.append(canonical);
+  return Digest(crypto::AsBytes(buf));
+}
+
+Hash ChainHash(const Hash& prev, const Hash& leaf) {
+  uint8_t in[64];
+  std::memcpy(in, prev.data(), 32);
+  std::memcpy(in + 32, leaf.data(), 32);
+  return Digest(in);
+}
+
+Hash NodeHash(const Hash& left, const Hash& right) {
+  uint8_t in[65];
+  in[0] = 1;
+  std::memcpy(in + 1, left.data(), 32);
+  std::memcpy(in + 33, right.data(), 32);
+  return Digest(in);
+}
+
+Hash EmptyTreeHash() {
+  static const Hash empty = Digest({});
+  return empty;
+}
+
+Hash Seal(Entry& entry, const Hash& prev) {
+  entry.prev_hash = prev;
+  const Hash leaf = LeafHash(CanonicalEntry(entry));
+  entry.entry_hash = ChainHash(prev, leaf);
+  return leaf;
+}
+
+}  // namespace govern::audit
