@@ -132,9 +132,9 @@ std::string WithCreated(std::string entry_json, bool created) {
   return "{\"created\":" + std::string(created ? "true" : "false") + "," + entry_json.substr(1);
 }
 
-std::string Hashes(const std::vector<Hash>& hs) {
+std::string Hashes(const std::vector<audit::Hash>& hs) {
   json a = json::array();
-  for (const Hash& h : hs) a.push_back(HexHash(h));
+  for (const audit::Hash& h : hs) a.push_back(audit::HashToHex(h));
   return a.dump();
 }
 
@@ -199,22 +199,21 @@ struct Api::Impl {
     auto header = req.headers.Get("Idempotency-Key");
     auto parsed = ParseAppendRequest(req.body, header, limits);
     if (!parsed.ok()) return out.Send(Problem(400, parsed.status().message(), req));
-    bool batch = req.body.find("\"entries\"") != std::string::npos && parsed->size() >= 1 &&
-                 json::parse(req.body, nullptr, false).contains("entries");
+    bool batch = parsed->batch;
     auto shared = std::make_shared<std::pair<net::Request, net::Responder>>(std::move(req), std::move(out));
-    batcher->Append(org, std::move(*parsed), [shared, batch](Result<AppendOutcome> r) {
+    batcher->Append(org, std::move(parsed->entries), [shared, batch](Result<AppendOutcome> r) {
       net::Request& q = shared->first;
       if (!r.ok()) return shared->second.Send(StatusProblem(r.status(), q));
       bool any_created = false;
       for (bool c : r->created) any_created = any_created || c;
       std::string body;
       if (!batch) {
-        body = WithCreated(EntryJson(r->entries[0]), r->created[0]);
+        body = WithCreated(audit::FormatEntryLine(r->entries[0].entry), r->created[0]);
       } else {
         body = "{\"entries\":[";
         for (size_t i = 0; i < r->entries.size(); ++i) {
           if (i > 0) body += ',';
-          body += WithCreated(EntryJson(r->entries[i]), r->created[i]);
+          body += WithCreated(audit::FormatEntryLine(r->entries[i].entry), r->created[i]);
         }
         body += "]}";
       }
@@ -231,7 +230,7 @@ struct Api::Impl {
     }
     auto e = GetEntry(c, org, seq);
     if (!e.ok()) return StatusProblem(e.status(), req);
-    return net::JsonResponse(EntryJson(*e));
+    return net::JsonResponse(audit::FormatEntryLine(e->entry));
   }
 
   static net::Response SearchEntries(db::Connection& c, const std::string& org, const net::Request& req) {
@@ -254,7 +253,7 @@ struct Api::Impl {
       if (!b.ok()) return StatusProblem(b.status(), req);
       q.before_seq = *b;
     }
-    if (q.actor.size() > kMaxActor || q.action.size() > kMaxAction)
+    if (q.actor.size() > audit::kMaxActorBytes || q.action.size() > audit::kMaxActionBytes)
       return Problem(400, "actor or action too long", req);
     auto head = GetHead(c, org);
     if (!head.ok()) return StatusProblem(head.status(), req);
@@ -263,7 +262,7 @@ struct Api::Impl {
     std::string body = "{\"entries\":[";
     for (size_t i = 0; i < page->entries.size(); ++i) {
       if (i > 0) body += ',';
-      body += EntryJson(page->entries[i]);
+      body += audit::FormatEntryLine(page->entries[i].entry);
     }
     body += "]";
     if (page->next_before_seq) body += ",\"next_before_seq\":" + std::to_string(*page->next_before_seq);
@@ -273,7 +272,7 @@ struct Api::Impl {
 
   net::Response ExportAll(db::Connection& c, const std::string& org, const net::Request& req) const {
     std::string body;
-    Status s = Export(c, org, signer->verifier_key(), [&](std::string_view line) {
+    Status s = Export(c, org, [&](std::string_view line) {
       body.append(line);
       body.push_back('\n');
       return OkStatus();
@@ -293,13 +292,12 @@ struct Api::Impl {
     }
     auto size = IntParam(req, "size", 1, INT64_MAX, dflt);
     if (!size.ok()) return StatusProblem(size.status(), req);
-    Hash leaf, root;
-    auto proof = InclusionProofFor(c, org, *seq, *size, &leaf, &root);
+    auto proof = InclusionProofFor(c, org, static_cast<uint64_t>(*seq), static_cast<uint64_t>(*size));
     if (!proof.ok()) return StatusProblem(proof.status(), req);
-    return net::JsonResponse("{\"seq\":" + std::to_string(*seq) +
-                             ",\"leaf_index\":" + std::to_string(*seq - 1) +
-                             ",\"size\":" + std::to_string(*size) + ",\"leaf_hash\":\"" + HexHash(leaf) +
-                             "\",\"root\":\"" + HexHash(root) + "\",\"proof\":" + Hashes(*proof) + "}");
+    return net::JsonResponse(
+        "{\"seq\":" + std::to_string(*seq) + ",\"leaf_index\":" + std::to_string(*seq - 1) +
+        ",\"size\":" + std::to_string(*size) + ",\"leaf_hash\":\"" + audit::HashToHex(proof->leaf) +
+        "\",\"root\":\"" + audit::HashToHex(proof->root) + "\",\"proof\":" + Hashes(proof->proof) + "}");
   }
 
   static net::Response Consistency(db::Connection& c, const std::string& org, const net::Request& req) {
@@ -307,21 +305,21 @@ struct Api::Impl {
     if (!old_size.ok()) return StatusProblem(old_size.status(), req);
     auto new_size = IntParam(req, "new", 1, INT64_MAX, std::nullopt);
     if (!new_size.ok()) return StatusProblem(new_size.status(), req);
-    Hash old_root, new_root;
-    auto proof = ConsistencyProofFor(c, org, *old_size, *new_size, &old_root, &new_root);
+    auto proof =
+        ConsistencyProofFor(c, org, static_cast<uint64_t>(*old_size), static_cast<uint64_t>(*new_size));
     if (!proof.ok()) return StatusProblem(proof.status(), req);
-    return net::JsonResponse("{\"old\":" + std::to_string(*old_size) +
-                             ",\"new\":" + std::to_string(*new_size) + ",\"old_root\":\"" +
-                             HexHash(old_root) + "\",\"new_root\":\"" + HexHash(new_root) +
-                             "\",\"proof\":" + Hashes(*proof) + "}");
+    return net::JsonResponse(
+        "{\"old\":" + std::to_string(*old_size) + ",\"new\":" + std::to_string(*new_size) +
+        ",\"old_root\":\"" + audit::HashToHex(proof->old_root) + "\",\"new_root\":\"" +
+        audit::HashToHex(proof->new_root) + "\",\"proof\":" + Hashes(proof->proof) + "}");
   }
 
   static std::string CheckpointJson(const StoredCheckpoint& cp) {
-    return json{{"org", cp.checkpoint.org},
+    return json{{"origin", cp.checkpoint.origin},
                 {"size", cp.checkpoint.size},
-                {"root", HexHash(cp.checkpoint.root)},
-                {"chain_head", HexHash(cp.checkpoint.chain_head)},
-                {"time", cp.checkpoint.time_unix},
+                {"root", audit::HashToHex(cp.checkpoint.root)},
+                {"chain_head", audit::HashToHex(cp.checkpoint.chain_head)},
+                {"time", audit::FormatTime(cp.checkpoint.time_us)},
                 {"note", cp.note}}
         .dump();
   }
@@ -381,18 +379,18 @@ void Api::AddRoutes(net::Router& router) {
              {.name = "audit_checkpoint_latest"});
   router.Add(net::Method::kPost, "/v1/audit/{org}/checkpoints",
              [m](net::Request&& req, net::Responder out) {
-               m->Authorize(
-                   std::move(req), std::move(out), "append",
-                   [m](net::Request&& q, net::Responder r, const std::string& org) {
-                     m->Read(std::move(q), std::move(r), org,
-                             [m](db::Connection& c, const std::string& o, const net::Request& rq) {
-                               auto cp = MakeCheckpoint(c, o, *m->signer, m->clock->UnixMicros() / 1000000);
-                               if (!cp.ok()) return StatusProblem(cp.status(), rq);
-                               if (m->opt.on_checkpoint)
-                                 m->opt.on_checkpoint(o, cp->checkpoint.size, cp->note);
-                               return net::JsonResponse(Impl::CheckpointJson(*cp), cp->created ? 201 : 200);
-                             });
-                   });
+               m->Authorize(std::move(req), std::move(out), "append",
+                            [m](net::Request&& q, net::Responder r, const std::string& org) {
+                              m->Read(std::move(q), std::move(r), org,
+                                      [m](db::Connection& c, const std::string& o, const net::Request& rq) {
+                                        auto cp = MakeCheckpoint(c, o, *m->signer, m->clock->UnixMicros());
+                                        if (!cp.ok()) return StatusProblem(cp.status(), rq);
+                                        if (m->opt.on_checkpoint)
+                                          m->opt.on_checkpoint(o, cp->checkpoint.size, cp->note);
+                                        return net::JsonResponse(Impl::CheckpointJson(*cp),
+                                                                 cp->created ? 201 : 200);
+                                      });
+                            });
              },
              {.name = "audit_checkpoint_make"});
   router.AddSync(net::Method::kGet, "/v1/audit/checkpoint-key",

@@ -24,7 +24,7 @@
 #include "base/clock.h"
 #include "net/router.h"
 #include "services/audit/batcher.h"
-#include "services/audit/chain.h"
+#include "services/audit/files.h"
 #include "services/keys/keys.h"
 
 namespace govern::db {

@@ -3,13 +3,17 @@
 #include "services/audit/api.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "audit/export.h"
+#include "audit/merkle.h"
+#include "base/file.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "services/audit/audit_testing.h"
-#include "services/audit/verify.h"
 
 namespace govern::audit_service {
 namespace {
@@ -124,38 +128,39 @@ TEST_F(ApiTest, ProofsCheckpointsAndExport) {
   EXPECT_EQ(json::parse(latest.body)["note"], cp["note"]);
   auto key = json::parse(Send(net::Method::kGet, "/v1/audit/checkpoint-key", "").body);
   EXPECT_EQ(key["verifier_key"], signer_->verifier_key());
-  auto opened = OpenCheckpoint(cp["note"].get<std::string>(), key["verifier_key"].get<std::string>());
-  ASSERT_TRUE(opened.ok());
+  const auto keys = signer_->verifier_keys();
+  auto opened = audit::OpenCheckpoint(cp["note"].get<std::string>(), keys);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
 
   auto inc = Get("/v1/audit/acme/proof/inclusion?seq=7&size=40");
   ASSERT_EQ(inc.status, 200) << inc.body;
   json ij = json::parse(inc.body);
-  std::vector<Hash> proof;
-  for (auto& h : ij["proof"]) proof.push_back(*ParseHexHash(h.get<std::string>()));
-  EXPECT_TRUE(VerifyInclusion(6, 40, *ParseHexHash(ij["leaf_hash"].get<std::string>()), proof, opened->root));
+  std::vector<audit::Hash> proof;
+  for (auto& h : ij["proof"]) proof.push_back(*audit::HashFromHex(h.get<std::string>()));
+  EXPECT_TRUE(audit::VerifyInclusion(*audit::HashFromHex(ij["leaf_hash"].get<std::string>()), 6, 40, proof,
+                                     opened->root)
+                  .ok());
   auto con = Get("/v1/audit/acme/proof/consistency?old=13&new=40");
   ASSERT_EQ(con.status, 200) << con.body;
   json cj = json::parse(con.body);
-  std::vector<Hash> cproof;
-  for (auto& h : cj["proof"]) cproof.push_back(*ParseHexHash(h.get<std::string>()));
-  EXPECT_TRUE(
-      VerifyConsistency(13, 40, *ParseHexHash(cj["old_root"].get<std::string>()), opened->root, cproof));
+  std::vector<audit::Hash> cproof;
+  for (auto& h : cj["proof"]) cproof.push_back(*audit::HashFromHex(h.get<std::string>()));
+  EXPECT_TRUE(audit::VerifyConsistency(13, 40, *audit::HashFromHex(cj["old_root"].get<std::string>()),
+                                       opened->root, cproof)
+                  .ok());
   EXPECT_EQ(Get("/v1/audit/acme/proof/inclusion?seq=41&size=40").status, 400);
   EXPECT_EQ(Get("/v1/audit/acme/proof/inclusion?seq=x").status, 400);
 
   auto exp = Get("/v1/audit/acme/export");
   ASSERT_EQ(exp.status, 200);
-  Verifier v(signer_->verifier_key());
-  size_t start = 0;
-  while (start < exp.body.size()) {
-    size_t nl = exp.body.find('\n', start);
-    ASSERT_TRUE(v.AddLine(std::string_view(exp.body).substr(start, nl - start)).ok());
-    start = nl + 1;
-  }
-  auto report = v.Finish();
+  std::string path = ::testing::TempDir() + "/audit_api_export_" + std::to_string(::getpid());
+  ASSERT_TRUE(ReplaceFileDurably(path, exp.body).ok());
+  auto report = audit::VerifyExportFile(path, keys);
+  std::remove(path.c_str());
   ASSERT_TRUE(report.ok()) << report.status().message();
-  EXPECT_EQ(report->entries, 40);
-  EXPECT_EQ(report->checkpoints_verified, 1);
+  EXPECT_TRUE(report->ok()) << report->reason;
+  EXPECT_EQ(report->entries_verified, 40u);
+  EXPECT_EQ(report->checkpoints_matched, 1u);
 }
 
 TEST_F(ApiTest, RefusalsAreProblemsWithTheRightStatus) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "audit/export.h"
 #include "services/audit/entry.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -15,24 +16,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (r.status().code() != govern::Code::kInvalidArgument || r.status().message().empty()) std::abort();
     return 0;
   }
-  if (r->empty() || r->size() > limits.max_entries) std::abort();
-  for (const AppendInput& in : *r) {
+  if (r->entries.empty() || r->entries.size() > limits.max_entries) std::abort();
+  uint64_t seq = 1;
+  govern::audit::Hash prev = govern::audit::kGenesisHash;
+  for (const AppendInput& in : r->entries) {
     if (!ValidateIdempotencyKey(in.idempotency_key).ok()) std::abort();
     if (in.actor.empty() || in.action.empty() || in.details.size() > limits.max_details_bytes) std::abort();
-    StoredEntry e;
-    e.fields = EntryFields{.org = "o",
-                           .seq = 1,
-                           .idempotency_key = in.idempotency_key,
-                           .time_micros = in.time_micros.value_or(0),
+    // What the batcher would store must satisfy the core's rules, and survive the export line.
+    govern::audit::Entry e{.org = "o",
+                           .seq = seq++,
+                           .time_us = in.time_micros.value_or(0),
                            .actor = in.actor,
                            .action = in.action,
                            .target = in.target,
                            .outcome = in.outcome,
-                           .details = in.details};
-    e.prev_hash = ZeroHash();
-    e.entry_hash = ChainHash(e.prev_hash, CanonicalEncoding(e.fields));
-    auto back = ParseEntryJson(EntryJson(e));
-    if (!back.ok() || CanonicalEncoding(back->fields) != CanonicalEncoding(e.fields)) std::abort();
+                           .details = in.details,
+                           .idempotency_key = in.idempotency_key};
+    govern::audit::Seal(e, prev);
+    prev = e.entry_hash;
+    if (!govern::audit::ValidateEntryFields(e).ok()) std::abort();
+    auto line = govern::audit::ParseExportLine(govern::audit::FormatEntryLine(e));
+    if (!line.ok() || !(line->entry == e)) std::abort();
   }
   return 0;
 }

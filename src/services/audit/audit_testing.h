@@ -13,6 +13,7 @@
 #include "db/pool.h"
 #include "db/testing.h"
 #include "services/audit/schema.h"
+#include "services/audit/store.h"
 
 namespace govern::audit_service::testing {
 
@@ -38,5 +39,20 @@ class AuditDbTest : public ::testing::Test {
   std::unique_ptr<db::Pool> pool_;
   std::optional<db::Pool::Lease> lease_;
 };
+
+// Entries of `org` whose chain and Merkle tree verify straight from the tables (no checkpoints); -1
+// (and a test failure naming the problem) when they do not.
+inline int64_t Verified(db::Connection& conn, const std::string& org) {
+  auto r = VerifyFromDatabase(conn, org, {});
+  if (!r.ok()) {
+    ADD_FAILURE() << r.status().message();
+    return -1;
+  }
+  if (!r->ok()) {
+    ADD_FAILURE() << org << ": " << r->reason;
+    return -1;
+  }
+  return static_cast<int64_t>(r->entries_verified);
+}
 
 }  // namespace govern::audit_service::testing

@@ -11,9 +11,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "audit/merkle.h"
 #include "base/log.h"
+#include "crypto/bytes.h"
+#include "crypto/encoding.h"
 #include "db/connection.h"
 #include "db/pool.h"
+#include "services/audit/store.h"
 
 namespace govern::audit_service {
 namespace {
@@ -35,14 +39,32 @@ std::string ArrayLiteral(const std::vector<std::string>& values) {
 constexpr std::string_view kLockHeads =
     "SELECT org, next_seq, head_hash, compact_range FROM audit_heads WHERE org = ANY($1::text[]) "
     "ORDER BY org FOR UPDATE";
-constexpr std::string_view kExisting =
-    "SELECT e.org, e.seq, e.idem_key, (extract(epoch from e.time) * 1000000)::bigint, e.actor, e.action, "
-    "e.target, e.outcome, e.details, e.prev_hash, e.entry_hash, e.leaf_hash FROM audit_entries e "
-    "JOIN unnest($1::text[], $2::text[]) AS k(org, idem) ON e.org = k.org AND e.idem_key = k.idem";
+const std::string kExisting =
+    "SELECT " + std::string(kEntryColumns) +
+    " FROM audit_entries JOIN unnest($1::text[], $2::text[]) AS k(korg, kidem) ON org = "
+    "k.korg AND idem_key = k.kidem";
 constexpr std::string_view kUpdateHeads =
     "UPDATE audit_heads h SET next_seq = v.n, head_hash = decode(v.hh, 'hex'), "
     "compact_range = decode(v.cr, 'hex'), updated_at = now() "
     "FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS v(org, n, hh, cr) WHERE h.org = v.org";
+
+// Calls `completed(level, index, hash)` for each complete subtree at a stride level (audit/merkle.h
+// kDefaultStride) that appending `leaf` to `range` completes: exactly the merges CompactRange::Append
+// is about to do (one per trailing one bit of the size), whose hashes the service stores.
+template <typename F>
+void CompletedStrideNodes(const audit::CompactRange& range, const audit::Hash& leaf, F completed) {
+  audit::Hash h = leaf;
+  const std::vector<audit::Hash>& hs = range.hashes();
+  size_t k = hs.size();
+  uint64_t index = range.size();
+  int level = 0;
+  for (uint64_t sz = range.size(); sz & 1; sz >>= 1) {
+    h = audit::NodeHash(hs[--k], h);
+    ++level;
+    index >>= 1;
+    if (level % static_cast<int>(audit::kDefaultStride) == 0) completed(level, index, h);
+  }
+}
 
 }  // namespace
 
@@ -171,24 +193,28 @@ struct Batcher::Impl {
 
     auto body = [&](db::Connection& tx) -> Status {
       struct Head {
-        int64_t next_seq;
-        Hash head;
-        CompactRange range;
+        int64_t next_seq = 1;
+        audit::Hash head{};
+        audit::CompactRange range;
         bool changed = false;
       };
       std::map<std::string, Head> heads;
       std::vector<db::Statement> first = {
           {std::string(kLockHeads), db::Params(orgs_array), true},
-          {std::string(kExisting), db::Params(key_orgs_array, keys_array), true},
+          {kExisting, db::Params(key_orgs_array, keys_array), true},
       };
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, tx.Pipeline(first));
       const db::Rows& hr = res[0];
       for (int i = 0; i < hr.size(); ++i) {
         Head h;
         GOVERN_ASSIGN_OR_RETURN(h.next_seq, hr.Int64(i, 1));
-        GOVERN_ASSIGN_OR_RETURN(h.head, hr.Bytes(i, 2));
+        GOVERN_ASSIGN_OR_RETURN(std::string head, hr.Bytes(i, 2));
+        GOVERN_ASSIGN_OR_RETURN(h.head, HashFromBytes(head));
         GOVERN_ASSIGN_OR_RETURN(std::string cr, hr.Bytes(i, 3));
-        GOVERN_ASSIGN_OR_RETURN(h.range, CompactRange::Decode(static_cast<uint64_t>(h.next_seq - 1), cr));
+        GOVERN_ASSIGN_OR_RETURN(h.range, audit::CompactRange::Decode(cr));
+        if (h.range.size() != static_cast<uint64_t>(h.next_seq - 1)) {
+          return DataLoss("the chain head of '" + std::string(hr.Text(i, 0)) + "' is inconsistent");
+        }
         heads.emplace(std::string(hr.Text(i, 0)), std::move(h));
       }
       if (heads.size() != orgs.size()) return Internal("a chain head is missing after it was created");
@@ -199,20 +225,8 @@ struct Batcher::Impl {
       };
       const db::Rows& er = res[1];
       for (int i = 0; i < er.size(); ++i) {
-        StoredEntry e;
-        e.fields.org = er.Text(i, 0);
-        GOVERN_ASSIGN_OR_RETURN(e.fields.seq, er.Int64(i, 1));
-        e.fields.idempotency_key = er.Text(i, 2);
-        GOVERN_ASSIGN_OR_RETURN(e.fields.time_micros, er.Int64(i, 3));
-        e.fields.actor = er.Text(i, 4);
-        e.fields.action = er.Text(i, 5);
-        e.fields.target = er.Text(i, 6);
-        e.fields.outcome = er.Text(i, 7);
-        e.fields.details = er.Text(i, 8);
-        GOVERN_ASSIGN_OR_RETURN(e.prev_hash, er.Bytes(i, 9));
-        GOVERN_ASSIGN_OR_RETURN(e.entry_hash, er.Bytes(i, 10));
-        GOVERN_ASSIGN_OR_RETURN(e.leaf_hash, er.Bytes(i, 11));
-        std::string k = known_key(e.fields.org, e.fields.idempotency_key);
+        GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
+        std::string k = known_key(e.entry.org, e.entry.idempotency_key);
         known.emplace(std::move(k), std::move(e));
       }
 
@@ -224,7 +238,7 @@ struct Batcher::Impl {
         std::string org;
         int level;
         uint64_t index;
-        Hash hash;
+        audit::Hash hash;
       };
       std::vector<Node> nodes;
       for (auto& r : batch) {
@@ -238,38 +252,36 @@ struct Batcher::Impl {
             continue;
           }
           StoredEntry e;
-          e.fields = EntryFields{.org = r->org,
-                                 .seq = head.next_seq,
-                                 .idempotency_key = in.idempotency_key,
-                                 .time_micros = in.time_micros.value_or(now_micros),
+          e.entry = audit::Entry{.org = r->org,
+                                 .seq = static_cast<uint64_t>(head.next_seq),
+                                 .time_us = in.time_micros.value_or(now_micros),
                                  .actor = in.actor,
                                  .action = in.action,
                                  .target = in.target,
                                  .outcome = in.outcome,
-                                 .details = in.details};
-          std::string canonical = CanonicalEncoding(e.fields);
-          e.prev_hash = head.head;
-          e.entry_hash = ChainHash(head.head, canonical);
-          e.leaf_hash = LeafHash(canonical);
-          head.range.Append(e.leaf_hash, [&](int level, uint64_t index, const Hash& h) {
-            if (level % kNodeStride == 0) nodes.push_back({r->org, level, index, h});
+                                 .details = in.details,
+                                 .idempotency_key = in.idempotency_key};
+          e.leaf_hash = audit::Seal(e.entry, head.head);
+          CompletedStrideNodes(head.range, e.leaf_hash, [&](int level, uint64_t index, const audit::Hash& h) {
+            nodes.push_back({r->org, level, index, h});
           });
-          head.head = e.entry_hash;
+          head.range.Append(e.leaf_hash);
+          head.head = e.entry.entry_hash;
           ++head.next_seq;
           head.changed = true;
           copy.Row(12)
-              .Text(e.fields.org)
-              .Int64(e.fields.seq)
-              .Text(e.fields.idempotency_key)
-              .TimestampUnixMicros(e.fields.time_micros)
-              .Text(e.fields.actor)
-              .Text(e.fields.action)
-              .Text(e.fields.target)
-              .Text(e.fields.outcome)
-              .Text(e.fields.details)
-              .Bytea(e.prev_hash)
-              .Bytea(e.entry_hash)
-              .Bytea(e.leaf_hash);
+              .Text(e.entry.org)
+              .Int64(static_cast<int64_t>(e.entry.seq))
+              .Text(e.entry.idempotency_key)
+              .TimestampUnixMicros(e.entry.time_us)
+              .Text(e.entry.actor)
+              .Text(e.entry.action)
+              .Text(e.entry.target)
+              .Text(e.entry.outcome)
+              .Text(e.entry.details)
+              .Bytea(HashBytes(e.entry.prev_hash))
+              .Bytea(HashBytes(e.entry.entry_hash))
+              .Bytea(HashBytes(e.leaf_hash));
           r->outcome.entries.push_back(e);
           r->outcome.created.push_back(true);
           known.emplace(std::move(k), std::move(e));
@@ -285,7 +297,7 @@ struct Batcher::Impl {
               .Text(n.org)
               .Int16(static_cast<int16_t>(n.level))
               .Int64(static_cast<int64_t>(n.index))
-              .Bytea(n.hash);
+              .Bytea(HashBytes(n.hash));
         }
         GOVERN_RETURN_IF_ERROR(nc.Finish().status());
       }
@@ -294,8 +306,9 @@ struct Batcher::Impl {
         if (!h.changed) continue;
         u_org.push_back(org);
         u_next.push_back(std::to_string(h.next_seq));
-        u_head.push_back(HexHash(h.head));
-        u_range.push_back(HexHash(h.range.Encode()));
+        u_head.push_back(audit::HashToHex(h.head));
+        std::string cr = h.range.Encode();
+        u_range.push_back(crypto::HexEncode(crypto::AsBytes(cr)));
       }
       if (!u_org.empty()) {
         GOVERN_ASSIGN_OR_RETURN(

@@ -32,31 +32,31 @@ TEST_F(BatcherTest, AppendsChainAndReturnsTheOriginalOnRetry) {
   auto first = b.AppendBlocking("acme", {Input("k1"), Input("k2")});
   ASSERT_TRUE(first.ok()) << first.status().message();
   ASSERT_EQ(first->entries.size(), 2u);
-  EXPECT_EQ(first->entries[0].fields.seq, 1);
-  EXPECT_EQ(first->entries[1].fields.seq, 2);
-  EXPECT_EQ(first->entries[0].prev_hash, ZeroHash());
-  EXPECT_EQ(first->entries[1].prev_hash, first->entries[0].entry_hash);
+  EXPECT_EQ(first->entries[0].entry.seq, 1u);
+  EXPECT_EQ(first->entries[1].entry.seq, 2u);
+  EXPECT_EQ(first->entries[0].entry.prev_hash, audit::kGenesisHash);
+  EXPECT_EQ(first->entries[1].entry.prev_hash, first->entries[0].entry.entry_hash);
   EXPECT_TRUE(first->created[0] && first->created[1]);
 
   auto again = b.AppendBlocking("acme", {Input("k2", "mallory"), Input("k3")});
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_FALSE(again->created[0]);
-  EXPECT_EQ(again->entries[0].fields.seq, 2);
-  EXPECT_EQ(again->entries[0].fields.actor, "alice") << "the original, not the retry's fields";
-  EXPECT_EQ(again->entries[0].entry_hash, first->entries[1].entry_hash);
+  EXPECT_EQ(again->entries[0].entry.seq, 2u);
+  EXPECT_EQ(again->entries[0].entry.actor, "alice") << "the original, not the retry's fields";
+  EXPECT_EQ(again->entries[0].entry.entry_hash, first->entries[1].entry.entry_hash);
   EXPECT_TRUE(again->created[1]);
-  EXPECT_EQ(again->entries[1].fields.seq, 3);
+  EXPECT_EQ(again->entries[1].entry.seq, 3u);
 
   // The same key twice in one request: stored once.
   auto dup = b.AppendBlocking("acme", {Input("k9"), Input("k9")});
   ASSERT_TRUE(dup.ok());
-  EXPECT_EQ(dup->entries[0].fields.seq, dup->entries[1].fields.seq);
-  EXPECT_EQ(*VerifyFromDatabase(Conn(), "acme", nullptr), 4);
+  EXPECT_EQ(dup->entries[0].entry.seq, dup->entries[1].entry.seq);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 4);
 
   // Another organisation's chain starts at 1 and may reuse the key.
   auto other = b.AppendBlocking("globex", {Input("k1")});
   ASSERT_TRUE(other.ok());
-  EXPECT_EQ(other->entries[0].fields.seq, 1);
+  EXPECT_EQ(other->entries[0].entry.seq, 1u);
   EXPECT_TRUE(other->created[0]);
 }
 
@@ -75,7 +75,8 @@ TEST_F(BatcherTest, ManyThreadsManyOrgsTwoBatchersNoGapsNoDoubles) {
         // Every append is sent twice, to different batchers: a retry racing the original.
         auto r1 = (i % 2 ? a : b).AppendBlocking(org, {Input(key)});
         auto r2 = (i % 2 ? b : a).AppendBlocking(org, {Input(key)});
-        if (!r1.ok() || !r2.ok() || r1->entries[0].entry_hash != r2->entries[0].entry_hash) ++failures;
+        if (!r1.ok() || !r2.ok() || r1->entries[0].entry.entry_hash != r2->entries[0].entry.entry_hash)
+          ++failures;
       }
     });
   }
@@ -83,9 +84,7 @@ TEST_F(BatcherTest, ManyThreadsManyOrgsTwoBatchersNoGapsNoDoubles) {
   EXPECT_EQ(failures.load(), 0);
   int64_t total = 0;
   for (int o = 0; o < kOrgs; ++o) {
-    auto n = VerifyFromDatabase(Conn(), "org" + std::to_string(o), nullptr);
-    ASSERT_TRUE(n.ok()) << n.status().message();
-    total += *n;
+    total += testing::Verified(Conn(), "org" + std::to_string(o));
   }
   EXPECT_EQ(total, kThreads * kPerThread);
   auto rows = Conn().Exec("SELECT count(*), count(DISTINCT (org, idem_key)) FROM audit_entries");
@@ -104,11 +103,11 @@ TEST_F(BatcherTest, AFailedBatchFailsOnlyItselfAndLeavesNoTrace) {
   auto r = ok.AppendBlocking("acme", many);  // 21 entries: completes a level-4 subtree, which needs the table
   EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().message();
   ASSERT_TRUE(Conn().Exec("ALTER TABLE gone RENAME TO audit_tree_nodes").ok());
-  EXPECT_EQ(*VerifyFromDatabase(Conn(), "acme", nullptr), 1) << "nothing of the failed batch is stored";
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 1) << "nothing of the failed batch is stored";
   auto retried = ok.AppendBlocking("acme", many);
   ASSERT_TRUE(retried.ok()) << retried.status().message();
-  EXPECT_EQ(retried->entries.back().fields.seq, 21);
-  EXPECT_EQ(*VerifyFromDatabase(Conn(), "acme", nullptr), 21);
+  EXPECT_EQ(retried->entries.back().entry.seq, 21u);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 21);
 }
 
 TEST_F(BatcherTest, AProcessKilledBeforeCommitLeavesNothingAndRetriesSucceed) {
@@ -131,7 +130,7 @@ TEST_F(BatcherTest, AProcessKilledBeforeCommitLeavesNothingAndRetriesSucceed) {
   Batcher b(pool_.get());
   auto r = b.AppendBlocking("acme", {Input("x1"), Input("x2")});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->entries[1].fields.seq, 2);
+  EXPECT_EQ(r->entries[1].entry.seq, 2u);
   EXPECT_TRUE(r->created[0]);
 }
 

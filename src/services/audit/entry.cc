@@ -2,7 +2,7 @@
 #include "services/audit/entry.h"
 
 #include <charconv>
-#include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 namespace govern::audit_service {
@@ -17,18 +17,6 @@ int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
   const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
   const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
-  z += 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const unsigned doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  *d = doy - (153 * mp + 2) / 5 + 1;
-  *m = mp < 10 ? mp + 3 : mp - 9;
-  *y = static_cast<int64_t>(yoe) + era * 400 + (*m <= 2);
 }
 
 bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
@@ -76,7 +64,8 @@ Result<AppendInput> ParseOne(const json& obj, std::optional<std::string_view> he
     if (!known) return InvalidArgument("unknown field '" + it.key().substr(0, 64) + "'");
   }
   AppendInput in;
-  GOVERN_ASSIGN_OR_RETURN(std::string key, TextField(obj, "idempotency_key", kMaxIdempotencyKey, false));
+  GOVERN_ASSIGN_OR_RETURN(std::string key,
+                          TextField(obj, "idempotency_key", audit::kMaxIdempotencyKeyBytes, false));
   if (key.empty() && header) key = std::string(*header);
   if (key.empty()) {
     return InvalidArgument(
@@ -84,10 +73,10 @@ Result<AppendInput> ParseOne(const json& obj, std::optional<std::string_view> he
   }
   GOVERN_RETURN_IF_ERROR(ValidateIdempotencyKey(key));
   in.idempotency_key = std::move(key);
-  GOVERN_ASSIGN_OR_RETURN(in.actor, TextField(obj, "actor", kMaxActor, true));
-  GOVERN_ASSIGN_OR_RETURN(in.action, TextField(obj, "action", kMaxAction, true));
-  GOVERN_ASSIGN_OR_RETURN(in.target, TextField(obj, "target", kMaxTarget, false));
-  GOVERN_ASSIGN_OR_RETURN(in.outcome, TextField(obj, "outcome", kMaxOutcome, false));
+  GOVERN_ASSIGN_OR_RETURN(in.actor, TextField(obj, "actor", audit::kMaxActorBytes, true));
+  GOVERN_ASSIGN_OR_RETURN(in.action, TextField(obj, "action", audit::kMaxActionBytes, true));
+  GOVERN_ASSIGN_OR_RETURN(in.target, TextField(obj, "target", audit::kMaxTargetBytes, false));
+  GOVERN_ASSIGN_OR_RETURN(in.outcome, TextField(obj, "outcome", audit::kMaxOutcomeBytes, false));
   if (auto t = obj.find("time"); t != obj.end() && !t->is_null()) {
     if (!t->is_string()) return InvalidArgument("'time' must be an RFC 3339 string");
     auto micros = ParseRfc3339Micros(t->get_ref<const std::string&>());
@@ -103,13 +92,23 @@ Result<AppendInput> ParseOne(const json& obj, std::optional<std::string_view> he
                              " are allowed (audit.max_details_bytes)");
     }
   }
+  audit::Entry probe{.org = "o",
+                     .seq = 1,
+                     .time_us = in.time_micros.value_or(0),
+                     .actor = in.actor,
+                     .action = in.action,
+                     .target = in.target,
+                     .outcome = in.outcome,
+                     .details = in.details,
+                     .idempotency_key = in.idempotency_key};
+  GOVERN_RETURN_IF_ERROR(audit::ValidateEntryFieldsExceptDetails(probe));
   return in;
 }
 
 }  // namespace
 
 Status ValidateIdempotencyKey(std::string_view key) {
-  if (key.empty() || key.size() > kMaxIdempotencyKey) {
+  if (key.empty() || key.size() > audit::kMaxIdempotencyKeyBytes) {
     return InvalidArgument("the idempotency key must be 1-128 characters");
   }
   for (char c : key) {
@@ -120,20 +119,21 @@ Status ValidateIdempotencyKey(std::string_view key) {
   return OkStatus();
 }
 
-Result<std::vector<AppendInput>> ParseAppendRequest(std::string_view body,
-                                                    std::optional<std::string_view> idempotency_header,
-                                                    const ParseLimits& limits) {
+Result<ParsedAppend> ParseAppendRequest(std::string_view body,
+                                        std::optional<std::string_view> idempotency_header,
+                                        const ParseLimits& limits) {
   json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return InvalidArgument("the body is not valid JSON");
   if (!doc.is_object())
     return InvalidArgument("the body must be a JSON object (one entry, or {\"entries\": [...]})");
-  std::vector<AppendInput> out;
+  ParsedAppend out;
   auto entries = doc.find("entries");
   if (entries == doc.end()) {
     GOVERN_ASSIGN_OR_RETURN(AppendInput one, ParseOne(doc, idempotency_header, limits));
-    out.push_back(std::move(one));
+    out.entries.push_back(std::move(one));
     return out;
   }
+  out.batch = true;
   if (doc.size() != 1) return InvalidArgument("a batch body holds only \"entries\"");
   if (!entries->is_array()) return InvalidArgument("'entries' must be an array");
   if (entries->empty()) return InvalidArgument("'entries' is empty");
@@ -141,11 +141,11 @@ Result<std::vector<AppendInput>> ParseAppendRequest(std::string_view body,
     return InvalidArgument("'entries' holds " + std::to_string(entries->size()) + " entries; at most " +
                            std::to_string(limits.max_entries) + " per request");
   }
-  out.reserve(entries->size());
+  out.entries.reserve(entries->size());
   for (size_t i = 0; i < entries->size(); ++i) {
     auto one = ParseOne((*entries)[i], std::nullopt, limits);
     if (!one.ok()) return one.status().WithContext("entries[" + std::to_string(i) + "]");
-    out.push_back(std::move(*one));
+    out.entries.push_back(std::move(*one));
   }
   return out;
 }
@@ -196,60 +196,11 @@ Result<int64_t> ParseRfc3339Micros(std::string_view s) {
   return secs * 1000000 + frac;
 }
 
-std::string FormatRfc3339Micros(int64_t micros) {
-  int64_t secs = micros >= 0 ? micros / 1000000 : (micros - 999999) / 1000000;
-  int64_t frac = micros - secs * 1000000;
-  int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
-  int64_t rem = secs - days * 86400;
-  int64_t y;
-  unsigned m, d;
-  CivilFromDays(days, &y, &m, &d);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%06lldZ", static_cast<long long>(y),
-                m, d, static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
-                static_cast<long long>(rem % 60), static_cast<long long>(frac));
-  return buf;
-}
-
-std::string EntryJson(const StoredEntry& e) {
-  const EntryFields& f = e.fields;
-  json details = json::parse(f.details, nullptr, false);
-  if (details.is_discarded()) details = f.details;  // never happens for entries this service wrote
-  json j = {{"org", f.org},
-            {"seq", f.seq},
-            {"idempotency_key", f.idempotency_key},
-            {"time", FormatRfc3339Micros(f.time_micros)},
-            {"actor", f.actor},
-            {"action", f.action},
-            {"target", f.target},
-            {"outcome", f.outcome},
-            {"details", std::move(details)},
-            {"details_text", f.details},
-            {"prev_hash", HexHash(e.prev_hash)},
-            {"entry_hash", HexHash(e.entry_hash)}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-Result<StoredEntry> ParseEntryJson(std::string_view line) {
-  json j = json::parse(line.begin(), line.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("not a JSON object");
-  StoredEntry e;
-  try {
-    e.fields.org = j.at("org").get<std::string>();
-    e.fields.seq = j.at("seq").get<int64_t>();
-    e.fields.idempotency_key = j.at("idempotency_key").get<std::string>();
-    GOVERN_ASSIGN_OR_RETURN(e.fields.time_micros, ParseRfc3339Micros(j.at("time").get<std::string>()));
-    e.fields.actor = j.at("actor").get<std::string>();
-    e.fields.action = j.at("action").get<std::string>();
-    e.fields.target = j.at("target").get<std::string>();
-    e.fields.outcome = j.at("outcome").get<std::string>();
-    e.fields.details = j.at("details_text").get<std::string>();
-    GOVERN_ASSIGN_OR_RETURN(e.prev_hash, ParseHexHash(j.at("prev_hash").get<std::string>()));
-    GOVERN_ASSIGN_OR_RETURN(e.entry_hash, ParseHexHash(j.at("entry_hash").get<std::string>()));
-  } catch (const json::exception& ex) {
-    return InvalidArgument(std::string("entry field missing or of the wrong type: ") + ex.what());
-  }
-  return e;
+Result<audit::Hash> HashFromBytes(std::string_view bytes) {
+  if (bytes.size() != 32) return InvalidArgument("a stored hash is not 32 bytes");
+  audit::Hash h;
+  std::memcpy(h.data(), bytes.data(), 32);
+  return h;
 }
 
 }  // namespace govern::audit_service

@@ -1,6 +1,8 @@
 // The checkpoint signing key and the checkpoint directory.
 #include "services/audit/files.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -37,6 +39,28 @@ Result<CheckpointSigner> FromFile(const std::string& path) {
 }
 
 }  // namespace
+
+Result<CheckpointSigner> CheckpointSigner::FromSeed(std::string_view seed32) {
+  if (seed32.size() != 32) return InvalidArgument("an Ed25519 seed is 32 bytes");
+  GOVERN_ASSIGN_OR_RETURN(crypto::Ed25519PrivateKey key,
+                          crypto::Ed25519PrivateKey::FromRaw(crypto::AsBytes(seed32)));
+  GOVERN_ASSIGN_OR_RETURN(crypto::Ed25519PublicKey pub, key.PublicKey());
+  GOVERN_ASSIGN_OR_RETURN(std::string text, audit::FormatVerifierKey(kCheckpointKeyName, pub));
+  CheckpointSigner s(std::move(key));
+  s.verifier_key_text_ = std::move(text);
+  return s;
+}
+
+Result<std::string> CheckpointSigner::Sign(const audit::Checkpoint& checkpoint) const {
+  return audit::SignCheckpoint(checkpoint, kCheckpointKeyName, key_);
+}
+
+std::vector<audit::VerifierKey> CheckpointSigner::verifier_keys() const {
+  std::vector<audit::VerifierKey> keys;
+  auto k = audit::ParseVerifierKey(verifier_key_text_);
+  if (k.ok()) keys.push_back(std::move(*k));
+  return keys;
+}
 
 Result<CheckpointSigner> LoadCheckpointSigner(const std::string& key_file, const std::string& data_dir,
                                               std::string* used_path) {

@@ -12,10 +12,31 @@
 #include <string>
 #include <vector>
 
+#include "audit/checkpoint.h"
 #include "base/status.h"
-#include "services/audit/chain.h"
+#include "crypto/signature.h"
 
 namespace govern::audit_service {
+
+// The key name in checkpoint signature lines and verifier keys.
+inline constexpr std::string_view kCheckpointKeyName = "govern-audit";
+
+// An Ed25519 key that signs checkpoints (audit/checkpoint.h), with its verifier key text
+// ("govern-audit+<key id>+<base64 key>") for `GET /v1/audit/checkpoint-key` and `govern audit verify`.
+// Immutable once made: thread-safe.
+class CheckpointSigner {
+ public:
+  static Result<CheckpointSigner> FromSeed(std::string_view seed32);
+  Result<std::string> Sign(const audit::Checkpoint& checkpoint) const;
+  const std::string& verifier_key() const { return verifier_key_text_; }
+  // For verifying locally (tests, `govern audit verify --org`).
+  std::vector<audit::VerifierKey> verifier_keys() const;
+
+ private:
+  explicit CheckpointSigner(crypto::Ed25519PrivateKey key) : key_(std::move(key)) {}
+  crypto::Ed25519PrivateKey key_;
+  std::string verifier_key_text_;
+};
 
 // The key at `key_file`, or when it is empty the one under <data_dir>/audit/checkpoint.key (made on
 // first use; a second process racing to make it reads the winner's). Errors name the file.

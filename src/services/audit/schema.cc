@@ -17,7 +17,7 @@ CREATE TABLE audit_heads (
   org            text PRIMARY KEY,
   next_seq       bigint NOT NULL DEFAULT 1,
   head_hash      bytea NOT NULL DEFAULT '\x0000000000000000000000000000000000000000000000000000000000000000',
-  compact_range  bytea NOT NULL DEFAULT '',
+  compact_range  bytea NOT NULL DEFAULT '\x0000000000000000',
   first_seq      bigint NOT NULL DEFAULT 1,
   first_prev     bytea NOT NULL DEFAULT '\x0000000000000000000000000000000000000000000000000000000000000000',
   updated_at     timestamptz NOT NULL DEFAULT now()

@@ -181,7 +181,7 @@ class AuditService final : public services::Service {
       return;
     }
     for (const std::string& org : *orgs) {
-      auto cp = MakeCheckpoint(**lease, org, *signer_, clock_->UnixMicros() / 1000000);
+      auto cp = MakeCheckpoint(**lease, org, *signer_, clock_->UnixMicros());
       if (!cp.ok()) {
         log::Warn("audit", "checkpoint failed", {{"org", org}, {"error", cp.status().message()}});
         continue;

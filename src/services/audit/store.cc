@@ -2,45 +2,14 @@
 #include "services/audit/store.h"
 
 #include <map>
-#include <nlohmann/json.hpp>
 
-#include "crypto/bytes.h"
-#include "crypto/encoding.h"
 #include "db/connection.h"
 
 namespace govern::audit_service {
 namespace {
 
-using json = nlohmann::json;
-
-constexpr std::string_view kEntryColumns =
-    "org, seq, idem_key, (extract(epoch from time) * 1000000)::bigint, actor, action, target, outcome, "
-    "details, "
-    "prev_hash, entry_hash, leaf_hash";
-
-constexpr std::string_view kMicrosToTime = "('epoch'::timestamptz + {} * interval '1 microsecond')";
-
 std::string MicrosParam(int n) {
-  std::string p = "$" + std::to_string(n) + "::bigint";
-  std::string s(kMicrosToTime);
-  return s.replace(s.find("{}"), 2, p);
-}
-
-Result<StoredEntry> RowEntry(const db::Rows& r, int i) {
-  StoredEntry e;
-  e.fields.org = r.Text(i, 0);
-  GOVERN_ASSIGN_OR_RETURN(e.fields.seq, r.Int64(i, 1));
-  e.fields.idempotency_key = r.Text(i, 2);
-  GOVERN_ASSIGN_OR_RETURN(e.fields.time_micros, r.Int64(i, 3));
-  e.fields.actor = r.Text(i, 4);
-  e.fields.action = r.Text(i, 5);
-  e.fields.target = r.Text(i, 6);
-  e.fields.outcome = r.Text(i, 7);
-  e.fields.details = r.Text(i, 8);
-  GOVERN_ASSIGN_OR_RETURN(e.prev_hash, r.Bytes(i, 9));
-  GOVERN_ASSIGN_OR_RETURN(e.entry_hash, r.Bytes(i, 10));
-  GOVERN_ASSIGN_OR_RETURN(e.leaf_hash, r.Bytes(i, 11));
-  return e;
+  return "('epoch'::timestamptz + $" + std::to_string(n) + "::bigint * interval '1 microsecond')";
 }
 
 std::string Join(const std::vector<std::string>& v) {
@@ -49,18 +18,24 @@ std::string Join(const std::vector<std::string>& v) {
   return out + "}";
 }
 
-// Fetches the stored nodes `refs` of `org` into a NodeSource.
-Result<NodeSource> FetchNodes(db::Connection& conn, std::string_view org, const std::vector<NodeRef>& refs) {
-  auto nodes = std::make_shared<std::map<std::pair<int, uint64_t>, Hash>>();
+Result<audit::Hash> HashColumn(const db::Rows& rows, int row, int col) {
+  GOVERN_ASSIGN_OR_RETURN(std::string b, rows.Bytes(row, col));
+  return HashFromBytes(b);
+}
+
+// Reads the stored nodes `ids` of `org`: leaves from audit_entries, subtrees from audit_tree_nodes.
+Result<std::vector<audit::Hash>> FetchNodes(db::Connection& conn, std::string_view org,
+                                            std::span<const audit::NodeId> ids) {
   std::vector<std::string> seqs, levels, idxs;
-  for (const NodeRef& r : refs) {
-    if (r.level == 0) {
-      seqs.push_back(std::to_string(r.index + 1));
+  for (const audit::NodeId& id : ids) {
+    if (id.level == 0) {
+      seqs.push_back(std::to_string(id.start + 1));
     } else {
-      levels.push_back(std::to_string(r.level));
-      idxs.push_back(std::to_string(r.index));
+      levels.push_back(std::to_string(id.level));
+      idxs.push_back(std::to_string(id.start >> id.level));
     }
   }
+  std::map<audit::NodeId, audit::Hash> found;
   if (!seqs.empty()) {
     GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
                             conn.ExecPrepared("SELECT seq, leaf_hash FROM audit_entries WHERE org = $1 AND "
@@ -68,8 +43,8 @@ Result<NodeSource> FetchNodes(db::Connection& conn, std::string_view org, const 
                                               db::Params(org, Join(seqs))));
     for (int i = 0; i < rows.size(); ++i) {
       GOVERN_ASSIGN_OR_RETURN(int64_t seq, rows.Int64(i, 0));
-      GOVERN_ASSIGN_OR_RETURN(std::string h, rows.Bytes(i, 1));
-      (*nodes)[{0, static_cast<uint64_t>(seq - 1)}] = std::move(h);
+      GOVERN_ASSIGN_OR_RETURN(found[(audit::NodeId{static_cast<uint64_t>(seq - 1), 0})],
+                              HashColumn(rows, i, 1));
     }
   }
   if (!levels.empty()) {
@@ -82,40 +57,77 @@ Result<NodeSource> FetchNodes(db::Connection& conn, std::string_view org, const 
     for (int i = 0; i < rows.size(); ++i) {
       GOVERN_ASSIGN_OR_RETURN(int64_t level, rows.Int64(i, 0));
       GOVERN_ASSIGN_OR_RETURN(int64_t idx, rows.Int64(i, 1));
-      GOVERN_ASSIGN_OR_RETURN(std::string h, rows.Bytes(i, 2));
-      (*nodes)[{static_cast<int>(level), static_cast<uint64_t>(idx)}] = std::move(h);
+      auto id = audit::NodeId{static_cast<uint64_t>(idx) << level, static_cast<uint32_t>(level)};
+      GOVERN_ASSIGN_OR_RETURN(found[id], HashColumn(rows, i, 2));
     }
   }
-  return NodeSource([nodes](int level, uint64_t index) -> std::optional<Hash> {
-    auto it = nodes->find({level, index});
-    if (it == nodes->end()) return std::nullopt;
-    return it->second;
+  std::vector<audit::Hash> out;
+  out.reserve(ids.size());
+  for (const audit::NodeId& id : ids) {
+    auto it = found.find(id);
+    if (it == found.end()) {
+      return NotFound(id.level == 0 ? "entry " + std::to_string(id.start + 1) + " is not stored (retention?)"
+                                    : "a stored subtree is missing (level " + std::to_string(id.level) + ")");
+    }
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+audit::StoredNodeSource NodesOf(db::Connection& conn, std::string_view org) {
+  return audit::StoredNodeSource(audit::kDefaultStride, [&conn, org](std::span<const audit::NodeId> ids) {
+    return FetchNodes(conn, org, ids);
   });
 }
 
-Result<Hash> RootAt(db::Connection& conn, std::string_view org, const ChainHead& head, int64_t size) {
-  if (size == head.size) {
-    GOVERN_ASSIGN_OR_RETURN(CompactRange cr,
-                            CompactRange::Decode(static_cast<uint64_t>(size), head.compact_range));
-    return cr.Root();
-  }
-  GOVERN_ASSIGN_OR_RETURN(NodeSource src, FetchNodes(conn, org, RootNodes(static_cast<uint64_t>(size))));
-  return TreeRoot(static_cast<uint64_t>(size), src);
+Status Prefetch(db::Connection& conn, std::string_view org, audit::StoredNodeSource& src,
+                const std::vector<audit::NodeId>& ids) {
+  if (ids.empty()) return OkStatus();
+  GOVERN_ASSIGN_OR_RETURN(std::vector<audit::Hash> hashes, FetchNodes(conn, org, ids));
+  for (size_t i = 0; i < ids.size(); ++i) src.Add(ids[i], hashes[i]);
+  return OkStatus();
+}
+
+Result<audit::Hash> RootAt(db::Connection& conn, std::string_view org, const ChainHead& head, uint64_t size) {
+  if (size == head.size) return head.range.Root();
+  audit::StoredNodeSource src = NodesOf(conn, org);
+  return src.Subtree(0, size);
 }
 
 Result<StoredCheckpoint> CheckpointRow(const db::Rows& rows, int i, std::string_view org) {
   StoredCheckpoint c;
-  c.checkpoint.org = std::string(org);
+  c.checkpoint.origin = audit::CheckpointOrigin(org);
   GOVERN_ASSIGN_OR_RETURN(int64_t size, rows.Int64(i, 0));
   c.checkpoint.size = static_cast<uint64_t>(size);
-  GOVERN_ASSIGN_OR_RETURN(c.checkpoint.root, rows.Bytes(i, 1));
-  GOVERN_ASSIGN_OR_RETURN(c.checkpoint.chain_head, rows.Bytes(i, 2));
-  GOVERN_ASSIGN_OR_RETURN(c.checkpoint.time_unix, rows.Int64(i, 3));
+  GOVERN_ASSIGN_OR_RETURN(c.checkpoint.root, HashColumn(rows, i, 1));
+  GOVERN_ASSIGN_OR_RETURN(c.checkpoint.chain_head, HashColumn(rows, i, 2));
+  GOVERN_ASSIGN_OR_RETURN(c.checkpoint.time_us, rows.Int64(i, 3));
   c.note = rows.Text(i, 4);
   return c;
 }
 
+constexpr std::string_view kCheckpointColumns =
+    "size, root, chain_head, (extract(epoch from time) * 1000000)::bigint, note";
+
 }  // namespace
+
+Result<StoredEntry> EntryFromRow(const db::Rows& r, int i) {
+  StoredEntry e;
+  e.entry.org = r.Text(i, 0);
+  GOVERN_ASSIGN_OR_RETURN(int64_t seq, r.Int64(i, 1));
+  e.entry.seq = static_cast<uint64_t>(seq);
+  e.entry.idempotency_key = r.Text(i, 2);
+  GOVERN_ASSIGN_OR_RETURN(e.entry.time_us, r.Int64(i, 3));
+  e.entry.actor = r.Text(i, 4);
+  e.entry.action = r.Text(i, 5);
+  e.entry.target = r.Text(i, 6);
+  e.entry.outcome = r.Text(i, 7);
+  e.entry.details = r.Text(i, 8);
+  GOVERN_ASSIGN_OR_RETURN(e.entry.prev_hash, HashColumn(r, i, 9));
+  GOVERN_ASSIGN_OR_RETURN(e.entry.entry_hash, HashColumn(r, i, 10));
+  GOVERN_ASSIGN_OR_RETURN(e.leaf_hash, HashColumn(r, i, 11));
+  return e;
+}
 
 Result<ChainHead> GetHead(db::Connection& conn, std::string_view org) {
   GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
@@ -125,11 +137,15 @@ Result<ChainHead> GetHead(db::Connection& conn, std::string_view org) {
   if (rows.empty()) return NotFound("organisation '" + std::string(org) + "' has no audit entries");
   ChainHead h;
   GOVERN_ASSIGN_OR_RETURN(int64_t next, rows.Int64(0, 0));
-  h.size = next - 1;
-  GOVERN_ASSIGN_OR_RETURN(h.head_hash, rows.Bytes(0, 1));
-  GOVERN_ASSIGN_OR_RETURN(h.compact_range, rows.Bytes(0, 2));
-  GOVERN_ASSIGN_OR_RETURN(h.first_seq, rows.Int64(0, 3));
-  GOVERN_ASSIGN_OR_RETURN(h.first_prev, rows.Bytes(0, 4));
+  h.size = static_cast<uint64_t>(next - 1);
+  GOVERN_ASSIGN_OR_RETURN(h.head_hash, HashColumn(rows, 0, 1));
+  GOVERN_ASSIGN_OR_RETURN(std::string cr, rows.Bytes(0, 2));
+  GOVERN_ASSIGN_OR_RETURN(h.range, audit::CompactRange::Decode(cr));
+  GOVERN_ASSIGN_OR_RETURN(int64_t first, rows.Int64(0, 3));
+  h.first_seq = static_cast<uint64_t>(first);
+  GOVERN_ASSIGN_OR_RETURN(h.first_prev, HashColumn(rows, 0, 4));
+  if (h.range.size() != h.size)
+    return DataLoss("the chain head of '" + std::string(org) + "' is inconsistent");
   return h;
 }
 
@@ -141,7 +157,7 @@ Result<StoredEntry> GetEntry(db::Connection& conn, std::string_view org, int64_t
   if (rows.empty()) {
     return NotFound("organisation '" + std::string(org) + "' has no entry " + std::to_string(seq));
   }
-  return RowEntry(rows, 0);
+  return EntryFromRow(rows, 0);
 }
 
 std::string SearchSql(const SearchQuery& q) {
@@ -169,85 +185,86 @@ Result<SearchPage> Search(db::Connection& conn, std::string_view org, const Sear
   SearchPage page;
   int n = std::min(rows.size(), q.limit);
   for (int i = 0; i < n; ++i) {
-    GOVERN_ASSIGN_OR_RETURN(StoredEntry e, RowEntry(rows, i));
+    GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(rows, i));
     page.entries.push_back(std::move(e));
   }
-  if (rows.size() > q.limit) page.next_before_seq = page.entries.back().fields.seq;
+  if (rows.size() > q.limit) page.next_before_seq = static_cast<int64_t>(page.entries.back().entry.seq);
   return page;
 }
 
-Result<std::vector<Hash>> InclusionProofFor(db::Connection& conn, std::string_view org, int64_t seq,
-                                            int64_t size, Hash* leaf, Hash* root) {
+Result<InclusionProofResult> InclusionProofFor(db::Connection& conn, std::string_view org, uint64_t seq,
+                                               uint64_t size) {
   GOVERN_ASSIGN_OR_RETURN(ChainHead head, GetHead(conn, org));
   if (size < 1 || size > head.size) {
     return InvalidArgument("size must be 1-" + std::to_string(head.size) + " (the chain's length)");
   }
   if (seq < 1 || seq > size) return InvalidArgument("seq must be 1-" + std::to_string(size));
-  GOVERN_ASSIGN_OR_RETURN(StoredEntry e, GetEntry(conn, org, seq));
-  auto idx = static_cast<uint64_t>(seq - 1);
-  GOVERN_ASSIGN_OR_RETURN(NodeSource src,
-                          FetchNodes(conn, org, InclusionProofNodes(idx, static_cast<uint64_t>(size))));
-  GOVERN_ASSIGN_OR_RETURN(std::vector<Hash> proof, InclusionProof(idx, static_cast<uint64_t>(size), src));
-  *leaf = e.leaf_hash;
-  GOVERN_ASSIGN_OR_RETURN(*root, RootAt(conn, org, head, size));
-  return proof;
+  GOVERN_ASSIGN_OR_RETURN(StoredEntry e, GetEntry(conn, org, static_cast<int64_t>(seq)));
+  audit::StoredNodeSource src = NodesOf(conn, org);
+  GOVERN_ASSIGN_OR_RETURN(std::vector<audit::NodeId> ids,
+                          audit::InclusionProofNodes(seq - 1, size, audit::kDefaultStride));
+  GOVERN_RETURN_IF_ERROR(Prefetch(conn, org, src, ids));
+  InclusionProofResult out;
+  GOVERN_ASSIGN_OR_RETURN(out.proof, audit::InclusionProof(src, seq - 1, size));
+  out.leaf = e.leaf_hash;
+  GOVERN_ASSIGN_OR_RETURN(out.root, RootAt(conn, org, head, size));
+  return out;
 }
 
-Result<std::vector<Hash>> ConsistencyProofFor(db::Connection& conn, std::string_view org, int64_t old_size,
-                                              int64_t new_size, Hash* old_root, Hash* new_root) {
+Result<ConsistencyProofResult> ConsistencyProofFor(db::Connection& conn, std::string_view org,
+                                                   uint64_t old_size, uint64_t new_size) {
   GOVERN_ASSIGN_OR_RETURN(ChainHead head, GetHead(conn, org));
   if (new_size < 1 || new_size > head.size) {
     return InvalidArgument("new must be 1-" + std::to_string(head.size) + " (the chain's length)");
   }
   if (old_size < 1 || old_size > new_size) return InvalidArgument("old must be 1-new");
-  GOVERN_ASSIGN_OR_RETURN(NodeSource src, FetchNodes(conn, org,
-                                                     ConsistencyProofNodes(static_cast<uint64_t>(old_size),
-                                                                           static_cast<uint64_t>(new_size))));
-  GOVERN_ASSIGN_OR_RETURN(std::vector<Hash> proof, ConsistencyProof(static_cast<uint64_t>(old_size),
-                                                                    static_cast<uint64_t>(new_size), src));
-  GOVERN_ASSIGN_OR_RETURN(*old_root, RootAt(conn, org, head, old_size));
-  GOVERN_ASSIGN_OR_RETURN(*new_root, RootAt(conn, org, head, new_size));
-  return proof;
+  audit::StoredNodeSource src = NodesOf(conn, org);
+  GOVERN_ASSIGN_OR_RETURN(std::vector<audit::NodeId> ids,
+                          audit::ConsistencyProofNodes(old_size, new_size, audit::kDefaultStride));
+  GOVERN_RETURN_IF_ERROR(Prefetch(conn, org, src, ids));
+  ConsistencyProofResult out;
+  GOVERN_ASSIGN_OR_RETURN(out.proof, audit::ConsistencyProof(src, old_size, new_size));
+  GOVERN_ASSIGN_OR_RETURN(out.old_root, RootAt(conn, org, head, old_size));
+  GOVERN_ASSIGN_OR_RETURN(out.new_root, RootAt(conn, org, head, new_size));
+  return out;
 }
 
 Result<StoredCheckpoint> MakeCheckpoint(db::Connection& conn, std::string_view org,
-                                        const CheckpointSigner& signer, int64_t now_unix) {
+                                        const CheckpointSigner& signer, int64_t now_micros) {
   GOVERN_ASSIGN_OR_RETURN(ChainHead head, GetHead(conn, org));
-  GOVERN_ASSIGN_OR_RETURN(CompactRange cr,
-                          CompactRange::Decode(static_cast<uint64_t>(head.size), head.compact_range));
   StoredCheckpoint c;
-  c.checkpoint = Checkpoint{.org = std::string(org),
-                            .size = static_cast<uint64_t>(head.size),
-                            .root = cr.Root(),
-                            .chain_head = head.head_hash,
-                            .time_unix = now_unix};
+  c.checkpoint = audit::Checkpoint{.origin = audit::CheckpointOrigin(org),
+                                   .size = head.size,
+                                   .root = head.range.Root(),
+                                   .chain_head = head.head_hash,
+                                   .time_us = now_micros};
   GOVERN_ASSIGN_OR_RETURN(c.note, signer.Sign(c.checkpoint));
   GOVERN_ASSIGN_OR_RETURN(
       db::Rows ins,
       conn.ExecPrepared(
           "INSERT INTO audit_checkpoints (org, size, root, chain_head, time, note) VALUES ($1, $2, $3, "
-          "$4, to_timestamp($5), $6) ON CONFLICT (org, size) DO NOTHING",
-          db::Params(org, head.size, db::Bytea{c.checkpoint.root}, db::Bytea{c.checkpoint.chain_head},
-                     now_unix, c.note)));
+          "$4, " +
+              MicrosParam(5) + ", $6) ON CONFLICT (org, size) DO NOTHING",
+          db::Params(org, static_cast<int64_t>(head.size), db::Bytea{HashBytes(c.checkpoint.root)},
+                     db::Bytea{HashBytes(c.checkpoint.chain_head)}, now_micros, c.note)));
   if (ins.affected() == 1) {
     c.created = true;
     return c;
   }
   GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
-                          conn.ExecPrepared("SELECT size, root, chain_head, extract(epoch from "
-                                            "time)::bigint, note FROM audit_checkpoints WHERE org = "
-                                            "$1 AND size = $2",
-                                            db::Params(org, head.size)));
+                          conn.ExecPrepared("SELECT " + std::string(kCheckpointColumns) +
+                                                " FROM audit_checkpoints WHERE org = $1 AND size = $2",
+                                            db::Params(org, static_cast<int64_t>(head.size))));
   if (rows.empty()) return Internal("a checkpoint vanished");
   return CheckpointRow(rows, 0, org);
 }
 
 Result<StoredCheckpoint> LatestCheckpoint(db::Connection& conn, std::string_view org) {
-  GOVERN_ASSIGN_OR_RETURN(
-      db::Rows rows,
-      conn.ExecPrepared("SELECT size, root, chain_head, extract(epoch from time)::bigint, note "
-                        "FROM audit_checkpoints WHERE org = $1 ORDER BY size DESC LIMIT 1",
-                        db::Params(org)));
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                          conn.ExecPrepared("SELECT " + std::string(kCheckpointColumns) +
+                                                " FROM audit_checkpoints WHERE org = $1 ORDER BY "
+                                                "size DESC LIMIT 1",
+                                            db::Params(org)));
   if (rows.empty()) return NotFound("organisation '" + std::string(org) + "' has no checkpoint yet");
   return CheckpointRow(rows, 0, org);
 }
@@ -264,57 +281,68 @@ Result<std::vector<std::string>> OrgsNeedingCheckpoint(db::Connection& conn, int
   return out;
 }
 
-Status Export(db::Connection& conn, std::string_view org, const std::string& verifier_key,
-              const std::function<Status(std::string_view line)>& out) {
-  auto body = [&](db::Connection& tx) -> Status {
-    GOVERN_ASSIGN_OR_RETURN(ChainHead head, GetHead(tx, org));
-    std::string range;
-    if (head.first_seq > 1) {
-      auto n = static_cast<uint64_t>(head.first_seq - 1);
-      GOVERN_ASSIGN_OR_RETURN(NodeSource src, FetchNodes(tx, org, CompactRangeNodes(n)));
-      GOVERN_ASSIGN_OR_RETURN(CompactRange cr, CompactRangeAt(n, src));
-      range = cr.Encode();
+namespace {
+
+// The export, read in one snapshot: header, then entries interleaved with the checkpoints of their size.
+Status ExportIn(db::Connection& tx, std::string_view org,
+                const std::function<Status(const audit::ExportHeader&)>& header_out,
+                const std::function<Status(std::string_view note)>& checkpoint_out,
+                const std::function<Status(const StoredEntry&)>& entry_out, bool checkpoints_first) {
+  GOVERN_ASSIGN_OR_RETURN(ChainHead head, GetHead(tx, org));
+  audit::ExportHeader header;
+  header.org = std::string(org);
+  header.first_seq = head.first_seq;
+  header.prev_hash = head.first_prev;
+  if (head.first_seq > 1) {
+    // The compact range at the cut, from the stored subtrees (whole runs of 16 were removed).
+    uint64_t n = head.first_seq - 1;
+    audit::StoredNodeSource src = NodesOf(tx, org);
+    std::vector<audit::Hash> hashes;
+    uint64_t start = 0;
+    for (int level = 63; level >= 0; --level) {
+      uint64_t width = uint64_t{1} << level;
+      if (!(n & width)) continue;
+      GOVERN_ASSIGN_OR_RETURN(audit::Hash h, src.Subtree(start, width));
+      hashes.push_back(h);
+      start += width;
     }
-    json header = {{"format", "govern-audit-export/1"},
-                   {"org", std::string(org)},
-                   {"first_seq", head.first_seq},
-                   {"prev_hash", HexHash(head.first_prev)},
-                   {"compact_range", crypto::HexEncode(crypto::AsBytes(range))},
-                   {"checkpoint_key", verifier_key}};
-    GOVERN_RETURN_IF_ERROR(out(header.dump()));
-    GOVERN_ASSIGN_OR_RETURN(db::Rows cps,
-                            tx.Exec("SELECT size, note FROM audit_checkpoints WHERE org = $1 AND size "
-                                    ">= $2 ORDER BY size",
-                                    db::Params(org, head.first_seq - 1)));
-    int next_cp = 0;
-    auto emit_checkpoints_upto = [&](int64_t size) -> Status {
-      while (next_cp < cps.size()) {
-        GOVERN_ASSIGN_OR_RETURN(int64_t s, cps.Int64(next_cp, 0));
-        if (s > size) break;
-        GOVERN_RETURN_IF_ERROR(out(json{{"checkpoint", std::string(cps.Text(next_cp, 1))}}.dump()));
-        ++next_cp;
-      }
-      return OkStatus();
-    };
-    GOVERN_RETURN_IF_ERROR(emit_checkpoints_upto(head.first_seq - 1));
-    int64_t after = head.first_seq - 1;
-    constexpr int kPage = 5000;
-    for (;;) {
-      GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
-                              tx.ExecPrepared("SELECT " + std::string(kEntryColumns) +
-                                                  " FROM audit_entries WHERE org = $1 AND seq > $2 "
-                                                  "ORDER BY seq LIMIT $3",
-                                              db::Params(org, after, kPage)));
-      for (int i = 0; i < rows.size(); ++i) {
-        GOVERN_ASSIGN_OR_RETURN(StoredEntry e, RowEntry(rows, i));
-        GOVERN_RETURN_IF_ERROR(out(EntryJson(e)));
-        GOVERN_RETURN_IF_ERROR(emit_checkpoints_upto(e.fields.seq));
-        after = e.fields.seq;
-      }
-      if (rows.size() < kPage) break;
+    GOVERN_ASSIGN_OR_RETURN(header.frontier, audit::CompactRange::FromHashes(n, std::move(hashes)));
+  }
+  GOVERN_RETURN_IF_ERROR(header_out(header));
+  GOVERN_ASSIGN_OR_RETURN(
+      db::Rows cps,
+      tx.Exec("SELECT size, note FROM audit_checkpoints WHERE org = $1 ORDER BY size", db::Params(org)));
+  int next_cp = 0;
+  auto emit_checkpoints_upto = [&](int64_t size) -> Status {
+    while (next_cp < cps.size()) {
+      GOVERN_ASSIGN_OR_RETURN(int64_t s, cps.Int64(next_cp, 0));
+      if (s > size) break;
+      GOVERN_RETURN_IF_ERROR(checkpoint_out(cps.Text(next_cp, 1)));
+      ++next_cp;
     }
-    return emit_checkpoints_upto(INT64_MAX);
+    return OkStatus();
   };
+  if (checkpoints_first) GOVERN_RETURN_IF_ERROR(emit_checkpoints_upto(INT64_MAX));
+  int64_t after = static_cast<int64_t>(head.first_seq) - 1;
+  constexpr int kPage = 5000;
+  for (;;) {
+    GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                            tx.ExecPrepared("SELECT " + std::string(kEntryColumns) +
+                                                " FROM audit_entries WHERE org = $1 AND seq > $2 "
+                                                "ORDER BY seq LIMIT $3",
+                                            db::Params(org, after, kPage)));
+    for (int i = 0; i < rows.size(); ++i) {
+      GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(rows, i));
+      after = static_cast<int64_t>(e.entry.seq);
+      GOVERN_RETURN_IF_ERROR(entry_out(e));
+      if (!checkpoints_first) GOVERN_RETURN_IF_ERROR(emit_checkpoints_upto(after));
+    }
+    if (rows.size() < kPage) break;
+  }
+  return emit_checkpoints_upto(INT64_MAX);
+}
+
+Status Snapshot(db::Connection& conn, const std::function<Status(db::Connection&)>& body) {
   db::TxOptions tx;
   tx.isolation = db::Isolation::kRepeatableRead;
   tx.read_only = true;
@@ -322,19 +350,46 @@ Status Export(db::Connection& conn, std::string_view org, const std::string& ver
   return conn.Transact(body, tx);
 }
 
-Result<VerifyReport> VerifyFromDatabase(db::Connection& conn, std::string_view org,
-                                        const std::string& verifier_key,
-                                        const std::vector<std::string>& extra_checkpoints) {
-  Verifier v(verifier_key);
-  for (const std::string& note : extra_checkpoints) GOVERN_RETURN_IF_ERROR(v.AddCheckpoint(note));
-  Status s = Export(conn, org, verifier_key, [&](std::string_view line) { return v.AddLine(line); });
-  if (!s.ok() && s.code() != Code::kDataLoss) return s;
-  return v.Finish();
+}  // namespace
+
+Status Export(db::Connection& conn, std::string_view org,
+              const std::function<Status(std::string_view line)>& out) {
+  return Snapshot(conn, [&](db::Connection& tx) {
+    return ExportIn(
+        tx, org, [&](const audit::ExportHeader& h) { return out(audit::FormatHeaderLine(h)); },
+        [&](std::string_view note) { return out(audit::FormatCheckpointLine(note)); },
+        [&](const StoredEntry& e) { return out(audit::FormatEntryLine(e.entry)); },
+        /*checkpoints_first=*/false);
+  });
 }
 
-Result<int64_t> VerifyFromDatabase(db::Connection& conn, std::string_view org, std::nullptr_t) {
-  GOVERN_ASSIGN_OR_RETURN(VerifyReport r, VerifyFromDatabase(conn, org, std::string()));
-  return r.entries;
+Result<audit::Report> VerifyFromDatabase(db::Connection& conn, std::string_view org,
+                                         const std::vector<audit::VerifierKey>& keys,
+                                         const std::vector<std::string>& extra_checkpoints) {
+  std::optional<audit::Verifier> v;
+  Status s = Snapshot(conn, [&](db::Connection& tx) {
+    return ExportIn(
+        tx, org,
+        [&](const audit::ExportHeader& h) -> Status {
+          GOVERN_ASSIGN_OR_RETURN(audit::Verifier made, audit::Verifier::Create(h, keys));
+          v.emplace(std::move(made));
+          if (!keys.empty()) {
+            for (const std::string& note : extra_checkpoints) (void)v->AddCheckpoint(note);
+          }
+          return OkStatus();
+        },
+        [&](std::string_view note) -> Status {
+          if (!keys.empty()) (void)v->AddCheckpoint(note);
+          return OkStatus();
+        },
+        [&](const StoredEntry& e) -> Status {
+          (void)v->Add(e.entry);  // the first failure is kept in the Report
+          return OkStatus();
+        },
+        /*checkpoints_first=*/true);
+  });
+  if (!s.ok()) return s;
+  return v->Finish();
 }
 
 Result<int64_t> ApplyRetention(db::Connection& conn, std::string_view org, int64_t cutoff_micros) {
@@ -364,7 +419,7 @@ Result<int64_t> ApplyRetention(db::Connection& conn, std::string_view org, int64
     removed = del.affected();
     return tx
         .ExecPrepared("UPDATE audit_heads SET first_seq = $2, first_prev = $3 WHERE org = $1",
-                      db::Params(org, cut + 1, db::Bytea{last.entry_hash}))
+                      db::Params(org, cut + 1, db::Bytea{HashBytes(last.entry.entry_hash)}))
         .status();
   };
   GOVERN_RETURN_IF_ERROR(conn.Transact(body));
@@ -380,12 +435,18 @@ Status SetRetention(db::Connection& conn, std::string_view org, std::optional<in
       .status();
 }
 
-Result<std::optional<int64_t>> GetRetention(db::Connection& conn, std::string_view org) {
+Status ClearRetention(db::Connection& conn, std::string_view org) {
+  return conn.Exec("DELETE FROM audit_retention WHERE org = $1", db::Params(org)).status();
+}
+
+Result<std::optional<std::optional<int64_t>>> GetRetention(db::Connection& conn, std::string_view org) {
   GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
                           conn.Exec("SELECT keep_secs FROM audit_retention WHERE org = $1", db::Params(org)));
-  if (rows.empty() || rows.IsNull(0, 0)) return std::optional<int64_t>();
+  using Out = std::optional<std::optional<int64_t>>;
+  if (rows.empty()) return Out();
+  if (rows.IsNull(0, 0)) return Out(std::optional<int64_t>());
   GOVERN_ASSIGN_OR_RETURN(int64_t v, rows.Int64(0, 0));
-  return std::optional<int64_t>(v);
+  return Out(std::optional<int64_t>(v));
 }
 
 }  // namespace govern::audit_service

@@ -1,5 +1,6 @@
-// The audit tables read and maintained: entries by seq, searches, proofs, checkpoints, export and
-// retention. Free functions on a Connection (one thread at a time, like the Connection).
+// The audit tables read and maintained: entries by seq, searches, proofs, checkpoints, export,
+// verification straight from the tables, and retention. Free functions on a Connection (one thread at
+// a time, like the Connection).
 #pragma once
 
 #include <cstdint>
@@ -9,24 +10,34 @@
 #include <string_view>
 #include <vector>
 
+#include "audit/checkpoint.h"
+#include "audit/export.h"
+#include "audit/merkle.h"
 #include "base/status.h"
-#include "services/audit/chain.h"
 #include "services/audit/entry.h"
-#include "services/audit/verify.h"
+#include "services/audit/files.h"
 
 namespace govern::db {
 class Connection;
+class Rows;
 }  // namespace govern::db
 
 namespace govern::audit_service {
 
+// The columns every entry read selects, and the row they make.
+inline constexpr std::string_view kEntryColumns =
+    "org, seq, idem_key, (extract(epoch from time) * 1000000)::bigint, actor, action, target, outcome, "
+    "details, "
+    "prev_hash, entry_hash, leaf_hash";
+Result<StoredEntry> EntryFromRow(const db::Rows& rows, int row);
+
 // One organisation's chain head.
 struct ChainHead {
-  int64_t size = 0;  // next_seq - 1: entries ever appended
-  Hash head_hash;    // entry_hash of seq == size
-  std::string compact_range;
-  int64_t first_seq = 1;  // oldest entry kept (retention)
-  Hash first_prev;        // prev_hash of first_seq
+  uint64_t size = 0;  // entries ever appended (next_seq - 1)
+  audit::Hash head_hash{};
+  audit::CompactRange range;
+  uint64_t first_seq = 1;    // oldest entry kept (retention)
+  audit::Hash first_prev{};  // prev_hash of first_seq
 };
 // NotFound for an organisation that never appended.
 Result<ChainHead> GetHead(db::Connection& conn, std::string_view org);
@@ -47,47 +58,63 @@ struct SearchPage {
   std::optional<int64_t> next_before_seq;  // set when there may be more
 };
 Result<SearchPage> Search(db::Connection& conn, std::string_view org, const SearchQuery& q);
-// The SQL and parameters Search runs (for EXPLAIN in tests and benchmarks).
+// The SQL Search runs (for EXPLAIN in tests and benchmarks): $1 org, then actor, action, since, until,
+// before_seq as present, then the limit.
 std::string SearchSql(const SearchQuery& q);
 
-// Proofs over the tree of the first `size` entries. InvalidArgument for sizes beyond the head.
-Result<std::vector<Hash>> InclusionProofFor(db::Connection& conn, std::string_view org, int64_t seq,
-                                            int64_t size, Hash* leaf, Hash* root);
-Result<std::vector<Hash>> ConsistencyProofFor(db::Connection& conn, std::string_view org, int64_t old_size,
-                                              int64_t new_size, Hash* old_root, Hash* new_root);
+// Proofs over the tree of the first `size` entries, read from the stored leaves and subtrees.
+// InvalidArgument for sizes beyond the head or a seq beyond the size.
+struct InclusionProofResult {
+  audit::Hash leaf{};
+  audit::Hash root{};
+  std::vector<audit::Hash> proof;
+};
+Result<InclusionProofResult> InclusionProofFor(db::Connection& conn, std::string_view org, uint64_t seq,
+                                               uint64_t size);
+struct ConsistencyProofResult {
+  audit::Hash old_root{};
+  audit::Hash new_root{};
+  std::vector<audit::Hash> proof;
+};
+Result<ConsistencyProofResult> ConsistencyProofFor(db::Connection& conn, std::string_view org,
+                                                   uint64_t old_size, uint64_t new_size);
 
 // Signs the organisation's current head and stores the checkpoint (an existing one of the same size is
 // returned as it is). NotFound for an organisation that never appended.
 struct StoredCheckpoint {
-  Checkpoint checkpoint;
+  audit::Checkpoint checkpoint;
   std::string note;
   bool created = false;
 };
 Result<StoredCheckpoint> MakeCheckpoint(db::Connection& conn, std::string_view org,
-                                        const CheckpointSigner& signer, int64_t now_unix);
+                                        const CheckpointSigner& signer, int64_t now_micros);
 // The newest stored checkpoint; NotFound when there is none.
 Result<StoredCheckpoint> LatestCheckpoint(db::Connection& conn, std::string_view org);
 // Organisations whose head moved past their newest checkpoint.
 Result<std::vector<std::string>> OrgsNeedingCheckpoint(db::Connection& conn, int limit);
 
-// Writes the export of `org` (verify.h format) line by line (each without its newline), in pages so
-// memory stays bounded. Reads in one REPEATABLE READ snapshot.
-Status Export(db::Connection& conn, std::string_view org, const std::string& verifier_key,
+// Writes the export of `org` (audit/export.h format) line by line (each without its newline), in
+// pages so memory stays bounded, from one REPEATABLE READ snapshot.
+Status Export(db::Connection& conn, std::string_view org,
               const std::function<Status(std::string_view line)>& out);
-// Exports into a Verifier: the number of entries verified, or DataLoss naming the first bad entry.
-// `verifier_key` empty: chain and Merkle tree only. `extra_checkpoints`: notes from outside.
-Result<VerifyReport> VerifyFromDatabase(db::Connection& conn, std::string_view org,
-                                        const std::string& verifier_key,
-                                        const std::vector<std::string>& extra_checkpoints = {});
-// The tests' shorthand: entries verified (chain only).
-Result<int64_t> VerifyFromDatabase(db::Connection& conn, std::string_view org, std::nullptr_t);
+
+// Verifies the chain of `org` straight from the tables with the core Verifier: against the checkpoints
+// stored in PostgreSQL and `extra_checkpoints` (notes kept outside it), when `keys` is not empty;
+// chain and Merkle tree only otherwise. A failed Report names the first bad entry; an error Status
+// only when the tables could not be read.
+Result<audit::Report> VerifyFromDatabase(db::Connection& conn, std::string_view org,
+                                         const std::vector<audit::VerifierKey>& keys,
+                                         const std::vector<std::string>& extra_checkpoints = {});
 
 // Retention: removes the entries of `org` older than `cutoff_micros`, only up to the newest signed
 // checkpoint and only whole runs of 16 (so the stored subtrees still cover what is removed); keeps the
 // prev_hash at the cut on the head so what remains still verifies. Returns the entries removed.
 Result<int64_t> ApplyRetention(db::Connection& conn, std::string_view org, int64_t cutoff_micros);
-// Per-organisation retention override in seconds (nullopt: the configured default).
+// Per-organisation retention override in seconds (nullopt: forever); ClearRetention: back to the
+// configured default.
 Status SetRetention(db::Connection& conn, std::string_view org, std::optional<int64_t> keep_secs);
-Result<std::optional<int64_t>> GetRetention(db::Connection& conn, std::string_view org);
+Status ClearRetention(db::Connection& conn, std::string_view org);
+// nullopt: no override; an inner nullopt: forever.
+Result<std::optional<std::optional<int64_t>>> GetRetention(db::Connection& conn, std::string_view org);
 
 }  // namespace govern::audit_service
