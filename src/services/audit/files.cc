@@ -87,6 +87,10 @@ Result<CheckpointSigner> LoadCheckpointSigner(const std::string& key_file, const
   return FromFile(path);
 }
 
+std::string CheckpointDir(const std::string& configured, const std::string& data_dir) {
+  return configured.empty() ? data_dir + "/audit/checkpoints" : configured;
+}
+
 Status WriteCheckpointFile(const std::string& dir, const std::string& org, uint64_t size,
                            const std::string& note) {
   std::string org_dir = dir + "/" + org;

@@ -43,6 +43,10 @@ class CheckpointSigner {
 Result<CheckpointSigner> LoadCheckpointSigner(const std::string& key_file, const std::string& data_dir,
                                               std::string* used_path = nullptr);
 
+// audit.checkpoint_dir, or <data_dir>/audit/checkpoints when it is empty (the service and the CLI
+// agree through this).
+std::string CheckpointDir(const std::string& configured, const std::string& data_dir);
+
 // <dir>/<org>/<size>.checkpoint.
 Status WriteCheckpointFile(const std::string& dir, const std::string& org, uint64_t size,
                            const std::string& note);

@@ -105,8 +105,7 @@ class AuditService final : public services::Service {
     auto signer = LoadCheckpointSigner(cfg.GetString("audit.checkpoint_key"), ctx.data_dir, &key_path);
     if (!signer.ok()) return signer.status().WithContext("audit: checkpoint key");
     signer_ = std::make_unique<CheckpointSigner>(std::move(*signer));
-    checkpoint_dir_ = cfg.GetString("audit.checkpoint_dir");
-    if (checkpoint_dir_.empty()) checkpoint_dir_ = ctx.data_dir + "/audit/checkpoints";
+    checkpoint_dir_ = CheckpointDir(cfg.GetString("audit.checkpoint_dir"), ctx.data_dir);
     auto retention = ParseRetentionSeconds(cfg.GetString("audit.retention"));
     if (!retention.ok()) return retention.status().WithContext("audit.retention");
     retention_ = *retention;
