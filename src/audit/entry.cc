@@ -1,6 +1,7 @@
 // Entry fields, canonical encoding and hashes.
 #include "audit/entry.h"
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@ namespace {
 
 // JSON numbers are doubles: seq must be exact in one.
 constexpr uint64_t kMaxSeq = (uint64_t{1} << 53) - 1;
+constexpr size_t kTimeTextSize = 27;  // YYYY-MM-DDTHH:MM:SS.ffffffZ
 
 Hash Digest(std::span<const uint8_t> data) {
   auto r = crypto::Sha256(data);
@@ -75,7 +77,17 @@ Result<Hash> HashFromHex(std::string_view hex) {
   return h;
 }
 
-std::string FormatTime(int64_t time_us) {
+namespace {
+
+void PutDigits(char* at, int64_t v, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    at[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+}
+
+// Writes the 27 bytes of FormatTime at `at` (no snprintf: this is on the verification path).
+void WriteTime(char* at, int64_t time_us) {
   if (time_us < kMinTimeUs) time_us = kMinTimeUs;
   if (time_us > kMaxTimeUs) time_us = kMaxTimeUs;
   int64_t secs = time_us / 1000000;
@@ -93,11 +105,48 @@ std::string FormatTime(int64_t time_us) {
   int64_t y;
   unsigned m, d;
   CivilFromDays(days, y, m, d);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%06dZ", static_cast<int>(y), m, d,
-                static_cast<int>(sod / 3600), static_cast<int>(sod / 60 % 60), static_cast<int>(sod % 60),
-                static_cast<int>(micros));
-  return buf;
+  std::memcpy(at, "0000-00-00T00:00:00.000000Z", kTimeTextSize);
+  PutDigits(at, y, 4);
+  PutDigits(at + 5, m, 2);
+  PutDigits(at + 8, d, 2);
+  PutDigits(at + 11, sod / 3600, 2);
+  PutDigits(at + 14, sod / 60 % 60, 2);
+  PutDigits(at + 17, sod % 60, 2);
+  PutDigits(at + 20, micros, 6);
+}
+
+void AppendCanonicalEntry(std::string& out, const Entry& e) {
+  out += "{\"action\":";
+  AppendJcsString(out, e.action);
+  out += ",\"actor\":";
+  AppendJcsString(out, e.actor);
+  out += ",\"details\":";
+  out += e.details;
+  out += ",\"idempotency_key\":";
+  AppendJcsString(out, e.idempotency_key);
+  out += ",\"org\":";
+  AppendJcsString(out, e.org);
+  out += ",\"outcome\":";
+  AppendJcsString(out, e.outcome);
+  out += ",\"seq\":";
+  char digits[24];
+  auto res = std::to_chars(digits, digits + sizeof digits, e.seq);
+  out.append(digits, res.ptr);
+  out += ",\"target\":";
+  AppendJcsString(out, e.target);
+  out += ",\"time\":\"";
+  const size_t at = out.size();
+  out.resize(at + kTimeTextSize);
+  WriteTime(out.data() + at, e.time_us);
+  out += "\"}";
+}
+
+}  // namespace
+
+std::string FormatTime(int64_t time_us) {
+  std::string out(kTimeTextSize, '\0');
+  WriteTime(out.data(), time_us);
+  return out;
 }
 
 Result<int64_t> ParseTime(std::string_view t) {
@@ -170,26 +219,18 @@ std::string CanonicalEntry(const Entry& e) {
   std::string out;
   out.reserve(160 + e.actor.size() + e.action.size() + e.target.size() + e.outcome.size() + e.details.size() +
               e.idempotency_key.size() + e.org.size());
-  out += "{\"action\":";
-  AppendJcsString(out, e.action);
-  out += ",\"actor\":";
-  AppendJcsString(out, e.actor);
-  out += ",\"details\":";
-  out += e.details;
-  out += ",\"idempotency_key\":";
-  AppendJcsString(out, e.idempotency_key);
-  out += ",\"org\":";
-  AppendJcsString(out, e.org);
-  out += ",\"outcome\":";
-  AppendJcsString(out, e.outcome);
-  out += ",\"seq\":";
-  out += std::to_string(e.seq);
-  out += ",\"target\":";
-  AppendJcsString(out, e.target);
-  out += ",\"time\":\"";
-  out += FormatTime(e.time_us);
-  out += "\"}";
+  AppendCanonicalEntry(out, e);
   return out;
+}
+
+Hash EntryLeafHash(const Entry& e) {
+  // The leaf prefix byte and the canonical text in one reused buffer: one hash call, no allocation
+  // once the buffer has grown.
+  thread_local std::string buf;
+  buf.clear();
+  buf.push_back('\0');
+  AppendCanonicalEntry(buf, e);
+  return Digest(crypto::AsBytes(buf));
 }
 
 Hash LeafHash(std::string_view canonical) {
@@ -222,7 +263,7 @@ Hash EmptyTreeHash() {
 
 Hash Seal(Entry& entry, const Hash& prev) {
   entry.prev_hash = prev;
-  const Hash leaf = LeafHash(CanonicalEntry(entry));
+  const Hash leaf = EntryLeafHash(entry);
   entry.entry_hash = ChainHash(prev, leaf);
   return leaf;
 }

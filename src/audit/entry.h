@@ -105,10 +105,10 @@ Hash NodeHash(const Hash& left, const Hash& right);
 // SHA-256 of the empty string: the Merkle tree hash of an empty tree.
 Hash EmptyTreeHash();
 
+// LeafHash(CanonicalEntry(entry)), without the intermediate string.
+Hash EntryLeafHash(const Entry& entry);
 // entry_hash for `entry` as it stands (its prev_hash included).
-inline Hash ComputeEntryHash(const Entry& entry) {
-  return ChainHash(entry.prev_hash, LeafHash(CanonicalEntry(entry)));
-}
+inline Hash ComputeEntryHash(const Entry& entry) { return ChainHash(entry.prev_hash, EntryLeafHash(entry)); }
 // Sets entry.prev_hash = prev and entry.entry_hash accordingly. The leaf hash is returned so that a
 // caller building the Merkle tree does not hash the canonical text twice.
 Hash Seal(Entry& entry, const Hash& prev);

@@ -30,9 +30,20 @@ Status LineError(std::string_view member, std::string_view why) {
 
 Result<Hash> LowerHex(const JsonMember& m) {
   if (m.type != JsonType::kString) return LineError(m.name, "expected a string of 64 hex digits");
-  auto h = HashFromHex(m.str);
-  if (!h.ok() || HashToHex(*h) != m.str) return LineError(m.name, "expected 64 lower-case hex digits");
-  return *h;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  Hash h;
+  bool ok = m.str.size() == 64;
+  for (size_t i = 0; ok && i < 32; ++i) {
+    const int hi = nibble(m.str[2 * i]), lo = nibble(m.str[2 * i + 1]);
+    ok = hi >= 0 && lo >= 0;
+    h[i] = static_cast<uint8_t>(hi << 4 | (lo & 0xF));
+  }
+  if (!ok) return LineError(m.name, "expected 64 lower-case hex digits");
+  return h;
 }
 
 Result<uint64_t> Integer(const JsonMember& m) {
@@ -47,19 +58,21 @@ Result<uint64_t> Integer(const JsonMember& m) {
   return v;
 }
 
-Result<std::string> Text(const JsonMember& m) {
+// Moves the decoded string out of the member (members are read once).
+Status Text(JsonMember& m, std::string& out) {
   if (m.type != JsonType::kString) return LineError(m.name, "expected a string");
-  return m.str;
+  out = std::move(m.str);
+  return OkStatus();
 }
 
 // Maps member names to slots, refusing unknown names and reporting missing ones.
 class Members {
  public:
-  Members(const std::vector<JsonMember>& members, std::initializer_list<std::string_view> names)
+  Members(std::vector<JsonMember>& members, std::initializer_list<std::string_view> names)
       : members_(members), names_(names), found_(names.size(), nullptr) {}
 
   Status Bind() {
-    for (const JsonMember& m : members_) {
+    for (JsonMember& m : members_) {
       size_t i = 0;
       while (i < names_.size() && names_[i] != m.name) ++i;
       if (i == names_.size()) return LineError(m.name, "unknown member");
@@ -70,15 +83,15 @@ class Members {
     }
     return OkStatus();
   }
-  const JsonMember& operator[](size_t i) const { return *found_[i]; }
+  JsonMember& operator[](size_t i) { return *found_[i]; }
 
  private:
-  const std::vector<JsonMember>& members_;
+  std::vector<JsonMember>& members_;
   std::vector<std::string_view> names_;
-  std::vector<const JsonMember*> found_;
+  std::vector<JsonMember*> found_;
 };
 
-Status ParseHeader(const std::vector<JsonMember>& members, ExportHeader& h) {
+Status ParseHeader(std::vector<JsonMember>& members, ExportHeader& h) {
   Members m(members, {"format", "version", "org", "first_seq", "prev_hash", "frontier"});
   GOVERN_RETURN_IF_ERROR(m.Bind());
   if (m[0].type != JsonType::kString || m[0].str != kExportFormat) {
@@ -88,7 +101,7 @@ Status ParseHeader(const std::vector<JsonMember>& members, ExportHeader& h) {
   if (version != static_cast<uint64_t>(kExportVersion)) {
     return LineError("version", "unsupported version " + std::to_string(version));
   }
-  GOVERN_ASSIGN_OR_RETURN(h.org, Text(m[2]));
+  GOVERN_RETURN_IF_ERROR(Text(m[2], h.org));
   if (auto s = ValidateOrg(h.org); !s.ok()) return LineError("org", s.message());
   GOVERN_ASSIGN_OR_RETURN(h.first_seq, Integer(m[3]));
   if (h.first_seq < 1) return LineError("first_seq", "must be at least 1");
@@ -118,7 +131,7 @@ Status ParseHeader(const std::vector<JsonMember>& members, ExportHeader& h) {
   return OkStatus();
 }
 
-Status ParseEntry(const std::vector<JsonMember>& members, Entry& e) {
+Status ParseEntry(std::vector<JsonMember>& members, Entry& e) {
   Members m(members, {"seq", "time", "org", "actor", "action", "target", "outcome", "details",
                       "idempotency_key", "prev_hash", "entry_hash"});
   GOVERN_RETURN_IF_ERROR(m.Bind());
@@ -127,14 +140,14 @@ Status ParseEntry(const std::vector<JsonMember>& members, Entry& e) {
   auto t = ParseTime(m[1].str);
   if (!t.ok()) return LineError("time", t.status().message());
   e.time_us = *t;
-  GOVERN_ASSIGN_OR_RETURN(e.org, Text(m[2]));
-  GOVERN_ASSIGN_OR_RETURN(e.actor, Text(m[3]));
-  GOVERN_ASSIGN_OR_RETURN(e.action, Text(m[4]));
-  GOVERN_ASSIGN_OR_RETURN(e.target, Text(m[5]));
-  GOVERN_ASSIGN_OR_RETURN(e.outcome, Text(m[6]));
+  GOVERN_RETURN_IF_ERROR(Text(m[2], e.org));
+  GOVERN_RETURN_IF_ERROR(Text(m[3], e.actor));
+  GOVERN_RETURN_IF_ERROR(Text(m[4], e.action));
+  GOVERN_RETURN_IF_ERROR(Text(m[5], e.target));
+  GOVERN_RETURN_IF_ERROR(Text(m[6], e.outcome));
   if (m[7].type != JsonType::kObject) return LineError("details", "expected an object");
-  e.details = m[7].canonical;
-  GOVERN_ASSIGN_OR_RETURN(e.idempotency_key, Text(m[8]));
+  e.details = std::move(m[7].canonical);
+  GOVERN_RETURN_IF_ERROR(Text(m[8], e.idempotency_key));
   GOVERN_ASSIGN_OR_RETURN(e.prev_hash, LowerHex(m[9]));
   GOVERN_ASSIGN_OR_RETURN(e.entry_hash, LowerHex(m[10]));
   if (auto s = ValidateEntryFieldsExceptDetails(e); !s.ok()) {
@@ -405,6 +418,7 @@ Status Verifier::AddCheckpoint(const Checkpoint& c) {
   }
   if (c.size == current) return Check(c);
   if (c.size < current) {
+    ++report_.checkpoints_late;
     return FailedPrecondition("checkpoint at size " + std::to_string(c.size) +
                               " given after its entries; give checkpoints first");
   }
@@ -441,7 +455,7 @@ Status Verifier::AddParsed(const Entry& e) {
     return Fail(Failure::kPrevHashMismatch, e.seq, e.seq,
                 SeqText(e.seq) + ": prev_hash is not the entry_hash of the entry before it");
   }
-  const Hash leaf = LeafHash(CanonicalEntry(e));
+  const Hash leaf = EntryLeafHash(e);
   if (ChainHash(head_, leaf) != e.entry_hash) {
     return Fail(Failure::kEntryHashMismatch, e.seq, e.seq,
                 SeqText(e.seq) + ": entry_hash does not match its fields (a field was changed)");
@@ -540,6 +554,11 @@ bool LooksLikeCheckpoint(std::string_view line) { return line.rfind("{\"checkpoi
 }  // namespace
 
 Result<Report> VerifyExportFile(const std::string& path, const std::vector<VerifierKey>& keys) {
+  return VerifyExportFile(path, keys, {});
+}
+
+Result<Report> VerifyExportFile(const std::string& path, const std::vector<VerifierKey>& keys,
+                                const std::vector<std::string>& extra_checkpoints) {
   Report bad;
   bad.failure = Failure::kMalformed;
   Fd first;
@@ -565,11 +584,12 @@ Result<Report> VerifyExportFile(const std::string& path, const std::vector<Verif
     return bad;
   }
   Verifier& v = *verifier;
+  for (const std::string& note : extra_checkpoints) (void)v.AddCheckpoint(note);
   // Pass 1: the checkpoints.
   while (true) {
     s = reader.Next(line);
     if (s.code() == Code::kOutOfRange) break;
-    if (s.code() == Code::kInvalidArgument) continue;  // pass 2 reports it in order
+    if (s.code() == Code::kInvalidArgument) break;  // an overlong line: pass 2 reports it in order
     if (!s.ok()) return s;
     if (!LooksLikeCheckpoint(line)) continue;
     auto parsed = ParseExportLine(line);

@@ -107,6 +107,7 @@ struct Report {
   uint64_t entries_verified = 0;          // entries whose chain and hash checked out, before any failure
   uint64_t checkpoints_matched = 0;       // signed checkpoints whose root and chain head matched
   uint64_t checkpoints_before_range = 0;  // checkpoints older than first_seq - 1 (cannot be checked)
+  uint64_t checkpoints_late = 0;          // given after the entries they cover: not checked (give them first)
   uint64_t last_seq = 0;                  // seq of the last entry verified (first_seq - 1 if none)
   Hash chain_head{};                      // entry_hash of the last entry verified
   Hash root{};                            // Merkle root over seq 1..last_seq
@@ -155,7 +156,8 @@ class Verifier {
 
  private:
   Verifier(VerifierOptions options, const std::vector<VerifierKey>& keys);
-  friend Result<Report> VerifyExportFile(const std::string&, const std::vector<VerifierKey>&);
+  friend Result<Report> VerifyExportFile(const std::string&, const std::vector<VerifierKey>&,
+                                         const std::vector<std::string>&);
   Status Fail(Failure failure, uint64_t first_bad, uint64_t last_bad, std::string reason);
   Status Check(const Checkpoint& checkpoint);
   // Add without the details check (for entries whose details were canonicalized while parsing).
@@ -175,5 +177,9 @@ class Verifier {
 // Verifies an export file: reads it twice (checkpoints first, then the entries in one stream).
 // The Result is an error only when the file cannot be read; a bad file gives a failed Report.
 Result<Report> VerifyExportFile(const std::string& path, const std::vector<VerifierKey>& keys);
+// The same, with signed checkpoint notes kept elsewhere (a checkpoint directory, a customer's copy)
+// added before the file's own.
+Result<Report> VerifyExportFile(const std::string& path, const std::vector<VerifierKey>& keys,
+                                const std::vector<std::string>& extra_checkpoints);
 
 }  // namespace govern::audit

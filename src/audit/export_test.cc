@@ -130,6 +130,16 @@ TEST_F(ExportTest, CleanChainVerifies) {
   MemoryTree tree;
   for (const auto& e : chain) tree.Append(LeafHash(CanonicalEntry(e)));
   EXPECT_EQ(r.root, tree.Root(100).value());
+
+  // A checkpoint given after its entries is counted as late, not silently dropped.
+  auto v = Verifier::Create(VerifierOptions{.org = "acme"}, keys_).value();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(v.Add(chain[i]).ok());
+  EXPECT_EQ(v.AddCheckpoint(SignAt(chain, 10)).code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(v.AddCheckpoint(SignAt(chain, 20)).ok());
+  auto late = v.Finish();
+  EXPECT_TRUE(late.ok());
+  EXPECT_EQ(late.checkpoints_late, 1u);
+  EXPECT_EQ(late.checkpoints_matched, 1u);
 }
 
 TEST_F(ExportTest, ChangedFieldIsNamed) {
@@ -373,6 +383,25 @@ TEST_F(ExportTest, FileVerificationFindsTamperingAndNamesTheLine) {
   auto moved = VerifyExportFile(write(edited), keys_).value();
   EXPECT_TRUE(moved.ok()) << moved.reason;
   EXPECT_EQ(moved.checkpoints_matched, 5u);
+  // A line over the limit is reported, not read without end.
+  edited = lines;
+  edited.insert(edited.begin() + 10, std::string(kMaxExportLineBytes + 10, ' '));
+  auto overlong = VerifyExportFile(write(edited), keys_).value();
+  ExpectFailure(overlong, Failure::kMalformed, 10, 10);
+  EXPECT_NE(overlong.reason.find("line 11: export line: 4194314 bytes is over the limit"), std::string::npos)
+      << overlong.reason;
+  edited[10] = std::string(3 * kMaxExportLineBytes, ' ');  // the reader stops before the newline
+  overlong = VerifyExportFile(write(edited), keys_).value();
+  ExpectFailure(overlong, Failure::kMalformed, 10, 10);
+  EXPECT_NE(overlong.reason.find("line 11 is longer than"), std::string::npos) << overlong.reason;
+  // Checkpoints kept elsewhere catch a truncation the file's own checkpoints do not cover.
+  edited = lines;
+  edited.erase(edited.begin() + 41, edited.begin() + 51);  // entries 41..50
+  edited.erase(edited.begin() + 45);                       // the checkpoint at 50
+  auto path2 = write(edited);
+  EXPECT_TRUE(VerifyExportFile(path2, keys_).value().ok());
+  ExpectFailure(VerifyExportFile(path2, keys_, {SignAt(chain, 45)}).value(), Failure::kCheckpointBeyondEnd,
+                41, 45);
   // Not an export at all.
   EXPECT_EQ(VerifyExportFile(write({"hello"}), keys_).value().failure, Failure::kMalformed);
   EXPECT_EQ(VerifyExportFile(write({}), keys_).value().failure, Failure::kMalformed);

@@ -156,7 +156,8 @@ class Reader {
         std::string& s = str ? *str : local;
         s.clear();
         GOVERN_RETURN_IF_ERROR(String(s));
-        AppendJcsString(out, s);
+        // A member string handed back decoded (str) needs no canonical text: callers use str.
+        if (!str) AppendJcsString(out, s);
         return OkStatus();
       }
       case 't':
@@ -373,7 +374,7 @@ class Reader {
       }
       if (c < 0x20) return Error(pos_, "unescaped control character in a string");
       if (c >= 0x80) {
-        uint32_t cp;
+        uint32_t cp = 0;
         const size_t len = DecodeUtf8(in_, pos_, cp);
         if (len == 0) return Error(pos_, "invalid UTF-8");
         s.append(in_.data() + pos_, len);
@@ -410,7 +411,7 @@ class Reader {
           break;
         case 'u': {
           const size_t at = pos_;
-          uint32_t u;
+          uint32_t u = 0;
           GOVERN_RETURN_IF_ERROR(Hex4(pos_ + 2, u));
           pos_ += 6;
           if (u >= 0xDC00 && u <= 0xDFFF) return Error(at, "lone low surrogate \\u escape");
@@ -418,7 +419,7 @@ class Reader {
             if (in_.size() - pos_ < 6 || in_[pos_] != '\\' || in_[pos_ + 1] != 'u') {
               return Error(at, "lone high surrogate \\u escape");
             }
-            uint32_t lo;
+            uint32_t lo = 0;
             GOVERN_RETURN_IF_ERROR(Hex4(pos_ + 2, lo));
             if (lo < 0xDC00 || lo > 0xDFFF) return Error(at, "lone high surrogate \\u escape");
             pos_ += 6;
@@ -495,7 +496,7 @@ bool IsValidUtf8(std::string_view s) {
       ++i;
       continue;
     }
-    uint32_t cp;
+    uint32_t cp = 0;
     const size_t len = DecodeUtf8(s, i, cp);
     if (len == 0) return false;
     i += len;

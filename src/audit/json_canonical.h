@@ -17,7 +17,7 @@ enum class JsonType { kNull, kBool, kNumber, kString, kArray, kObject };
 struct JsonMember {
   std::string name;  // decoded
   JsonType type = JsonType::kNull;
-  std::string canonical;  // RFC 8785 text of the value
+  std::string canonical;  // RFC 8785 text of the value (empty for strings: use str)
   std::string str;        // decoded value when type is kString
   std::string_view raw;   // the value's text as it stands in the input
 };

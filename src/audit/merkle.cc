@@ -244,6 +244,7 @@ Status VerifyConsistency(uint64_t old_size, uint64_t new_size, const Hash& old_r
   }
   if (old_size == 0) {
     if (!proof.empty()) return InvalidArgument("consistency proof: must be empty from an empty tree");
+    if (old_root != EmptyTreeHash()) return DataLoss("consistency proof: wrong root for the empty tree");
     return OkStatus();
   }
   if (proof.empty()) return InvalidArgument("consistency proof: empty");

@@ -93,7 +93,8 @@ Result<std::vector<Hash>> ConsistencyProof(NodeSource& source, uint64_t old_size
 Status VerifyInclusion(const Hash& leaf_hash, uint64_t index, uint64_t tree_size, std::span<const Hash> proof,
                        const Hash& root);
 // RFC 9162 section 2.1.4.2, plus the cases it leaves out: old_size == new_size needs an empty proof
-// and equal roots; old_size == 0 needs an empty proof (an empty tree is consistent with any tree).
+// and equal roots; old_size == 0 needs an empty proof and old_root == EmptyTreeHash() (an empty tree
+// is consistent with any tree).
 Status VerifyConsistency(uint64_t old_size, uint64_t new_size, const Hash& old_root, const Hash& new_root,
                          std::span<const Hash> proof);
 

@@ -214,7 +214,10 @@ TEST(MerkleTest, EveryConsistencyProofUpTo70) {
       auto proof = ConsistencyProof(tree, m, n);
       ASSERT_TRUE(proof.ok());
       ASSERT_TRUE(VerifyConsistency(m, n, old_root, new_root, *proof).ok()) << m << "->" << n;
-      if (m == 0) continue;
+      if (m == 0) {
+        EXPECT_FALSE(VerifyConsistency(0, n, LeafHash("x"), new_root, *proof).ok());
+        continue;
+      }
       if (m < n) {
         EXPECT_FALSE(VerifyConsistency(m, n, LeafHash("x"), new_root, *proof).ok());
         EXPECT_FALSE(VerifyConsistency(m, n, old_root, LeafHash("x"), *proof).ok());
