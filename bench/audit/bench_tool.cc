@@ -117,7 +117,8 @@ int Measure(int argc, char** argv) {
     });
     if (!st.ok()) return Fail("export: " + st.message());
     f.flush();
-    out["export_entries_per_s"] = static_cast<double>(n) / std::chrono::duration<double>(Steady::now() - t0).count();
+    out["export_entries_per_s"] =
+        static_cast<double>(n) / std::chrono::duration<double>(Steady::now() - t0).count();
   }
   double best = 0;
   for (int i = 0; i < 3; ++i) {
@@ -150,13 +151,14 @@ int Report(int argc, char** argv) {
   struct Target {
     int orgs, writers;
     double eps, p99;
-  } targets[] = {{1, 64, 12521, 11},  {1, 1024, 34949, 114}, {50, 64, 4775, 39},
-                 {50, 1024, 26160, 111}, {500, 64, 2613, 80}, {500, 1024, 5915, 488}};
+  } targets[] = {{1, 64, 12521, 11},     {1, 1024, 34949, 114}, {50, 64, 4775, 39},
+                 {50, 1024, 26160, 111}, {500, 64, 2613, 80},   {500, 1024, 5915, 488}};
   for (const Target& t : targets) {
     std::string tag = std::to_string(t.orgs) + "_orgs_" + std::to_string(t.writers) + "_writers";
     json s = Load(dir + "/row_" + std::to_string(t.orgs) + "_" + std::to_string(t.writers) + ".json");
     if (!s.is_object()) {
-      report.Add({.metric = "append_entries_per_s_" + tag, .value = 0, .unit = "entries/s", .note = "not run"});
+      report.Add(
+          {.metric = "append_entries_per_s_" + tag, .value = 0, .unit = "entries/s", .note = "not run"});
       continue;
     }
     report.Add({.metric = "append_entries_per_s_" + tag,
@@ -183,11 +185,12 @@ int Report(int argc, char** argv) {
   }
   json m = Load(dir + "/measure.json");
   if (m.is_object()) {
-    report.Add({.metric = "offline_verify_entries_per_s",
-                .value = m.value("verify_entries_per_s", 0.0),
-                .unit = "entries/s",
-                .target = 98000,
-                .note = "core Verifier over an export of " + std::to_string(m.value("entries", 0)) + " entries"});
+    report.Add(
+        {.metric = "offline_verify_entries_per_s",
+         .value = m.value("verify_entries_per_s", 0.0),
+         .unit = "entries/s",
+         .target = 98000,
+         .note = "core Verifier over an export of " + std::to_string(m.value("entries", 0)) + " entries"});
     for (const char* s : {"newest_100", "one_action", "last_hour"}) {
       report.Add({.metric = std::string("search_") + s + "_median_ms",
                   .value = m.value(std::string("search_") + s + "_median_ms", 0.0),

@@ -24,9 +24,9 @@
 #include <thread>
 #include <vector>
 
-#include "report.h"
 #include "db/connection.h"
 #include "net/http_client.h"
+#include "report.h"
 #include "services/audit/schema.h"
 #include "services/keys/keys.h"
 
@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
   if (o.urls.empty() || o.pg.empty() || o.orgs < 1 || o.writers < 1) {
     return Usage("--urls and --pg are required; --orgs and --writers must be positive");
   }
-  if (o.run_id.empty()) o.run_id = "r" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count() % 1000000007);
+  if (o.run_id.empty())
+    o.run_id = "r" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count() % 1000000007);
 
   // Keys, one append and one read key per organisation.
   std::vector<std::string> orgs, append_keys, read_keys;
@@ -124,7 +125,8 @@ int main(int argc, char** argv) {
   std::atomic<int64_t> entries{0}, retries{0}, failed{0}, rejected{0}, read_failures{0}, read_errors{0};
   std::vector<bench::LatencyRecorder> lat(o.writers), reads(o.writers);
   const auto start = Steady::now();
-  const auto stop_new = start + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(o.duration_s));
+  const auto stop_new =
+      start + std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(o.duration_s));
   const auto give_up = stop_new + std::chrono::seconds(60);  // an append in flight may retry this long
 
   std::vector<std::thread> threads;
@@ -137,9 +139,9 @@ int main(int argc, char** argv) {
         int org = static_cast<int>((w + n) % o.orgs);
         std::string idem = o.run_id + "-w" + std::to_string(w) + "-" + std::to_string(n);
         std::string body = R"({"actor":"user)" + std::to_string(n % 97) + R"(","action":")" +
-                           (n % 5 == 0 ? "doc.delete" : "doc.read") + R"(","target":"doc)" + std::to_string(n) +
-                           R"(","outcome":"success","details":{"writer":)" + std::to_string(w) + R"(,"n":)" +
-                           std::to_string(n) + "}}";
+                           (n % 5 == 0 ? "doc.delete" : "doc.read") + R"(","target":"doc)" +
+                           std::to_string(n) + R"(","outcome":"success","details":{"writer":)" +
+                           std::to_string(w) + R"(,"n":)" + std::to_string(n) + "}}";
         auto t0 = Steady::now();
         bool done = false;
         while (!done && Steady::now() < give_up) {
@@ -171,7 +173,8 @@ int main(int argc, char** argv) {
                     return h;
                   }()});
               if (g.ok() && g->status == 200) {
-                reads[w].Record(std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - r0).count());
+                reads[w].Record(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - r0).count());
               } else if (g.ok() && g->status == 404) {
                 ++read_failures;  // an acknowledged entry that another replica cannot see: a bug
               } else {

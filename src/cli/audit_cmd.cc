@@ -72,14 +72,16 @@ Result<std::vector<audit::VerifierKey>> LoadVerifierKeys(const std::string& arg)
 
 int PrintReport(const audit::Report& r, const std::string& what) {
   if (r.ok()) {
-    std::printf("ok: %s: %llu entries verified up to seq %llu, %llu checkpoints matched (%llu older than the "
-                "entries kept)\n",
-                what.c_str(), static_cast<unsigned long long>(r.entries_verified),
-                static_cast<unsigned long long>(r.last_seq), static_cast<unsigned long long>(r.checkpoints_matched),
-                static_cast<unsigned long long>(r.checkpoints_before_range));
+    std::printf(
+        "ok: %s: %llu entries verified up to seq %llu, %llu checkpoints matched (%llu older than the "
+        "entries kept)\n",
+        what.c_str(), static_cast<unsigned long long>(r.entries_verified),
+        static_cast<unsigned long long>(r.last_seq), static_cast<unsigned long long>(r.checkpoints_matched),
+        static_cast<unsigned long long>(r.checkpoints_before_range));
     return 0;
   }
-  std::printf("FAILED: %s: %s: first bad entry %llu", what.c_str(), std::string(audit::FailureName(r.failure)).c_str(),
+  std::printf("FAILED: %s: %s: first bad entry %llu", what.c_str(),
+              std::string(audit::FailureName(r.failure)).c_str(),
               static_cast<unsigned long long>(r.first_bad_seq));
   if (r.last_bad_seq != r.first_bad_seq) {
     std::printf(" (entries %llu..%llu are suspect)", static_cast<unsigned long long>(r.first_bad_seq),
@@ -90,37 +92,21 @@ int PrintReport(const audit::Report& r, const std::string& what) {
   return 1;
 }
 
-// An export file with checkpoints from elsewhere too: checkpoints first (file and extra), then entries.
+// An export file, with the checkpoint files of its organisation from `checkpoint_dir` when given.
 Result<audit::Report> VerifyFile(const std::string& path, const std::vector<audit::VerifierKey>& keys,
                                  const std::string& checkpoint_dir) {
-  if (checkpoint_dir.empty()) return audit::VerifyExportFile(path, keys);
-  std::ifstream in(path);
-  if (!in) return ErrnoStatus(errno, "read " + path);
-  std::string line;
-  if (!std::getline(in, line)) return InvalidArgument(path + " is empty");
-  GOVERN_ASSIGN_OR_RETURN(audit::ExportLine header, audit::ParseExportLine(line));
-  if (header.kind != audit::ExportLine::Kind::kHeader) return InvalidArgument(path + ": the first line is no header");
-  GOVERN_ASSIGN_OR_RETURN(audit::Verifier v, audit::Verifier::Create(header.header, keys));
-  GOVERN_ASSIGN_OR_RETURN(std::vector<std::string> notes, as::ReadCheckpointFiles(checkpoint_dir, header.header.org));
-  for (const std::string& n : notes) (void)v.AddCheckpoint(n);
-  while (std::getline(in, line)) {
-    if (line.rfind("{\"checkpoint\"", 0) != 0) continue;
-    auto cp = audit::ParseExportLine(line);
-    if (cp.ok()) (void)v.AddCheckpoint(cp->checkpoint);
+  std::vector<std::string> notes;
+  if (!checkpoint_dir.empty()) {
+    std::ifstream in(path);
+    if (!in) return ErrnoStatus(errno, "read " + path);
+    std::string line;
+    if (!std::getline(in, line)) return InvalidArgument(path + " is empty");
+    GOVERN_ASSIGN_OR_RETURN(audit::ExportLine header, audit::ParseExportLine(line));
+    if (header.kind != audit::ExportLine::Kind::kHeader)
+      return InvalidArgument(path + ": the first line is no header");
+    GOVERN_ASSIGN_OR_RETURN(notes, as::ReadCheckpointFiles(checkpoint_dir, header.header.org));
   }
-  in.clear();
-  in.seekg(0);
-  std::getline(in, line);  // the header
-  while (std::getline(in, line)) {
-    if (line.empty() || line.rfind("{\"checkpoint\"", 0) == 0) continue;
-    auto e = audit::ParseExportLine(line);
-    if (!e.ok() || e->kind != audit::ExportLine::Kind::kEntry) {
-      (void)v.AddMalformed(e.ok() ? "not an entry line" : e.status().message());
-      break;
-    }
-    if (!v.Add(e->entry).ok()) break;
-  }
-  return v.Finish();
+  return audit::VerifyExportFile(path, keys, notes);
 }
 
 }  // namespace
@@ -128,7 +114,8 @@ Result<audit::Report> VerifyFile(const std::string& path, const std::vector<audi
 AuditCommand::AuditCommand(CLI::App& app) {
   audit_ = app.add_subcommand("audit", "Audit log: API keys, export, verify, checkpoints, retention");
   audit_->require_subcommand(1);
-  CLI::App* keys = audit_->add_subcommand("keys", "API keys (gva_): one organisation and scope each, stored hashed");
+  CLI::App* keys =
+      audit_->add_subcommand("keys", "API keys (gva_): one organisation and scope each, stored hashed");
   keys->require_subcommand(1);
   keys_create_ = keys->add_subcommand("create", "Create a key and print it (the only time it is shown)");
   keys_create_->add_option("--org", org_, "Organisation the key appends or reads as")->required();
@@ -147,10 +134,12 @@ AuditCommand::AuditCommand(CLI::App& app) {
   export_->add_option("--key", key_, "A read key of the organisation (with --url)");
   export_->add_option("--out", out_, "Write here instead of stdout");
 
-  verify_ = audit_->add_subcommand("verify", "Verify an export file offline, or a chain straight from PostgreSQL");
+  verify_ =
+      audit_->add_subcommand("verify", "Verify an export file offline, or a chain straight from PostgreSQL");
   verify_->add_option("file", file_, "An export file (from `govern audit export`)");
   verify_->add_option("--key", key_, "The checkpoint verifier key (GET /v1/audit/checkpoint-key), or a file");
-  verify_->add_option("--checkpoints", checkpoints_, "A directory of checkpoint files (<dir>/<org>/*.checkpoint)");
+  verify_->add_option("--checkpoints", checkpoints_,
+                      "A directory of checkpoint files (<dir>/<org>/*.checkpoint)");
   verify_->add_option("--org", org_, "Verify this organisation's chain in PostgreSQL");
 
   checkpoint_ = audit_->add_subcommand("checkpoint", "Sign a checkpoint of an organisation's chain now");
@@ -182,9 +171,10 @@ int AuditCommand::KeysCreate(const config::Config& cfg) {
   if (!key.ok()) return Fail(key.status());
   std::printf("%s\n", key->c_str());
   std::fflush(stdout);
-  std::fprintf(stderr, "created %s key %s for organisation %s; it is shown only this once (only its hash is stored)\n",
-               scope_.c_str(), std::string(service_keys::ParseKey(as::AuditKeyTable(), *key)->key_id).c_str(),
-               org_.c_str());
+  std::fprintf(
+      stderr, "created %s key %s for organisation %s; it is shown only this once (only its hash is stored)\n",
+      scope_.c_str(), std::string(service_keys::ParseKey(as::AuditKeyTable(), *key)->key_id).c_str(),
+      org_.c_str());
   return 0;
 }
 
@@ -193,7 +183,8 @@ int AuditCommand::KeysList(const config::Config& cfg) {
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
   auto keys = service_keys::ListKeys(store.conn(), as::AuditKeyTable(), org_);
   if (!keys.ok()) return Fail(keys.status());
-  std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED", "NAME");
+  std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
+              "NAME");
   for (const auto& k : *keys) {
     std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(), k.scope.c_str(),
                 k.created_at.c_str(), k.revoked_at.value_or("-").c_str(), k.name.c_str());
@@ -278,8 +269,9 @@ int AuditCommand::Verify(const config::Config& cfg) {
     if (!signer.ok()) return Fail(signer.status().WithContext("checkpoint key"));
     keys = signer->verifier_keys();
   }
-  std::string dir = checkpoints_.empty() ? as::CheckpointDir(cfg.GetString("audit.checkpoint_dir"), store.data_dir())
-                                         : checkpoints_;
+  std::string dir = checkpoints_.empty()
+                        ? as::CheckpointDir(cfg.GetString("audit.checkpoint_dir"), store.data_dir())
+                        : checkpoints_;
   auto notes = as::ReadCheckpointFiles(dir, org_);
   if (!notes.ok()) return Fail(notes.status());
   auto report = as::VerifyFromDatabase(store.conn(), org_, keys, *notes);
@@ -325,8 +317,8 @@ int AuditCommand::Retention(const config::Config& cfg) {
   if (apply_ && keep) {
     auto removed = as::ApplyRetention(store.conn(), org_, Clock::Real().UnixMicros() - *keep * 1000000);
     if (!removed.ok()) return Fail(removed.status());
-    std::printf("%s: removed %lld entries (up to the newest signed checkpoint, in runs of 16)\n", org_.c_str(),
-                static_cast<long long>(*removed));
+    std::printf("%s: removed %lld entries (up to the newest signed checkpoint, in runs of 16)\n",
+                org_.c_str(), static_cast<long long>(*removed));
   }
   return 0;
 }
