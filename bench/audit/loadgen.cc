@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
                                             .request_timeout = std::chrono::milliseconds(15000),
                                             .max_idle_per_host = static_cast<size_t>(o.writers) + 16});
   std::mutex out_mu;
+  std::map<std::string, int64_t> retry_reasons;  // why appends were retried (status and a few words)
   std::FILE* acked = o.acked.empty() ? nullptr : std::fopen(o.acked.c_str(), "a");
   if (!o.acked.empty() && acked == nullptr) return Usage("cannot open --acked");
 
@@ -183,6 +185,13 @@ int main(int argc, char** argv) {
             }
           } else if (!r.ok() || r->status >= 500) {
             ++retries;
+            {
+              std::lock_guard lk(out_mu);
+              std::string why = r.ok() ? std::to_string(r->status) + " " + r->body.substr(0, 120)
+                                       : "error " + r.status().message().substr(0, 120);
+              ++retry_reasons[why.substr(
+                  0, why.find_first_of("0123456789", 6) == std::string::npos ? why.size() : 60)];
+            }
             replica = (replica + 1) % o.urls.size();
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
           } else {
@@ -221,7 +230,8 @@ int main(int argc, char** argv) {
             {"reads", all_reads.count()},
             {"read_after_ack_median_ms", all_reads.Percentile(50) / 1e6},
             {"read_failures", read_failures.load()},
-            {"read_errors", read_errors.load()}};
+            {"read_errors", read_errors.load()},
+            {"retry_reasons", retry_reasons}};
   std::printf("%s\n", s.dump().c_str());
   if (!o.summary.empty()) {
     std::ofstream f(o.summary);

@@ -43,6 +43,9 @@ const std::string kExisting =
     "SELECT " + std::string(kEntryColumns) +
     " FROM audit_entries JOIN unnest($1::text[], $2::text[]) AS k(korg, kidem) ON org = "
     "k.korg AND idem_key = k.kidem";
+constexpr std::string_view kInsertNodes =
+    "INSERT INTO audit_tree_nodes (org, level, idx, hash) SELECT o, l, i, decode(h, 'hex') "
+    "FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::text[]) AS v(o, l, i, h)";
 constexpr std::string_view kUpdateHeads =
     "UPDATE audit_heads h SET next_seq = v.n, head_hash = decode(v.hh, 'hex'), "
     "compact_range = decode(v.cr, 'hex'), updated_at = now() "
@@ -199,12 +202,15 @@ struct Batcher::Impl {
         bool changed = false;
       };
       std::map<std::string, Head> heads;
+      // BEGIN, the head locks and the idempotency lookup in one round trip. READ COMMITTED: the lookup
+      // runs after the locks are granted, so it sees every commit of a transaction that held them.
       std::vector<db::Statement> first = {
+          {"BEGIN", {}, false},
           {std::string(kLockHeads), db::Params(orgs_array), true},
           {kExisting, db::Params(key_orgs_array, keys_array), true},
       };
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, tx.Pipeline(first));
-      const db::Rows& hr = res[0];
+      const db::Rows& hr = res[1];
       for (int i = 0; i < hr.size(); ++i) {
         Head h;
         GOVERN_ASSIGN_OR_RETURN(h.next_seq, hr.Int64(i, 1));
@@ -223,7 +229,7 @@ struct Batcher::Impl {
       auto known_key = [](std::string_view org, std::string_view key) {
         return std::string(org) + '\n' + std::string(key);
       };
-      const db::Rows& er = res[1];
+      const db::Rows& er = res[2];
       for (int i = 0; i < er.size(); ++i) {
         GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
         std::string k = known_key(e.entry.org, e.entry.idempotency_key);
@@ -288,19 +294,8 @@ struct Batcher::Impl {
         }
       }
       GOVERN_RETURN_IF_ERROR(copy.Finish().status());
-      if (!nodes.empty()) {
-        GOVERN_ASSIGN_OR_RETURN(
-            db::CopyIn nc,
-            tx.CopyFrom("COPY audit_tree_nodes (org, level, idx, hash) FROM STDIN (FORMAT binary)"));
-        for (const Node& n : nodes) {
-          nc.Row(4)
-              .Text(n.org)
-              .Int16(static_cast<int16_t>(n.level))
-              .Int64(static_cast<int64_t>(n.index))
-              .Bytea(HashBytes(n.hash));
-        }
-        GOVERN_RETURN_IF_ERROR(nc.Finish().status());
-      }
+      // The heads, the completed subtrees and COMMIT in one more round trip.
+      std::vector<db::Statement> last;
       std::vector<std::string> u_org, u_next, u_head, u_range;
       for (auto& [org, h] : heads) {
         if (!h.changed) continue;
@@ -311,19 +306,38 @@ struct Batcher::Impl {
         u_range.push_back(crypto::HexEncode(crypto::AsBytes(cr)));
       }
       if (!u_org.empty()) {
-        GOVERN_ASSIGN_OR_RETURN(
-            db::Rows updated,
-            tx.ExecPrepared(kUpdateHeads, db::Params(ArrayLiteral(u_org), ArrayLiteral(u_next),
-                                                     ArrayLiteral(u_head), ArrayLiteral(u_range))));
-        if (updated.affected() != static_cast<int64_t>(u_org.size()))
-          return Internal("chain head update lost rows");
+        last.push_back({std::string(kUpdateHeads),
+                        db::Params(ArrayLiteral(u_org), ArrayLiteral(u_next), ArrayLiteral(u_head),
+                                   ArrayLiteral(u_range)),
+                        true});
+      }
+      if (!nodes.empty()) {
+        std::vector<std::string> n_org, n_level, n_idx, n_hash;
+        for (const Node& n : nodes) {
+          n_org.push_back(n.org);
+          n_level.push_back(std::to_string(n.level));
+          n_idx.push_back(std::to_string(n.index));
+          n_hash.push_back(audit::HashToHex(n.hash));
+        }
+        last.push_back({std::string(kInsertNodes),
+                        db::Params(ArrayLiteral(n_org), ArrayLiteral(n_level), ArrayLiteral(n_idx),
+                                   ArrayLiteral(n_hash)),
+                        true});
       }
       if (opt.before_commit) opt.before_commit();
+      last.push_back({"COMMIT", {}, false});
+      GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> done, tx.Pipeline(last));
+      if (!u_org.empty() && done[0].affected() != static_cast<int64_t>(u_org.size())) {
+        return Internal("chain head update lost rows");  // cannot happen: the heads are locked
+      }
+      if (done.back().tag() != "COMMIT") return Aborted("the transaction was rolled back");
       return OkStatus();
     };
-    db::TxOptions tx;
-    tx.max_attempts = 3;  // a retry re-reads heads and keys, so a commit that did land is found again
-    return c.Transact(body, tx);
+    // Not Connection::Transact: BEGIN and COMMIT travel in the pipelines above. No retry here: a failed
+    // batch is refused (503) and its writers retry with the same keys, which is safe whatever happened.
+    Status s = body(c);
+    if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
+    return s;
   }
 };
 
