@@ -22,19 +22,36 @@
 namespace govern::audit_service {
 namespace {
 
-// A PostgreSQL array literal of values that need no escaping beyond quotes (org names, idempotency keys
-// and hex hold no '"' or '\\').
+// A PostgreSQL array literal of text values (every element quoted, '"' and '\\' escaped). Values hold
+// no NUL (the parser refuses it).
 std::string ArrayLiteral(const std::vector<std::string>& values) {
-  std::string out = "{";
+  size_t n = 2;
+  for (const std::string& v : values) n += v.size() + 3;
+  std::string out;
+  out.reserve(n);
+  out += '{';
   for (size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out += ',';
     out += '"';
-    out += values[i];
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
     out += '"';
   }
   out += '}';
   return out;
 }
+
+// The new entries as one multi-row INSERT (arrays unnested), so it can travel in the COMMIT pipeline.
+constexpr std::string_view kInsertEntries =
+    "INSERT INTO audit_entries (org, seq, idem_key, time, actor, action, target, outcome, details, "
+    "prev_hash, "
+    "entry_hash, leaf_hash) SELECT o, s, k, 'epoch'::timestamptz + t * interval '1 microsecond', a, ac, tg, "
+    "oc, d, "
+    "decode(p, 'hex'), decode(e, 'hex'), decode(l, 'hex') FROM unnest($1::text[], $2::bigint[], $3::text[], "
+    "$4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], "
+    "$12::text[]) AS v(o, s, k, t, a, ac, tg, oc, d, p, e, l)";
 
 constexpr std::string_view kLockHeads =
     "SELECT org, next_seq, head_hash, compact_range FROM audit_heads WHERE org = ANY($1::text[]) "
@@ -236,10 +253,9 @@ struct Batcher::Impl {
         known.emplace(std::move(k), std::move(e));
       }
 
-      GOVERN_ASSIGN_OR_RETURN(
-          db::CopyIn copy, tx.CopyFrom("COPY audit_entries (org, seq, idem_key, time, actor, action, target, "
-                                       "outcome, details, prev_hash, entry_hash, leaf_hash) FROM STDIN "
-                                       "(FORMAT binary)"));
+      // Column arrays of the new entries.
+      std::vector<std::string> c_org, c_seq, c_key, c_time, c_actor, c_action, c_target, c_outcome, c_details,
+          c_prev, c_hash, c_leaf;
       struct Node {
         std::string org;
         int level;
@@ -275,27 +291,34 @@ struct Batcher::Impl {
           head.head = e.entry.entry_hash;
           ++head.next_seq;
           head.changed = true;
-          copy.Row(12)
-              .Text(e.entry.org)
-              .Int64(static_cast<int64_t>(e.entry.seq))
-              .Text(e.entry.idempotency_key)
-              .TimestampUnixMicros(e.entry.time_us)
-              .Text(e.entry.actor)
-              .Text(e.entry.action)
-              .Text(e.entry.target)
-              .Text(e.entry.outcome)
-              .Text(e.entry.details)
-              .Bytea(HashBytes(e.entry.prev_hash))
-              .Bytea(HashBytes(e.entry.entry_hash))
-              .Bytea(HashBytes(e.leaf_hash));
+          c_org.push_back(e.entry.org);
+          c_seq.push_back(std::to_string(e.entry.seq));
+          c_key.push_back(e.entry.idempotency_key);
+          c_time.push_back(std::to_string(e.entry.time_us));
+          c_actor.push_back(e.entry.actor);
+          c_action.push_back(e.entry.action);
+          c_target.push_back(e.entry.target);
+          c_outcome.push_back(e.entry.outcome);
+          c_details.push_back(e.entry.details);
+          c_prev.push_back(audit::HashToHex(e.entry.prev_hash));
+          c_hash.push_back(audit::HashToHex(e.entry.entry_hash));
+          c_leaf.push_back(audit::HashToHex(e.leaf_hash));
           r->outcome.entries.push_back(e);
           r->outcome.created.push_back(true);
           known.emplace(std::move(k), std::move(e));
         }
       }
-      GOVERN_RETURN_IF_ERROR(copy.Finish().status());
-      // The heads, the completed subtrees and COMMIT in one more round trip.
+      // The entries, the heads, the completed subtrees and COMMIT in one more round trip: the head locks
+      // are held for two round trips and the commit's flush.
       std::vector<db::Statement> last;
+      if (!c_org.empty()) {
+        db::Params p;
+        for (const auto* col : {&c_org, &c_seq, &c_key, &c_time, &c_actor, &c_action, &c_target, &c_outcome,
+                                &c_details, &c_prev, &c_hash, &c_leaf}) {
+          p.Add(ArrayLiteral(*col));
+        }
+        last.push_back({std::string(kInsertEntries), std::move(p), true});
+      }
       std::vector<std::string> u_org, u_next, u_head, u_range;
       for (auto& [org, h] : heads) {
         if (!h.changed) continue;
@@ -327,7 +350,8 @@ struct Batcher::Impl {
       if (opt.before_commit) opt.before_commit();
       last.push_back({"COMMIT", {}, false});
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> done, tx.Pipeline(last));
-      if (!u_org.empty() && done[0].affected() != static_cast<int64_t>(u_org.size())) {
+      const db::Rows& updated = done[c_org.empty() ? 0 : 1];
+      if (!u_org.empty() && updated.affected() != static_cast<int64_t>(u_org.size())) {
         return Internal("chain head update lost rows");  // cannot happen: the heads are locked
       }
       if (done.back().tag() != "COMMIT") return Aborted("the transaction was rolled back");

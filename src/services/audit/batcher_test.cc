@@ -60,6 +60,28 @@ TEST_F(BatcherTest, AppendsChainAndReturnsTheOriginalOnRetry) {
   EXPECT_TRUE(other->created[0]);
 }
 
+TEST_F(BatcherTest, AnyTextTravelsIntact) {
+  Batcher b(pool_.get());
+  AppendInput in = Input("quote\"d");  // refused by the HTTP parser, but the batcher must not care
+  in.idempotency_key = "k-text";
+  in.actor = "a \"quoted\" \\ back\\slash, {braces}, comma";
+  in.action = "ünïcödé ✓";
+  in.target = "NULL";
+  in.outcome = "";
+  in.details = R"({"q":"\"","s":"\\","u":"ü"})";
+  auto r = b.AppendBlocking("acme", {in});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto stored = GetEntry(Conn(), "acme", 1);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->entry.actor, in.actor);
+  EXPECT_EQ(stored->entry.action, in.action);
+  EXPECT_EQ(stored->entry.target, "NULL");
+  EXPECT_EQ(stored->entry.outcome, "");
+  EXPECT_EQ(stored->entry.details, in.details);
+  EXPECT_TRUE(stored->entry == r->entries[0].entry);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 1);
+}
+
 TEST_F(BatcherTest, ManyThreadsManyOrgsTwoBatchersNoGapsNoDoubles) {
   // Two batchers on one database stand in for two replicas.
   Batcher a(pool_.get(), {.max_batch = 64, .flushers = 2});
