@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "db/connection.h"
-#include "net/http_client.h"
+#include "http_conn.h"  // bench/telemetry: a blocking keep-alive HTTP/1.1 connection
 #include "report.h"
 #include "services/audit/schema.h"
 #include "services/keys/keys.h"
@@ -116,9 +116,14 @@ int main(int argc, char** argv) {
     }
   }
 
-  net::HttpClient client(net::ClientOptions{.connect_timeout = std::chrono::milliseconds(2000),
-                                            .request_timeout = std::chrono::milliseconds(15000),
-                                            .max_idle_per_host = static_cast<size_t>(o.writers) + 16});
+  // host:port of each replica (URLs are http://HOST:PORT).
+  std::vector<std::pair<std::string, int>> targets;
+  for (const std::string& u : o.urls) {
+    std::string hp = u.substr(u.find("//") + 2);
+    size_t colon = hp.rfind(':');
+    if (colon == std::string::npos) return Usage("--urls must be http://HOST:PORT");
+    targets.emplace_back(hp.substr(0, colon), std::stoi(hp.substr(colon + 1)));
+  }
   std::mutex out_mu;
   std::map<std::string, int64_t> retry_reasons;  // why appends were retried (status and a few words)
   std::FILE* acked = o.acked.empty() ? nullptr : std::fopen(o.acked.c_str(), "a");
@@ -136,6 +141,10 @@ int main(int argc, char** argv) {
   for (int w = 0; w < o.writers; ++w) {
     threads.emplace_back([&, w] {
       size_t replica = static_cast<size_t>(w) % o.urls.size();
+      std::vector<std::unique_ptr<telemetry::loadgen::HttpConnection>> conns;
+      for (const auto& [host, port] : targets) {
+        conns.push_back(std::make_unique<telemetry::loadgen::HttpConnection>(host, port));
+      }
       std::string lines;
       for (int64_t n = 0; Steady::now() < stop_new; ++n) {
         int org = static_cast<int>((w + n) % o.orgs);
@@ -147,33 +156,31 @@ int main(int argc, char** argv) {
         auto t0 = Steady::now();
         bool done = false;
         while (!done && Steady::now() < give_up) {
-          net::ClientRequest req;
-          req.method = net::Method::kPost;
-          req.url = o.urls[replica] + "/v1/audit/" + orgs[org] + "/entries";
-          req.headers.Set("Authorization", "Bearer " + append_keys[org]);
-          req.headers.Set("Idempotency-Key", idem);
-          req.headers.Set("Content-Type", "application/json");
-          req.body = body;
-          auto r = client.Send(std::move(req));
+          const auto& [host, port] = targets[replica];
+          std::string head = "POST /v1/audit/" + orgs[org] + "/entries HTTP/1.1\r\nHost: " + host + ":" +
+                             std::to_string(port) + "\r\nAuthorization: Bearer " + append_keys[org] +
+                             "\r\nIdempotency-Key: " + idem + "\r\nContent-Type: application/json\r\n";
+          auto r = conns[replica]->Post(head, body);
           if (r.ok() && (r->status == 200 || r->status == 201)) {
             lat[w].Record(std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - t0).count());
-            json e = json::parse(r->body, nullptr, false);
-            uint64_t seq = e.is_object() ? e.value("seq", uint64_t{0}) : 0;
-            std::string hash = e.is_object() ? e.value("entry_hash", "") : "";
+            // "seq":N and "entry_hash":"..." without a full JSON parse (the loadgen shares the cores).
+            uint64_t seq = 0;
+            std::string hash;
+            if (size_t at = r->body.find("\"seq\":"); at != std::string::npos)
+              seq = std::stoull(r->body.substr(at + 6, 20));
+            if (size_t at = r->body.find("\"entry_hash\":\""); at != std::string::npos)
+              hash = r->body.substr(at + 14, 64);
             lines += orgs[org] + " " + idem + " " + std::to_string(seq) + " " + hash + "\n";
             ++entries;
             done = true;
             if (o.read_every > 0 && n % o.read_every == 0) {
               size_t other = (replica + 1) % o.urls.size();
+              const auto& [ohost, oport] = targets[other];
+              std::string get = "GET /v1/audit/" + orgs[org] + "/entries/" + std::to_string(seq) +
+                                " HTTP/1.1\r\nHost: " + ohost + ":" + std::to_string(oport) +
+                                "\r\nAuthorization: Bearer " + read_keys[org] + "\r\n";
               auto r0 = Steady::now();
-              auto g = client.Send(net::ClientRequest{
-                  .method = net::Method::kGet,
-                  .url = o.urls[other] + "/v1/audit/" + orgs[org] + "/entries/" + std::to_string(seq),
-                  .headers = [&] {
-                    net::Headers h;
-                    h.Set("Authorization", "Bearer " + read_keys[org]);
-                    return h;
-                  }()});
+              auto g = conns[other]->Post(get, "");
               if (g.ok() && g->status == 200) {
                 reads[w].Record(
                     std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - r0).count());
@@ -187,10 +194,9 @@ int main(int argc, char** argv) {
             ++retries;
             {
               std::lock_guard lk(out_mu);
-              std::string why = r.ok() ? std::to_string(r->status) + " " + r->body.substr(0, 120)
-                                       : "error " + r.status().message().substr(0, 120);
-              ++retry_reasons[why.substr(
-                  0, why.find_first_of("0123456789", 6) == std::string::npos ? why.size() : 60)];
+              std::string why = r.ok() ? std::to_string(r->status) + " " + r->body.substr(0, 60)
+                                       : "error " + r.status().message().substr(0, 60);
+              ++retry_reasons[why];
             }
             replica = (replica + 1) % o.urls.size();
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
