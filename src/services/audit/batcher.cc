@@ -223,11 +223,13 @@ struct Batcher::Impl {
       // runs after the locks are granted, so it sees every commit of a transaction that held them.
       std::vector<db::Statement> first = {
           {"BEGIN", {}, false},
+          // Acknowledged means flushed, whatever the database or role defaults say.
+          {"SET LOCAL synchronous_commit TO on", {}, false},
           {std::string(kLockHeads), db::Params(orgs_array), true},
           {kExisting, db::Params(key_orgs_array, keys_array), true},
       };
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, tx.Pipeline(first));
-      const db::Rows& hr = res[1];
+      const db::Rows& hr = res[2];
       for (int i = 0; i < hr.size(); ++i) {
         Head h;
         GOVERN_ASSIGN_OR_RETURN(h.next_seq, hr.Int64(i, 1));
@@ -246,7 +248,7 @@ struct Batcher::Impl {
       auto known_key = [](std::string_view org, std::string_view key) {
         return std::string(org) + '\n' + std::string(key);
       };
-      const db::Rows& er = res[2];
+      const db::Rows& er = res[3];
       for (int i = 0; i < er.size(); ++i) {
         GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
         std::string k = known_key(e.entry.org, e.entry.idempotency_key);
