@@ -7,10 +7,10 @@
 // the original entry back), compute seq, prev_hash, entry_hash and the Merkle compact range in C++,
 // then insert the entries and the completed stride subtrees (multi-row INSERTs of unnested arrays),
 // update the heads and COMMIT in one pipeline (the session keeps synchronous_commit on): the locks are
-// held for two round trips and the commit's flush. Callbacks run after COMMIT returns: an entry is acknowledged only once
-// it is durable. A failed flush fails only its own requests (Unavailable); they may be retried with the
-// same idempotency keys. Nothing here must be unique per process: any number of Batchers, in any number
-// of processes, may append to one database at once.
+// held for two round trips and the commit's flush. Callbacks run after COMMIT returns: an entry is
+// acknowledged only once it is durable. A failed flush fails only its own requests (Unavailable); they may be
+// retried with the same idempotency keys. Nothing here must be unique per process: any number of Batchers, in
+// any number of processes, may append to one database at once.
 //
 // Thread-safe. Callbacks run on the Batcher's flush threads: keep them short.
 #pragma once

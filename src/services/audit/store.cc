@@ -290,8 +290,9 @@ Status ExportIn(db::Connection& tx, std::string_view org,
                 const std::function<Status(const StoredEntry&)>& entry_out, bool checkpoints_first) {
   // Only where the kept entries start: the export must not trust (or need) the rest of the head, which
   // verification checks rather than assumes.
-  GOVERN_ASSIGN_OR_RETURN(db::Rows hr, tx.ExecPrepared("SELECT first_seq, first_prev FROM audit_heads WHERE org = $1",
-                                                       db::Params(org)));
+  GOVERN_ASSIGN_OR_RETURN(
+      db::Rows hr,
+      tx.ExecPrepared("SELECT first_seq, first_prev FROM audit_heads WHERE org = $1", db::Params(org)));
   if (hr.empty()) return NotFound("organisation '" + std::string(org) + "' has no audit entries");
   struct {
     uint64_t first_seq;
