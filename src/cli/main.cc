@@ -15,6 +15,7 @@
 #include "cli/policy_cmd.h"
 #include "cli/policy_server_cmd.h"
 #include "cli/run.h"
+#include "cli/audit_cmd.h"
 #include "cli/telemetry_cmd.h"
 #include "config/config.h"
 
@@ -106,6 +107,7 @@ int Main(int argc, char** argv) {
   cfg_cmd->add_subcommand("docs", "Print the Markdown reference of every key (docs/configuration.md)");
 
   TelemetryCommand telemetry(app);
+  AuditCommand audit(app);
   PolicyServerCommand policy_server(app);
   std::unique_ptr<PolicyCommand> policy = AddPolicyCommands(app);
 
@@ -148,6 +150,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (telemetry.parsed()) return telemetry.Run(*cfg);
+  if (audit.parsed()) return audit.Run(*cfg);
   if (policy_server.parsed()) return policy_server.Run(*cfg);
   if (up->parsed()) return RunServices(*cfg, {}, /*all=*/true);
   if (serve->parsed()) return RunServices(*cfg, serve_names, /*all=*/false);

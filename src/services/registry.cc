@@ -1,5 +1,6 @@
 // The list of services this binary holds, in start order.
 #include "services/admin/admin.h"
+#include "services/audit/service.h"
 #include "services/policy/agent.h"
 #include "services/policy/server.h"
 #include "services/service.h"
@@ -19,6 +20,10 @@ const std::vector<Registration>& Registry() {
       {"policy-agent",
        "policy sidecar: fetches signed bundles, decides Cedar requests over loopback HTTP and a Unix socket",
        &policy_service::NewPolicyAgent},
+      {"audit",
+       "audit log: per-organisation hash chains in PostgreSQL, appended in batches by any number of replicas, "
+       "signed checkpoints, proofs, verifiable exports",
+       &audit_service::NewAuditService},
   };
   return registry;
 }
