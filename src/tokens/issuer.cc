@@ -9,6 +9,7 @@
 #include "crypto/encoding.h"
 #include "crypto/random.h"
 #include "crypto/sha256.h"
+#include "tokens/b64.h"
 
 namespace govern::tokens {
 
@@ -185,10 +186,18 @@ namespace {
 
 constexpr std::string_view kRefreshPrefix = "gvr_";
 
-Result<std::string> RandomId(size_t bytes) {
+// Appends `bytes` random bytes, base64url-encoded, to *out.
+Status AppendRandomId(std::string* out, size_t bytes) {
   uint8_t b[32];
   GOVERN_RETURN_IF_ERROR(crypto::RandomBytes(std::span<uint8_t>(b, bytes)));
-  return crypto::Base64UrlEncode(std::span<const uint8_t>(b, bytes));
+  internal::AppendB64Url(out, std::span<const uint8_t>(b, bytes));
+  return OkStatus();
+}
+
+Result<std::string> RandomId(size_t bytes) {
+  std::string out;
+  GOVERN_RETURN_IF_ERROR(AppendRandomId(&out, bytes));
+  return out;
 }
 
 std::string HexSha256(std::string_view s) {
@@ -200,10 +209,9 @@ std::string HexSha256(std::string_view s) {
 
 Result<RefreshToken> NewRefreshToken(std::string_view family) {
   RefreshToken t;
-  GOVERN_ASSIGN_OR_RETURN(std::string secret, RandomId(32));
-  t.token.reserve(kRefreshPrefix.size() + secret.size());
+  t.token.reserve(kRefreshPrefix.size() + 43);
   t.token = kRefreshPrefix;
-  t.token += secret;
+  GOVERN_RETURN_IF_ERROR(AppendRandomId(&t.token, 32));
   if (family.empty()) {
     GOVERN_ASSIGN_OR_RETURN(t.family, RandomId(16));
   } else {

@@ -9,6 +9,7 @@
 #include <openssl/pem.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,6 +19,8 @@
 #include "crypto/random.h"
 #include "crypto/sha256.h"
 #include "crypto/signature.h"
+#include "tokens/b64.h"
+#include "tokens/json_reader.h"
 
 namespace govern::tokens {
 
@@ -58,7 +61,18 @@ namespace {
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
-  for (unsigned char ch : s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    // Runs of characters that need no escape are copied at once.
+    size_t j = i;
+    while (j < s.size()) {
+      auto ch = static_cast<unsigned char>(s[j]);
+      if (ch < 0x20 || ch == '"' || ch == '\\') break;
+      ++j;
+    }
+    out.append(s.data() + i, j - i);
+    if (j == s.size()) break;
+    auto ch = static_cast<unsigned char>(s[j]);
     switch (ch) {
       case '"':
         out += "\\\"";
@@ -75,16 +89,14 @@ void AppendJsonString(std::string& out, std::string_view s) {
       case '\t':
         out += "\\t";
         break;
-      default:
-        if (ch < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out.push_back(kHex[ch >> 4]);
-          out.push_back(kHex[ch & 15]);
-        } else {
-          out.push_back(static_cast<char>(ch));
-        }
+      default: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        out += "\\u00";
+        out.push_back(kHex[ch >> 4]);
+        out.push_back(kHex[ch & 15]);
+      }
     }
+    i = j + 1;
   }
   out.push_back('"');
 }
@@ -136,23 +148,6 @@ Status GetString(const json& j, const char* name, std::string* out, std::string_
   if (it == j.end()) return OkStatus();
   if (!it->is_string()) return InvalidArgument(std::string(what) + ": \"" + name + "\" is not a string");
   *out = it->get<std::string>();
-  return OkStatus();
-}
-
-Status GetTime(const json& j, const char* name, int64_t* out) {
-  auto it = j.find(name);
-  if (it == j.end()) return OkStatus();
-  if (it->is_number_integer()) {
-    *out = it->get<int64_t>();
-  } else if (it->is_number_float()) {
-    double d = it->get<double>();
-    if (!(d >= 0 && d < 1e12)) return InvalidArgument(std::string("jwt: \"") + name + "\" out of range");
-    *out = static_cast<int64_t>(d);
-  } else {
-    return InvalidArgument(std::string("jwt: \"") + name + "\" is not a NumericDate");
-  }
-  if (*out < 0 || *out > 253402300799)
-    return InvalidArgument(std::string("jwt: \"") + name + "\" out of range");
   return OkStatus();
 }
 
@@ -343,7 +338,7 @@ void AppendActors(std::string& out, const std::vector<Actor>& actors, size_t i) 
 
 std::string ClaimsToJson(const Claims& c) {
   std::string out;
-  out.reserve(256);
+  out.reserve(384);
   out.push_back('{');
   bool first = true;
   auto sep = [&] {
@@ -404,55 +399,231 @@ std::string ClaimsToJson(const Claims& c) {
   return out;
 }
 
-Result<Claims> ClaimsFromJson(std::string_view text) {
-  GOVERN_ASSIGN_OR_RETURN(json j, ParseObject(text, "jwt claims"));
-  Claims c;
-  constexpr std::string_view kW = "jwt";
-  GOVERN_RETURN_IF_ERROR(GetString(j, "iss", &c.iss, kW));
-  GOVERN_RETURN_IF_ERROR(GetString(j, "sub", &c.sub, kW));
-  if (auto it = j.find("aud"); it != j.end()) {
-    if (it->is_string()) {
-      c.aud.push_back(it->get<std::string>());
-    } else if (it->is_array()) {
-      for (const auto& a : *it) {
-        if (!a.is_string()) return InvalidArgument("jwt: \"aud\" holds a non-string");
-        c.aud.push_back(a.get<std::string>());
-      }
+namespace {
+
+using internal::JsonReader;
+
+// Tracks the member names of one object: a duplicate is refused (RFC 7515 section 5.2 allows refusing or
+// last-wins; refusing leaves no room for two parsers to read different claims from one token).
+class Names {
+ public:
+  Status Add(const std::string& name, std::string_view what) {
+    for (const auto& n : seen_) {
+      if (n == name)
+        return InvalidArgument(std::string(what) + ": duplicate member \"" + name.substr(0, 32) + "\"");
+    }
+    seen_.push_back(name);
+    return OkStatus();
+  }
+
+ private:
+  std::vector<std::string> seen_;
+};
+
+Status ReadStr(JsonReader& r, std::string* out, std::string_view name) {
+  if (r.Peek() != '"') return InvalidArgument("jwt: \"" + std::string(name) + "\" is not a string");
+  return r.ReadString(out);
+}
+
+Status ReadTime(JsonReader& r, int64_t* out, std::string_view name) {
+  char c = r.Peek();
+  if (c != '-' && (c < '0' || c > '9')) {
+    return InvalidArgument("jwt: \"" + std::string(name) + "\" is not a NumericDate");
+  }
+  double d;
+  bool integral;
+  int64_t i;
+  GOVERN_RETURN_IF_ERROR(r.ReadNumber(&d, &integral, &i));
+  if (!integral) {
+    if (!(d >= 0 && d < 1e12)) return InvalidArgument("jwt: \"" + std::string(name) + "\" out of range");
+    i = static_cast<int64_t>(d);
+  }
+  if (i < 0 || i > 253402300799) return InvalidArgument("jwt: \"" + std::string(name) + "\" out of range");
+  *out = i;
+  return OkStatus();
+}
+
+Status ReadActor(JsonReader& r, std::vector<Actor>* actors) {
+  if (r.Peek() != '{') return InvalidArgument("jwt: \"act\" is not an object");
+  if (actors->size() >= kMaxActorDepth) return InvalidArgument("jwt: \"act\" nested too deeply");
+  GOVERN_RETURN_IF_ERROR(r.BeginObject());
+  actors->emplace_back();
+  const size_t me = actors->size() - 1;
+  Names names;
+  std::string key;
+  while (true) {
+    GOVERN_ASSIGN_OR_RETURN(bool more, r.NextMember(&key));
+    if (!more) break;
+    GOVERN_RETURN_IF_ERROR(names.Add(key, "jwt act"));
+    if (key == "sub") {
+      GOVERN_RETURN_IF_ERROR(ReadStr(r, &(*actors)[me].sub, key));
+    } else if (key == "client_id") {
+      GOVERN_RETURN_IF_ERROR(ReadStr(r, &(*actors)[me].client_id, key));
+    } else if (key == "act") {
+      // Read the nested actor after this one's members: keep this slot, recurse into the next.
+      GOVERN_RETURN_IF_ERROR(ReadActor(r, actors));
     } else {
-      return InvalidArgument("jwt: \"aud\" is neither a string nor an array");
+      GOVERN_RETURN_IF_ERROR(r.Skip());
     }
   }
-  GOVERN_RETURN_IF_ERROR(GetTime(j, "exp", &c.exp));
-  GOVERN_RETURN_IF_ERROR(GetTime(j, "nbf", &c.nbf));
-  GOVERN_RETURN_IF_ERROR(GetTime(j, "iat", &c.iat));
-  GOVERN_RETURN_IF_ERROR(GetTime(j, "auth_time", &c.auth_time));
-  GOVERN_RETURN_IF_ERROR(GetString(j, "jti", &c.jti, kW));
-  GOVERN_RETURN_IF_ERROR(GetString(j, "org", &c.org, kW));
-  std::string scope;
-  GOVERN_RETURN_IF_ERROR(GetString(j, "scope", &scope, kW));
-  c.scope = SplitSpaces(scope);
-  GOVERN_RETURN_IF_ERROR(GetString(j, "client_id", &c.client_id, kW));
-  GOVERN_RETURN_IF_ERROR(GetString(j, "sid", &c.sid, kW));
-  GOVERN_RETURN_IF_ERROR(GetString(j, "nonce", &c.nonce, kW));
-  GOVERN_RETURN_IF_ERROR(GetString(j, "at_hash", &c.at_hash, kW));
-  const json* act = nullptr;
-  if (auto it = j.find("act"); it != j.end()) act = &*it;
-  while (act != nullptr) {
-    if (!act->is_object()) return InvalidArgument("jwt: \"act\" is not an object");
-    if (c.actors.size() >= kMaxActorDepth) return InvalidArgument("jwt: \"act\" nested too deeply");
-    Actor a;
-    GOVERN_RETURN_IF_ERROR(GetString(*act, "sub", &a.sub, kW));
-    GOVERN_RETURN_IF_ERROR(GetString(*act, "client_id", &a.client_id, kW));
-    if (a.sub.empty() && a.client_id.empty()) return InvalidArgument("jwt: \"act\" names no actor");
-    c.actors.push_back(std::move(a));
-    auto it = act->find("act");
-    act = it == act->end() ? nullptr : &*it;
+  if ((*actors)[me].sub.empty() && (*actors)[me].client_id.empty()) {
+    return InvalidArgument("jwt: \"act\" names no actor");
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+namespace {
+
+// The claims Govern reads, by position: their duplicates are caught with a bit each.
+constexpr std::array<std::string_view, 15> kClaimNames = {
+    "iss", "sub",   "aud",       "exp", "nbf",   "iat",     "auth_time", "jti",
+    "org", "scope", "client_id", "sid", "nonce", "at_hash", "act"};
+
+int ClaimIndex(std::string_view key) {
+  for (size_t i = 0; i < kClaimNames.size(); ++i) {
+    if (kClaimNames[i] == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Status ReadAudience(JsonReader& r, std::vector<std::string>* aud) {
+  if (r.Peek() == '"') {
+    aud->emplace_back();
+    return r.ReadString(&aud->back());
+  }
+  if (r.Peek() != '[') return InvalidArgument("jwt: \"aud\" is neither a string nor an array");
+  GOVERN_RETURN_IF_ERROR(r.BeginArray());
+  while (true) {
+    GOVERN_ASSIGN_OR_RETURN(bool more, r.NextElement());
+    if (!more) return OkStatus();
+    if (r.Peek() != '"') return InvalidArgument("jwt: \"aud\" holds a non-string");
+    aud->emplace_back();
+    GOVERN_RETURN_IF_ERROR(r.ReadString(&aud->back()));
+  }
+}
+
+}  // namespace
+
+Result<Claims> ClaimsFromJson(std::string_view text) {
+  JsonReader r(text);
+  Claims c;
+  GOVERN_RETURN_IF_ERROR(r.BeginObject());
+  uint32_t seen = 0;
+  Names unknown;
+  std::string key, scope;
+  while (true) {
+    GOVERN_ASSIGN_OR_RETURN(bool more, r.NextMember(&key));
+    if (!more) break;
+    const int index = ClaimIndex(key);
+    if (index < 0) {
+      GOVERN_RETURN_IF_ERROR(unknown.Add(key, "jwt"));
+      GOVERN_RETURN_IF_ERROR(r.Skip());  // unknown claims are ignored (RFC 7519 section 4)
+      continue;
+    }
+    if (seen & (1u << index)) return InvalidArgument("jwt: duplicate member \"" + key + "\"");
+    seen |= 1u << index;
+    Status st;
+    switch (index) {
+      case 0:
+        st = ReadStr(r, &c.iss, key);
+        break;
+      case 1:
+        st = ReadStr(r, &c.sub, key);
+        break;
+      case 2:
+        st = ReadAudience(r, &c.aud);
+        break;
+      case 3:
+        st = ReadTime(r, &c.exp, key);
+        break;
+      case 4:
+        st = ReadTime(r, &c.nbf, key);
+        break;
+      case 5:
+        st = ReadTime(r, &c.iat, key);
+        break;
+      case 6:
+        st = ReadTime(r, &c.auth_time, key);
+        break;
+      case 7:
+        st = ReadStr(r, &c.jti, key);
+        break;
+      case 8:
+        st = ReadStr(r, &c.org, key);
+        break;
+      case 9:
+        st = ReadStr(r, &scope, key);
+        c.scope = SplitSpaces(scope);
+        break;
+      case 10:
+        st = ReadStr(r, &c.client_id, key);
+        break;
+      case 11:
+        st = ReadStr(r, &c.sid, key);
+        break;
+      case 12:
+        st = ReadStr(r, &c.nonce, key);
+        break;
+      case 13:
+        st = ReadStr(r, &c.at_hash, key);
+        break;
+      case 14:
+        st = ReadActor(r, &c.actors);
+        break;
+      default:
+        st = Internal("jwt: claim table");
+    }
+    GOVERN_RETURN_IF_ERROR(st);
+  }
+  GOVERN_RETURN_IF_ERROR(r.End());
   return c;
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Compact JWS
+
+namespace {
+
+Status ParseHeader(std::string_view text, JwsHeader* h) {
+  JsonReader r(text);
+  GOVERN_RETURN_IF_ERROR(r.BeginObject());
+  Names names;
+  std::string key;
+  bool have_alg = false;
+  while (true) {
+    GOVERN_ASSIGN_OR_RETURN(bool more, r.NextMember(&key));
+    if (!more) break;
+    GOVERN_RETURN_IF_ERROR(names.Add(key, "jws header"));
+    if (key == "alg") {
+      if (r.Peek() != '"') return InvalidArgument("jws: header has no \"alg\" string");
+      std::string alg;
+      GOVERN_RETURN_IF_ERROR(r.ReadString(&alg));
+      GOVERN_ASSIGN_OR_RETURN(h->alg, ParseAlg(alg));
+      have_alg = true;
+    } else if (key == "kid") {
+      if (r.Peek() != '"') return InvalidArgument("jws header: \"kid\" is not a string");
+      GOVERN_RETURN_IF_ERROR(r.ReadString(&h->kid));
+    } else if (key == "typ") {
+      if (r.Peek() != '"') return InvalidArgument("jws header: \"typ\" is not a string");
+      GOVERN_RETURN_IF_ERROR(r.ReadString(&h->typ));
+    } else if (key == "crit") {
+      // RFC 7515 section 4.1.11: extensions listed here must be understood; this verifier knows none.
+      return InvalidArgument("jws: \"crit\" names extensions this verifier does not understand");
+    } else if (key == "b64" || key == "enc" || key == "zip") {
+      return InvalidArgument("jws: unsupported header parameter \"" + key + "\"");
+    } else {
+      // jku, x5u, jwk, x5c and the rest: never followed, never trusted.
+      GOVERN_RETURN_IF_ERROR(r.Skip());
+    }
+  }
+  GOVERN_RETURN_IF_ERROR(r.End());
+  if (!have_alg) return InvalidArgument("jws: header has no \"alg\" string");
+  return OkStatus();
+}
+
+}  // namespace
 
 Result<ParsedJws> ParseCompact(std::string_view token, size_t max_bytes) {
   if (token.size() > max_bytes) return InvalidArgument("jws: token longer than " + std::to_string(max_bytes));
@@ -466,27 +637,16 @@ Result<ParsedJws> ParseCompact(std::string_view token, size_t max_bytes) {
   std::string_view h = token.substr(0, d1), p = token.substr(d1 + 1, d2 - d1 - 1), s = token.substr(d2 + 1);
   if (h.empty()) return InvalidArgument("jws: empty header");
   if (s.empty()) return InvalidArgument("jws: empty signature (unsigned tokens are refused)");
-  auto header_bytes = crypto::Base64UrlDecode(h);
-  if (!header_bytes.ok()) return InvalidArgument("jws: header: " + header_bytes.status().message());
-  GOVERN_ASSIGN_OR_RETURN(json hj, ParseObject(crypto::AsString(*header_bytes), "jws header"));
+  std::string header_json;
+  if (!internal::DecodeB64Url(h, &header_json))
+    return InvalidArgument("jws: header is not canonical base64url");
   ParsedJws out;
-  auto alg_it = hj.find("alg");
-  if (alg_it == hj.end() || !alg_it->is_string()) return InvalidArgument("jws: header has no \"alg\" string");
-  GOVERN_ASSIGN_OR_RETURN(out.header.alg, ParseAlg(alg_it->get_ref<const std::string&>()));
-  if (hj.contains("crit")) {
-    return InvalidArgument("jws: \"crit\" names extensions this verifier does not understand");
+  GOVERN_RETURN_IF_ERROR(ParseHeader(header_json, &out.header));
+  if (!internal::DecodeB64Url(p, &out.payload))
+    return InvalidArgument("jws: payload is not canonical base64url");
+  if (!internal::DecodeB64Url(s, &out.signature)) {
+    return InvalidArgument("jws: signature is not canonical base64url");
   }
-  if (hj.contains("b64") || hj.contains("enc") || hj.contains("zip")) {
-    return InvalidArgument("jws: unsupported header parameter (b64/enc/zip)");
-  }
-  GOVERN_RETURN_IF_ERROR(GetString(hj, "kid", &out.header.kid, "jws header"));
-  GOVERN_RETURN_IF_ERROR(GetString(hj, "typ", &out.header.typ, "jws header"));
-  auto payload = crypto::Base64UrlDecode(p);
-  if (!payload.ok()) return InvalidArgument("jws: payload: " + payload.status().message());
-  out.payload.assign(payload->begin(), payload->end());
-  auto sig = crypto::Base64UrlDecode(s);
-  if (!sig.ok()) return InvalidArgument("jws: signature: " + sig.status().message());
-  out.signature = std::move(*sig);
   out.signing_input = token.substr(0, d2);
   return out;
 }
@@ -503,16 +663,10 @@ std::string EncodedHeader(Alg alg, std::string_view kid, std::string_view typ) {
     AppendJsonString(h, typ);
   }
   h += "}";
-  return crypto::Base64UrlEncode(std::string_view(h)) + ".";
-}
-
-Result<std::string> SignCompact(const SigningKey& key, std::string_view payload, std::string_view typ) {
-  std::string token = EncodedHeader(key.alg(), key.kid(), typ);
-  token += crypto::Base64UrlEncode(payload);
-  GOVERN_ASSIGN_OR_RETURN(auto sig, key.Sign(token));
-  token.push_back('.');
-  token += crypto::Base64UrlEncode(std::span<const uint8_t>(sig));
-  return token;
+  std::string out;
+  internal::AppendB64Url(&out, h);
+  out.push_back('.');
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -597,9 +751,41 @@ struct SigningKey::Impl {
   std::optional<crypto::Ed25519PrivateKey> ed;
   std::optional<crypto::EcdsaP256PrivateKey> ec;
   PkeyPtr rsa;
+  // The encoded headers of the two token types issuers sign most, made once per key.
+  std::string header_at, header_jwt;
+
+  void MakeHeaders() {
+    header_at = EncodedHeader(alg, kid, "at+jwt");
+    header_jwt = EncodedHeader(alg, kid, "JWT");
+  }
 };
 
 Alg SigningKey::alg() const { return impl_->alg; }
+
+Result<std::string> SignCompact(const SigningKey& key, std::string_view payload, std::string_view typ) {
+  const SigningKey::Impl& k = key.impl();
+  std::string token;
+  token.reserve(k.header_at.size() + internal::B64UrlEncodedSize(payload.size()) + 400);
+  if (typ == "at+jwt") {
+    token = k.header_at;
+  } else if (typ == "JWT") {
+    token = k.header_jwt;
+  } else {
+    token = EncodedHeader(k.alg, k.kid, typ);
+  }
+  internal::AppendB64Url(&token, payload);
+  if (k.alg == Alg::kHS256) {
+    // The MAC straight into the token: no intermediate vector.
+    GOVERN_ASSIGN_OR_RETURN(auto mac, k.vk->impl().hmac->Mac(token));
+    token.push_back('.');
+    internal::AppendB64Url(&token, std::span<const uint8_t>(mac));
+    return token;
+  }
+  GOVERN_ASSIGN_OR_RETURN(auto sig, key.Sign(token));
+  token.push_back('.');
+  internal::AppendB64Url(&token, std::span<const uint8_t>(sig));
+  return token;
+}
 const std::string& SigningKey::kid() const { return impl_->kid; }
 const VerifyKey& SigningKey::verify_key() const { return *impl_->vk; }
 
@@ -611,6 +797,7 @@ Result<SigningKey> SigningKey::Hs256(std::string kid, std::span<const uint8_t> s
   impl->kid = std::move(kid);
   impl->vk.emplace(std::move(vk));
   impl->hs_secret = crypto::SecretBytes(secret);
+  impl->MakeHeaders();
   return SigningKey(std::move(impl));
 }
 
@@ -674,6 +861,7 @@ Result<SigningKey> Finish(std::shared_ptr<SigningKey::Impl> impl, std::string ki
   }
   impl->kid = kid;
   impl->vk.emplace(VerifyKey(std::move(vimpl)));
+  impl->MakeHeaders();
   return SigningKey(std::move(impl));
 }
 

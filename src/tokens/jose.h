@@ -136,6 +136,7 @@ class SigningKey {
 
   struct Impl;
   explicit SigningKey(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  const Impl& impl() const { return *impl_; }
 
  private:
   std::shared_ptr<const Impl> impl_;
