@@ -181,7 +181,10 @@ struct Checker::Cache {
     std::mutex mu;
     std::unordered_map<crypto::Sha256Digest, Entry, DigestHash> map;
   };
-  explicit Cache(size_t entries) : per_shard(std::max<size_t>(1, entries / kShards)) {}
+  explicit Cache(size_t entries) : per_shard(std::max<size_t>(1, entries / kShards)) {
+    // Buckets up front: no rehash pauses while the cache fills under load.
+    for (auto& s : shards) s.map.reserve(per_shard);
+  }
 
   Shard& For(const crypto::Sha256Digest& d) { return shards[d[8] % kShards]; }
 
