@@ -48,13 +48,51 @@ struct EntityRef {
   std::string id;
 };
 
-// A compiled, immutable policy set.
+// A link of a policy template (Cedar's template-linked policy): the policy `link_id` is the template
+// `template_id` with each slot ("?principal", "?resource") replaced by the given entity. The JSON form
+// (links.json, a JSON policy set's "templateLinks") is cedar-wasm's TemplateLink:
+//   {"templateId": "policy3", "newId": "alice-reads", "values": {"?principal": {"type": "User", "id": "alice"}}}
+struct TemplateLink {
+  std::string template_id;
+  std::string link_id;
+  std::vector<std::pair<std::string, EntityRef>> values;  // slot -> entity
+};
+
+// A compiled, immutable policy set: static policies and template-linked policies (both evaluated),
+// and the templates (not evaluated themselves; a template is a policy with `?principal` or
+// `?resource` in its scope, and nowhere else).
 class PolicySet {
  public:
-  // Parses Cedar policy text. Policies get the ids "policy0", "policy1", ... in text order (the ids
-  // the reference gives the policies of a set passed as one string). Errors: InvalidArgument with
-  // "line:column: message" of the first problem.
+  // Parses Cedar policy text of static policies only (a template is an error, as when the reference
+  // is given one `staticPolicies` string). Policies get the ids "policy0", "policy1", ... in text
+  // order (the reference's ids for such a set). Errors: InvalidArgument with "line:column: message"
+  // of the first problem.
   static Result<PolicySet> Parse(std::string_view text);
+
+  // Policy text that may hold templates too (a bundle's policies.cedar): policies and templates are
+  // numbered together "policy0", "policy1", ... in text order (as Cedar's PolicySet::from_str does),
+  // then `links` are linked. Link errors, as Cedar's: an unknown template (or a static policy named as
+  // one), a link id already used by a policy, template or link, a slot of the template not filled, a
+  // value for a slot the template lacks.
+  static Result<PolicySet> ParseWithTemplates(std::string_view text, const std::vector<TemplateLink>& links);
+
+  // A Cedar JSON policy set, in the shape cedar-wasm's PolicySet takes (docs/policy.md):
+  //   {"staticPolicies": "<text>" | {id: <policy>} | [<policy>...], "templates": {id: <template>},
+  //    "templateLinks": [<TemplateLink>...]}
+  // where a policy or template is Cedar text (exactly one) or its JSON form (EST, as the reference's
+  // policyToJson prints it). A single policy's JSON form alone (an object with "effect") is accepted
+  // too, as the static policy "policy0". Errors: InvalidArgument naming the policy.
+  static Result<PolicySet> FromJson(std::string_view json);
+
+  // links.json: a JSON array of TemplateLink objects. Errors: InvalidArgument naming the link by position.
+  static Result<std::vector<TemplateLink>> ParseLinks(std::string_view json);
+
+  // The set as a Cedar JSON policy set: {"staticPolicies": {id: EST}, "templates": {id: EST},
+  // "templateLinks": [...]} (the last two only when not empty). FromJson reads it back to the same set.
+  std::string ToJson() const;
+
+  size_t template_count() const;
+  const std::string& template_id(size_t index) const;
 
   size_t size() const;
   const std::string& id(size_t index) const;
@@ -64,6 +102,8 @@ class PolicySet {
 
   // The policy is a permit annotated @require_approval.
   bool requires_approval(size_t index) const;
+  // For a template-linked policy, its template's id; empty for a static policy.
+  const std::string& template_of(size_t index) const;
 
   const CompiledPolicySet& compiled() const { return *impl_; }
 

@@ -2,6 +2,8 @@
 //
 // As a program: one long-lived process that reads cases, one JSON object per line on stdin
 //   {"id","policies":"<cedar text>","entities":[...],"request":{"principal","action","resource","context"}}
+//   with optionally "templates" and "templateLinks", and "policies" as JSON policies (cedar-wasm's
+//   PolicySet fields staticPolicies, templates, templateLinks)
 // and writes one answer per line on stdout, in input order:
 //   {"id","decision":"allow"|"deny","reason":[policy ids],"errors":[policy ids]}   (ids sorted)
 //   {"id","failure":"<message>"}   when the policies, entities or request cannot be parsed.
@@ -37,16 +39,21 @@ function failureMessage(errors) {
 
 export function answer(c) {
   const id = c && typeof c === 'object' && 'id' in c ? c.id : null;
-  if (!c || typeof c !== 'object' || typeof c.policies !== 'string' || !c.request || typeof c.request !== 'object') {
-    return { id, failure: 'case lacks policies or request' };
+  if (!c || typeof c !== 'object' || !c.request || typeof c.request !== 'object') {
+    return { id, failure: 'case lacks a request' };
   }
+  // cedar-wasm's PolicySet: staticPolicies (text, or JSON policies), templates, templateLinks.
+  const policies = {};
+  if (c.policies !== undefined) policies.staticPolicies = c.policies;
+  if (c.templates !== undefined) policies.templates = c.templates;
+  if (c.templateLinks !== undefined) policies.templateLinks = c.templateLinks;
   const req = c.request;
   const call = {
     principal: req.principal,
     action: req.action,
     resource: req.resource,
     context: req.context === undefined ? {} : req.context,
-    policies: { staticPolicies: c.policies },
+    policies,
     entities: c.entities === undefined ? [] : c.entities,
   };
   let a;
