@@ -531,7 +531,7 @@ Result<Decider> Decider::FromFiles(const std::map<std::string, std::string>& fil
   auto p = files.find("policies.cedar");
   auto pj = files.find("policies.json");
   auto lf = files.find("links.json");
-  Result<PolicySet> set = InvalidArgument("the bundle has no policies.cedar (or policies.json)");
+  Result<PolicySet> set = InvalidArgument("the bundle has no policies.cedar");
   if (p != files.end()) {
     if (pj != files.end()) return InvalidArgument("the bundle has both policies.cedar and policies.json");
     std::vector<TemplateLink> links;

@@ -404,6 +404,7 @@ class Parser {
 
   bool ParsePolicy() {
     nodes_at_policy_start_ = out_->nodes.size();
+    slot_line_ = slot_col_ = 0;
     CompiledPolicy pol;
     pol.line = Peek().line;
     pol.col = Peek().col;
@@ -466,6 +467,8 @@ class Parser {
         return Fail(eff, "expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
       }
     }
+    pol.slot_line = slot_line_;
+    pol.slot_col = slot_col_;
     items_->push_back(std::move(pol));
     return true;
   }
@@ -556,6 +559,10 @@ class Parser {
                             " instead of ?" + var);
       }
       *slot = std::strcmp(var, "principal") == 0 ? ScopeConstraint::kPrincipalSlot : ScopeConstraint::kResourceSlot;
+      if (slot_line_ == 0) {
+        slot_line_ = at.line;
+        slot_col_ = at.col;
+      }
       *out = nullptr;
       return true;
     }
@@ -1127,6 +1134,7 @@ class Parser {
   CompiledPolicySet* out_;
   std::vector<CompiledPolicy>* items_;
   const char* clause_ = "when";
+  uint32_t slot_line_ = 0, slot_col_ = 0;
   bool list_ = false;  // inside `action in [..]`
   bool failed_ = false;
   ParseError err_{0, 0, ""};
@@ -1176,7 +1184,8 @@ bool UnescapeCedar(std::string_view body, bool pattern, std::string* out, std::v
   auto push = [&](const std::string& piece, bool wildcard) {
     if (!pat) return;
     if (wildcard) {
-      if (pat->empty() || !pat->back().wildcard) pat->push_back({true, ""});
+      // Consecutive wildcards are kept apart (they match as one) so that the policy prints as written.
+      pat->push_back({true, ""});
       return;
     }
     if (pat->empty() || pat->back().wildcard) pat->push_back({false, ""});
@@ -1354,7 +1363,7 @@ Result<std::shared_ptr<CompiledPolicySet>> ParsePolicySet(std::string_view text)
   GOVERN_RETURN_IF_ERROR(ParsePolicyText(text, set.get(), &items));
   for (CompiledPolicy& p : items) {
     if (IsTemplate(p)) {
-      return InvalidArgument(std::to_string(p.line) + ":" + std::to_string(p.col) +
+      return InvalidArgument(std::to_string(p.slot_line) + ":" + std::to_string(p.slot_col) +
                              ": static policy set includes a template");
     }
     p.id = "policy" + std::to_string(set->policies.size());

@@ -404,7 +404,7 @@ class EstReader {
       Node* n = New(Op::kLike);
       for (const json& e : v["pattern"]) {
         if (e.is_string() && e == "Wildcard") {
-          if (n->pattern.empty() || !n->pattern.back().wildcard) n->pattern.push_back({true, ""});
+          n->pattern.push_back({true, ""});
         } else if (e.is_object() && e.size() == 1 && e.contains("Literal") && e["Literal"].is_string()) {
           if (n->pattern.empty() || n->pattern.back().wildcard) n->pattern.push_back({false, ""});
           n->pattern.back().text += e["Literal"].get<std::string>();
@@ -632,7 +632,9 @@ json ScopeJson(const ScopeConstraint& sc, bool action) {
       break;
     case ScopeConstraint::kIn:
       o["op"] = "in";
-      if (action && sc.list) {
+      if (action && sc.list && sc.uids.size() == 1) {
+        o["entity"] = UidJson(*sc.uids[0]);  // the reference prints `in [A]` as `in A`
+      } else if (action && sc.list) {
         json a = json::array();
         for (const Uid* u : sc.uids) a.push_back(UidJson(*u));
         o["entities"] = a;
@@ -729,7 +731,7 @@ class SetBuilder {
       std::string id = "policy" + std::to_string(n++);
       bool t = IsTemplate(p);
       if (t && !allow_templates) {
-        return InvalidArgument(std::to_string(p.line) + ":" + std::to_string(p.col) +
+        return InvalidArgument(std::to_string(p.slot_line) + ":" + std::to_string(p.slot_col) +
                                ": static policy set includes a template");
       }
       GOVERN_RETURN_IF_ERROR(Add(std::move(p), id, t));

@@ -3,7 +3,13 @@
 //
 //   node compare.mjs [--cases N] [--seed S] [--engine "<shell command>"] [--no-corpus] [--corpus-only]
 //                    [--record] [--label TEXT] [--out DIR] [--timeout S] [--max-reports N]
+//                    [--json-cases N]
 //   node compare.mjs --regen-corpus      (rewrites corpus/*.ndjson expectations from the reference)
+//
+// The JSON policy format is checked on the corpus and the first --json-cases (3000) generated cases
+// whose policies the reference parses: the engine's text -> JSON (policy set JSON) must equal the
+// reference's policyToJson/templateToJson of each policy, and with the reference's JSON as the policies
+// the engine's answer must agree with the reference's.
 //
 // The engine is `--engine`, else $GOVERN_POLICY_EVAL (a shell command), else `$GOVERN policy eval-cases`.
 // It is run once over a file of all cases (stdin), answers are matched by id.
@@ -30,7 +36,7 @@ const corpusDir = path.join(here, 'corpus');
 
 function parseArgs(argv) {
   const o = { cases: 20000, seed: 1, engine: null, corpus: true, generated: true, record: false, out: null,
-    timeout: 600, regen: false, maxReports: 10 };
+    timeout: 600, regen: false, maxReports: 10, jsonCases: 3000 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--cases') o.cases = Number(argv[++i]);
@@ -44,6 +50,7 @@ function parseArgs(argv) {
     else if (a === '--regen-corpus') o.regen = true;
     else if (a === '--max-reports') o.maxReports = Number(argv[++i]);
     else if (a === '--label') o.label = argv[++i];
+    else if (a === '--json-cases') o.jsonCases = Number(argv[++i]);
     else {
       console.error(`compare.mjs: unknown argument ${a}`);
       process.exit(2);
@@ -333,6 +340,90 @@ async function minimise(cmd, c, cls, o, tmpDir) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The JSON policy format.
+
+// The reference's JSON of a case's policies and templates ({staticPolicies: {id: EST}, templates: {id:
+// EST}}), with the ids it gives them; null when the reference cannot parse them.
+function referenceJson(c) {
+  const cedar = cedarModule();
+  const out = { staticPolicies: {} };
+  if (typeof c.policies === 'string') {
+    const parts = cedar.policySetTextToParts(c.policies);
+    if (parts.type !== 'success' || parts.policy_templates.length) return null;
+    // The parts come sorted by id as strings: policy0, policy1, policy10, policy11, policy2, ...
+    const ids = parts.policies.map((_, i) => `policy${i}`).sort();
+    for (let k = 0; k < ids.length; k++) {
+      const j = cedar.policyToJson(parts.policies[k]);
+      if (j.type !== 'success') return null;
+      out.staticPolicies[ids[k]] = j.json;
+    }
+  } else if (c.policies !== undefined) {
+    return null;
+  }
+  if (c.templates && typeof c.templates === 'object') {
+    out.templates = {};
+    for (const [id, text] of Object.entries(c.templates)) {
+      if (typeof text !== 'string') return null;
+      const j = cedar.templateToJson(text);
+      if (j.type !== 'success') return null;
+      out.templates[id] = j.json;
+    }
+  }
+  return out;
+}
+
+// JSON with object keys sorted, for comparing documents.
+function canonJson(v) {
+  if (Array.isArray(v)) return `[${v.map(canonJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonJson(v[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+// Checks text -> JSON and JSON -> decision on `cases`; pushes differences to `problems`.
+async function checkJson(cmd, cases, o, tmpDir, problems, label) {
+  const printCases = [];
+  const evalCases = [];
+  const refJson = new Map();
+  for (const c of cases) {
+    let j = null;
+    try {
+      j = referenceJson(c);
+    } catch {
+      j = null;
+    }
+    if (!j) continue;
+    refJson.set(c.id, j);
+    printCases.push({ ...c, id: `${c.id}#print`, to_json: true });
+    const d = { ...c, id: `${c.id}#eval`, policies: j.staticPolicies };
+    if (j.templates) d.templates = j.templates;
+    evalCases.push(d);
+  }
+  const run = await runEngine(cmd, [...printCases, ...evalCases], o.timeout, tmpDir);
+  let printed = 0;
+  let evaluated = 0;
+  for (const p of printCases) {
+    const id = p.id.slice(0, -'#print'.length);
+    const want = refJson.get(id);
+    const got = run.answers.get(p.id);
+    const gotJson = got && got.json ? { staticPolicies: got.json.staticPolicies, ...(want.templates ? { templates: got.json.templates } : {}) } : null;
+    if (gotJson && canonJson(gotJson) === canonJson(want)) {
+      printed++;
+    } else {
+      problems.push({ where: `${label} ${id} (JSON printing)`, c: p, json: true, want, got: got && (got.json || got) });
+    }
+  }
+  for (const d of evalCases) {
+    const ref = reference(d);
+    const got = run.answers.get(d.id);
+    if (ref.crashed) continue;
+    if (agree(got, ref)) evaluated++;
+    else problems.push({ where: `${label} ${d.id} (JSON policies)`, c: d, ref, got, minimise: false });
+  }
+  console.log(`${label} JSON format: ${printCases.length} cases the reference parses; text->JSON equal on ${printed}, ` +
+    `JSON->decision agrees on ${evaluated}`);
+}
 
 function readCorpus() {
   const files = fs.readdirSync(corpusDir).filter((f) => f.endsWith('.ndjson')).sort();
@@ -432,6 +523,7 @@ async function main() {
       }
     }
     console.log(`corpus: ${cases.length} cases in ${files.length} files, ${ok} agree with the expectation`);
+    await checkJson(cmd, cases.map((x) => x.c), o, tmpDir, problems, 'corpus');
   }
 
   // 2. Generated cases.
@@ -477,9 +569,26 @@ async function main() {
     }
     console.log(`generated: ${agreeing} of ${cases.length - crashed} agree` +
       (crashed ? ` (${crashed} not compared: the reference crashed on them)` : ''));
+    const jsonCases = [];
+    for (let i = 0; i < cases.length && jsonCases.length < o.jsonCases; i++) {
+      if (!refs[i].failure) jsonCases.push(cases[i]);
+    }
+    await checkJson(cmd, jsonCases, o, tmpDir, problems, 'generated');
   }
 
   // 3. Report differences, minimised, grouped by kind.
+  const jsonProblems = problems.filter((p) => p.json);
+  if (jsonProblems.length) {
+    console.log(`\nJSON PRINTING DIFFERENCES: ${jsonProblems.length}`);
+    for (const p of jsonProblems.slice(0, o.maxReports)) {
+      console.log(`\n--- ${p.where}`);
+      console.log(`policies:  ${JSON.stringify({ policies: p.c.policies, templates: p.c.templates })}`);
+      console.log(`reference: ${canonJson(p.want)}`);
+      console.log(`engine:    ${p.got ? canonJson(p.got) : '(no answer)'}`);
+    }
+    problems.splice(0, problems.length, ...problems.filter((p) => !p.json));
+    failedExpectations += jsonProblems.length;
+  }
   if (problems.length) {
     const byKind = new Map();
     for (const p of problems) {
