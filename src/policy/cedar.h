@@ -84,6 +84,12 @@ class PolicySet {
   // too, as the static policy "policy0". Errors: InvalidArgument naming the policy.
   static Result<PolicySet> FromJson(std::string_view json);
 
+  // A policy file by its name: "*.json" is a JSON policy set (FromJson), anything else Cedar text that
+  // may hold templates (ParseWithTemplates), linked by `links_json` (links.json's content; "" for none;
+  // with a JSON set its templateLinks are used instead, and links_json must be "").
+  static Result<PolicySet> FromFile(std::string_view name, std::string_view content,
+                                    std::string_view links_json = "");
+
   // links.json: a JSON array of TemplateLink objects. Errors: InvalidArgument naming the link by position.
   static Result<std::vector<TemplateLink>> ParseLinks(std::string_view json);
 

@@ -914,6 +914,21 @@ Result<PolicySet> PolicySet::FromJson(std::string_view text) {
   return ps;
 }
 
+Result<PolicySet> PolicySet::FromFile(std::string_view name, std::string_view content, std::string_view links_json) {
+  bool is_json = name.size() >= 5 && name.substr(name.size() - 5) == ".json";
+  if (is_json) {
+    if (!links_json.empty()) return InvalidArgument("a JSON policy set carries its links in templateLinks");
+    return FromJson(content);
+  }
+  std::vector<TemplateLink> links;
+  if (!links_json.empty()) {
+    auto parsed = ParseLinks(links_json);
+    if (!parsed.ok()) return parsed.status();
+    links = std::move(*parsed);
+  }
+  return ParseWithTemplates(content, links);
+}
+
 Result<std::vector<TemplateLink>> PolicySet::ParseLinks(std::string_view text) {
   GOVERN_ASSIGN_OR_RETURN(json j, ParseJsonText(text, "links"));
   std::vector<TemplateLink> links;
