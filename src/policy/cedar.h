@@ -163,6 +163,7 @@ class Request {
 //   RequestBuilder b;                                     // once per thread
 //   b.Reset().Principal("Agent", "a1").Action("Action", "call_tool").Resource("Tool", "search");
 //   b.Long("cost_cents", 3).BeginRecord("args").String("query", q).Long("max_results", 5).End();
+//   b.Ip("source_ip", "10.1.2.3").Decimal("price", "12.50").Datetime("now", "2024-10-15T11:38:02Z");
 //   if (!b.status().ok()) ...;                            // a bad type name, a duplicate key
 //   Authorize(policies, entities, b, &outcome);
 //
@@ -186,6 +187,18 @@ class RequestBuilder {
   RequestBuilder& Long(std::string_view key, int64_t value);
   RequestBuilder& Bool(std::string_view key, bool value);
   RequestBuilder& Entity(std::string_view key, std::string_view type, std::string_view id);
+  // Extension values from the strings Cedar's constructors take: ip("10.0.0.1"), ip("10.0.0.0/8"),
+  // decimal("12.50"), datetime("2024-10-15T11:38:02Z"), duration("1h30m"), with their rules; a string
+  // the constructor refuses sets the status (naming the key). Allocate nothing once warm.
+  RequestBuilder& Ip(std::string_view key, std::string_view text);
+  RequestBuilder& Decimal(std::string_view key, std::string_view text);
+  RequestBuilder& Datetime(std::string_view key, std::string_view text);
+  RequestBuilder& Duration(std::string_view key, std::string_view text);
+  // The same from numbers, without parsing: a decimal in ten-thousandths (12.5 is 125000), a datetime
+  // in milliseconds since the Unix epoch, a duration in milliseconds.
+  RequestBuilder& DecimalScaled(std::string_view key, int64_t ten_thousandths);
+  RequestBuilder& DatetimeMillis(std::string_view key, int64_t millis_since_epoch);
+  RequestBuilder& DurationMillis(std::string_view key, int64_t millis);
   RequestBuilder& BeginRecord(std::string_view key);
   RequestBuilder& BeginSet(std::string_view key);
   RequestBuilder& End();  // closes the record or set opened last

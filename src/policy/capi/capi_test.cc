@@ -712,6 +712,43 @@ TEST(PolicyCapi, DecisionLogRecordsApprovalAndLimitOutcomes) {
   for (const auto& d : got) EXPECT_EQ(d.bundle_version, 5u);
 }
 
+// Extension values set without JSON decide as their __extn JSON does; bad text is a REQUEST error.
+TEST(PolicyCapi, TypedExtensionValues) {
+  constexpr const char* kPolicy = R"(permit (principal, action, resource) when {
+  context.src.isInRange(ip("10.0.0.0/8")) && context.price.lessThan(decimal("20.0")) &&
+  context.now < datetime("2025-01-01") && context.wait <= duration("2h") &&
+  context.exact == decimal("12.5") && context.at == datetime("2024-06-01T12:00:00.250Z") &&
+  context.d == duration("-90m") };)";
+  govern_policy_engine* e = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(govern_policy_engine_from_text(kPolicy, "[]", &e, &err), GOVERN_POLICY_OK) << Take(err);
+  govern_policy_result* r = govern_policy_result_new();
+  for (const char* src : {"10.1.2.3", "11.0.0.1"}) {
+    ASSERT_EQ(govern_policy_request_begin(r, "Agent", "a", "Action", "x", "Tool", "t"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_ip(r, "src", src), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_decimal(r, "price", "12.50"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_datetime(r, "now", "2024-10-15T11:38:02Z"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_duration(r, "wait", "1h30m"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_decimal_scaled(r, "exact", 125000), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_datetime_millis(r, "at", 1717243200250), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_duration_millis(r, "d", -90 * 60 * 1000), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_OK) << govern_policy_result_message(r);
+    int want = std::string(src) == "10.1.2.3" ? GOVERN_POLICY_ALLOW : GOVERN_POLICY_DENY;
+    EXPECT_EQ(govern_policy_result_decision(r), want) << src;
+    EXPECT_EQ(govern_policy_result_error_count(r), 0u);
+  }
+  ASSERT_EQ(govern_policy_request_begin(r, "Agent", "a", "Action", "x", "Tool", "t"), GOVERN_POLICY_OK);
+  ASSERT_EQ(govern_policy_request_ip(r, "src", "10.0.0.256"), GOVERN_POLICY_OK);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_REQUEST);
+  EXPECT_NE(std::string(govern_policy_result_message(r)).find("`src`"), std::string::npos)
+      << govern_policy_result_message(r);
+  ASSERT_EQ(govern_policy_request_begin(r, "Agent", "a", "Action", "x", "Tool", "t"), GOVERN_POLICY_OK);
+  EXPECT_EQ(govern_policy_request_datetime(r, "now", nullptr), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_request_duration_millis(nullptr, "d", 1), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  govern_policy_engine_free(e);
+  govern_policy_result_free(r);
+}
+
 // Typed requests decide as the same context in JSON does, and are recorded as that JSON text.
 TEST(PolicyCapi, TypedRequestsDecideWithoutJson) {
   constexpr const char* kTyped = R"(@id("typed")
