@@ -101,12 +101,12 @@ struct Node {
 
 struct ScopeConstraint {
   enum Kind : uint8_t { kAny, kEq, kIn, kIs, kIsIn } kind = kAny;
+  // A template's slot in place of `uid` (kEq, kIn, kIsIn): the uid comes from each link.
+  enum Slot : uint8_t { kNoSlot, kPrincipalSlot, kResourceSlot } slot = kNoSlot;
   const Uid* uid = nullptr;      // kEq, kIn, kIsIn
   std::vector<const Uid*> uids;  // action in [..]
   bool list = false;             // action in [..]
   std::string type;              // kIs, kIsIn
-  // A template's slot in place of `uid` (kEq, kIn, kIsIn): the uid comes from each link.
-  enum Slot : uint8_t { kNoSlot, kPrincipalSlot, kResourceSlot } slot = kNoSlot;
 };
 
 // "?principal" / "?resource".
