@@ -23,24 +23,10 @@ std::string& LimitsFile() {
   return path;
 }
 
+// --links for validate, evaluate and test.
 std::string& LinksFile() {
   static std::string path;
   return path;
-}
-
-// A policy file: Cedar text (templates allowed, linked by --links) or, named *.json, a Cedar JSON
-// policy set. Errors name the file.
-// (FILE:line:column: message, as `validate` prints it.)
-Result<policy::PolicySet> LoadPolicyFile(const std::string& path) {
-  GOVERN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  std::string links;
-  if (!LinksFile().empty()) GOVERN_ASSIGN_OR_RETURN(links, ReadFile(LinksFile()));
-  auto set = policy::PolicySet::FromFile(path, text, links);
-  if (!set.ok()) {
-    std::string where = LinksFile().empty() ? path : path + " (links " + LinksFile() + ")";
-    return Status(set.status().code(), where + ":" + set.status().message());
-  }
-  return set;
 }
 
 Result<std::string> ReadFile(const std::string& path) {
@@ -54,6 +40,22 @@ Result<std::string> ReadFile(const std::string& path) {
 int Bad(const std::string& what, const Status& s) {
   std::fprintf(stderr, "govern: %s: %s\n", what.c_str(), s.message().c_str());
   return 2;
+}
+
+// A policy file: Cedar text (templates allowed, linked by --links) or, named *.json, a Cedar JSON
+// policy set. Errors read FILE:line:column: message, as `validate` prints them.
+Result<policy::PolicySet> LoadPolicyFile(const std::string& path) {
+  GOVERN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  std::string links;
+  if (!LinksFile().empty()) {
+    GOVERN_ASSIGN_OR_RETURN(links, ReadFile(LinksFile()));
+  }
+  auto set = policy::PolicySet::FromFile(path, text, links);
+  if (!set.ok()) {
+    std::string where = LinksFile().empty() ? path : path + " (links " + LinksFile() + ")";
+    return Status(set.status().code(), where + ":" + set.status().message());
+  }
+  return set;
 }
 
 nlohmann::json ResponseJson(const policy::Response& r) {

@@ -126,7 +126,7 @@ struct CompiledPolicy {
   std::vector<uint8_t> bare_annotation;  // per annotation: written without a value (`@key`)
   int32_t template_index = -1;           // a template-linked policy: its template in `templates`
   uint32_t slot_line = 0, slot_col = 0;  // where the first slot is written (text only)
-  bool requires_approval = false;  // a permit annotated @require_approval (docs/policy-extensions.md)
+  bool requires_approval = false;        // a permit annotated @require_approval (docs/policy-extensions.md)
   uint32_t line = 0, col = 0;
 };
 

@@ -51,7 +51,8 @@ struct EntityRef {
 // A link of a policy template (Cedar's template-linked policy): the policy `link_id` is the template
 // `template_id` with each slot ("?principal", "?resource") replaced by the given entity. The JSON form
 // (links.json, a JSON policy set's "templateLinks") is cedar-wasm's TemplateLink:
-//   {"templateId": "policy3", "newId": "alice-reads", "values": {"?principal": {"type": "User", "id": "alice"}}}
+//   {"templateId": "policy3", "newId": "alice-reads", "values": {"?principal": {"type": "User", "id":
+//   "alice"}}}
 struct TemplateLink {
   std::string template_id;
   std::string link_id;

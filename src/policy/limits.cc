@@ -541,10 +541,12 @@ Result<Decider> Decider::FromFiles(const std::map<std::string, std::string>& fil
       links = std::move(*parsed);
     }
     set = PolicySet::ParseWithTemplates(p->second, links);
-    if (!set.ok()) return set.status().WithContext(lf != files.end() ? "policies.cedar, links.json" : "policies.cedar");
+    if (!set.ok())
+      return set.status().WithContext(lf != files.end() ? "policies.cedar, links.json" : "policies.cedar");
   } else if (pj != files.end()) {
     // The JSON policy set carries its own templateLinks.
-    if (lf != files.end()) return InvalidArgument("links.json goes with policies.cedar; policies.json has templateLinks");
+    if (lf != files.end())
+      return InvalidArgument("links.json goes with policies.cedar; policies.json has templateLinks");
     set = PolicySet::FromJson(pj->second);
     if (!set.ok()) return set.status().WithContext("policies.json");
   } else {

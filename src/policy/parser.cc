@@ -558,7 +558,8 @@ class Parser {
         return Fail(at, "expected an entity uid or matching template slot, found ?" + std::string(name) +
                             " instead of ?" + var);
       }
-      *slot = std::strcmp(var, "principal") == 0 ? ScopeConstraint::kPrincipalSlot : ScopeConstraint::kResourceSlot;
+      *slot = std::strcmp(var, "principal") == 0 ? ScopeConstraint::kPrincipalSlot
+                                                 : ScopeConstraint::kResourceSlot;
       if (slot_line_ == 0) {
         slot_line_ = at.line;
         slot_col_ = at.col;

@@ -181,7 +181,8 @@ class EstReader {
       sc->kind = ScopeConstraint::kIs;
       if (j.contains("in")) {
         const json& in = j["in"];
-        if (!in.is_object() || in.size() != 1) return Bad("`in` must be {\"entity\": ...} or {\"slot\": ...}");
+        if (!in.is_object() || in.size() != 1)
+          return Bad("`in` must be {\"entity\": ...} or {\"slot\": ...}");
         sc->kind = ScopeConstraint::kIsIn;
         return EntityOrSlot(in, var, sc);
       }
@@ -192,8 +193,8 @@ class EstReader {
 
   Status CheckAction(const Uid* u) {
     size_t last = u->type.rfind("::");
-    std::string_view base = last == std::string::npos ? std::string_view(u->type)
-                                                      : std::string_view(u->type).substr(last + 2);
+    std::string_view base =
+        last == std::string::npos ? std::string_view(u->type) : std::string_view(u->type).substr(last + 2);
     if (base != "Action")
       return Bad("expected an entity uid with type `Action` but got `" + u->ToString() + "`");
     return OkStatus();
@@ -220,7 +221,8 @@ class EstReader {
         n->lit = Value::Long(v.get<int64_t>());
         return n;
       case json::value_t::number_unsigned:
-        if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return BadN("integer " + Dump(v) + " is too large");
+        if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+          return BadN("integer " + Dump(v) + " is too large");
         n = New(Op::kLit);
         n->lit = Value::Long(static_cast<int64_t>(v.get<uint64_t>()));
         return n;
@@ -328,13 +330,23 @@ class EstReader {
       n->kids = {a};
       return n;
     }
-    static const Unary kBinary[] = {
-        {"==", Op::kEq},         {"!=", Op::kNe},           {"in", Op::kIn},
-        {"<", Op::kLt},          {"<=", Op::kLe},           {">", Op::kGt},
-        {">=", Op::kGe},         {"&&", Op::kAnd},          {"||", Op::kOr},
-        {"+", Op::kAdd},         {"-", Op::kSub},           {"*", Op::kMul},
-        {"contains", Op::kContains}, {"containsAll", Op::kContainsAll}, {"containsAny", Op::kContainsAny},
-        {"getTag", Op::kGetTag}, {"hasTag", Op::kHasTag}};
+    static const Unary kBinary[] = {{"==", Op::kEq},
+                                    {"!=", Op::kNe},
+                                    {"in", Op::kIn},
+                                    {"<", Op::kLt},
+                                    {"<=", Op::kLe},
+                                    {">", Op::kGt},
+                                    {">=", Op::kGe},
+                                    {"&&", Op::kAnd},
+                                    {"||", Op::kOr},
+                                    {"+", Op::kAdd},
+                                    {"-", Op::kSub},
+                                    {"*", Op::kMul},
+                                    {"contains", Op::kContains},
+                                    {"containsAll", Op::kContainsAll},
+                                    {"containsAny", Op::kContainsAny},
+                                    {"getTag", Op::kGetTag},
+                                    {"hasTag", Op::kHasTag}};
     for (const Unary& b : kBinary) {
       if (key != b.name) continue;
       if (!obj({"left", "right"})) return shape("{\"left\": <expr>, \"right\": <expr>}");
@@ -347,7 +359,8 @@ class EstReader {
       return n;
     }
     if (key == ".") {
-      if (!obj({"left", "attr"}) || !v["attr"].is_string()) return shape("{\"left\": <expr>, \"attr\": <string>}");
+      if (!obj({"left", "attr"}) || !v["attr"].is_string())
+        return shape("{\"left\": <expr>, \"attr\": <string>}");
       const Node* l = Expr(v["left"], depth + 1);
       if (!l) return nullptr;
       Node* n = New(Op::kGetAttr);
@@ -362,7 +375,8 @@ class EstReader {
         path.push_back(v["attr"].get<std::string>());
       } else if (obj({"left", "attr"}) && v["attr"].is_array() && !v["attr"].empty()) {
         for (const json& a : v["attr"]) {
-          if (!a.is_string()) return shape("{\"left\": <expr>, \"attr\": <string or non-empty array of strings>}");
+          if (!a.is_string())
+            return shape("{\"left\": <expr>, \"attr\": <string or non-empty array of strings>}");
           path.push_back(a.get<std::string>());
         }
       } else {
@@ -398,7 +412,8 @@ class EstReader {
       return result;
     }
     if (key == "like") {
-      if (!obj({"left", "pattern"}) || !v["pattern"].is_array()) return shape("{\"left\": <expr>, \"pattern\": [..]}");
+      if (!obj({"left", "pattern"}) || !v["pattern"].is_array())
+        return shape("{\"left\": <expr>, \"pattern\": [..]}");
       const Node* l = Expr(v["left"], depth + 1);
       if (!l) return nullptr;
       Node* n = New(Op::kLike);
@@ -416,8 +431,8 @@ class EstReader {
       return n;
     }
     if (key == "is") {
-      if (!v.is_object() || !v.contains("left") || !v.contains("entity_type") || !v["entity_type"].is_string() ||
-          v.size() != (v.contains("in") ? 3u : 2u))
+      if (!v.is_object() || !v.contains("left") || !v.contains("entity_type") ||
+          !v["entity_type"].is_string() || v.size() != (v.contains("in") ? 3u : 2u))
         return shape("{\"left\": <expr>, \"entity_type\": <name>, \"in\": <expr> (optional)}");
       const std::string& type = v["entity_type"].get_ref<const std::string&>();
       if (!ValidEntityTypeName(type)) return BadN("`" + type + "` is not a valid entity type name");
@@ -507,24 +522,42 @@ json ValueJson(const Value& v) {
 
 const char* OpKey(Op op) {
   switch (op) {
-    case Op::kEq: return "==";
-    case Op::kNe: return "!=";
-    case Op::kIn: return "in";
-    case Op::kLt: return "<";
-    case Op::kLe: return "<=";
-    case Op::kGt: return ">";
-    case Op::kGe: return ">=";
-    case Op::kAnd: return "&&";
-    case Op::kOr: return "||";
-    case Op::kAdd: return "+";
-    case Op::kSub: return "-";
-    case Op::kMul: return "*";
-    case Op::kContains: return "contains";
-    case Op::kContainsAll: return "containsAll";
-    case Op::kContainsAny: return "containsAny";
-    case Op::kGetTag: return "getTag";
-    case Op::kHasTag: return "hasTag";
-    default: return nullptr;
+    case Op::kEq:
+      return "==";
+    case Op::kNe:
+      return "!=";
+    case Op::kIn:
+      return "in";
+    case Op::kLt:
+      return "<";
+    case Op::kLe:
+      return "<=";
+    case Op::kGt:
+      return ">";
+    case Op::kGe:
+      return ">=";
+    case Op::kAnd:
+      return "&&";
+    case Op::kOr:
+      return "||";
+    case Op::kAdd:
+      return "+";
+    case Op::kSub:
+      return "-";
+    case Op::kMul:
+      return "*";
+    case Op::kContains:
+      return "contains";
+    case Op::kContainsAll:
+      return "containsAll";
+    case Op::kContainsAny:
+      return "containsAny";
+    case Op::kGetTag:
+      return "getTag";
+    case Op::kHasTag:
+      return "hasTag";
+    default:
+      return nullptr;
   }
 }
 
@@ -539,9 +572,12 @@ json PatternJson(const std::vector<PatternElem>& pattern) {
     for (size_t i = 0; i < e.text.size();) {
       size_t len = 1;
       unsigned char c = static_cast<unsigned char>(e.text[i]);
-      if (c >= 0xF0) len = 4;
-      else if (c >= 0xE0) len = 3;
-      else if (c >= 0xC0) len = 2;
+      if (c >= 0xF0)
+        len = 4;
+      else if (c >= 0xE0)
+        len = 3;
+      else if (c >= 0xC0)
+        len = 2;
       len = std::min(len, e.text.size() - i);
       a.push_back(json{{"Literal", e.text.substr(i, len)}});
       i += len;
@@ -582,8 +618,9 @@ json ExprJson(const Node* n) {
     case Op::kIsEmpty:
       return json{{"isEmpty", {{"arg", ExprJson(n->kids[0])}}}};
     case Op::kIf:
-      return json{{"if-then-else",
-                   {{"if", ExprJson(n->kids[0])}, {"then", ExprJson(n->kids[1])}, {"else", ExprJson(n->kids[2])}}}};
+      return json{
+          {"if-then-else",
+           {{"if", ExprJson(n->kids[0])}, {"then", ExprJson(n->kids[1])}, {"else", ExprJson(n->kids[2])}}}};
     case Op::kHas:
       return json{{"has", {{"left", ExprJson(n->kids[0])}, {"attr", n->name}}}};
     case Op::kLike:
@@ -709,12 +746,14 @@ class SetBuilder {
 
   Status Add(CompiledPolicy p, const std::string& id, bool want_template) {
     if (want_template && !IsTemplate(p)) {
-      return InvalidArgument("template `" + id + "`: expected a template, got a static policy (no ?principal or ?resource)");
+      return InvalidArgument("template `" + id +
+                             "`: expected a template, got a static policy (no ?principal or ?resource)");
     }
     if (!want_template && IsTemplate(p)) {
-      return InvalidArgument("policy `" + id + "`: expected a static policy, got a template containing the slot " +
-                             std::string(SlotName(p.principal.slot != ScopeConstraint::kNoSlot ? p.principal.slot
-                                                                                               : p.resource.slot)));
+      return InvalidArgument(
+          "policy `" + id + "`: expected a static policy, got a template containing the slot " +
+          std::string(
+              SlotName(p.principal.slot != ScopeConstraint::kNoSlot ? p.principal.slot : p.resource.slot)));
     }
     if (!ids_.insert(id).second) return InvalidArgument("duplicate template or policy id `" + id + "`");
     p.id = id;
@@ -752,7 +791,8 @@ class SetBuilder {
     if (!tmpl) {
       for (const CompiledPolicy& p : set_->policies) {
         if (p.id == link.template_id)
-          return InvalidArgument(what + "expected a template, but `" + link.template_id + "` is a static policy");
+          return InvalidArgument(what + "expected a template, but `" + link.template_id +
+                                 "` is a static policy");
       }
       return InvalidArgument(what + "failed to find a template with id `" + link.template_id + "`");
     }
@@ -762,13 +802,15 @@ class SetBuilder {
     const Uid* values[2] = {nullptr, nullptr};
     for (const auto& [slot, ref] : link.values) {
       int k = slot == "?principal" ? 0 : slot == "?resource" ? 1 : -1;
-      if (k < 0) return InvalidArgument(what + "unknown slot `" + slot + "` (slots are ?principal and ?resource)");
+      if (k < 0)
+        return InvalidArgument(what + "unknown slot `" + slot + "` (slots are ?principal and ?resource)");
       if (values[k]) return InvalidArgument(what + "the slot " + slot + " is given twice");
       if (!ValidEntityTypeName(ref.type))
         return InvalidArgument(what + slot + ": `" + ref.type + "` is not a valid entity type name");
       values[k] = set_->arena.MakeUid(ref.type, ref.id);
     }
-    bool has[2] = {tmpl->principal.slot != ScopeConstraint::kNoSlot, tmpl->resource.slot != ScopeConstraint::kNoSlot};
+    bool has[2] = {tmpl->principal.slot != ScopeConstraint::kNoSlot,
+                   tmpl->resource.slot != ScopeConstraint::kNoSlot};
     for (int k = 0; k < 2; ++k) {
       const char* name = k == 0 ? "?principal" : "?resource";
       if (has[k] && !values[k])
@@ -777,7 +819,9 @@ class SetBuilder {
     for (int k = 0; k < 2; ++k) {
       const char* name = k == 0 ? "?principal" : "?resource";
       if (!has[k] && values[k])
-        return InvalidArgument(what + "the following slots were provided as arguments, but did not exist in the template: " + name);
+        return InvalidArgument(
+            what +
+            "the following slots were provided as arguments, but did not exist in the template: " + name);
     }
     CompiledPolicy p = *tmpl;  // conditions point at the template's nodes, owned by the same set
     p.id = link.link_id;
@@ -824,7 +868,8 @@ Status LinksFromJson(const json& j, std::vector<TemplateLink>* out) {
     }
     if (!l.contains("templateId") || !l["templateId"].is_string() || !l.contains("newId") ||
         !l["newId"].is_string() || !l.contains("values") || !l["values"].is_object()) {
-      return InvalidArgument(at + "expected {\"templateId\": string, \"newId\": string, \"values\": {slot: uid}}");
+      return InvalidArgument(at +
+                             "expected {\"templateId\": string, \"newId\": string, \"values\": {slot: uid}}");
     }
     TemplateLink link;
     link.template_id = l["templateId"].get<std::string>();
@@ -836,7 +881,8 @@ Status LinksFromJson(const json& j, std::vector<TemplateLink>* out) {
           !(*u)["type"].is_string() || !(*u)["id"].is_string()) {
         return InvalidArgument(at + it.key() + ": expected an entity uid {\"type\": ..., \"id\": ...}");
       }
-      link.values.emplace_back(it.key(), EntityRef{(*u)["type"].get<std::string>(), (*u)["id"].get<std::string>()});
+      link.values.emplace_back(it.key(),
+                               EntityRef{(*u)["type"].get<std::string>(), (*u)["id"].get<std::string>()});
     }
     out->push_back(std::move(link));
   }
@@ -853,7 +899,8 @@ Result<json> ParseJsonText(std::string_view text, const char* what) {
 
 }  // namespace
 
-Result<PolicySet> PolicySet::ParseWithTemplates(std::string_view text, const std::vector<TemplateLink>& links) {
+Result<PolicySet> PolicySet::ParseWithTemplates(std::string_view text,
+                                                const std::vector<TemplateLink>& links) {
   SetBuilder b;
   GOVERN_RETURN_IF_ERROR(b.AddText(text, true));
   for (const TemplateLink& l : links) GOVERN_RETURN_IF_ERROR(b.Link(l));
@@ -893,7 +940,8 @@ Result<PolicySet> PolicySet::FromJson(std::string_view text) {
       } else if (s.is_array()) {
         // The reference names array elements "policy0" (text) and "JSON policy" (JSON), so two of a kind
         // collide; kept for compatibility.
-        for (const json& p : s) GOVERN_RETURN_IF_ERROR(b.AddOne(p, p.is_string() ? "policy0" : "JSON policy", false));
+        for (const json& p : s)
+          GOVERN_RETURN_IF_ERROR(b.AddOne(p, p.is_string() ? "policy0" : "JSON policy", false));
       } else {
         return InvalidArgument("`staticPolicies` must be a string, an object or an array");
       }
@@ -914,7 +962,8 @@ Result<PolicySet> PolicySet::FromJson(std::string_view text) {
   return ps;
 }
 
-Result<PolicySet> PolicySet::FromFile(std::string_view name, std::string_view content, std::string_view links_json) {
+Result<PolicySet> PolicySet::FromFile(std::string_view name, std::string_view content,
+                                      std::string_view links_json) {
   bool is_json = name.size() >= 5 && name.substr(name.size() - 5) == ".json";
   if (is_json) {
     if (!links_json.empty()) return InvalidArgument("a JSON policy set carries its links in templateLinks");
@@ -955,7 +1004,8 @@ std::string PolicySet::ToJson() const {
       json values = json::object();
       if (l.principal) values["?principal"] = UidJson(*l.principal);
       if (l.resource) values["?resource"] = UidJson(*l.resource);
-      links.push_back(json{{"templateId", c.templates[l.template_index].id}, {"newId", l.id}, {"values", values}});
+      links.push_back(
+          json{{"templateId", c.templates[l.template_index].id}, {"newId", l.id}, {"values", values}});
     }
     out["templateLinks"] = links;
   }

@@ -37,8 +37,9 @@ TEST(TemplateTest, LinkedPoliciesDecideUnderTheirLinkIds) {
     forbid(principal, action, resource) when { principal has level && principal.level > 9 };
   )";
   auto set = PolicySet::ParseWithTemplates(
-      text, {Link("policy0", "staff-web", {{"?principal", {"Group", "staff"}}, {"?resource", {"ToolSet", "web"}}}),
-             Link("policy0", "bob-web", {{"?principal", {"User", "bob"}}, {"?resource", {"ToolSet", "web"}}})});
+      text,
+      {Link("policy0", "staff-web", {{"?principal", {"Group", "staff"}}, {"?resource", {"ToolSet", "web"}}}),
+       Link("policy0", "bob-web", {{"?principal", {"User", "bob"}}, {"?resource", {"ToolSet", "web"}}})});
   ASSERT_TRUE(set.ok()) << set.status().message();
   EXPECT_EQ(set->template_count(), 1u);
   EXPECT_EQ(set->template_id(0), "policy0");
@@ -68,13 +69,15 @@ TEST(TemplateTest, ErrorsOfALinkedPolicyNameTheLink) {
 }
 
 TEST(TemplateTest, CedarsLinkErrors) {
-  const char* text = "permit(principal in ?principal, action, resource); permit(principal, action, resource);";
+  const char* text =
+      "permit(principal in ?principal, action, resource); permit(principal, action, resource);";
   struct Case {
     TemplateLink link;
     const char* error;
   } cases[] = {
       {Link("policy0", "L", {}), "not provided as arguments: ?principal"},
-      {Link("policy0", "L", {{"?principal", {"G", "g"}}, {"?resource", {"T", "t"}}}), "did not exist in the template: ?resource"},
+      {Link("policy0", "L", {{"?principal", {"G", "g"}}, {"?resource", {"T", "t"}}}),
+       "did not exist in the template: ?resource"},
       {Link("nope", "L", {{"?principal", {"G", "g"}}}), "failed to find a template with id `nope`"},
       {Link("policy1", "L", {{"?principal", {"G", "g"}}}), "is a static policy"},
       {Link("policy0", "policy1", {{"?principal", {"G", "g"}}}), "conflicts with an existing"},
@@ -87,8 +90,8 @@ TEST(TemplateTest, CedarsLinkErrors) {
     ASSERT_FALSE(set.ok()) << c.error;
     EXPECT_NE(set.status().message().find(c.error), std::string::npos) << set.status().message();
   }
-  auto dup = PolicySet::ParseWithTemplates(
-      text, {Link("policy0", "L", {{"?principal", {"G", "g"}}}), Link("policy0", "L", {{"?principal", {"G", "h"}}})});
+  auto dup = PolicySet::ParseWithTemplates(text, {Link("policy0", "L", {{"?principal", {"G", "g"}}}),
+                                                  Link("policy0", "L", {{"?principal", {"G", "h"}}})});
   ASSERT_FALSE(dup.ok());
   EXPECT_NE(dup.status().message().find("conflicts with an existing"), std::string::npos);
 }
@@ -160,11 +163,13 @@ TEST(PolicyJsonTest, PrintsAsTheReference) {
       R"(@a("x") @b permit(principal is User in Group::"g", action in [Action::"a", Action::"b"], resource == Tool::"t") when { context.a has b.c && -5 == -(3) && !!true } unless { [1, "a", User::"x"] == {a: 1, "b c": [ip("1.2.3.4"), decimal("bad")]} };)");
   ASSERT_TRUE(set.ok()) << set.status().message();
   nlohmann::json got = nlohmann::json::parse(set->ToJson())["staticPolicies"]["policy0"];
-  nlohmann::json want = nlohmann::json::parse(R"({"effect":"permit","principal":{"op":"is","entity_type":"User","in":{"entity":{"type":"Group","id":"g"}}},"action":{"op":"in","entities":[{"type":"Action","id":"a"},{"type":"Action","id":"b"}]},"resource":{"op":"==","entity":{"type":"Tool","id":"t"}},"conditions":[{"kind":"when","body":{"&&":{"left":{"&&":{"left":{"has":{"left":{".":{"left":{"Var":"context"},"attr":"a"}},"attr":["b","c"]}},"right":{"==":{"left":{"Value":-5},"right":{"neg":{"arg":{"Value":3}}}}}}},"right":{"!":{"arg":{"!":{"arg":{"Value":true}}}}}}}},{"kind":"unless","body":{"==":{"left":{"Set":[{"Value":1},{"Value":"a"},{"Value":{"__entity":{"type":"User","id":"x"}}}]},"right":{"Record":{"a":{"Value":1},"b c":{"Set":[{"ip":[{"Value":"1.2.3.4"}]},{"decimal":[{"Value":"bad"}]}]}}}}}}],"annotations":{"a":"x","b":null}})");
+  nlohmann::json want = nlohmann::json::parse(
+      R"({"effect":"permit","principal":{"op":"is","entity_type":"User","in":{"entity":{"type":"Group","id":"g"}}},"action":{"op":"in","entities":[{"type":"Action","id":"a"},{"type":"Action","id":"b"}]},"resource":{"op":"==","entity":{"type":"Tool","id":"t"}},"conditions":[{"kind":"when","body":{"&&":{"left":{"&&":{"left":{"has":{"left":{".":{"left":{"Var":"context"},"attr":"a"}},"attr":["b","c"]}},"right":{"==":{"left":{"Value":-5},"right":{"neg":{"arg":{"Value":3}}}}}}},"right":{"!":{"arg":{"!":{"arg":{"Value":true}}}}}}}},{"kind":"unless","body":{"==":{"left":{"Set":[{"Value":1},{"Value":"a"},{"Value":{"__entity":{"type":"User","id":"x"}}}]},"right":{"Record":{"a":{"Value":1},"b c":{"Set":[{"ip":[{"Value":"1.2.3.4"}]},{"decimal":[{"Value":"bad"}]}]}}}}}}],"annotations":{"a":"x","b":null}})");
   EXPECT_EQ(got, want) << got.dump();
   auto like = PolicySet::Parse(R"(permit(principal, action, resource) when { "x" like "ab*\*" };)");
   ASSERT_TRUE(like.ok());
-  EXPECT_EQ(nlohmann::json::parse(like->ToJson())["staticPolicies"]["policy0"]["conditions"][0]["body"]["like"]["pattern"],
+  EXPECT_EQ(nlohmann::json::parse(
+                like->ToJson())["staticPolicies"]["policy0"]["conditions"][0]["body"]["like"]["pattern"],
             nlohmann::json::parse(R"([{"Literal":"a"},{"Literal":"b"},"Wildcard",{"Literal":"*"}])"));
 }
 
@@ -174,9 +179,9 @@ TEST(PolicyJsonTest, JsonDecidesAsTheText) {
     forbid(principal == User::"bob", action, resource);
     @require_approval permit(principal, action, resource is Tool) when { context has urgent };
   )";
-  auto set = PolicySet::ParseWithTemplates(
-      std::string(text) + "permit(principal == ?principal, action, resource);",
-      {Link("policy3", "bob-any", {{"?principal", {"User", "bob"}}})});
+  auto set =
+      PolicySet::ParseWithTemplates(std::string(text) + "permit(principal == ?principal, action, resource);",
+                                    {Link("policy3", "bob-any", {{"?principal", {"User", "bob"}}})});
   ASSERT_TRUE(set.ok()) << set.status().message();
   std::string json = set->ToJson();
   auto back = PolicySet::FromJson(json);
@@ -212,7 +217,8 @@ TEST(PolicyJsonTest, AcceptsTheReferencesPolicySetShapes) {
   ASSERT_EQ(r.errors.size(), 1u);  // a set is not a boolean
   EXPECT_EQ(r.errors[0].policy_id, "json");
   // A text staticPolicies is the static set of Parse.
-  auto text = PolicySet::FromJson(R"({"staticPolicies": "permit(principal, action, resource); forbid(principal, action, resource);"})");
+  auto text = PolicySet::FromJson(
+      R"({"staticPolicies": "permit(principal, action, resource); forbid(principal, action, resource);"})");
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(text->id(1), "policy1");
 }
@@ -220,7 +226,8 @@ TEST(PolicyJsonTest, AcceptsTheReferencesPolicySetShapes) {
 TEST(PolicyJsonTest, RefusesWhatTheReferenceRefuses) {
   const std::string p = R"("principal":{"op":"All"},"action":{"op":"All"},"resource":{"op":"All"})";
   auto with = [&](const std::string& cond) {
-    return R"({"staticPolicies":{"a":{"effect":"permit",)" + p + R"(,"conditions":[{"kind":"when","body":)" + cond + "}]}}}";
+    return R"({"staticPolicies":{"a":{"effect":"permit",)" + p + R"(,"conditions":[{"kind":"when","body":)" +
+           cond + "}]}}}";
   };
   const std::string bad[] = {
       with(R"({"Value":null})"),
@@ -247,8 +254,9 @@ TEST(PolicyJsonTest, RefusesWhatTheReferenceRefuses) {
 }
 
 TEST(PolicyJsonTest, FromFileChoosesByName) {
-  auto text = PolicySet::FromFile("p.cedar", "permit(principal == ?principal, action, resource);",
-                                  R"([{"templateId":"policy0","newId":"x","values":{"?principal":{"type":"User","id":"a"}}}])");
+  auto text = PolicySet::FromFile(
+      "p.cedar", "permit(principal == ?principal, action, resource);",
+      R"([{"templateId":"policy0","newId":"x","values":{"?principal":{"type":"User","id":"a"}}}])");
   ASSERT_TRUE(text.ok()) << text.status().message();
   EXPECT_EQ(text->id(0), "x");
   auto json = PolicySet::FromFile("p.json", text->ToJson());

@@ -314,7 +314,8 @@ TEST(ValidatorTest, TemplatesAndLinks) {
   EXPECT_EQ(r.errors[0].policy_id, "policy0");
   EXPECT_NE(r.errors[0].message.find("not compatible"), std::string::npos) << r.errors[0].message;
   EXPECT_EQ(r.errors[1].policy_id, "unknown");
-  EXPECT_NE(r.errors[1].message.find("unrecognized entity type `Nope`"), std::string::npos) << r.errors[1].message;
+  EXPECT_NE(r.errors[1].message.find("unrecognized entity type `Nope`"), std::string::npos)
+      << r.errors[1].message;
   EXPECT_TRUE(r.warnings.empty());
 }
 

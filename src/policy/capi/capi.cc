@@ -376,9 +376,10 @@ std::string DatetimeText(int64_t millis) {
   int64_t m = mp < 10 ? mp + 3 : mp - 9;
   if (m <= 2) y += 1;
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ", static_cast<long long>(y),
-                static_cast<long long>(m), static_cast<long long>(d), static_cast<long long>(sod / 3600),
-                static_cast<long long>(sod / 60 % 60), static_cast<long long>(sod % 60), static_cast<long long>(ms));
+  std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
+                static_cast<long long>(y), static_cast<long long>(m), static_cast<long long>(d),
+                static_cast<long long>(sod / 3600), static_cast<long long>(sod / 60 % 60),
+                static_cast<long long>(sod % 60), static_cast<long long>(ms));
   return buf;
 }
 

@@ -223,7 +223,8 @@ GOVERN_POLICY_API int govern_policy_request_entity(govern_policy_result* result,
  * decimal("12.50"), datetime("2024-10-15T11:38:02Z"), duration("1h30m"); text the constructor refuses
  * makes govern_policy_decide_request return REQUEST naming the key. The decision log records them as
  * {"__extn": {"fn": ..., "arg": ...}}. */
-GOVERN_POLICY_API int govern_policy_request_ip(govern_policy_result* result, const char* key, const char* text);
+GOVERN_POLICY_API int govern_policy_request_ip(govern_policy_result* result, const char* key,
+                                               const char* text);
 GOVERN_POLICY_API int govern_policy_request_decimal(govern_policy_result* result, const char* key,
                                                     const char* text);
 GOVERN_POLICY_API int govern_policy_request_datetime(govern_policy_result* result, const char* key,

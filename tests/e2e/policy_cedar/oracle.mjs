@@ -8,6 +8,8 @@
 //   {"id","decision":"allow"|"deny","reason":[policy ids],"errors":[policy ids]}   (ids sorted)
 //   {"id","failure":"<message>"}   when the policies, entities or request cannot be parsed.
 // A line that is not JSON, or a case without an id, gets {"id":null,"failure":...}.
+// With "to_json": true an answer also carries "json": the reference's JSON of the policies and templates
+// (referenceJson), as `govern policy eval-cases` prints its own.
 // As a module: `answer(c)` gives the same answer object for one parsed case (compare.mjs uses it).
 //
 // Policy ids are the reference's own for `staticPolicies` given as one string: "policy0", "policy1", ...
@@ -35,6 +37,35 @@ export const referenceVersion = cedar.getCedarVersion();
 
 function failureMessage(errors) {
   return (errors || []).map((e) => e.message).join('; ') || 'failure';
+}
+
+// The reference's JSON of a case's policies and templates ({staticPolicies: {id: EST}, templates: {id:
+// EST}}), with the ids it gives them; null when the reference cannot parse them.
+export function referenceJson(c) {
+  const out = { staticPolicies: {} };
+  if (typeof c.policies === 'string') {
+    const parts = cedar.policySetTextToParts(c.policies);
+    if (parts.type !== 'success' || parts.policy_templates.length) return null;
+    // The parts come sorted by id as strings: policy0, policy1, policy10, policy11, policy2, ...
+    const ids = parts.policies.map((_, i) => `policy${i}`).sort();
+    for (let k = 0; k < ids.length; k++) {
+      const j = cedar.policyToJson(parts.policies[k]);
+      if (j.type !== 'success') return null;
+      out.staticPolicies[ids[k]] = j.json;
+    }
+  } else if (c.policies !== undefined) {
+    return null;
+  }
+  if (c.templates && typeof c.templates === 'object') {
+    out.templates = {};
+    for (const [id, text] of Object.entries(c.templates)) {
+      if (typeof text !== 'string') return null;
+      const j = cedar.templateToJson(text);
+      if (j.type !== 'success') return null;
+      out.templates[id] = j.json;
+    }
+  }
+  return out;
 }
 
 export function answer(c) {
@@ -65,12 +96,21 @@ export function answer(c) {
   }
   if (a.type !== 'success') return { id, failure: failureMessage(a.errors) };
   const d = a.response.diagnostics;
-  return {
+  const out = {
     id,
     decision: a.response.decision,
     reason: [...d.reason].sort(),
     errors: [...new Set(d.errors.map((e) => e.policyId))].sort(),
   };
+  if (c.to_json) {
+    try {
+      const j = referenceJson(c);
+      if (j) out.json = j;
+    } catch (e) {
+      cedar = load();
+    }
+  }
+  return out;
 }
 
 async function main() {
