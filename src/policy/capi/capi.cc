@@ -38,6 +38,9 @@ constexpr std::string_view kKind = "policy";
 constexpr std::string_view kPoliciesFile = "policies.cedar";
 constexpr std::string_view kEntitiesFile = "entities.json";
 constexpr std::string_view kLimitsFile = "limits.json";
+// Template links beside policies.cedar, or a Cedar JSON policy set instead of it (Decider::FromFiles).
+constexpr std::string_view kLinksFile = "links.json";
+constexpr std::string_view kPoliciesJsonFile = "policies.json";
 
 // What decisions read: one bundle's policies, entities and limits (a Decider), published as a whole.
 struct State {
@@ -67,7 +70,7 @@ using Slot = bundle::BundleSlot<StatePtr>;
 
 Result<StatePtr> CompileBundle(const bundle::Bundle& b, std::shared_ptr<policy::LimitCounters> counters) {
   std::map<std::string, std::string> files;
-  for (std::string_view name : {kPoliciesFile, kEntitiesFile, kLimitsFile}) {
+  for (std::string_view name : {kPoliciesFile, kEntitiesFile, kLimitsFile, kLinksFile, kPoliciesJsonFile}) {
     if (const std::string* f = b.File(name)) files.emplace(std::string(name), *f);
   }
   auto s = Compile(files, b.version(), b.manifest().org, std::move(counters));
