@@ -23,6 +23,12 @@ std::string& LimitsFile() {
   return path;
 }
 
+// --links for validate, evaluate and test.
+std::string& LinksFile() {
+  static std::string path;
+  return path;
+}
+
 Result<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot read " + path);
@@ -34,6 +40,22 @@ Result<std::string> ReadFile(const std::string& path) {
 int Bad(const std::string& what, const Status& s) {
   std::fprintf(stderr, "govern: %s: %s\n", what.c_str(), s.message().c_str());
   return 2;
+}
+
+// A policy file: Cedar text (templates allowed, linked by --links) or, named *.json, a Cedar JSON
+// policy set. Errors read FILE:line:column: message, as `validate` prints them.
+Result<policy::PolicySet> LoadPolicyFile(const std::string& path) {
+  GOVERN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  std::string links;
+  if (!LinksFile().empty()) {
+    GOVERN_ASSIGN_OR_RETURN(links, ReadFile(LinksFile()));
+  }
+  auto set = policy::PolicySet::FromFile(path, text, links);
+  if (!set.ok()) {
+    std::string where = LinksFile().empty() ? path : path + " (links " + LinksFile() + ")";
+    return Status(set.status().code(), where + ":" + set.status().message());
+  }
+  return set;
 }
 
 nlohmann::json ResponseJson(const policy::Response& r) {
@@ -59,10 +81,14 @@ PolicyCommand::PolicyCommand(CLI::App& app) {
   policy_->require_subcommand(1);
   validate_ = policy_->add_subcommand(
       "validate", "Parse a policy file; print the first error as FILE:line:column: message (exit 2)");
-  validate_->add_option("--policies", policies_, "Cedar policy file")->required();
+  const char* kPolicies = "Cedar policy file (text; or *.json: a Cedar JSON policy set)";
+  const char* kLinks = "links.json: template links for the templates in the policy file";
+  validate_->add_option("--policies", policies_, kPolicies)->required();
+  validate_->add_option("--links", LinksFile(), kLinks);
   evaluate_ =
       policy_->add_subcommand("evaluate", "Decide one request; print {decision, reason, errors} as JSON");
-  evaluate_->add_option("--policies", policies_, "Cedar policy file")->required();
+  evaluate_->add_option("--policies", policies_, kPolicies)->required();
+  evaluate_->add_option("--links", LinksFile(), kLinks);
   evaluate_->add_option("--entities", entities_, "Cedar JSON entities file (an array)");
   evaluate_->add_option("--limits", LimitsFile(),
                         "limits.json: rate limits and budgets (docs/policy-extensions.md)");
@@ -75,7 +101,8 @@ PolicyCommand::PolicyCommand(CLI::App& app) {
       "Run test cases: a JSON array of {\"name\", \"request\", \"decision\"} (allow, deny or "
       "approval_required; optionally \"reason\" and \"errors\" id lists, a limit as \"limit:ID\"), run in "
       "order so limits carry from case to case; exit 1 if any fails");
-  test_->add_option("--policies", policies_, "Cedar policy file")->required();
+  test_->add_option("--policies", policies_, kPolicies)->required();
+  test_->add_option("--links", LinksFile(), kLinks);
   test_->add_option("--entities", entities_, "Cedar JSON entities file (an array)");
   test_->add_option("--limits", LimitsFile(),
                     "limits.json: rate limits and budgets (docs/policy-extensions.md)");
@@ -99,11 +126,9 @@ int PolicyCommand::Run() {
 }
 
 int PolicyCommand::Validate() {
-  auto text = ReadFile(policies_);
-  if (!text.ok()) return Bad("policies", text.status());
-  auto set = policy::PolicySet::Parse(*text);
+  auto set = LoadPolicyFile(policies_);
   if (!set.ok()) {
-    std::fprintf(stderr, "%s:%s\n", policies_.c_str(), set.status().message().c_str());
+    std::fprintf(stderr, "%s\n", set.status().message().c_str());
     return 2;
   }
   std::printf("%zu policies ok\n", set->size());
@@ -114,9 +139,7 @@ namespace {
 
 // Policies, entities and limits decided together, as a bundle's files would be. Errors name the file.
 Result<policy::Decider> Load(const std::string& policies_file, const std::string& entities_file) {
-  GOVERN_ASSIGN_OR_RETURN(std::string text, ReadFile(policies_file));
-  auto set = policy::PolicySet::Parse(text);
-  if (!set.ok()) return set.status().WithContext(policies_file);
+  GOVERN_ASSIGN_OR_RETURN(policy::PolicySet set, LoadPolicyFile(policies_file));
   policy::Entities entities;
   if (!entities_file.empty()) {
     GOVERN_ASSIGN_OR_RETURN(std::string json, ReadFile(entities_file));
@@ -131,7 +154,7 @@ Result<policy::Decider> Load(const std::string& policies_file, const std::string
     if (!l.ok()) return l.status().WithContext(LimitsFile());
     limits = std::move(*l);
   }
-  return policy::Decider(std::move(*set), std::move(entities), std::move(limits));
+  return policy::Decider(std::move(set), std::move(entities), std::move(limits));
 }
 
 }  // namespace

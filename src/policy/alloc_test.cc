@@ -87,6 +87,8 @@ TEST(AllocTest, BuilderAndLimitsAllocateNothing) {
           .String("url", "https://example.com/a/b")
           .End();
       b.BeginSet("tags").String("", "x").String("", "y").End();
+      b.Ip("src", "10.1.2.3").Decimal("price", "12.50").Datetime("at", "2024-10-15T11:38:02Z");
+      b.Duration("wait", "1h30m").DurationMillis("ms", 5).DecimalScaled("d", 1).DatetimeMillis("t", 0);
     } else {
       ASSERT_TRUE(b.ContextJson(R"({"args": {"max_results": 5, "url": "https://example.com/a/b"},
                                     "cost_cents": 1, "tags": ["x", "y"], "q": "a \"quoted\" text"})")

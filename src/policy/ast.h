@@ -86,6 +86,10 @@ struct Node {
   uint8_t var = 0;
   ExtFn fn = ExtFn::kIp;
   uint8_t expected_args = 0;  // for kExt: the arity the function takes (checked when evaluated)
+  // What the source wrote, where compiling changed the node, so that the policy prints back as written
+  // (est.cc): a kLit folded from a set/record literal or an extension call (kids still hold the
+  // parts), or (kHas) the top kAnd of `e has a.b.c`, whose `keys` hold the path.
+  Op written = Op::kLit;
   Value lit;
   std::string name;  // attribute, tag-free key, or entity type for `is`
   uint64_t hash = 0;
@@ -97,11 +101,16 @@ struct Node {
 
 struct ScopeConstraint {
   enum Kind : uint8_t { kAny, kEq, kIn, kIs, kIsIn } kind = kAny;
+  // A template's slot in place of `uid` (kEq, kIn, kIsIn): the uid comes from each link.
+  enum Slot : uint8_t { kNoSlot, kPrincipalSlot, kResourceSlot } slot = kNoSlot;
   const Uid* uid = nullptr;      // kEq, kIn, kIsIn
   std::vector<const Uid*> uids;  // action in [..]
   bool list = false;             // action in [..]
   std::string type;              // kIs, kIsIn
 };
+
+// "?principal" / "?resource".
+const char* SlotName(ScopeConstraint::Slot slot);
 
 struct Condition {
   bool when = true;  // false: unless
@@ -114,14 +123,29 @@ struct CompiledPolicy {
   ScopeConstraint principal, action, resource;
   std::vector<Condition> conditions;
   std::vector<std::pair<std::string, std::string>> annotations;
-  bool requires_approval = false;  // a permit annotated @require_approval (docs/policy-extensions.md)
+  std::vector<uint8_t> bare_annotation;  // per annotation: written without a value (`@key`)
+  int32_t template_index = -1;           // a template-linked policy: its template in `templates`
+  uint32_t slot_line = 0, slot_col = 0;  // where the first slot is written (text only)
+  bool requires_approval = false;        // a permit annotated @require_approval (docs/policy-extensions.md)
   uint32_t line = 0, col = 0;
+};
+
+// One template-linked policy: `policies[policy]` is the template with its slots filled.
+struct TemplateLinkData {
+  std::string id;
+  uint32_t template_index = 0;
+  uint32_t policy = 0;
+  const Uid* principal = nullptr;  // the ?principal value, if the template has that slot
+  const Uid* resource = nullptr;
 };
 
 struct CompiledPolicySet {
   Arena arena;  // literals, uids and nodes
   std::vector<std::unique_ptr<Node>> nodes;
+  // Static policies, then template-linked policies; only these are evaluated.
   std::vector<CompiledPolicy> policies;
+  std::vector<CompiledPolicy> templates;  // scope with slots; conditions shared with their links
+  std::vector<TemplateLinkData> links;
   // Policies whose action scope is `action == A`, by A's hash; the rest are in `any_action`.
   // Each list holds policy indices in increasing order.
   std::unordered_map<uint64_t, std::vector<uint32_t>> by_action;

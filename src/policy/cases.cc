@@ -23,9 +23,22 @@ std::string EvalCaseLine(std::string_view line) {
     return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
   if (!in.is_object()) return fail("a case must be a JSON object");
-  if (!in.contains("policies") || !in["policies"].is_string()) return fail("`policies` must be a string");
-  auto policies = PolicySet::Parse(in["policies"].get_ref<const std::string&>());
+  // `policies` as text alone is Parse's static set; anything else (JSON policies, templates, links)
+  // is the reference's PolicySet object, read by FromJson.
+  bool text = in.contains("policies") && in["policies"].is_string() && !in.contains("templates") &&
+              !in.contains("templateLinks");
+  Result<PolicySet> policies = InvalidArgument("");
+  if (text) {
+    policies = PolicySet::Parse(in["policies"].get_ref<const std::string&>());
+  } else {
+    nlohmann::json set = nlohmann::json::object();
+    if (in.contains("policies")) set["staticPolicies"] = in["policies"];
+    if (in.contains("templates")) set["templates"] = in["templates"];
+    if (in.contains("templateLinks")) set["templateLinks"] = in["templateLinks"];
+    policies = PolicySet::FromJson(set.dump());
+  }
   if (!policies.ok()) return fail("policies: " + policies.status().message());
+  if (in.value("to_json", false)) out["json"] = nlohmann::json::parse(policies->ToJson());
   std::string entities_json = in.contains("entities") ? in["entities"].dump() : "[]";
   auto entities = Entities::FromJson(entities_json);
   if (!entities.ok()) return fail(entities.status().message());

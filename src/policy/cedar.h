@@ -48,13 +48,58 @@ struct EntityRef {
   std::string id;
 };
 
-// A compiled, immutable policy set.
+// A link of a policy template (Cedar's template-linked policy): the policy `link_id` is the template
+// `template_id` with each slot ("?principal", "?resource") replaced by the given entity. The JSON form
+// (links.json, a JSON policy set's "templateLinks") is cedar-wasm's TemplateLink:
+//   {"templateId": "policy3", "newId": "alice-reads", "values": {"?principal": {"type": "User", "id":
+//   "alice"}}}
+struct TemplateLink {
+  std::string template_id;
+  std::string link_id;
+  std::vector<std::pair<std::string, EntityRef>> values;  // slot -> entity
+};
+
+// A compiled, immutable policy set: static policies and template-linked policies (both evaluated),
+// and the templates (not evaluated themselves; a template is a policy with `?principal` or
+// `?resource` in its scope, and nowhere else).
 class PolicySet {
  public:
-  // Parses Cedar policy text. Policies get the ids "policy0", "policy1", ... in text order (the ids
-  // the reference gives the policies of a set passed as one string). Errors: InvalidArgument with
-  // "line:column: message" of the first problem.
+  // Parses Cedar policy text of static policies only (a template is an error, as when the reference
+  // is given one `staticPolicies` string). Policies get the ids "policy0", "policy1", ... in text
+  // order (the reference's ids for such a set). Errors: InvalidArgument with "line:column: message"
+  // of the first problem.
   static Result<PolicySet> Parse(std::string_view text);
+
+  // Policy text that may hold templates too (a bundle's policies.cedar): policies and templates are
+  // numbered together "policy0", "policy1", ... in text order (as Cedar's PolicySet::from_str does),
+  // then `links` are linked. Link errors, as Cedar's: an unknown template (or a static policy named as
+  // one), a link id already used by a policy, template or link, a slot of the template not filled, a
+  // value for a slot the template lacks.
+  static Result<PolicySet> ParseWithTemplates(std::string_view text, const std::vector<TemplateLink>& links);
+
+  // A Cedar JSON policy set, in the shape cedar-wasm's PolicySet takes (docs/policy.md):
+  //   {"staticPolicies": "<text>" | {id: <policy>} | [<policy>...], "templates": {id: <template>},
+  //    "templateLinks": [<TemplateLink>...]}
+  // where a policy or template is Cedar text (exactly one) or its JSON form (EST, as the reference's
+  // policyToJson prints it). A single policy's JSON form alone (an object with "effect") is accepted
+  // too, as the static policy "policy0". Errors: InvalidArgument naming the policy.
+  static Result<PolicySet> FromJson(std::string_view json);
+
+  // A policy file by its name: "*.json" is a JSON policy set (FromJson), anything else Cedar text that
+  // may hold templates (ParseWithTemplates), linked by `links_json` (links.json's content; "" for none;
+  // with a JSON set its templateLinks are used instead, and links_json must be "").
+  static Result<PolicySet> FromFile(std::string_view name, std::string_view content,
+                                    std::string_view links_json = "");
+
+  // links.json: a JSON array of TemplateLink objects. Errors: InvalidArgument naming the link by position.
+  static Result<std::vector<TemplateLink>> ParseLinks(std::string_view json);
+
+  // The set as a Cedar JSON policy set: {"staticPolicies": {id: EST}, "templates": {id: EST},
+  // "templateLinks": [...]} (the last two only when not empty). FromJson reads it back to the same set.
+  std::string ToJson() const;
+
+  size_t template_count() const;
+  const std::string& template_id(size_t index) const;
 
   size_t size() const;
   const std::string& id(size_t index) const;
@@ -64,6 +109,8 @@ class PolicySet {
 
   // The policy is a permit annotated @require_approval.
   bool requires_approval(size_t index) const;
+  // For a template-linked policy, its template's id; empty for a static policy.
+  const std::string& template_of(size_t index) const;
 
   const CompiledPolicySet& compiled() const { return *impl_; }
 
@@ -117,6 +164,7 @@ class Request {
 //   RequestBuilder b;                                     // once per thread
 //   b.Reset().Principal("Agent", "a1").Action("Action", "call_tool").Resource("Tool", "search");
 //   b.Long("cost_cents", 3).BeginRecord("args").String("query", q).Long("max_results", 5).End();
+//   b.Ip("source_ip", "10.1.2.3").Decimal("price", "12.50").Datetime("now", "2024-10-15T11:38:02Z");
 //   if (!b.status().ok()) ...;                            // a bad type name, a duplicate key
 //   Authorize(policies, entities, b, &outcome);
 //
@@ -140,6 +188,18 @@ class RequestBuilder {
   RequestBuilder& Long(std::string_view key, int64_t value);
   RequestBuilder& Bool(std::string_view key, bool value);
   RequestBuilder& Entity(std::string_view key, std::string_view type, std::string_view id);
+  // Extension values from the strings Cedar's constructors take: ip("10.0.0.1"), ip("10.0.0.0/8"),
+  // decimal("12.50"), datetime("2024-10-15T11:38:02Z"), duration("1h30m"), with their rules; a string
+  // the constructor refuses sets the status (naming the key). Allocate nothing once warm.
+  RequestBuilder& Ip(std::string_view key, std::string_view text);
+  RequestBuilder& Decimal(std::string_view key, std::string_view text);
+  RequestBuilder& Datetime(std::string_view key, std::string_view text);
+  RequestBuilder& Duration(std::string_view key, std::string_view text);
+  // The same from numbers, without parsing: a decimal in ten-thousandths (12.5 is 125000), a datetime
+  // in milliseconds since the Unix epoch, a duration in milliseconds.
+  RequestBuilder& DecimalScaled(std::string_view key, int64_t ten_thousandths);
+  RequestBuilder& DatetimeMillis(std::string_view key, int64_t millis_since_epoch);
+  RequestBuilder& DurationMillis(std::string_view key, int64_t millis);
   RequestBuilder& BeginRecord(std::string_view key);
   RequestBuilder& BeginSet(std::string_view key);
   RequestBuilder& End();  // closes the record or set opened last

@@ -529,15 +529,36 @@ Decider::Decider(PolicySet policies, Entities entities, Limits limits)
 
 Result<Decider> Decider::FromFiles(const std::map<std::string, std::string>& files, LimitOptions options) {
   auto p = files.find("policies.cedar");
-  if (p == files.end()) return InvalidArgument("the bundle has no policies.cedar");
-  auto set = PolicySet::Parse(p->second);
-  if (!set.ok()) return set.status().WithContext("policies.cedar");
+  auto pj = files.find("policies.json");
+  auto lf = files.find("links.json");
+  Result<PolicySet> set = InvalidArgument("the bundle has no policies.cedar");
+  if (p != files.end()) {
+    if (pj != files.end()) return InvalidArgument("the bundle has both policies.cedar and policies.json");
+    std::vector<TemplateLink> links;
+    if (lf != files.end()) {
+      auto parsed = PolicySet::ParseLinks(lf->second);
+      if (!parsed.ok()) return parsed.status().WithContext("links.json");
+      links = std::move(*parsed);
+    }
+    set = PolicySet::ParseWithTemplates(p->second, links);
+    if (!set.ok())
+      return set.status().WithContext(lf != files.end() ? "policies.cedar, links.json" : "policies.cedar");
+  } else if (pj != files.end()) {
+    // The JSON policy set carries its own templateLinks.
+    if (lf != files.end())
+      return InvalidArgument("links.json goes with policies.cedar; policies.json has templateLinks");
+    set = PolicySet::FromJson(pj->second);
+    if (!set.ok()) return set.status().WithContext("policies.json");
+  } else {
+    return set.status();
+  }
+  const char* policy_file = p != files.end() ? "policies.cedar" : "policies.json";
   const CompiledPolicySet& c = set->compiled();
   for (const CompiledPolicy& policy : c.policies) {
     if (!policy.forbid) continue;
     for (const auto& [key, value] : policy.annotations) {
       if (key == kRequireApprovalAnnotation) {
-        return InvalidArgument("policies.cedar: " + std::to_string(policy.line) + ":" +
+        return InvalidArgument(std::string(policy_file) + ": " + std::to_string(policy.line) + ":" +
                                std::to_string(policy.col) +
                                ": @require_approval applies to permit policies only (" + policy.id + ")");
       }

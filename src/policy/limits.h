@@ -81,9 +81,12 @@ class Decider {
   Decider() = default;  // no policies: denies everything
   Decider(PolicySet policies, Entities entities, Limits limits);
 
-  // From a bundle's content files by name: "policies.cedar" (required), "entities.json" and
-  // "limits.json" (optional); other files (schema, ...) are ignored here. Errors name the file. A
-  // forbid annotated @require_approval is refused (the annotation applies to permits).
+  // From a bundle's content files by name: "policies.cedar" (static policies and templates, numbered
+  // policy0, policy1, ... in text order) with the optional "links.json" (template links, see
+  // PolicySet::ParseLinks), or instead "policies.json" (a Cedar JSON policy set, PolicySet::FromJson);
+  // "entities.json" and "limits.json" (optional); other files (schema, ...) are ignored here. Errors
+  // name the file. A forbid annotated @require_approval is refused (the annotation applies to
+  // permits; a template's annotations are its links').
   static Result<Decider> FromFiles(const std::map<std::string, std::string>& files,
                                    LimitOptions options = {});
 

@@ -285,9 +285,72 @@ const ExtInfo* FindExt(std::string_view name, bool method) {
   return nullptr;
 }
 
+}  // namespace
+
+// Constant folding: literal-only sets and records, and constructors of valid literal strings,
+// become literals (kids kept, `written` set, for printing). Invalid constructor arguments stay calls
+// so that the error is raised when the policy is evaluated, as the reference does.
+const Node* FoldLiteral(Node* n, Arena* arena) {
+  if (n->op == Op::kSetLit) {
+    std::vector<Value> elems;
+    for (const Node* k : n->kids) {
+      if (k->op != Op::kLit) return n;
+      elems.push_back(k->lit);
+    }
+    n->lit = arena->MakeSet(std::move(elems));
+    n->op = Op::kLit;
+    n->written = Op::kSetLit;
+    return n;
+  }
+  if (n->op == Op::kRecLit) {
+    std::vector<Field> fields;
+    for (size_t k = 0; k < n->kids.size(); ++k) {
+      if (n->kids[k]->op != Op::kLit) return n;
+      fields.push_back({n->keys[k], 0, n->kids[k]->lit});
+    }
+    n->lit = arena->MakeRecord(std::move(fields));
+    n->op = Op::kLit;
+    n->written = Op::kRecLit;
+    return n;
+  }
+  if (n->op != Op::kExt) return n;
+  if (n->kids.size() != 1 || n->kids[0]->op != Op::kLit || n->kids[0]->lit.kind != Kind::kString) return n;
+  const std::string& s = *n->kids[0]->lit.s;
+  std::string error;
+  int64_t v = 0;
+  switch (n->fn) {
+    case ExtFn::kIp: {
+      IpAddr ip;
+      if (!ParseIp(s, &ip, &error)) return n;
+      n->lit = Value::Ip(arena->New<IpAddr>(ip));
+      break;
+    }
+    case ExtFn::kDecimal:
+      if (!ParseDecimal(s, &v, &error)) return n;
+      n->lit = Value::Scalar(Kind::kDecimal, v);
+      break;
+    case ExtFn::kDatetime:
+      if (!ParseDatetime(s, &v, &error)) return n;
+      n->lit = Value::Scalar(Kind::kDatetime, v);
+      break;
+    case ExtFn::kDuration:
+      if (!ParseDuration(s, &v, &error)) return n;
+      n->lit = Value::Scalar(Kind::kDuration, v);
+      break;
+    default:
+      return n;
+  }
+  n->op = Op::kLit;
+  n->written = Op::kExt;
+  return n;
+}
+
+namespace {
+
 class Parser {
  public:
-  Parser(std::vector<Token> toks, CompiledPolicySet* out) : t_(std::move(toks)), out_(out) {}
+  Parser(std::vector<Token> toks, CompiledPolicySet* out, std::vector<CompiledPolicy>* items)
+      : t_(std::move(toks)), out_(out), items_(items) {}
 
   bool ParseAll(ParseError* err) {
     while (Peek().kind != Tok::kEnd) {
@@ -341,8 +404,8 @@ class Parser {
 
   bool ParsePolicy() {
     nodes_at_policy_start_ = out_->nodes.size();
+    slot_line_ = slot_col_ = 0;
     CompiledPolicy pol;
-    pol.id = "policy" + std::to_string(out_->policies.size());
     pol.line = Peek().line;
     pol.col = Peek().col;
     while (Peek().kind == Tok::kAt) {
@@ -350,6 +413,7 @@ class Parser {
       if (Peek().kind != Tok::kIdent) return Fail(Peek(), "expected an annotation name after `@`");
       std::string key(Next().text);
       std::string value;
+      bool bare = Peek().kind != Tok::kLParen;
       if (Peek().kind == Tok::kLParen) {
         Next();
         if (Peek().kind != Tok::kStr) return Fail(Peek(), "expected a string as the annotation value");
@@ -360,6 +424,7 @@ class Parser {
         if (kv.first == key) return Fail(at, "duplicate annotation: @" + key);
       }
       pol.annotations.emplace_back(std::move(key), std::move(value));
+      pol.bare_annotation.push_back(bare ? 1 : 0);
     }
     const Token& eff = Peek();
     if (IsIdent(eff, "permit")) {
@@ -383,6 +448,7 @@ class Parser {
     while (IsIdent(Peek(), "when") || IsIdent(Peek(), "unless")) {
       Condition c;
       c.when = Next().text == "when";
+      clause_ = c.when ? "when" : "unless";
       if (!Expect(Tok::kLBrace, "`{`")) return false;
       if (Peek().kind == Tok::kRBrace)
         return Fail(Peek(), "a condition needs an expression between `{` and `}`");
@@ -401,7 +467,9 @@ class Parser {
         return Fail(eff, "expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
       }
     }
-    out_->policies.push_back(std::move(pol));
+    pol.slot_line = slot_line_;
+    pol.slot_col = slot_col_;
+    items_->push_back(std::move(pol));
     return true;
   }
 
@@ -416,12 +484,13 @@ class Parser {
       return Fail(v, std::string("expected `") + var + "`, found " + Describe(v));
     }
     Next();
+    list_ = false;
     bool is_action = std::strcmp(var, "action") == 0;
     const Token& op = Peek();
     if (op.kind == Tok::kEq2) {
       Next();
       const Uid* uid = nullptr;
-      if (!ScopeEntity(is_action, &uid)) return false;
+      if (!ScopeEntity(var, is_action, &uid, &sc->slot)) return false;
       sc->kind = ScopeConstraint::kEq;
       sc->uid = uid;
       return true;
@@ -436,7 +505,7 @@ class Parser {
       if (IsIdent(Peek(), "in")) {
         Next();
         const Uid* uid = nullptr;
-        if (!ScopeEntity(false, &uid)) return false;
+        if (!ScopeEntity(var, false, &uid, &sc->slot)) return false;
         sc->kind = ScopeConstraint::kIsIn;
         sc->uid = uid;
       }
@@ -444,6 +513,7 @@ class Parser {
     }
     if (IsIdent(op, "in")) {
       Next();
+      list_ = true;
       if (Peek().kind == Tok::kLBracket) {
         if (!is_action)
           return Fail(Peek(), "expected single entity uid or template slot, found set of entity uids");
@@ -452,7 +522,7 @@ class Parser {
         sc->list = true;
         while (Peek().kind != Tok::kRBracket) {
           const Uid* uid = nullptr;
-          if (!ScopeEntity(true, &uid)) return false;
+          if (!ScopeEntity(var, true, &uid, nullptr)) return false;
           sc->uids.push_back(uid);
           if (Peek().kind == Tok::kComma) {
             Next();
@@ -464,7 +534,7 @@ class Parser {
         return true;
       }
       const Uid* uid = nullptr;
-      if (!ScopeEntity(is_action, &uid)) return false;
+      if (!ScopeEntity(var, is_action, &uid, &sc->slot)) return false;
       sc->kind = ScopeConstraint::kIn;
       sc->uid = uid;
       return true;
@@ -473,9 +543,30 @@ class Parser {
     return true;
   }
 
-  bool ScopeEntity(bool action, const Uid** out) {
+  // An entity uid, or (principal and resource, `slot` given) the matching template slot.
+  bool ScopeEntity(const char* var, bool action, const Uid** out, ScopeConstraint::Slot* slot) {
     const Token& at = Peek();
-    if (at.kind == Tok::kQuestion) return Fail(at, "static policy set includes a template");
+    if (at.kind == Tok::kQuestion) {
+      if (action || !slot) {
+        return Fail(at, list_ ? "expected single entity uid or set of entity uids, found template slot"
+                              : "expected single entity uid, found template slot");
+      }
+      Next();
+      if (Peek().kind != Tok::kIdent) return Fail(Peek(), "expected a slot name after `?`");
+      std::string_view name = Next().text;
+      if (name != var) {
+        return Fail(at, "expected an entity uid or matching template slot, found ?" + std::string(name) +
+                            " instead of ?" + var);
+      }
+      *slot = std::strcmp(var, "principal") == 0 ? ScopeConstraint::kPrincipalSlot
+                                                 : ScopeConstraint::kResourceSlot;
+      if (slot_line_ == 0) {
+        slot_line_ = at.line;
+        slot_col_ = at.col;
+      }
+      *out = nullptr;
+      return true;
+    }
     std::string type;
     if (!ParsePath(&type)) return false;
     if (Peek().kind != Tok::kColon2 || Peek(1).kind != Tok::kStr) {
@@ -719,6 +810,11 @@ class Parser {
       g->kids = {base};
       base = g;
     }
+    if (path.size() > 1) {
+      Node* top = const_cast<Node*>(result);
+      top->written = Op::kHas;
+      top->keys = std::move(path);
+    }
     return result;
   }
 
@@ -942,7 +1038,7 @@ class Parser {
           }
         }
         Next();
-        return FoldSet(n);
+        return FoldLiteral(n, &out_->arena);
       }
       case Tok::kLBrace: {
         Next();
@@ -973,10 +1069,16 @@ class Parser {
           }
         }
         Next();
-        return FoldRecord(n);
+        return FoldLiteral(n, &out_->arena);
       }
       case Tok::kIdent:
         break;
+      case Tok::kQuestion:
+        if (Peek(1).kind == Tok::kIdent && (Peek(1).text == "principal" || Peek(1).text == "resource")) {
+          return FailN(t, "found template slot ?" + std::string(Peek(1).text) + " in a `" + clause_ +
+                              "` clause (slots are only allowed in the scope)");
+        }
+        return FailN(t, "unexpected token " + Describe(t));
       default:
         return FailN(t, "unexpected token " + Describe(t));
     }
@@ -1012,7 +1114,7 @@ class Parser {
       n->expected_args = ext->args;
       n->name = ext->name;
       n->kids = std::move(args);
-      return FoldConstructor(n);
+      return FoldLiteral(n, &out_->arena);
     }
     static const char* kVars[] = {"principal", "action", "resource", "context"};
     for (uint8_t k = 0; k < 4; ++k) {
@@ -1028,65 +1130,13 @@ class Parser {
     return FailN(t, "invalid variable: " + std::string(t.text));
   }
 
-  // Constant folding: literal-only sets and records, and constructors of valid literal strings,
-  // become literals. Invalid constructor arguments stay calls so that the error is raised when the
-  // policy is evaluated, as the reference does.
-  const Node* FoldSet(Node* n) {
-    std::vector<Value> elems;
-    for (const Node* k : n->kids) {
-      if (k->op != Op::kLit) return n;
-      elems.push_back(k->lit);
-    }
-    n->lit = out_->arena.MakeSet(std::move(elems));
-    n->op = Op::kLit;
-    return n;
-  }
-
-  const Node* FoldRecord(Node* n) {
-    std::vector<Field> fields;
-    for (size_t k = 0; k < n->kids.size(); ++k) {
-      if (n->kids[k]->op != Op::kLit) return n;
-      fields.push_back({n->keys[k], 0, n->kids[k]->lit});
-    }
-    n->lit = out_->arena.MakeRecord(std::move(fields));
-    n->op = Op::kLit;
-    return n;
-  }
-
-  const Node* FoldConstructor(Node* n) {
-    if (n->kids.size() != 1 || n->kids[0]->op != Op::kLit || n->kids[0]->lit.kind != Kind::kString) return n;
-    const std::string& s = *n->kids[0]->lit.s;
-    std::string error;
-    int64_t v = 0;
-    switch (n->fn) {
-      case ExtFn::kIp: {
-        IpAddr ip;
-        if (!ParseIp(s, &ip, &error)) return n;
-        n->lit = Value::Ip(out_->arena.New<IpAddr>(ip));
-        break;
-      }
-      case ExtFn::kDecimal:
-        if (!ParseDecimal(s, &v, &error)) return n;
-        n->lit = Value::Scalar(Kind::kDecimal, v);
-        break;
-      case ExtFn::kDatetime:
-        if (!ParseDatetime(s, &v, &error)) return n;
-        n->lit = Value::Scalar(Kind::kDatetime, v);
-        break;
-      case ExtFn::kDuration:
-        if (!ParseDuration(s, &v, &error)) return n;
-        n->lit = Value::Scalar(Kind::kDuration, v);
-        break;
-      default:
-        return n;
-    }
-    n->op = Op::kLit;
-    return n;
-  }
-
   std::vector<Token> t_;
   size_t p_ = 0;
   CompiledPolicySet* out_;
+  std::vector<CompiledPolicy>* items_;
+  const char* clause_ = "when";
+  uint32_t slot_line_ = 0, slot_col_ = 0;
+  bool list_ = false;  // inside `action in [..]`
   bool failed_ = false;
   ParseError err_{0, 0, ""};
   int depth_ = 0;
@@ -1135,7 +1185,8 @@ bool UnescapeCedar(std::string_view body, bool pattern, std::string* out, std::v
   auto push = [&](const std::string& piece, bool wildcard) {
     if (!pat) return;
     if (wildcard) {
-      if (pat->empty() || !pat->back().wildcard) pat->push_back({true, ""});
+      // Consecutive wildcards are kept apart (they match as one) so that the policy prints as written.
+      pat->push_back({true, ""});
       return;
     }
     if (pat->empty() || pat->back().wildcard) pat->push_back({false, ""});
@@ -1286,16 +1337,38 @@ void CompiledPolicySet::BuildIndex() {
   }
 }
 
-Result<std::shared_ptr<CompiledPolicySet>> ParsePolicySet(std::string_view text) {
+const char* SlotName(ScopeConstraint::Slot slot) {
+  return slot == ScopeConstraint::kResourceSlot ? "?resource" : "?principal";
+}
+
+bool IsTemplate(const CompiledPolicy& p) {
+  return p.principal.slot != ScopeConstraint::kNoSlot || p.resource.slot != ScopeConstraint::kNoSlot;
+}
+
+Status ParsePolicyText(std::string_view text, CompiledPolicySet* set, std::vector<CompiledPolicy>* out) {
   std::vector<Token> tokens;
   ParseError err{0, 0, ""};
   if (!Lexer(text).Run(&tokens, &err)) {
     return InvalidArgument(std::to_string(err.line) + ":" + std::to_string(err.col) + ": " + err.message);
   }
-  auto set = std::make_shared<CompiledPolicySet>();
-  Parser parser(std::move(tokens), set.get());
+  Parser parser(std::move(tokens), set, out);
   if (!parser.ParseAll(&err)) {
     return InvalidArgument(std::to_string(err.line) + ":" + std::to_string(err.col) + ": " + err.message);
+  }
+  return OkStatus();
+}
+
+Result<std::shared_ptr<CompiledPolicySet>> ParsePolicySet(std::string_view text) {
+  auto set = std::make_shared<CompiledPolicySet>();
+  std::vector<CompiledPolicy> items;
+  GOVERN_RETURN_IF_ERROR(ParsePolicyText(text, set.get(), &items));
+  for (CompiledPolicy& p : items) {
+    if (IsTemplate(p)) {
+      return InvalidArgument(std::to_string(p.slot_line) + ":" + std::to_string(p.slot_col) +
+                             ": static policy set includes a template");
+    }
+    p.id = "policy" + std::to_string(set->policies.size());
+    set->policies.push_back(std::move(p));
   }
   set->BuildIndex();
   return set;

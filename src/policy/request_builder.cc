@@ -9,6 +9,7 @@
 
 #include "policy/cedar.h"
 #include "policy/entity_store.h"
+#include "policy/extensions.h"
 
 namespace govern::policy {
 
@@ -28,6 +29,9 @@ struct RequestBuilder::State {
   size_t n_records = 0;
   std::vector<std::unique_ptr<SetData>> sets;
   size_t n_sets = 0;
+  std::vector<std::unique_ptr<IpAddr>> ips;
+  size_t n_ips = 0;
+  std::string error;  // an extension constructor's complaint
 
   struct Frame {
     RecordData* rec;
@@ -46,7 +50,7 @@ struct RequestBuilder::State {
 
   void ClearContext() {
     root.fields.clear();
-    n_strings = n_ents = n_records = n_sets = 0;
+    n_strings = n_ents = n_records = n_sets = n_ips = 0;
     stack.clear();
     stack.push_back({&root, nullptr});
     if (general) {
@@ -455,6 +459,66 @@ RequestBuilder& RequestBuilder::Entity(std::string_view key, std::string_view ty
   s_->Add(key, Value::Entity(u));
   return *this;
 }
+namespace {
+
+// The reference's message prefix for a constructor's error (as CallExtension words it).
+Status BadExtension(std::string_view key, const char* fn, std::string_view text, const std::string& error) {
+  return InvalidArgument("context: `" + std::string(key) + "`: " + fn + "(\"" + std::string(text) +
+                         "\"): " + error);
+}
+
+}  // namespace
+
+RequestBuilder& RequestBuilder::Ip(std::string_view key, std::string_view text) {
+  if (!s_->status.ok()) return *this;
+  IpAddr* ip = State::Take(s_->ips, s_->n_ips);
+  if (!ParseIp(text, ip, &s_->error)) {
+    s_->Fail(BadExtension(key, "ip", text, s_->error));
+    return *this;
+  }
+  s_->Add(key, Value::Ip(ip));
+  return *this;
+}
+RequestBuilder& RequestBuilder::Decimal(std::string_view key, std::string_view text) {
+  int64_t v = 0;
+  if (!s_->status.ok()) return *this;
+  if (!ParseDecimal(text, &v, &s_->error)) {
+    s_->Fail(BadExtension(key, "decimal", text, s_->error));
+    return *this;
+  }
+  return DecimalScaled(key, v);
+}
+RequestBuilder& RequestBuilder::Datetime(std::string_view key, std::string_view text) {
+  int64_t v = 0;
+  if (!s_->status.ok()) return *this;
+  if (!ParseDatetime(text, &v, &s_->error)) {
+    s_->Fail(BadExtension(key, "datetime", text, s_->error));
+    return *this;
+  }
+  return DatetimeMillis(key, v);
+}
+RequestBuilder& RequestBuilder::Duration(std::string_view key, std::string_view text) {
+  int64_t v = 0;
+  if (!s_->status.ok()) return *this;
+  if (!ParseDuration(text, &v, &s_->error)) {
+    s_->Fail(BadExtension(key, "duration", text, s_->error));
+    return *this;
+  }
+  return DurationMillis(key, v);
+}
+RequestBuilder& RequestBuilder::DecimalScaled(std::string_view key, int64_t ten_thousandths) {
+  s_->Add(key, Value::Scalar(Kind::kDecimal, ten_thousandths));
+  return *this;
+}
+RequestBuilder& RequestBuilder::DatetimeMillis(std::string_view key, int64_t millis_since_epoch) {
+  s_->Add(key, Value::Scalar(Kind::kDatetime, millis_since_epoch));
+  return *this;
+}
+RequestBuilder& RequestBuilder::DurationMillis(std::string_view key, int64_t millis) {
+  s_->Add(key, Value::Scalar(Kind::kDuration, millis));
+  return *this;
+}
+
 RequestBuilder& RequestBuilder::BeginRecord(std::string_view key) {
   s_->Open(key, false);
   return *this;

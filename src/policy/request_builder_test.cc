@@ -257,5 +257,64 @@ TEST(RequestBuilderTest, DecidesLikeRequestOnTheCorpusShapes) {
   }
 }
 
+// Extension values set without JSON decide as the same values written as __extn escapes.
+TEST(RequestBuilderTest, ExtensionValuesWithoutJson) {
+  auto set = PolicySet::Parse(R"(
+    permit(principal, action, resource) when {
+      context.src.isInRange(ip("10.0.0.0/8")) && context.price.lessThan(decimal("20.0")) &&
+      context.now < datetime("2025-01-01") && context.wait <= duration("2h") &&
+      context.net == ip("192.168.0.0/16") && context.exact == decimal("12.5") &&
+      context.at == datetime("2024-06-01T12:00:00Z") && context.d == duration("90m") };)");
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  Entities ents;
+  RequestBuilder b;
+  Outcome fast, slow;
+  for (const char* src : {"10.1.2.3", "11.0.0.1"}) {
+    Uids(b.Reset()).Ip("src", src).Decimal("price", "12.50").Datetime("now", "2024-10-15T11:38:02Z");
+    b.Duration("wait", "1h30m").Ip("net", "192.168.0.0/16");
+    b.DecimalScaled("exact", 125000).DatetimeMillis("at", 1717243200000).DurationMillis("d", 90 * 60 * 1000);
+    ASSERT_TRUE(b.status().ok()) << b.status().message();
+    std::string ctx = std::string(R"({"src": {"__extn": {"fn": "ip", "arg": ")") + src + R"("}},
+      "price": {"__extn": {"fn": "decimal", "arg": "12.50"}},
+      "now": {"__extn": {"fn": "datetime", "arg": "2024-10-15T11:38:02Z"}},
+      "wait": {"__extn": {"fn": "duration", "arg": "1h30m"}},
+      "net": {"__extn": {"fn": "ip", "arg": "192.168.0.0/16"}},
+      "exact": {"__extn": {"fn": "decimal", "arg": "12.5"}},
+      "at": {"__extn": {"fn": "datetime", "arg": "2024-06-01T12:00:00Z"}},
+      "d": {"__extn": {"fn": "duration", "arg": "90m"}}})";
+    Authorize(*set, ents, b, &fast);
+    Authorize(*set, ents, MakeOrDie(ctx), &slow);
+    EXPECT_EQ(fast.decision, slow.decision) << src;
+    EXPECT_EQ(fast.decision, std::string(src) == "10.1.2.3" ? Decision::kAllow : Decision::kDeny) << src;
+    EXPECT_TRUE(fast.errors.empty());
+    auto built = b.Build();
+    ASSERT_TRUE(built.ok());
+    Authorize(*set, ents, *built, &slow);
+    EXPECT_EQ(fast.decision, slow.decision);
+  }
+}
+
+TEST(RequestBuilderTest, BadExtensionStringsSetTheStatus) {
+  RequestBuilder b;
+  struct Case {
+    void (*set)(RequestBuilder&);
+    const char* want;
+  } cases[] = {
+      {[](RequestBuilder& x) { x.Ip("a", "10.0.0.256"); }, "`a`: ip(\"10.0.0.256\")"},
+      {[](RequestBuilder& x) { x.Decimal("b", "1.00001"); }, "`b`: decimal("},
+      {[](RequestBuilder& x) { x.Datetime("c", "2023-02-29"); }, "`c`: datetime("},
+      {[](RequestBuilder& x) { x.Duration("d", "1h1d"); }, "`d`: duration("},
+      {[](RequestBuilder& x) { x.Ip("e", "::1").Ip("e", "::2"); }, "duplicate key `e`"},
+  };
+  for (const Case& c : cases) {
+    Uids(b.Reset());
+    c.set(b);
+    ASSERT_FALSE(b.status().ok()) << c.want;
+    EXPECT_NE(b.status().message().find(c.want), std::string::npos) << b.status().message();
+  }
+  Uids(b.Reset()).Ip("ok", "::1");
+  EXPECT_TRUE(b.status().ok());  // Reset clears the status
+}
+
 }  // namespace
 }  // namespace govern::policy

@@ -110,6 +110,13 @@ class Checker {
   Checker(const Schema& schema, const CompiledPolicy& policy, std::vector<ValidationIssue>* errors)
       : schema_(schema), policy_(policy), errors_(errors), first_error_(errors->size()) {}
 
+  // A template link's slot values (the rest of a linked policy is its template's, checked as such).
+  void CheckLinkValues(const TemplateLinkData& link) {
+    for (const Uid* u : {link.principal, link.resource}) {
+      if (u) CheckUid(*u, policy_.line, policy_.col);
+    }
+  }
+
   // Unknown entity types, actions and enumerated ids anywhere in the policy (the reference checks these
   // before and apart from type checking).
   void CheckNames() {
@@ -194,14 +201,15 @@ class Checker {
     switch (sc.kind) {
       case ScopeConstraint::kAny:
         return true;
+      // A template's slot may be filled with any entity: it allows every type (`is T in ?slot`: T).
       case ScopeConstraint::kEq:
-        return sc.uid && sc.uid->type == type;
+        return sc.slot != ScopeConstraint::kNoSlot || (sc.uid && sc.uid->type == type);
       case ScopeConstraint::kIn:
-        return sc.uid && in(sc.uid->type);
+        return sc.slot != ScopeConstraint::kNoSlot || (sc.uid && in(sc.uid->type));
       case ScopeConstraint::kIs:
         return sc.type == type;
       case ScopeConstraint::kIsIn:
-        return sc.type == type && sc.uid && in(sc.uid->type);
+        return sc.type == type && (sc.slot != ScopeConstraint::kNoSlot || (sc.uid && in(sc.uid->type)));
     }
     return false;
   }
@@ -947,7 +955,15 @@ ValidationResult ValidatePolicies(const Schema& schema, const PolicySet& policie
       for (const auto& r : a.resources) envs.push_back(Env{p, r, &a});
     }
   }
+  // As the reference: static policies and templates are type-checked (a template's slots stand for any
+  // entity), and of a template-linked policy only the slot values are checked, under the link's id.
+  std::vector<const CompiledPolicy*> checked;
   for (const CompiledPolicy& policy : set.policies) {
+    if (policy.template_index < 0) checked.push_back(&policy);
+  }
+  for (const CompiledPolicy& t : set.templates) checked.push_back(&t);
+  for (const CompiledPolicy* p : checked) {
+    const CompiledPolicy& policy = *p;
     Checker c(schema, policy, &out.errors);
     c.CheckNames();
     size_t applicable = 0, impossible = 0;
@@ -973,6 +989,10 @@ ValidationResult ValidatePolicies(const Schema& schema, const PolicySet& policie
                                   "valid requests",
                               policy.line, policy.col});
     }
+  }
+  for (const TemplateLinkData& link : set.links) {
+    Checker c(schema, set.policies[link.policy], &out.errors);
+    c.CheckLinkValues(link);
   }
   return out;
 }

@@ -297,5 +297,27 @@ TEST(ValidatorTest, ConformRewritesSchemaTypedValues) {
   EXPECT_EQ(Authorize(*policies, *entities, *request).decision, Decision::kAllow);
 }
 
+// As the reference (cedar-wasm 4.13 `validate` with templates and templateLinks): templates are
+// type-checked with their slots standing for any entity, errors under the template's id; of a link only
+// the slot values are checked, under the link's id.
+TEST(ValidatorTest, TemplatesAndLinks) {
+  auto set = PolicySet::ParseWithTemplates(
+      R"(permit(principal == ?principal, action == Action::"read", resource) when { principal.age == "x" };
+         permit(principal in ?principal, action == Action::"read", resource in ?resource) when { principal.age > 1 };
+         permit(principal is User in ?principal, action == Action::"read", resource);)",
+      {{"policy1", "good", {{"?principal", {"Team", "t"}}, {"?resource", {"Doc", "d"}}}},
+       {"policy1", "odd-but-fine", {{"?principal", {"Doc", "d"}}, {"?resource", {"Doc", "d"}}}},
+       {"policy1", "unknown", {{"?principal", {"Nope", "x"}}, {"?resource", {"Doc", "d"}}}}});
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  ValidationResult r = ValidatePolicies(TheSchema(), *set);
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0].policy_id, "policy0");
+  EXPECT_NE(r.errors[0].message.find("not compatible"), std::string::npos) << r.errors[0].message;
+  EXPECT_EQ(r.errors[1].policy_id, "unknown");
+  EXPECT_NE(r.errors[1].message.find("unrecognized entity type `Nope`"), std::string::npos)
+      << r.errors[1].message;
+  EXPECT_TRUE(r.warnings.empty());
+}
+
 }  // namespace
 }  // namespace govern::policy

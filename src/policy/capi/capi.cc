@@ -23,6 +23,7 @@
 #include "policy/capi/govern_policy.h"
 #include "policy/capi/recorder.h"
 #include "policy/cedar.h"
+#include "policy/extensions.h"
 #include "policy/limits.h"
 
 namespace {
@@ -37,6 +38,9 @@ constexpr std::string_view kKind = "policy";
 constexpr std::string_view kPoliciesFile = "policies.cedar";
 constexpr std::string_view kEntitiesFile = "entities.json";
 constexpr std::string_view kLimitsFile = "limits.json";
+// Template links beside policies.cedar, or a Cedar JSON policy set instead of it (Decider::FromFiles).
+constexpr std::string_view kLinksFile = "links.json";
+constexpr std::string_view kPoliciesJsonFile = "policies.json";
 
 // What decisions read: one bundle's policies, entities and limits (a Decider), published as a whole.
 struct State {
@@ -66,7 +70,7 @@ using Slot = bundle::BundleSlot<StatePtr>;
 
 Result<StatePtr> CompileBundle(const bundle::Bundle& b, std::shared_ptr<policy::LimitCounters> counters) {
   std::map<std::string, std::string> files;
-  for (std::string_view name : {kPoliciesFile, kEntitiesFile, kLimitsFile}) {
+  for (std::string_view name : {kPoliciesFile, kEntitiesFile, kLimitsFile, kLinksFile, kPoliciesJsonFile}) {
     if (const std::string* f = b.File(name)) files.emplace(std::string(name), *f);
   }
   auto s = Compile(files, b.version(), b.manifest().org, std::move(counters));
@@ -338,6 +342,75 @@ int TypedSet(govern_policy_result* r, const char* key, F&& f) noexcept {
     r->typed_error = "out of memory";
     return GOVERN_POLICY_ERR_NO_MEMORY;
   }
+}
+
+// The decision log's JSON for an extension value: {"__extn":{"fn":F,"arg":TEXT}}.
+void AppendExtnJson(const char* fn, std::string_view text, std::string* out) {
+  out->append("{\"__extn\":{\"fn\":\"");
+  out->append(fn);
+  out->append("\",\"arg\":");
+  AppendJsonString(text, out);
+  out->append("}}");
+}
+
+// Milliseconds since the epoch as Cedar's datetime text, "YYYY-MM-DDTHH:MM:SS.mmmZ" (proleptic
+// Gregorian calendar, days-to-civil after Howard Hinnant's algorithm).
+std::string DatetimeText(int64_t millis) {
+  int64_t ms = millis % 1000;
+  int64_t secs = millis / 1000;
+  if (ms < 0) {
+    ms += 1000;
+    secs -= 1;
+  }
+  int64_t days = secs / 86400;
+  int64_t sod = secs % 86400;
+  if (sod < 0) {
+    sod += 86400;
+    days -= 1;
+  }
+  int64_t z = days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t y = yoe + era * 400;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int64_t d = doy - (153 * mp + 2) / 5 + 1;
+  int64_t m = mp < 10 ? mp + 3 : mp - 9;
+  if (m <= 2) y += 1;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
+                static_cast<long long>(y), static_cast<long long>(m), static_cast<long long>(d),
+                static_cast<long long>(sod / 3600), static_cast<long long>(sod / 60 % 60),
+                static_cast<long long>(sod % 60), static_cast<long long>(ms));
+  return buf;
+}
+
+// An extension value from its constructor's text (govern_policy_request_ip and the like).
+int TypedExtension(govern_policy_result* r, const char* key, const char* fn, const char* text) noexcept {
+  return TypedSet(r, key, [&](std::string_view k) {
+    if (text == nullptr) {
+      r->typed_error = "an extension value (text) is NULL";
+      return int{GOVERN_POLICY_ERR_INVALID_ARGUMENT};
+    }
+    std::string_view v(text);
+    AppendExtnJson(fn, v, &r->typed_json);
+    switch (fn[1]) {
+      case 'p':
+        r->builder.Ip(k, v);
+        break;
+      case 'e':
+        r->builder.Decimal(k, v);
+        break;
+      case 'a':
+        r->builder.Datetime(k, v);
+        break;
+      default:
+        r->builder.Duration(k, v);
+        break;
+    }
+    return int{GOVERN_POLICY_OK};
+  });
 }
 
 }  // namespace
@@ -619,6 +692,47 @@ int govern_policy_request_bool(govern_policy_result* r, const char* key, int val
   return TypedSet(r, key, [&](std::string_view k) {
     r->typed_json.append(value ? "true" : "false");
     r->builder.Bool(k, value != 0);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_ip(govern_policy_result* r, const char* key, const char* text) {
+  return TypedExtension(r, key, "ip", text);
+}
+int govern_policy_request_decimal(govern_policy_result* r, const char* key, const char* text) {
+  return TypedExtension(r, key, "decimal", text);
+}
+int govern_policy_request_datetime(govern_policy_result* r, const char* key, const char* text) {
+  return TypedExtension(r, key, "datetime", text);
+}
+int govern_policy_request_duration(govern_policy_result* r, const char* key, const char* text) {
+  return TypedExtension(r, key, "duration", text);
+}
+
+int govern_policy_request_decimal_scaled(govern_policy_result* r, const char* key, int64_t ten_thousandths) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    AppendExtnJson("decimal", policy::DecimalToString(ten_thousandths), &r->typed_json);
+    r->builder.DecimalScaled(k, ten_thousandths);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_datetime_millis(govern_policy_result* r, const char* key, int64_t millis) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    AppendExtnJson("datetime", DatetimeText(millis), &r->typed_json);
+    r->builder.DatetimeMillis(k, millis);
+    return int{GOVERN_POLICY_OK};
+  });
+}
+
+int govern_policy_request_duration_millis(govern_policy_result* r, const char* key, int64_t millis) {
+  return TypedSet(r, key, [&](std::string_view k) {
+    char buf[32];
+    auto end = std::to_chars(buf, buf + sizeof buf, millis).ptr;
+    std::string text(buf, static_cast<size_t>(end - buf));
+    text += "ms";
+    AppendExtnJson("duration", text, &r->typed_json);
+    r->builder.DurationMillis(k, millis);
     return int{GOVERN_POLICY_OK};
   });
 }

@@ -262,7 +262,7 @@ struct Bundles {
   }
   std::string Make(uint64_t version, const std::string& policies,
                    const govern::bundle::SigningKey* key = nullptr, const std::string& org = "acme",
-                   const std::string& limits = "") {
+                   const std::string& limits = "", const std::string& links = "") {
     govern::bundle::BuildInput in;
     in.kind = "policy";
     in.org = org;
@@ -271,6 +271,7 @@ struct Bundles {
     in.files["policies.cedar"] = policies;
     in.files["entities.json"] = kEntities;
     if (!limits.empty()) in.files["limits.json"] = limits;
+    if (!links.empty()) in.files["links.json"] = links;
     auto r = govern::bundle::Build(in, {key ? key : &trusted});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : "";
@@ -288,6 +289,33 @@ int Decide(govern_policy_engine* e, govern_policy_result* r) {
   int rc = govern_policy_decide(e, r, "Agent", "ada", "Action", "call_tool", "Tool", "web_search", "{}");
   EXPECT_EQ(rc, GOVERN_POLICY_OK) << govern_policy_result_message(r);
   return govern_policy_result_decision(r);
+}
+
+// A bundle's links.json links the templates of its policies.cedar; the reason names the link.
+TEST(PolicyCapi, BundleTemplateLinks) {
+  Bundles b;
+  std::string v1 = b.Make(1, "permit (principal in ?principal, action, resource == Tool::\"web_search\");",
+                          nullptr, "acme", "",
+                          R"([{"templateId": "policy0", "newId": "research-search",
+                               "values": {"?principal": {"type": "Team", "id": "research"}}}])");
+  const char* keys[] = {b.key_path.c_str()};
+  govern_policy_engine* e = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(govern_policy_engine_from_bundle_bytes(keys, 1, "acme", v1.data(), v1.size(), &e, &err),
+            GOVERN_POLICY_OK)
+      << Take(err);
+  govern_policy_result* r = govern_policy_result_new();
+  EXPECT_EQ(Decide(e, r), GOVERN_POLICY_ALLOW);
+  ASSERT_EQ(govern_policy_result_reason_count(r), 1u);
+  EXPECT_STREQ(govern_policy_result_reason(r, 0), "research-search");
+  // A link to a template that is not there: refused, the old bundle keeps serving.
+  std::string v2 = b.Make(2, "permit (principal in ?principal, action, resource);", nullptr, "acme", "",
+                          R"([{"templateId": "policy7", "newId": "x", "values": {}}])");
+  EXPECT_NE(govern_policy_engine_swap_bundle_bytes(e, v2.data(), v2.size(), &err), GOVERN_POLICY_OK);
+  EXPECT_NE(std::string(Take(err)).find("links.json"), std::string::npos);
+  EXPECT_EQ(Decide(e, r), GOVERN_POLICY_ALLOW);
+  govern_policy_engine_free(e);
+  govern_policy_result_free(r);
 }
 
 TEST(PolicyCapi, BundleEngineSwapsAndRefuses) {
@@ -710,6 +738,43 @@ TEST(PolicyCapi, DecisionLogRecordsApprovalAndLimitOutcomes) {
   EXPECT_EQ(got[4].decision, RecordedDecision::kDeny);
   EXPECT_EQ(got[4].determining_policies, V{"policy0"});
   for (const auto& d : got) EXPECT_EQ(d.bundle_version, 5u);
+}
+
+// Extension values set without JSON decide as their __extn JSON does; bad text is a REQUEST error.
+TEST(PolicyCapi, TypedExtensionValues) {
+  constexpr const char* kPolicy = R"(permit (principal, action, resource) when {
+  context.src.isInRange(ip("10.0.0.0/8")) && context.price.lessThan(decimal("20.0")) &&
+  context.now < datetime("2025-01-01") && context.wait <= duration("2h") &&
+  context.exact == decimal("12.5") && context.at == datetime("2024-06-01T12:00:00.250Z") &&
+  context.d == duration("-90m") };)";
+  govern_policy_engine* e = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(govern_policy_engine_from_text(kPolicy, "[]", &e, &err), GOVERN_POLICY_OK) << Take(err);
+  govern_policy_result* r = govern_policy_result_new();
+  for (const char* src : {"10.1.2.3", "11.0.0.1"}) {
+    ASSERT_EQ(govern_policy_request_begin(r, "Agent", "a", "Action", "x", "Tool", "t"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_ip(r, "src", src), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_decimal(r, "price", "12.50"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_datetime(r, "now", "2024-10-15T11:38:02Z"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_duration(r, "wait", "1h30m"), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_decimal_scaled(r, "exact", 125000), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_datetime_millis(r, "at", 1717243200250), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_request_duration_millis(r, "d", -90 * 60 * 1000), GOVERN_POLICY_OK);
+    ASSERT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_OK) << govern_policy_result_message(r);
+    int want = std::string(src) == "10.1.2.3" ? GOVERN_POLICY_ALLOW : GOVERN_POLICY_DENY;
+    EXPECT_EQ(govern_policy_result_decision(r), want) << src;
+    EXPECT_EQ(govern_policy_result_error_count(r), 0u);
+  }
+  ASSERT_EQ(govern_policy_request_begin(r, "Agent", "a", "Action", "x", "Tool", "t"), GOVERN_POLICY_OK);
+  ASSERT_EQ(govern_policy_request_ip(r, "src", "10.0.0.256"), GOVERN_POLICY_OK);
+  EXPECT_EQ(govern_policy_decide_request(e, r), GOVERN_POLICY_ERR_REQUEST);
+  EXPECT_NE(std::string(govern_policy_result_message(r)).find("`src`"), std::string::npos)
+      << govern_policy_result_message(r);
+  ASSERT_EQ(govern_policy_request_begin(r, "Agent", "a", "Action", "x", "Tool", "t"), GOVERN_POLICY_OK);
+  EXPECT_EQ(govern_policy_request_datetime(r, "now", nullptr), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(govern_policy_request_duration_millis(nullptr, "d", 1), GOVERN_POLICY_ERR_INVALID_ARGUMENT);
+  govern_policy_engine_free(e);
+  govern_policy_result_free(r);
 }
 
 // Typed requests decide as the same context in JSON does, and are recorded as that JSON text.

@@ -48,7 +48,8 @@ extern "C" {
  * after loading the library.
  * Version 2: decisions go through the bundle's limits.json and produce APPROVAL_REQUIRED (version 1 never
  * did: a version-1 caller testing `decision != DENY` would have acted on it), and engine error messages
- * name the file ("policies.cedar: ..."). The rest is additions. */
+ * name the file ("policies.cedar: ..."). The rest is additions (since the first release of version 2:
+ * govern_policy_request_ip/decimal/datetime/duration and their _scaled/_millis forms). */
 #define GOVERN_POLICY_ABI_VERSION 2
 
 /* Error codes. New codes may be added; treat unknown nonzero codes as errors. */
@@ -217,6 +218,27 @@ GOVERN_POLICY_API int govern_policy_request_bool(govern_policy_result* result, c
 /* An entity reference (Type::"id"), as {"__entity": {...}} in JSON. */
 GOVERN_POLICY_API int govern_policy_request_entity(govern_policy_result* result, const char* key,
                                                    const char* type, const char* id);
+/* Extension values without JSON (added within ABI version 2; look them up with dlsym to support older
+ * libraries). From the text Cedar's constructors take: ip("10.0.0.1") or a range ip("10.0.0.0/8"),
+ * decimal("12.50"), datetime("2024-10-15T11:38:02Z"), duration("1h30m"); text the constructor refuses
+ * makes govern_policy_decide_request return REQUEST naming the key. The decision log records them as
+ * {"__extn": {"fn": ..., "arg": ...}}. */
+GOVERN_POLICY_API int govern_policy_request_ip(govern_policy_result* result, const char* key,
+                                               const char* text);
+GOVERN_POLICY_API int govern_policy_request_decimal(govern_policy_result* result, const char* key,
+                                                    const char* text);
+GOVERN_POLICY_API int govern_policy_request_datetime(govern_policy_result* result, const char* key,
+                                                     const char* text);
+GOVERN_POLICY_API int govern_policy_request_duration(govern_policy_result* result, const char* key,
+                                                     const char* text);
+/* The same from numbers: a decimal in ten-thousandths (12.5 is 125000), a datetime in milliseconds since
+ * the Unix epoch, a duration in milliseconds. */
+GOVERN_POLICY_API int govern_policy_request_decimal_scaled(govern_policy_result* result, const char* key,
+                                                           int64_t ten_thousandths);
+GOVERN_POLICY_API int govern_policy_request_datetime_millis(govern_policy_result* result, const char* key,
+                                                            int64_t millis_since_epoch);
+GOVERN_POLICY_API int govern_policy_request_duration_millis(govern_policy_result* result, const char* key,
+                                                            int64_t millis);
 GOVERN_POLICY_API int govern_policy_request_begin_record(govern_policy_result* result, const char* key);
 GOVERN_POLICY_API int govern_policy_request_begin_set(govern_policy_result* result, const char* key);
 /* Closes the record or set opened last. */

@@ -3,7 +3,13 @@
 //
 //   node compare.mjs [--cases N] [--seed S] [--engine "<shell command>"] [--no-corpus] [--corpus-only]
 //                    [--record] [--label TEXT] [--out DIR] [--timeout S] [--max-reports N]
+//                    [--json-cases N]
 //   node compare.mjs --regen-corpus      (rewrites corpus/*.ndjson expectations from the reference)
+//
+// The JSON policy format is checked on the corpus and the first --json-cases (3000) generated cases
+// whose policies the reference parses: the engine's text -> JSON (policy set JSON) must equal the
+// reference's policyToJson/templateToJson of each policy, and with the reference's JSON as the policies
+// the engine's answer must agree with the reference's.
 //
 // The engine is `--engine`, else $GOVERN_POLICY_EVAL (a shell command), else `$GOVERN policy eval-cases`.
 // It is run once over a file of all cases (stdin), answers are matched by id.
@@ -23,14 +29,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { answer as reference, referenceVersion, cedarModule } from './oracle.mjs';
+import { answer as reference, referenceVersion, cedarModule, referenceJson } from './oracle.mjs';
 import { generate } from './generate.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const corpusDir = path.join(here, 'corpus');
 
 function parseArgs(argv) {
   const o = { cases: 20000, seed: 1, engine: null, corpus: true, generated: true, record: false, out: null,
-    timeout: 600, regen: false, maxReports: 10 };
+    timeout: 600, regen: false, maxReports: 10, jsonCases: 3000 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--cases') o.cases = Number(argv[++i]);
@@ -44,6 +50,7 @@ function parseArgs(argv) {
     else if (a === '--regen-corpus') o.regen = true;
     else if (a === '--max-reports') o.maxReports = Number(argv[++i]);
     else if (a === '--label') o.label = argv[++i];
+    else if (a === '--json-cases') o.jsonCases = Number(argv[++i]);
     else {
       console.error(`compare.mjs: unknown argument ${a}`);
       process.exit(2);
@@ -333,6 +340,61 @@ async function minimise(cmd, c, cls, o, tmpDir) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The JSON policy format.
+
+// JSON with object keys sorted, for comparing documents.
+function canonJson(v) {
+  if (Array.isArray(v)) return `[${v.map(canonJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonJson(v[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+// Checks text -> JSON and JSON -> decision on `cases` (ones the reference answers); pushes differences
+// to `problems`.
+async function checkJson(cmd, cases, o, tmpDir, problems, label) {
+  const printCases = [];
+  const evalCases = [];
+  const refJson = new Map();
+  for (const c of cases) {
+    let j = null;
+    try {
+      j = referenceJson(c);
+    } catch {
+      j = null;
+    }
+    if (!j) continue;
+    refJson.set(c.id, j);
+    printCases.push({ ...c, id: `${c.id}#print`, to_json: true });
+    const d = { ...c, id: `${c.id}#eval`, policies: j.staticPolicies };
+    if (j.templates) d.templates = j.templates;
+    evalCases.push(d);
+  }
+  const run = await runEngine(cmd, [...printCases, ...evalCases], o.timeout, tmpDir);
+  let printed = 0;
+  let evaluated = 0;
+  for (const p of printCases) {
+    const id = p.id.slice(0, -'#print'.length);
+    const want = refJson.get(id);
+    const got = run.answers.get(p.id);
+    const gotJson = got && got.json ? { staticPolicies: got.json.staticPolicies, ...(want.templates ? { templates: got.json.templates || {} } : {}) } : null;
+    if (gotJson && canonJson(gotJson) === canonJson(want)) {
+      printed++;
+    } else {
+      problems.push({ where: `${label} ${id} (JSON printing)`, c: p, json: true, want, got: got && (got.json || got) });
+    }
+  }
+  for (const d of evalCases) {
+    const ref = reference(d);
+    const got = run.answers.get(d.id);
+    if (ref.crashed) continue;
+    if (agree(got, ref)) evaluated++;
+    else problems.push({ where: `${label} ${d.id} (JSON policies)`, c: d, ref, got, minimise: false });
+  }
+  console.log(`${label} JSON format: ${printCases.length} cases the reference parses; text->JSON equal on ${printed}, ` +
+    `JSON->decision agrees on ${evaluated}`);
+}
 
 function readCorpus() {
   const files = fs.readdirSync(corpusDir).filter((f) => f.endsWith('.ndjson')).sort();
@@ -432,6 +494,7 @@ async function main() {
       }
     }
     console.log(`corpus: ${cases.length} cases in ${files.length} files, ${ok} agree with the expectation`);
+    await checkJson(cmd, cases.filter((x) => x.expect && x.expect.failure === undefined).map((x) => x.c), o, tmpDir, problems, 'corpus');
   }
 
   // 2. Generated cases.
@@ -477,9 +540,25 @@ async function main() {
     }
     console.log(`generated: ${agreeing} of ${cases.length - crashed} agree` +
       (crashed ? ` (${crashed} not compared: the reference crashed on them)` : ''));
+    const jsonCases = [];
+    for (let i = 0; i < cases.length && jsonCases.length < o.jsonCases; i++) {
+      if (!refs[i].failure) jsonCases.push(cases[i]);
+    }
+    await checkJson(cmd, jsonCases, o, tmpDir, problems, 'generated');
   }
 
   // 3. Report differences, minimised, grouped by kind.
+  const jsonProblems = problems.filter((p) => p.json);
+  if (jsonProblems.length) {
+    console.log(`\nJSON PRINTING DIFFERENCES: ${jsonProblems.length}`);
+    for (const p of jsonProblems.slice(0, o.maxReports)) {
+      console.log(`\n--- ${p.where}`);
+      console.log(`policies:  ${JSON.stringify({ policies: p.c.policies, templates: p.c.templates })}`);
+      console.log(`reference: ${canonJson(p.want)}`);
+      console.log(`engine:    ${p.got ? canonJson(p.got) : '(no answer)'}`);
+    }
+    problems.splice(0, problems.length, ...problems.filter((p) => !p.json));
+  }
   if (problems.length) {
     const byKind = new Map();
     for (const p of problems) {
@@ -540,8 +619,9 @@ async function main() {
     }
   }
   fs.rmSync(tmpDir, { recursive: true, force: true });
-  if (problems.length || failedExpectations) {
-    console.log(`\nFAIL: ${problems.length} engine differences, ${failedExpectations} corpus expectations the reference no longer gives`);
+  if (problems.length || failedExpectations || jsonProblems.length) {
+    console.log(`\nFAIL: ${problems.length} engine differences, ${jsonProblems.length} JSON printing differences, ` +
+      `${failedExpectations} corpus expectations the reference no longer gives`);
     process.exit(1);
   }
   console.log('OK: the engine agrees with the reference on every case');

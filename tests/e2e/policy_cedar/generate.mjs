@@ -759,6 +759,68 @@ function genPolicy(rng, g, req) {
   return s + ';';
 }
 
+// A template: principal and/or resource scope with a slot (rarely none: the reference refuses that).
+function genTemplate(rng, g, req) {
+  const slots = [];
+  const scope = (var_) => {
+    const t = req[var_];
+    const type = rng.chance(0.7) ? t.type || 'User' : rng.pick(ENTITY_TYPES);
+    const form = rng.weighted([[3, 'eq'], [3, 'in'], [2, 'isin'], [2, 'none']]);
+    if (form === 'none') return genScope(rng, g, var_, req).replace(`?${var_}`, uidText(t));
+    slots.push(`?${var_}`);
+    if (form === 'eq') return `${var_} == ?${var_}`;
+    if (form === 'in') return `${var_} in ?${var_}`;
+    return `${var_} is ${type} in ?${var_}`;
+  };
+  let s = rng.chance(0.2) ? '@flag ' : '';
+  if (rng.chance(0.1)) s += `@advice(${cedarString(rng.pick(STRINGS))}) `;
+  s += rng.chance(0.6) ? 'permit' : 'forbid';
+  s += `(${scope('principal')}, ${genScope(rng, g, 'action', req)}, ${scope('resource')})`;
+  const nc = rng.weighted([[3, 0], [4, 1], [1, 2]]);
+  for (let i = 0; i < nc; i++) s += ` ${rng.chance(0.75) ? 'when' : 'unless'} { ${g.bool(rng.range(1, 3))} }`;
+  return { text: s + ';', slots };
+}
+
+// Templates and links beside the static policies (cedar-wasm's `templates` and `templateLinks`),
+// mostly valid, sometimes with one of Cedar's link errors.
+function addTemplates(rng, c, g, nStatic) {
+  const templates = {};
+  const slotsOf = {};
+  const nt = rng.range(1, 3);
+  for (let i = 0; i < nt; i++) {
+    const id = rng.chance(0.97) ? `t${i}` : rng.pick(['policy0', 't0']); // rarely a duplicate id
+    const t = genTemplate(rng, g, c.request);
+    templates[id] = t.text;
+    slotsOf[id] = t.slots;
+  }
+  const links = [];
+  const ids = Object.keys(templates);
+  const nl = rng.range(0, 4);
+  const value = (slot) => {
+    const t = c.request[slot.slice(1)];
+    return rng.weighted([[4, () => ({ ...t })], [3, () => g.uid() || t], [1, () => randomUid(rng)]])();
+  };
+  for (let i = 0; i < nl; i++) {
+    let templateId = rng.pick(ids);
+    const values = {};
+    for (const slot of slotsOf[templateId]) values[slot] = value(slot);
+    let newId = `link${i}`;
+    if (rng.chance(0.06)) {
+      switch (rng.int(5)) {
+        case 0: delete values[rng.pick(['?principal', '?resource'])]; break; // maybe unfilled
+        case 1: values[rng.pick(['?principal', '?resource'])] = value('?resource'); break; // maybe extra
+        case 2: templateId = rng.pick(['nope', 'policy0']); break; // unknown, or a static policy
+        case 3: newId = rng.pick(['policy0', 't0', 'link0']); break; // taken
+        default: values['?principal'] = { __entity: value('?principal') };
+      }
+    }
+    links.push({ templateId, newId, values });
+  }
+  c.templates = templates;
+  c.templateLinks = links;
+  if (nStatic === 0 && rng.chance(0.5)) delete c.policies;
+}
+
 // Syntax damage: most of these fail to parse, a few still parse (both sides must agree either way).
 function mutate(rng, text) {
   const pos = rng.int(text.length + 1);
@@ -821,6 +883,7 @@ function generateCaseInner(rng, id) {
   if (rng.chance(0.2)) policies = reformat(rng, policies);
   if (rng.chance(0.04)) policies = mutate(rng, policies);
   const c = { id, policies, entities, request };
+  if (rng.chance(0.15)) addTemplates(rng, c, g, np);
   if (rng.chance(0.03)) breakData(rng, c);
   return c;
 }

@@ -2,10 +2,14 @@
 //
 // As a program: one long-lived process that reads cases, one JSON object per line on stdin
 //   {"id","policies":"<cedar text>","entities":[...],"request":{"principal","action","resource","context"}}
+//   with optionally "templates" and "templateLinks", and "policies" as JSON policies (cedar-wasm's
+//   PolicySet fields staticPolicies, templates, templateLinks)
 // and writes one answer per line on stdout, in input order:
 //   {"id","decision":"allow"|"deny","reason":[policy ids],"errors":[policy ids]}   (ids sorted)
 //   {"id","failure":"<message>"}   when the policies, entities or request cannot be parsed.
 // A line that is not JSON, or a case without an id, gets {"id":null,"failure":...}.
+// With "to_json": true an answer also carries "json": the reference's JSON of the policies and templates
+// (referenceJson), as `govern policy eval-cases` prints its own.
 // As a module: `answer(c)` gives the same answer object for one parsed case (compare.mjs uses it).
 //
 // Policy ids are the reference's own for `staticPolicies` given as one string: "policy0", "policy1", ...
@@ -35,18 +39,52 @@ function failureMessage(errors) {
   return (errors || []).map((e) => e.message).join('; ') || 'failure';
 }
 
+// The reference's JSON of a case's policies and templates ({staticPolicies: {id: EST}, templates: {id:
+// EST}}), with the ids it gives them; null when the reference cannot parse them.
+export function referenceJson(c) {
+  const out = { staticPolicies: {} };
+  if (typeof c.policies === 'string') {
+    const parts = cedar.policySetTextToParts(c.policies);
+    if (parts.type !== 'success' || parts.policy_templates.length) return null;
+    // The parts come sorted by id as strings: policy0, policy1, policy10, policy11, policy2, ...
+    const ids = parts.policies.map((_, i) => `policy${i}`).sort();
+    for (let k = 0; k < ids.length; k++) {
+      const j = cedar.policyToJson(parts.policies[k]);
+      if (j.type !== 'success') return null;
+      out.staticPolicies[ids[k]] = j.json;
+    }
+  } else if (c.policies !== undefined) {
+    return null;
+  }
+  if (c.templates && typeof c.templates === 'object') {
+    out.templates = {};
+    for (const [id, text] of Object.entries(c.templates)) {
+      if (typeof text !== 'string') return null;
+      const j = cedar.templateToJson(text);
+      if (j.type !== 'success') return null;
+      out.templates[id] = j.json;
+    }
+  }
+  return out;
+}
+
 export function answer(c) {
   const id = c && typeof c === 'object' && 'id' in c ? c.id : null;
-  if (!c || typeof c !== 'object' || typeof c.policies !== 'string' || !c.request || typeof c.request !== 'object') {
-    return { id, failure: 'case lacks policies or request' };
+  if (!c || typeof c !== 'object' || !c.request || typeof c.request !== 'object') {
+    return { id, failure: 'case lacks a request' };
   }
+  // cedar-wasm's PolicySet: staticPolicies (text, or JSON policies), templates, templateLinks.
+  const policies = {};
+  if (c.policies !== undefined) policies.staticPolicies = c.policies;
+  if (c.templates !== undefined) policies.templates = c.templates;
+  if (c.templateLinks !== undefined) policies.templateLinks = c.templateLinks;
   const req = c.request;
   const call = {
     principal: req.principal,
     action: req.action,
     resource: req.resource,
     context: req.context === undefined ? {} : req.context,
-    policies: { staticPolicies: c.policies },
+    policies,
     entities: c.entities === undefined ? [] : c.entities,
   };
   let a;
@@ -58,12 +96,21 @@ export function answer(c) {
   }
   if (a.type !== 'success') return { id, failure: failureMessage(a.errors) };
   const d = a.response.diagnostics;
-  return {
+  const out = {
     id,
     decision: a.response.decision,
     reason: [...d.reason].sort(),
     errors: [...new Set(d.errors.map((e) => e.policyId))].sort(),
   };
+  if (c.to_json) {
+    try {
+      const j = referenceJson(c);
+      if (j) out.json = j;
+    } catch (e) {
+      cedar = load();
+    }
+  }
+  return out;
 }
 
 async function main() {
