@@ -58,7 +58,8 @@ PolicyServerCommand::PolicyServerCommand(CLI::App& app) {
   create_->add_option("--name", name_, "A note saying what the key is for");
   list_ = keys->add_subcommand("list", "List keys (ids, organisations, scopes; never secrets)");
   list_->add_option("--org", org_, "Only this organisation's keys");
-  revoke_ = keys->add_subcommand("revoke", "Revoke a key; running servers refuse it within policy.server.key_cache_ttl");
+  revoke_ = keys->add_subcommand(
+      "revoke", "Revoke a key; running servers refuse it within policy.server.key_cache_ttl");
   revoke_->add_option("key_id", key_id_, "The key's id (the 12 characters after gvp_)")->required();
 }
 
@@ -82,16 +83,17 @@ int PolicyServerCommand::Run(const config::Config& cfg) {
     std::printf("%-12s  %-20s  %-7s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
                 "NAME");
     for (const auto& k : *keys) {
-      std::printf("%-12s  %-20s  %-7s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(),
-                  k.scope.c_str(), k.created_at.c_str(),
-                  k.revoked_at.value_or("-").c_str(), k.name.c_str());
+      std::printf("%-12s  %-20s  %-7s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(), k.scope.c_str(),
+                  k.created_at.c_str(), k.revoked_at.value_or("-").c_str(), k.name.c_str());
     }
     return 0;
   }
   if (revoke_->parsed()) {
-    if (Status s = service_keys::RevokeKey(store.conn(), policy_service::PolicyKeys(), key_id_); !s.ok()) return Fail(s);
+    if (Status s = service_keys::RevokeKey(store.conn(), policy_service::PolicyKeys(), key_id_); !s.ok())
+      return Fail(s);
     std::printf("revoked %s (running servers refuse it within policy.server.key_cache_ttl, %lld ms)\n",
-                key_id_.c_str(), static_cast<long long>(cfg.GetDuration("policy.server.key_cache_ttl").count()));
+                key_id_.c_str(),
+                static_cast<long long>(cfg.GetDuration("policy.server.key_cache_ttl").count()));
     return 0;
   }
   return 2;

@@ -342,7 +342,9 @@ int TelemetryCommand::KeysCreate(const config::Config& cfg) {
   std::fprintf(stderr,
                "created %s key %s for organisation %s; it is shown only this once (only its hash is "
                "stored)\n",
-               scope_.c_str(), std::string(service_keys::ParseKey(telemetry::IngestKeys(), *key)->key_id).c_str(), org_.c_str());
+               scope_.c_str(),
+               std::string(service_keys::ParseKey(telemetry::IngestKeys(), *key)->key_id).c_str(),
+               org_.c_str());
   return 0;
 }
 
@@ -354,9 +356,8 @@ int TelemetryCommand::KeysList(const config::Config& cfg) {
   std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
               "NAME");
   for (const auto& k : *keys) {
-    std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(),
-                k.scope.c_str(), k.created_at.c_str(),
-                k.revoked_at.value_or("-").c_str(), k.name.c_str());
+    std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(), k.scope.c_str(),
+                k.created_at.c_str(), k.revoked_at.value_or("-").c_str(), k.name.c_str());
   }
   return 0;
 }
@@ -364,7 +365,8 @@ int TelemetryCommand::KeysList(const config::Config& cfg) {
 int TelemetryCommand::KeysRevoke(const config::Config& cfg) {
   KeyStore store;
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  if (Status s = service_keys::RevokeKey(store.conn(), telemetry::IngestKeys(), key_id_); !s.ok()) return Fail(s);
+  if (Status s = service_keys::RevokeKey(store.conn(), telemetry::IngestKeys(), key_id_); !s.ok())
+    return Fail(s);
   std::printf("revoked %s (running services refuse it within telemetry.key_cache_ttl, %lld ms)\n",
               key_id_.c_str(), static_cast<long long>(cfg.GetDuration("telemetry.key_cache_ttl").count()));
   return 0;

@@ -144,7 +144,8 @@ class PolicyServer final : public services::Service {
     jobs_ = std::make_unique<JobQueue>(static_cast<int>(cfg.GetInt("policy.server.workers")), 1000);
     key_cache_ = std::make_unique<service_keys::KeyCache>(
         pool_, PolicyKeys(),
-        service_keys::KeyCacheOptions{.ttl = cfg.GetDuration("policy.server.key_cache_ttl"), .clock = ctx.clock});
+        service_keys::KeyCacheOptions{.ttl = cfg.GetDuration("policy.server.key_cache_ttl"),
+                                      .clock = ctx.clock});
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "policy.server"));
     net::Router router;

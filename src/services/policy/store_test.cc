@@ -317,7 +317,8 @@ TEST_F(StoreTest, KeysHaveOneOrganisationAndOneScope) {
   EXPECT_EQ(CheckKey(Conn(), *publish, kFetchScope).status().code(), Code::kPermissionDenied);
   EXPECT_EQ(CheckKey(Conn(), *publish, kFetchScope).status().message(),
             "this key has scope 'publish'; this needs 'fetch'");
-  EXPECT_TRUE(OrgWithScope(service_keys::CheckKey(Conn(), PolicyKeys(), *fetch), {kPublishScope, kFetchScope}).ok());
+  EXPECT_TRUE(
+      OrgWithScope(service_keys::CheckKey(Conn(), PolicyKeys(), *fetch), {kPublishScope, kFetchScope}).ok());
   EXPECT_EQ(CheckKey(Conn(), *fetch, kPublishScope).status().code(), Code::kPermissionDenied);
   EXPECT_TRUE(CheckKey(Conn(), *fetch, kFetchScope).ok());
 

@@ -132,7 +132,9 @@ class IntakeTest : public ::testing::Test {
     globex_ = *service_keys::CreateKey(**conn, IngestKeys(), "globex", kIngestScope, "");
     query_ = *service_keys::CreateKey(**conn, IngestKeys(), "acme", kQueryScope, "");
     revoked_ = *service_keys::CreateKey(**conn, IngestKeys(), "acme", kIngestScope, "");
-    ASSERT_TRUE(service_keys::RevokeKey(**conn, IngestKeys(), service_keys::ParseKey(IngestKeys(), revoked_)->key_id).ok());
+    ASSERT_TRUE(
+        service_keys::RevokeKey(**conn, IngestKeys(), service_keys::ParseKey(IngestKeys(), revoked_)->key_id)
+            .ok());
   }
 
   // Opens the WAL in `dir` and starts intake behind a server on a free port.
@@ -140,8 +142,8 @@ class IntakeTest : public ::testing::Test {
     auto log = wal::Log::Open(dir, wo);
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     log_ = std::move(*log);
-    keys_ = std::make_unique<service_keys::KeyCache>(pool_.get(), IngestKeys(),
-                                                    service_keys::KeyCacheOptions{.ttl = std::chrono::minutes(1)});
+    keys_ = std::make_unique<service_keys::KeyCache>(
+        pool_.get(), IngestKeys(), service_keys::KeyCacheOptions{.ttl = std::chrono::minutes(1)});
     io.max_record_bytes = wo.max_record_size;
     intake_ = std::make_unique<Intake>(
         io, IntakeDeps{.log = log_.get(), .keys = keys_.get(), .oldest_unstored_received_ns = [this] {

@@ -137,10 +137,10 @@ class TelemetryService final : public services::Service {
     // The query API checks `Authorization: Bearer <query key>` through the same cache (its callback
     // may run on a KeyCache thread; the API answers through the Responder from its own workers).
     query_ = std::make_unique<QueryApi>(ctx.db, archive_.get(), QueryApiOptions{.clock = ctx.clock});
-    query_->Register(router, [keys = keys_.get()](std::string_view key,
-                                                  std::function<void(Result<std::string>)> done) {
-      VerifyKey(*keys, key, kQueryScope, std::move(done));
-    });
+    query_->Register(
+        router, [keys = keys_.get()](std::string_view key, std::function<void(Result<std::string>)> done) {
+          VerifyKey(*keys, key, kQueryScope, std::move(done));
+        });
 
     server_ = std::make_unique<net::Server>(std::move(sc), std::move(router));
     // Not ready while the WAL is poisoned (a failed fdatasync): every append would fail until a restart.
