@@ -58,7 +58,8 @@ PolicyServerCommand::PolicyServerCommand(CLI::App& app) {
   create_->add_option("--name", name_, "A note saying what the key is for");
   list_ = keys->add_subcommand("list", "List keys (ids, organisations, scopes; never secrets)");
   list_->add_option("--org", org_, "Only this organisation's keys");
-  revoke_ = keys->add_subcommand("revoke", "Revoke a key; the server refuses it from the next request on");
+  revoke_ = keys->add_subcommand(
+      "revoke", "Revoke a key; running servers refuse it within policy.server.key_cache_ttl");
   revoke_->add_option("key_id", key_id_, "The key's id (the 12 characters after gvp_)")->required();
 }
 
@@ -68,9 +69,7 @@ int PolicyServerCommand::Run(const config::Config& cfg) {
   PolicyDb store;
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
   if (create_->parsed()) {
-    auto scope = policy_service::ParseScope(scope_);
-    if (!scope.ok()) return Fail(scope.status());
-    auto key = policy_service::CreateKey(store.conn(), org_, *scope, name_);
+    auto key = service_keys::CreateKey(store.conn(), policy_service::PolicyKeys(), org_, scope_, name_);
     if (!key.ok()) return Fail(key.status());
     std::printf("%s\n", key->c_str());
     std::fflush(stdout);
@@ -79,20 +78,22 @@ int PolicyServerCommand::Run(const config::Config& cfg) {
     return 0;
   }
   if (list_->parsed()) {
-    auto keys = policy_service::ListKeys(store.conn(), org_);
+    auto keys = service_keys::ListKeys(store.conn(), policy_service::PolicyKeys(), org_);
     if (!keys.ok()) return Fail(keys.status());
     std::printf("%-12s  %-20s  %-7s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
                 "NAME");
     for (const auto& k : *keys) {
-      std::printf("%-12s  %-20s  %-7s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(),
-                  std::string(policy_service::ScopeName(k.scope)).c_str(), k.created_at.c_str(),
-                  k.revoked_at.value_or("-").c_str(), k.name.c_str());
+      std::printf("%-12s  %-20s  %-7s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(), k.scope.c_str(),
+                  k.created_at.c_str(), k.revoked_at.value_or("-").c_str(), k.name.c_str());
     }
     return 0;
   }
   if (revoke_->parsed()) {
-    if (Status s = policy_service::RevokeKey(store.conn(), key_id_); !s.ok()) return Fail(s);
-    std::printf("revoked %s\n", key_id_.c_str());
+    if (Status s = service_keys::RevokeKey(store.conn(), policy_service::PolicyKeys(), key_id_); !s.ok())
+      return Fail(s);
+    std::printf("revoked %s (running servers refuse it within policy.server.key_cache_ttl, %lld ms)\n",
+                key_id_.c_str(),
+                static_cast<long long>(cfg.GetDuration("policy.server.key_cache_ttl").count()));
     return 0;
   }
   return 2;

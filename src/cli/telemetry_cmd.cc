@@ -332,32 +332,32 @@ int TelemetryCommand::KeysCreate(const config::Config& cfg) {
     std::fprintf(stderr, "govern: %s\n", s.message().c_str());
     return 2;
   }
-  auto scope = telemetry::ParseScope(scope_);
-  if (!scope.ok()) return Fail(scope.status());
+  if (Status s = telemetry::IngestKeys().CheckScope(scope_); !s.ok()) return Fail(s);
   KeyStore store;
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  auto key = telemetry::CreateKey(store.conn(), org_, *scope, name_);
+  auto key = service_keys::CreateKey(store.conn(), telemetry::IngestKeys(), org_, scope_, name_);
   if (!key.ok()) return Fail(key.status());
   std::printf("%s\n", key->c_str());
   std::fflush(stdout);
   std::fprintf(stderr,
                "created %s key %s for organisation %s; it is shown only this once (only its hash is "
                "stored)\n",
-               scope_.c_str(), std::string(telemetry::ParseKey(*key)->key_id).c_str(), org_.c_str());
+               scope_.c_str(),
+               std::string(service_keys::ParseKey(telemetry::IngestKeys(), *key)->key_id).c_str(),
+               org_.c_str());
   return 0;
 }
 
 int TelemetryCommand::KeysList(const config::Config& cfg) {
   KeyStore store;
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  auto keys = telemetry::ListKeys(store.conn(), org_);
+  auto keys = service_keys::ListKeys(store.conn(), telemetry::IngestKeys(), org_);
   if (!keys.ok()) return Fail(keys.status());
   std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
               "NAME");
   for (const auto& k : *keys) {
-    std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(),
-                std::string(telemetry::ScopeName(k.scope)).c_str(), k.created_at.c_str(),
-                k.revoked_at.value_or("-").c_str(), k.name.c_str());
+    std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(), k.scope.c_str(),
+                k.created_at.c_str(), k.revoked_at.value_or("-").c_str(), k.name.c_str());
   }
   return 0;
 }
@@ -365,7 +365,8 @@ int TelemetryCommand::KeysList(const config::Config& cfg) {
 int TelemetryCommand::KeysRevoke(const config::Config& cfg) {
   KeyStore store;
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  if (Status s = telemetry::RevokeKey(store.conn(), key_id_); !s.ok()) return Fail(s);
+  if (Status s = service_keys::RevokeKey(store.conn(), telemetry::IngestKeys(), key_id_); !s.ok())
+    return Fail(s);
   std::printf("revoked %s (running services refuse it within telemetry.key_cache_ttl, %lld ms)\n",
               key_id_.c_str(), static_cast<long long>(cfg.GetDuration("telemetry.key_cache_ttl").count()));
   return 0;

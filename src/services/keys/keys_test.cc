@@ -55,6 +55,21 @@ TEST(KeyTableTest, ValidatesItsDescription) {
   EXPECT_NE(bad.message().find("'append', 'read'"), std::string::npos) << bad.message();
 }
 
+TEST(KeyTableTest, OrgNames) {
+  EXPECT_TRUE(ValidateOrg("acme").ok());
+  EXPECT_TRUE(ValidateOrg("a").ok());
+  EXPECT_TRUE(ValidateOrg("0rg_with-dash").ok());
+  EXPECT_TRUE(ValidateOrg(std::string(63, 'a')).ok());
+  EXPECT_FALSE(ValidateOrg("").ok());
+  EXPECT_FALSE(ValidateOrg(std::string(64, 'a')).ok());
+  EXPECT_FALSE(ValidateOrg("Acme").ok());
+  EXPECT_FALSE(ValidateOrg("-acme").ok());
+  EXPECT_FALSE(ValidateOrg("_acme").ok());
+  EXPECT_FALSE(ValidateOrg("ac me").ok());
+  EXPECT_FALSE(ValidateOrg("acme/x").ok());
+  EXPECT_NE(ValidateOrg("ac.me").message().find("position 3"), std::string::npos);
+}
+
 TEST(KeyTableTest, ParseRefusesEverythingButTheShape) {
   KeyTable t = AuditTable();
   std::string good = "gva_abcdefgh2345_" + std::string(64, 'a');
@@ -185,6 +200,14 @@ TEST_F(KeysTest, DatabaseTroubleIsUnavailableAndNotCached) {
   EXPECT_EQ(cache.VerifyBlocking(*key).status().code(), Code::kUnavailable);
   ASSERT_TRUE(Conn().Exec("ALTER TABLE moved_away RENAME TO test_audit_keys").ok());
   EXPECT_TRUE(cache.VerifyBlocking(*key).ok());
+}
+
+TEST_F(KeysTest, ShutdownAnswersLaterCalls) {
+  KeyCache cache(pool_.get(), AuditTable(), {});
+  cache.Shutdown();
+  auto r = cache.VerifyBlocking("gva_zzzzzzzzzzzz_" + std::string(64, '0'));
+  EXPECT_EQ(r.status().code(), Code::kUnavailable);
+  cache.Shutdown();  // idempotent
 }
 
 }  // namespace

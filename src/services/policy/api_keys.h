@@ -1,59 +1,33 @@
 // Policy server API keys: how an organisation proves who it is when it publishes a policy set (scope
 // "publish") or fetches its signed bundles (scope "fetch", what a sidecar holds).
 //
-// A key looks like `gvp_<key_id>_<secret>`: key_id is 12 characters of lower-case base32 and names the
-// row in policy_api_keys; secret is 32 random bytes in lower-case hex. Only SHA-256 of the whole key
-// is stored; the full key is shown once, by CreateKey. The same shape as telemetry's gvk_ keys (services
-// do not include each other, so this is a separate small table and a few lines of its own).
+// The keys are services/keys (govern_service_keys) keys: `gvp_<key_id>_<secret>`, SHA-256 stored, in
+// the table policy_api_keys. Create, list and revoke them with service_keys::CreateKey/ListKeys/
+// RevokeKey on PolicyKeys(); the server verifies them with a service_keys::KeyCache (a revocation takes
+// effect within policy.server.key_cache_ttl) and OrgWithScope below.
 //
-// CheckKey asks PostgreSQL on every call (publishing and polling are rare next to decisions), so a
-// revocation takes effect at once. Free functions on a Connection: one thread at a time per
-// Connection, like the Connection.
+// Thread-safe: PolicyKeys() is an immutable value and OrgWithScope a pure function.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
-
-namespace govern::db {
-class Connection;
-}  // namespace govern::db
+#include "services/keys/keys.h"
 
 namespace govern::policy_service {
 
-enum class KeyScope { kPublish, kFetch };
+inline constexpr std::string_view kPublishScope = "publish";
+inline constexpr std::string_view kFetchScope = "fetch";
 
-// "publish" / "fetch".
-std::string_view ScopeName(KeyScope scope);
-Result<KeyScope> ParseScope(std::string_view name);
+// policy_api_keys, prefix "gvp", scopes "publish" and "fetch".
+const service_keys::KeyTable& PolicyKeys();
 
-// Organisation names: [a-z0-9][a-z0-9_-]{0,62}. InvalidArgument says what is wrong.
-Status ValidateOrg(std::string_view org);
-
-struct KeyInfo {
-  std::string key_id;
-  std::string org;
-  KeyScope scope = KeyScope::kFetch;
-  std::string name;
-  std::string created_at;                 // RFC 3339, UTC
-  std::optional<std::string> revoked_at;  // RFC 3339, UTC; nullopt while the key is valid
-};
-
-// Makes a key for `org` with `scope`, stores its hash and returns the whole key (the only time it is
-// ever available).
-Result<std::string> CreateKey(db::Connection& conn, std::string_view org, KeyScope scope,
-                              std::string_view name);
-// Every key (of `org`, when not empty), oldest first. Never returns secrets (the table has none).
-Result<std::vector<KeyInfo>> ListKeys(db::Connection& conn, std::string_view org = {});
-// NotFound for an unknown key_id; revoking a revoked key is ok and keeps the first time.
-Status RevokeKey(db::Connection& conn, std::string_view key_id);
-
-// The organisation of a presented key that holds `scope`. Unauthenticated for a malformed, unknown,
-// wrong or revoked key (one message for all: a caller learns nothing about which key ids exist);
-// PermissionDenied for a valid key of the other scope; Unavailable when the database could not answer.
-Result<std::string> CheckKey(db::Connection& conn, std::string_view key, KeyScope scope);
+// The organisation of a verified key whose scope is one of `scopes`. A failed verification passes
+// through (Unauthenticated: 401, Unavailable: 503); PermissionDenied (403, naming both scopes) for a
+// valid key of another scope.
+Result<std::string> OrgWithScope(const Result<service_keys::KeyIdentity>& key,
+                                 const std::vector<std::string_view>& scopes);
 
 }  // namespace govern::policy_service

@@ -110,6 +110,14 @@ class PolicyServer final : public services::Service {
            .help = "Threads answering requests that need PostgreSQL (publishing, fetching).",
            .min = 1,
            .max = 64});
+    s.Add({.key = "policy.server.key_cache_ttl",
+           .type = Type::kDuration,
+           .default_value = "10s",
+           .help = "How long the server trusts what it read about an API key (so a bundle poll answered "
+                   "304 costs one database read); a revoked key stops working within this time. 0: ask "
+                   "PostgreSQL on every request.",
+           .min = 0,
+           .max = 3'600'000});
   }
 
   std::vector<db::Migration> Migrations() const override { return policy_service::Migrations(); }
@@ -134,12 +142,16 @@ class PolicyServer final : public services::Service {
     keys_json_ = json{{"keys", key_list}}.dump();
     max_set_bytes_ = static_cast<size_t>(cfg.GetBytes("policy.server.max_set_bytes"));
     jobs_ = std::make_unique<JobQueue>(static_cast<int>(cfg.GetInt("policy.server.workers")), 1000);
+    key_cache_ = std::make_unique<service_keys::KeyCache>(
+        pool_, PolicyKeys(),
+        service_keys::KeyCacheOptions{.ttl = cfg.GetDuration("policy.server.key_cache_ttl"),
+                                      .clock = ctx.clock});
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "policy.server"));
     net::Router router;
     router.Add(net::Method::kPut, "/v1/policy/set",
                [this](net::Request&& req, net::Responder r) {
-                 Run(std::move(req), std::move(r), {KeyScope::kPublish},
+                 Run(std::move(req), std::move(r), {kPublishScope},
                      [this](db::Connection& c, const std::string& org, const net::Request& q) {
                        return PublishSet(c, org, q);
                      });
@@ -147,7 +159,7 @@ class PolicyServer final : public services::Service {
                {.max_body_bytes = max_set_bytes_, .name = "policy_set_put"});
     router.Add(net::Method::kGet, "/v1/policy/set",
                [this](net::Request&& req, net::Responder r) {
-                 Run(std::move(req), std::move(r), {KeyScope::kPublish, KeyScope::kFetch},
+                 Run(std::move(req), std::move(r), {kPublishScope, kFetchScope},
                      [](db::Connection& c, const std::string& org, const net::Request& q) {
                        return GetSet(c, org, q);
                      });
@@ -155,7 +167,7 @@ class PolicyServer final : public services::Service {
                {.name = "policy_set_get"});
     router.Add(net::Method::kGet, "/v1/policy/bundle",
                [this](net::Request&& req, net::Responder r) {
-                 Run(std::move(req), std::move(r), {KeyScope::kFetch},
+                 Run(std::move(req), std::move(r), {kFetchScope},
                      [this](db::Connection& c, const std::string& org, const net::Request& q) {
                        return GetBundle(c, org, q);
                      });
@@ -186,34 +198,39 @@ class PolicyServer final : public services::Service {
 
   void Stop() override {
     if (server_) server_->Stop();
+    // Lookups still waiting answer 503; then the jobs they or earlier requests posted run out.
+    if (key_cache_) key_cache_->Shutdown();
     if (jobs_) jobs_->Stop();
     server_.reset();
+    key_cache_.reset();
     jobs_.reset();
   }
 
  private:
   using Body = std::function<net::Response(db::Connection&, const std::string& org, const net::Request&)>;
 
-  // Checks the key (any of `scopes` will do) and runs `body` on a job thread with a pooled connection.
-  void Run(net::Request&& req, net::Responder r, std::vector<KeyScope> scopes, Body body) {
+  // Checks the key (any of `scopes` will do) through the key cache (on this event loop when the answer
+  // is cached, else on a cache thread), then runs `body` on a job thread with a pooled connection.
+  void Run(net::Request&& req, net::Responder r, std::vector<std::string_view> scopes, Body body) {
     auto shared = std::make_shared<std::pair<net::Request, net::Responder>>(std::move(req), std::move(r));
-    bool posted = jobs_->Post([this, shared, scopes = std::move(scopes), body = std::move(body)] {
-      net::Request& q = shared->first;
-      net::Responder& out = shared->second;
-      std::string_view key = BearerKey(q);
-      if (key.empty())
-        return out.Send(Problem(401, "an API key is required (Authorization: Bearer gvp_...)", q));
-      auto lease = pool_->Checkout();
-      if (!lease.ok()) return out.Send(Problem(503, "the policy store is unavailable; retry later", q));
-      Result<std::string> org = Unauthenticated("no scope");
-      for (KeyScope s : scopes) {
-        org = CheckKey(**lease, key, s);
-        if (org.ok() || org.status().code() != Code::kPermissionDenied) break;
-      }
-      if (!org.ok()) return out.Send(StatusProblem(org.status(), q));
-      out.Send(body(**lease, *org, q));
+    std::string_view key = BearerKey(shared->first);
+    if (key.empty()) {
+      return shared->second.Send(
+          Problem(401, "an API key is required (Authorization: Bearer gvp_...)", shared->first));
+    }
+    key_cache_->Verify(key, [this, shared, scopes = std::move(scopes),
+                             body = std::move(body)](Result<service_keys::KeyIdentity> who) mutable {
+      Result<std::string> org = OrgWithScope(who, scopes);
+      if (!org.ok()) return shared->second.Send(StatusProblem(org.status(), shared->first));
+      bool posted = jobs_->Post([this, shared, org = std::move(*org), body = std::move(body)] {
+        net::Request& q = shared->first;
+        net::Responder& out = shared->second;
+        auto lease = pool_->Checkout();
+        if (!lease.ok()) return out.Send(Problem(503, "the policy store is unavailable; retry later", q));
+        out.Send(body(**lease, org, q));
+      });
+      if (!posted) shared->second.Send(Problem(503, "too many requests waiting; retry later", shared->first));
     });
-    if (!posted) shared->second.Send(Problem(503, "too many requests waiting; retry later", shared->first));
   }
 
   net::Response PublishSet(db::Connection& c, const std::string& org, const net::Request& req) {
@@ -330,6 +347,8 @@ class PolicyServer final : public services::Service {
   // bundles, and a miss costs one row read.
   BundleCache bundles_{size_t{64} << 20};
   std::unique_ptr<JobQueue> jobs_;
+  // Verifies presented keys (api_keys.h); shut down after the server, before the jobs.
+  std::unique_ptr<service_keys::KeyCache> key_cache_;
   std::unique_ptr<net::Server> server_;
   std::string host_;
 };

@@ -3,7 +3,8 @@
 // and serves the latest with ETag / If-None-Match so sidecars poll cheaply. docs/policy-server.md is
 // the API.
 //
-// Configuration keys (under "policy.server."): listen, signing_key, max_set_bytes, workers.
+// Configuration keys (under "policy.server."): listen, signing_key, max_set_bytes, workers,
+// key_cache_ttl.
 #pragma once
 
 #include <memory>

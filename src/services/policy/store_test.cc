@@ -299,36 +299,45 @@ TEST_F(StoreTest, ConcurrentPublishesGetDistinctVersions) {
   EXPECT_EQ(head->version, uint64_t{kThreads * kEach});
 }
 
+// What the server does with a presented key, asking the table directly.
+Result<std::string> CheckKey(db::Connection& c, std::string_view key, std::string_view scope) {
+  return OrgWithScope(service_keys::CheckKey(c, PolicyKeys(), key), {scope});
+}
+
 TEST_F(StoreTest, KeysHaveOneOrganisationAndOneScope) {
-  auto publish = CreateKey(Conn(), "acme", KeyScope::kPublish, "ci");
-  auto fetch = CreateKey(Conn(), "acme", KeyScope::kFetch, "sidecar");
+  auto publish = service_keys::CreateKey(Conn(), PolicyKeys(), "acme", kPublishScope, "ci");
+  auto fetch = service_keys::CreateKey(Conn(), PolicyKeys(), "acme", kFetchScope, "sidecar");
   ASSERT_TRUE(publish.ok()) << publish.status().message();
   ASSERT_TRUE(fetch.ok());
   EXPECT_EQ(publish->substr(0, 4), "gvp_");
 
-  auto org = CheckKey(Conn(), *publish, KeyScope::kPublish);
+  auto org = CheckKey(Conn(), *publish, kPublishScope);
   ASSERT_TRUE(org.ok()) << org.status().message();
   EXPECT_EQ(*org, "acme");
-  EXPECT_EQ(CheckKey(Conn(), *publish, KeyScope::kFetch).status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(CheckKey(Conn(), *fetch, KeyScope::kPublish).status().code(), Code::kPermissionDenied);
-  EXPECT_TRUE(CheckKey(Conn(), *fetch, KeyScope::kFetch).ok());
+  EXPECT_EQ(CheckKey(Conn(), *publish, kFetchScope).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(CheckKey(Conn(), *publish, kFetchScope).status().message(),
+            "this key has scope 'publish'; this needs 'fetch'");
+  EXPECT_TRUE(
+      OrgWithScope(service_keys::CheckKey(Conn(), PolicyKeys(), *fetch), {kPublishScope, kFetchScope}).ok());
+  EXPECT_EQ(CheckKey(Conn(), *fetch, kPublishScope).status().code(), Code::kPermissionDenied);
+  EXPECT_TRUE(CheckKey(Conn(), *fetch, kFetchScope).ok());
 
   // A changed secret, a malformed key, an unknown id: one answer.
   std::string wrong = *fetch;
   wrong.back() = wrong.back() == '0' ? '1' : '0';
-  EXPECT_EQ(CheckKey(Conn(), wrong, KeyScope::kFetch).status().code(), Code::kUnauthenticated);
-  EXPECT_EQ(CheckKey(Conn(), "gvp_nope", KeyScope::kFetch).status().code(), Code::kUnauthenticated);
-  EXPECT_EQ(CheckKey(Conn(), "", KeyScope::kFetch).status().code(), Code::kUnauthenticated);
+  EXPECT_EQ(CheckKey(Conn(), wrong, kFetchScope).status().code(), Code::kUnauthenticated);
+  EXPECT_EQ(CheckKey(Conn(), "gvp_nope", kFetchScope).status().code(), Code::kUnauthenticated);
+  EXPECT_EQ(CheckKey(Conn(), "", kFetchScope).status().code(), Code::kUnauthenticated);
 
-  auto list = ListKeys(Conn(), "acme");
+  auto list = service_keys::ListKeys(Conn(), PolicyKeys(), "acme");
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->size(), 2u);
   std::string fetch_id = fetch->substr(4, 12);
-  ASSERT_TRUE(RevokeKey(Conn(), fetch_id).ok());
-  EXPECT_EQ(CheckKey(Conn(), *fetch, KeyScope::kFetch).status().code(), Code::kUnauthenticated);
-  EXPECT_EQ(RevokeKey(Conn(), "aaaaaaaaaaaa").code(), Code::kNotFound);
-  EXPECT_FALSE(CreateKey(Conn(), "Bad Org", KeyScope::kFetch, "").ok());
-  list = ListKeys(Conn(), "acme");
+  ASSERT_TRUE(service_keys::RevokeKey(Conn(), PolicyKeys(), fetch_id).ok());
+  EXPECT_EQ(CheckKey(Conn(), *fetch, kFetchScope).status().code(), Code::kUnauthenticated);
+  EXPECT_EQ(service_keys::RevokeKey(Conn(), PolicyKeys(), "aaaaaaaaaaaa").code(), Code::kNotFound);
+  EXPECT_FALSE(service_keys::CreateKey(Conn(), PolicyKeys(), "Bad Org", kFetchScope, "").ok());
+  list = service_keys::ListKeys(Conn(), PolicyKeys(), "acme");
   ASSERT_TRUE(list.ok());
   EXPECT_TRUE((*list)[1].revoked_at.has_value() || (*list)[0].revoked_at.has_value());
 }

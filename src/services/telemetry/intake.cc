@@ -205,7 +205,7 @@ struct Intake::Impl {
     std::string_view key = auth.substr(kBearer.size());
     while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
     while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
-    deps.keys->Verify(key, KeyScope::kIngest, [this, c](Result<std::string> org) {
+    VerifyKey(*deps.keys, key, kIngestScope, [this, c](Result<std::string> org) {
       if (!org.ok()) {
         if (org.status().code() == Code::kUnavailable) {
           Fail(*c, refused_busy, 503, kRpcUnavailable, "API keys cannot be checked right now; retry later",

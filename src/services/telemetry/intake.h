@@ -39,9 +39,11 @@
 #include "services/telemetry/event.h"
 #include "storage/wal.h"
 
-namespace govern::telemetry {
-
+namespace govern::service_keys {
 class KeyCache;
+}  // namespace govern::service_keys
+
+namespace govern::telemetry {
 
 struct IntakeOptions {
   size_t max_batch_bytes = 4u << 20;  // request body, and again after gzip inflation
@@ -57,7 +59,7 @@ struct IntakeOptions {
 
 struct IntakeDeps {
   wal::Log* log = nullptr;
-  KeyCache* keys = nullptr;
+  service_keys::KeyCache* keys = nullptr;  // on IngestKeys() (api_keys.h)
   const Clock* clock = nullptr;  // nullptr: Clock::Real()
   // The receive time (unix nanoseconds) of the oldest batch accepted but not yet stored by ingest;
   // 0 when ingest has caught up. Called once per request on an event loop: must be cheap and must not

@@ -18,10 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              inflated.status().code() != govern::Code::kResourceExhausted) {
     std::abort();
   }
-  auto key = govern::telemetry::ParseKey(in);
+  auto key = govern::service_keys::ParseKey(govern::telemetry::IngestKeys(), in);
   if (key.ok()) {
-    if (key->key_id.size() != govern::telemetry::kKeyIdLength) std::abort();
-    if (key->secret.size() != 2 * govern::telemetry::kKeySecretBytes) std::abort();
+    if (key->key_id.size() != govern::service_keys::kKeyIdLength) std::abort();
+    if (key->secret.size() != 2 * govern::service_keys::kKeySecretBytes) std::abort();
   } else if (key.status().code() != govern::Code::kUnauthenticated) {
     std::abort();
   }

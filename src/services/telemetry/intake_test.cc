@@ -128,11 +128,13 @@ class IntakeTest : public ::testing::Test {
     ASSERT_TRUE(db::Migrator("telemetry", Migrations()).Apply(*pool_).ok());
     auto conn = pool_->Checkout();
     ASSERT_TRUE(conn.ok());
-    acme_ = *CreateKey(**conn, "acme", KeyScope::kIngest, "");
-    globex_ = *CreateKey(**conn, "globex", KeyScope::kIngest, "");
-    query_ = *CreateKey(**conn, "acme", KeyScope::kQuery, "");
-    revoked_ = *CreateKey(**conn, "acme", KeyScope::kIngest, "");
-    ASSERT_TRUE(RevokeKey(**conn, ParseKey(revoked_)->key_id).ok());
+    acme_ = *service_keys::CreateKey(**conn, IngestKeys(), "acme", kIngestScope, "");
+    globex_ = *service_keys::CreateKey(**conn, IngestKeys(), "globex", kIngestScope, "");
+    query_ = *service_keys::CreateKey(**conn, IngestKeys(), "acme", kQueryScope, "");
+    revoked_ = *service_keys::CreateKey(**conn, IngestKeys(), "acme", kIngestScope, "");
+    ASSERT_TRUE(
+        service_keys::RevokeKey(**conn, IngestKeys(), service_keys::ParseKey(IngestKeys(), revoked_)->key_id)
+            .ok());
   }
 
   // Opens the WAL in `dir` and starts intake behind a server on a free port.
@@ -140,7 +142,8 @@ class IntakeTest : public ::testing::Test {
     auto log = wal::Log::Open(dir, wo);
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     log_ = std::move(*log);
-    keys_ = std::make_unique<KeyCache>(pool_.get(), KeyCacheOptions{.ttl = std::chrono::minutes(1)});
+    keys_ = std::make_unique<service_keys::KeyCache>(
+        pool_.get(), IngestKeys(), service_keys::KeyCacheOptions{.ttl = std::chrono::minutes(1)});
     io.max_record_bytes = wo.max_record_size;
     intake_ = std::make_unique<Intake>(
         io, IntakeDeps{.log = log_.get(), .keys = keys_.get(), .oldest_unstored_received_ns = [this] {
@@ -201,7 +204,7 @@ class IntakeTest : public ::testing::Test {
   std::string acme_, globex_, query_, revoked_;
   std::atomic<int64_t> oldest_{0};
   std::unique_ptr<wal::Log> log_;
-  std::unique_ptr<KeyCache> keys_;
+  std::unique_ptr<service_keys::KeyCache> keys_;
   std::unique_ptr<Intake> intake_;
   std::unique_ptr<net::Server> server_;
   std::string base_;

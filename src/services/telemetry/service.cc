@@ -97,8 +97,9 @@ class TelemetryService final : public services::Service {
     if (!log.ok()) return log.status().WithContext("open the write-ahead log in " + wal_dir);
     log_ = std::move(*log);
 
-    keys_ = std::make_unique<KeyCache>(
-        ctx.db, KeyCacheOptions{.ttl = cfg.GetDuration("telemetry.key_cache_ttl"), .clock = ctx.clock});
+    keys_ = std::make_unique<service_keys::KeyCache>(
+        ctx.db, IngestKeys(),
+        service_keys::KeyCacheOptions{.ttl = cfg.GetDuration("telemetry.key_cache_ttl"), .clock = ctx.clock});
 
     // Ingest reads the log from its cursor (PostgreSQL's telemetry_ingest_cursor is the position of
     // record, committed with the rows) and stores the events; intake refuses new batches with 429
@@ -136,10 +137,10 @@ class TelemetryService final : public services::Service {
     // The query API checks `Authorization: Bearer <query key>` through the same cache (its callback
     // may run on a KeyCache thread; the API answers through the Responder from its own workers).
     query_ = std::make_unique<QueryApi>(ctx.db, archive_.get(), QueryApiOptions{.clock = ctx.clock});
-    query_->Register(router, [keys = keys_.get()](std::string_view key,
-                                                  std::function<void(Result<std::string>)> done) {
-      keys->Verify(key, KeyScope::kQuery, std::move(done));
-    });
+    query_->Register(
+        router, [keys = keys_.get()](std::string_view key, std::function<void(Result<std::string>)> done) {
+          VerifyKey(*keys, key, kQueryScope, std::move(done));
+        });
 
     server_ = std::make_unique<net::Server>(std::move(sc), std::move(router));
     // Not ready while the WAL is poisoned (a failed fdatasync): every append would fail until a restart.
@@ -186,7 +187,7 @@ class TelemetryService final : public services::Service {
  private:
   net::MetricsRegistry metrics_;
   std::unique_ptr<wal::Log> log_;
-  std::unique_ptr<KeyCache> keys_;
+  std::unique_ptr<service_keys::KeyCache> keys_;
   std::unique_ptr<Intake> intake_;
   std::unique_ptr<net::Server> server_;
   std::string host_;

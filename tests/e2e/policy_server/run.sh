@@ -28,7 +28,9 @@ g() { "$GOVERN" --data-dir "$data" "$@"; }
 # launch NAME: starts a server on the data directory (output in NAME.out/.log); sets launched_pid and
 # launched_base (empty when it did not come up).
 launch() {
-  "$GOVERN" --data-dir "$data" serve policy --set policy.server.listen=127.0.0.1:0 >"$work/$1.out" 2>"$work/$1.log" &
+  # A short key cache TTL, so the revocation below takes effect within a second.
+  "$GOVERN" --data-dir "$data" serve policy --set policy.server.listen=127.0.0.1:0 \
+    --set policy.server.key_cache_ttl=1s >"$work/$1.out" 2>"$work/$1.log" &
   launched_pid=$!
   for _ in $(seq 1 600); do
     grep -q "is up" "$work/$1.out" 2>/dev/null && break
@@ -234,9 +236,15 @@ done
 kill -TERM "$serve2_pid"; wait "$serve2_pid" || fail "the second replica exited $? on SIGTERM"
 serve2_pid=""
 
-# A revoked key is refused at once.
-g policy-server keys revoke "${fetch:4:12}" >/dev/null 2>>"$work/keys.log" || fail "keys revoke"
-[ "$(code -H "Authorization: Bearer $fetch" "$base/v1/policy/bundle")" = 401 ] || fail "revoked key: not 401"
+# A revoked key is refused once the server's cached answer about it expires (key_cache_ttl, 1 s here).
+g policy-server keys revoke "${fetch:4:12}" >"$work/revoke.out" 2>>"$work/keys.log" || fail "keys revoke"
+grep -q "within policy.server.key_cache_ttl" "$work/revoke.out" || fail "keys revoke does not say when: $(cat "$work/revoke.out")"
+refused=""
+for _ in $(seq 1 100); do
+  [ "$(code -H "Authorization: Bearer $fetch" "$base/v1/policy/bundle")" = 401 ] && { refused=1; break; }
+  sleep 0.1
+done
+[ -n "$refused" ] || fail "revoked key still accepted after 10 s (key_cache_ttl is 1 s)"
 
 stop_server
 echo "policy server e2e: ok"
