@@ -262,6 +262,25 @@ echo "$entities" >"$work/b7/entities.json"
 "$GOVERN" policy inspect "$work/b7.tar.gz" >"$work/inspect.out" 2>&1 || fail "policy inspect v7: $(cat "$work/inspect.out")"
 grep -q "^  ok .* links.json$" "$work/inspect.out" || fail "inspect does not list links.json: $(cat "$work/inspect.out")"
 grep -q "^  ok .* policies.cedar$" "$work/inspect.out" || fail "inspect does not list policies.cedar"
+# `govern policy validate|evaluate --schema` read the same files (templates, --links, policies.json).
+cat >"$work/b7.cedarschema" <<'SCHEMA'
+entity Team; entity Agent in [Team]; entity Tool;
+action call_tool appliesTo { principal: Agent, resource: Tool };
+SCHEMA
+"$GOVERN" policy validate --policies "$work/b7/policies.cedar" --links "$work/b7/links.json" \
+  --schema "$work/b7.cedarschema" >"$work/validate.out" 2>&1 || fail "validate --schema with links: $(cat "$work/validate.out")"
+grep -q "^[0-9]* policies, 0 errors" "$work/validate.out" || fail "validate --schema counts: $(cat "$work/validate.out")"
+echo '[{"templateId": "policy0", "newId": "x", "values": {"?principal": {"type": "Agent", "id": "a1"}}}]' >"$work/half.json"
+rc=0; "$GOVERN" policy validate --policies "$work/b7/policies.cedar" --links "$work/half.json" \
+  --schema "$work/b7.cedarschema" >"$work/validate.out" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "half.json" "$work/validate.out" || fail "validate --schema with a bad link: rc $rc: $(cat "$work/validate.out")"
+printf '%s\n' 'permit(principal == ?principal, action == Action::"call_tool", resource) when { principal.level > 1 };' >"$work/bad_tmpl.cedar"
+rc=0; "$GOVERN" policy validate --policies "$work/bad_tmpl.cedar" --schema "$work/b7.cedarschema" >"$work/validate.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "validate --schema of a template that does not conform: rc $rc: $(cat "$work/validate.out")"
+jq -n '{principal: {type: "Agent", id: "a1"}, action: {type: "Action", id: "call_tool"}, resource: {type: "Tool", id: "search"}}' >"$work/req.json"
+out="$("$GOVERN" policy evaluate --policies "$work/b7/policies.cedar" --links "$work/b7/links.json" \
+  --schema "$work/b7.cedarschema" --entities "$work/b7/entities.json" --request "$work/req.json" 2>&1)" || fail "evaluate --schema with links: $out"
+[ "$(echo "$out" | jq -c .reason)" = '["grant-a1-search"]' ] || fail "evaluate --schema with links: $out"
 cp "$work/b7.tar.gz" "$adata/policy-agent/bundle.tar.gz"
 start_local_agent() {
   "$GOVERN" --data-dir "$adata" serve policy-agent --set policy.agent.org=acme \
