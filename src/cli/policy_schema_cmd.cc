@@ -44,12 +44,23 @@ policy::Schema LoadSchema(const std::string& path) {
   return std::move(*schema);
 }
 
-policy::PolicySet LoadPolicies(const std::string& path) {
+// The subcommand's --policies file: Cedar text (templates allowed, linked by --links) or, named *.json, a
+// Cedar JSON policy set; read as `govern policy validate` without --schema reads it (policy_cmd.cc).
+policy::PolicySet LoadPolicies(CLI::App* app) {
+  std::string path = OptionValue(app, "--policies");
+  std::string links_file = OptionValue(app, "--links");
   auto text = ReadFile(path);
   if (!text.ok()) Fail("policies", text.status());
-  auto set = policy::PolicySet::Parse(*text);
+  std::string links;
+  if (!links_file.empty()) {
+    auto l = ReadFile(links_file);
+    if (!l.ok()) Fail("links", l.status());
+    links = std::move(*l);
+  }
+  auto set = policy::PolicySet::FromFile(path, *text, links);
   if (!set.ok()) {
-    std::fprintf(stderr, "%s:%s\n", path.c_str(), set.status().message().c_str());
+    std::string where = links_file.empty() ? path : path + " (links " + links_file + ")";
+    std::fprintf(stderr, "%s:%s\n", where.c_str(), set.status().message().c_str());
     Exit(2);
   }
   return std::move(*set);
@@ -58,7 +69,7 @@ policy::PolicySet LoadPolicies(const std::string& path) {
 void Validate(const std::string& schema_file, CLI::App* validate) {
   std::string policies_file = OptionValue(validate, "--policies");
   policy::Schema schema = LoadSchema(schema_file);
-  policy::PolicySet policies = LoadPolicies(policies_file);
+  policy::PolicySet policies = LoadPolicies(validate);
   policy::ValidationResult r = policy::ValidatePolicies(schema, policies);
   auto print = [&](const policy::ValidationIssue& i, const char* severity) {
     std::fprintf(stderr, "%s:%u:%u: %s: %s: %s\n", policies_file.c_str(), i.line, i.col, i.policy_id.c_str(),
@@ -73,7 +84,7 @@ void Validate(const std::string& schema_file, CLI::App* validate) {
 
 void Evaluate(const std::string& schema_file, CLI::App* evaluate) {
   policy::Schema schema = LoadSchema(schema_file);
-  policy::PolicySet policies = LoadPolicies(OptionValue(evaluate, "--policies"));
+  policy::PolicySet policies = LoadPolicies(evaluate);
   std::string request_file = OptionValue(evaluate, "--request");
   auto request_text = ReadFile(request_file);
   if (!request_text.ok()) Fail("request", request_text.status());

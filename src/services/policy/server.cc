@@ -307,6 +307,9 @@ class PolicyServer final : public services::Service {
                 {"entities", stored->source.entities}};
     out["schema"] = stored->source.schema ? json(*stored->source.schema) : json(nullptr);
     out["limits"] = stored->source.limits ? json(*stored->source.limits) : json(nullptr);
+    // As published: a JSON policy set as its object, links as text (store.h PolicySource).
+    if (stored->source.policies_json) out["policies"] = json::parse(stored->source.policies);
+    out["links"] = stored->source.links ? json(*stored->source.links) : json(nullptr);
     return net::JsonResponse(out.dump());
   }
 

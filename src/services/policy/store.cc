@@ -40,7 +40,12 @@ SourceError PositionedError(std::string file, const std::string& text) {
 // The bundle's files for a source.
 std::map<std::string, std::string> BundleFiles(const PolicySource& s) {
   std::map<std::string, std::string> files;
-  files[std::string(kPoliciesFile)] = s.policies;
+  if (s.policies_json) {
+    files[std::string(kPoliciesJsonFile)] = s.policies;
+  } else {
+    files[std::string(kPoliciesFile)] = s.policies;
+    if (s.links) files[std::string(kLinksFile)] = *s.links;
+  }
   files[std::string(kEntitiesFile)] = s.entities;
   if (s.schema) files[std::string(kSchemaFile)] = *s.schema;
   if (s.limits) files[std::string(kLimitsFile)] = *s.limits;
@@ -48,7 +53,41 @@ std::map<std::string, std::string> BundleFiles(const PolicySource& s) {
 }
 
 bool SameSource(const PolicySource& a, const PolicySource& b) {
-  return a.policies == b.policies && a.entities == b.entities && a.schema == b.schema && a.limits == b.limits;
+  return a.policies == b.policies && a.policies_json == b.policies_json && a.links == b.links &&
+         a.entities == b.entities && a.schema == b.schema && a.limits == b.limits;
+}
+
+// policy_versions has no column for the links or the form of the policies (a later migration may add
+// them), so a source other than plain Cedar text without links keeps them in the policies column as an
+// envelope {"govern_source": 1, "json": bool, "policies": "<text>", "links": "<text>" | null}. Valid Cedar
+// text never begins with '{', so plain text (every version stored before templates) is never taken for
+// one.
+constexpr const char* kEnvelopeKey = "govern_source";
+
+std::string EncodePolicies(const PolicySource& s) {
+  if (!s.policies_json && !s.links) return s.policies;
+  nlohmann::json env = {{kEnvelopeKey, 1},
+                        {"json", s.policies_json},
+                        {"policies", s.policies},
+                        {"links", s.links ? nlohmann::json(*s.links) : nlohmann::json(nullptr)}};
+  return env.dump();
+}
+
+Status DecodePolicies(std::string_view column, PolicySource* s) {
+  size_t first = column.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || column[first] != '{') {
+    s->policies = std::string(column);
+    return OkStatus();
+  }
+  nlohmann::json env = nlohmann::json::parse(column, nullptr, /*allow_exceptions=*/false);
+  if (env.is_discarded() || !env.is_object() || !env.contains(kEnvelopeKey) || !env["json"].is_boolean() ||
+      !env["policies"].is_string() || !(env["links"].is_null() || env["links"].is_string())) {
+    return DataLoss("a stored policy source is not in the form this server writes");
+  }
+  s->policies_json = env["json"].get<bool>();
+  s->policies = env["policies"].get<std::string>();
+  if (env["links"].is_string()) s->links = env["links"].get<std::string>();
+  return OkStatus();
 }
 
 std::optional<std::string> OptString(const db::Rows& rows, int r, int c) {
@@ -100,18 +139,37 @@ Result<PolicySource> ParseSourceJson(std::string_view text) {
   }
   nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object()) {
-    return InvalidArgument("the body must be a JSON object {policies, entities, schema?, limits?}");
+    return InvalidArgument("the body must be a JSON object {policies, links?, entities, schema?, limits?}");
   }
   for (const auto& [k, v] : body.items()) {
-    if (k != "policies" && k != "entities" && k != "schema" && k != "limits") {
+    if (k != "policies" && k != "links" && k != "entities" && k != "schema" && k != "limits") {
       return InvalidArgument("unknown field \"" + k.substr(0, 64) +
-                             "\" (expected policies, entities, schema, limits)");
+                             "\" (expected policies, links, entities, schema, limits)");
     }
   }
   PolicySource src;
-  GOVERN_ASSIGN_OR_RETURN(std::optional<std::string> policies, TextField(body, "policies", false));
-  if (!policies) return InvalidArgument("\"policies\" (Cedar policy text) is required");
-  src.policies = std::move(*policies);
+  auto pol = body.find("policies");
+  if (pol == body.end() || pol->is_null()) {
+    return InvalidArgument("\"policies\" (Cedar policy text or a Cedar JSON policy set) is required");
+  }
+  if (pol->is_string()) {
+    src.policies = pol->get<std::string>();
+  } else if (pol->is_object()) {
+    src.policies = pol->dump();
+    src.policies_json = true;
+  } else {
+    return InvalidArgument("\"policies\" must be Cedar policy text or a Cedar JSON policy set object");
+  }
+  if (auto it = body.find("links"); it != body.end() && !it->is_null()) {
+    if (!it->is_string() && !it->is_array()) {
+      return InvalidArgument("\"links\" must be an array of template links or its JSON text");
+    }
+    if (src.policies_json) {
+      return InvalidArgument(
+          "\"links\" goes with Cedar policy text; a JSON policy set carries its links in templateLinks");
+    }
+    GOVERN_ASSIGN_OR_RETURN(src.links, TextField(body, "links", true));
+  }
   GOVERN_ASSIGN_OR_RETURN(std::optional<std::string> entities, TextField(body, "entities", true));
   if (entities) src.entities = std::move(*entities);
   if (auto it = body.find("schema");
@@ -126,8 +184,26 @@ Result<PolicySource> ParseSourceJson(std::string_view text) {
 std::vector<SourceError> Validate(const PolicySource& source, std::string* conformed_entities) {
   std::vector<SourceError> errors;
   std::string entities = source.entities;
-  auto policies = policy::PolicySet::Parse(source.policies);
-  if (!policies.ok()) errors.push_back(PositionedError("policies", policies.status().message()));
+  Result<policy::PolicySet> policies = InvalidArgument("not parsed");
+  if (source.policies_json) {
+    // FromJson names the policy in its errors; positions are within the policy's own text.
+    policies = policy::PolicySet::FromJson(source.policies);
+    if (!policies.ok()) errors.push_back(SourceError{"policies", 0, 0, policies.status().message()});
+  } else {
+    // The text alone first, so that its errors (with line and column) are told from the links'.
+    policies = policy::PolicySet::ParseWithTemplates(source.policies, {});
+    if (!policies.ok()) errors.push_back(PositionedError("policies", policies.status().message()));
+    if (source.links) {
+      auto links = policy::PolicySet::ParseLinks(*source.links);
+      if (!links.ok()) {
+        errors.push_back(SourceError{"links", 0, 0, links.status().message()});
+        policies = links.status();
+      } else if (policies.ok()) {
+        policies = policy::PolicySet::ParseWithTemplates(source.policies, *links);
+        if (!policies.ok()) errors.push_back(SourceError{"links", 0, 0, policies.status().message()});
+      }
+    }
+  }
   std::optional<policy::Schema> schema;
   if (source.schema) {
     auto parsed = policy::Schema::Parse(*source.schema);
@@ -166,9 +242,9 @@ std::vector<SourceError> Validate(const PolicySource& source, std::string* confo
   if (errors.empty()) {
     // What the sidecar will build from the bundle: the files together (e.g. @require_approval on a
     // forbid is refused there), so nothing is published that a sidecar would refuse.
-    std::map<std::string, std::string> files = {{std::string(kPoliciesFile), source.policies},
-                                                {std::string(kEntitiesFile), entities}};
-    if (source.limits) files.emplace(std::string(kLimitsFile), *source.limits);
+    PolicySource as_bundled = source;
+    as_bundled.entities = entities;
+    std::map<std::string, std::string> files = BundleFiles(as_bundled);
     if (auto d = policy::Decider::FromFiles(files); !d.ok()) {
       errors.push_back(SourceError{"bundle", 0, 0, d.status().message()});
     }
@@ -203,8 +279,9 @@ Result<PublishResult> Publish(db::Connection& conn, std::string_view org, const 
                                      "WHERE org = $1 AND version = $2",
                                      db::Params(org, current)));
       if (!latest.empty()) {
-        PolicySource prev{std::string(latest.Text(0, 0)), std::string(latest.Text(0, 1)),
-                          OptString(latest, 0, 2), OptString(latest, 0, 3)};
+        PolicySource prev{"", std::string(latest.Text(0, 1)), OptString(latest, 0, 2),
+                          OptString(latest, 0, 3)};
+        GOVERN_RETURN_IF_ERROR(DecodePolicies(latest.Text(0, 0), &prev));
         if (SameSource(prev, source)) {
           out.version = static_cast<uint64_t>(current);
           out.digest = std::string(latest.Text(0, 4));
@@ -235,8 +312,8 @@ Result<PublishResult> Publish(db::Connection& conn, std::string_view org, const 
         .Exec(
             "INSERT INTO policy_versions (org, version, policies, entities, schema, limits, bundle, digest, "
             "signed_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            db::Params(org, static_cast<int64_t>(next), source.policies, source.entities, source.schema,
-                       source.limits, db::Bytea{archive}, out.digest, signed_by))
+            db::Params(org, static_cast<int64_t>(next), EncodePolicies(source), source.entities,
+                       source.schema, source.limits, db::Bytea{archive}, out.digest, signed_by))
         .status();
   });
   if (!s.ok()) return s.WithContext("publish");
@@ -271,7 +348,7 @@ Result<StoredVersion> Read(db::Connection& conn, std::string_view org, uint64_t 
   out.digest = rows.Text(0, 1);
   out.signed_by = rows.Text(0, 2);
   out.created_at = rows.Text(0, 3);
-  out.source.policies = rows.Text(0, 4);
+  GOVERN_RETURN_IF_ERROR(DecodePolicies(rows.Text(0, 4), &out.source));
   out.source.entities = rows.Text(0, 5);
   out.source.schema = OptString(rows, 0, 6);
   out.source.limits = OptString(rows, 0, 7);

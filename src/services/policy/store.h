@@ -27,31 +27,40 @@ namespace govern::policy_service {
 
 // The files of a policy bundle (the sidecar reads these names).
 inline constexpr std::string_view kPoliciesFile = "policies.cedar";
+inline constexpr std::string_view kPoliciesJsonFile = "policies.json";  // instead of policies.cedar
+inline constexpr std::string_view kLinksFile = "links.json";            // with policies.cedar only
 inline constexpr std::string_view kEntitiesFile = "entities.json";
 inline constexpr std::string_view kSchemaFile = "schema.cedarschema";
 inline constexpr std::string_view kLimitsFile = "limits.json";
 inline constexpr std::string_view kBundleKind = "policy";
 inline constexpr std::string_view kBundleName = "default";
 
-// An organisation's policy set as published.
+// An organisation's policy set as published. The bundle holds policies.cedar (+ links.json when there
+// are links) for Cedar text, or policies.json for a JSON policy set.
 struct PolicySource {
-  std::string policies;         // Cedar policy text
+  std::string policies;         // Cedar policy text (static policies and templates), or see policies_json
   std::string entities = "[]";  // Cedar JSON entities
   std::optional<std::string>
       schema;  // Cedar schema, Cedar syntax or JSON; policies and entities must conform
   std::optional<std::string> limits;  // a JSON object (rate limits, budgets), carried as given
+  // The template links of the Cedar text (links.json: a JSON array of cedar-wasm TemplateLink objects),
+  // carried as given. Never set with policies_json (a JSON policy set has its own templateLinks).
+  std::optional<std::string> links;
+  // `policies` is a Cedar JSON policy set (PolicySet::FromJson), as compact JSON text.
+  bool policies_json = false;
 };
 
-// Parses a publish request body: {"policies": "<Cedar text>", "entities": [...] or "<JSON text>",
-// "schema": "<Cedar schema text>" or {JSON schema}, "limits": [...] or "<JSON text>"}; only policies is
-// required (entities default to []). Entities, schema and limits given as JSON values are kept as their
-// compact JSON text. InvalidArgument
-// names the problem. Pure; the body comes from outside (fuzzed by policy_source_fuzz).
+// Parses a publish request body: {"policies": "<Cedar text>" or {Cedar JSON policy set}, "links": [...]
+// or "<JSON text>", "entities": [...] or "<JSON text>", "schema": "<Cedar schema text>" or {JSON schema},
+// "limits": [...] or "<JSON text>"}; only policies is required (entities default to []). "links" goes
+// with Cedar text only. Links, entities, schema and limits given as JSON values, and a JSON policy set,
+// are kept as their compact JSON text. InvalidArgument names the problem. Pure; the body comes from
+// outside (fuzzed by policy_source_fuzz).
 Result<PolicySource> ParseSourceJson(std::string_view body);
 
 // One problem with a published source.
 struct SourceError {
-  std::string file;  // "policies", "entities", "schema", "limits", "bundle"
+  std::string file;  // "policies", "links", "entities", "schema", "limits", "bundle"
   int line = 0;      // 1-based, 0 when unknown
   int column = 0;
   std::string message;
@@ -59,11 +68,13 @@ struct SourceError {
   bool schema_violation = false;
 };
 
-// Every problem found (empty: valid). Policies and entities are parsed with the engine the sidecar
-// decides with, so a bundle the server accepts is one the sidecar can load. When the source has a
-// schema, it must parse, and the policies are validated against it as the reference's strict
-// validator does (every error of every policy, each with its line and column; warnings do not
-// refuse), and the entities must conform to it (the first that does not is reported).
+// Every problem found (empty: valid). Policies (with their links) and entities are parsed with the
+// engine the sidecar decides with, so a bundle the server accepts is one the sidecar can load. Cedar
+// text is parsed first alone (its errors are "policies" with line and column), then linked (a link's
+// error is "links", naming the link). When the source has a schema, it must parse, and the policies,
+// templates and links are validated against it as the reference's strict validator does (every error
+// of every policy, each with its line and column; warnings do not refuse), and the entities must
+// conform to it (the first that does not is reported).
 //
 // `conformed_entities`, when given and the source is valid with a schema, receives the entities
 // written the way the engine reads them with that schema (validator.h ConformEntitiesJson: a string

@@ -192,6 +192,150 @@ TEST(ParseSourceJson, TakesTextOrJsonValuesAndRefusesTheRest) {
   EXPECT_EQ(ParseSourceJson(deep).status().code(), Code::kInvalidArgument);
 }
 
+constexpr const char* kTemplate =
+    "@id(\"reader\")\npermit(principal == ?principal, action == Action::\"read\", resource in ?resource);\n";
+constexpr const char* kLinks =
+    R"([{"templateId": "policy0", "newId": "alice-docs", "values": {"?principal": {"type": "User", "id": )"
+    R"("alice"}, "?resource": {"type": "Folder", "id": "docs"}}}])";
+
+TEST(Validate, TakesTemplatesWithLinksAndNamesABadLink) {
+  PolicySource s;
+  s.policies = kTemplate;
+  EXPECT_TRUE(Validate(s).empty());  // a template without links is valid (it decides nothing)
+  s.links = kLinks;
+  EXPECT_TRUE(Validate(s).empty());
+  // A link to a template that is not there: reported against "links", naming the link.
+  s.links = R"([{"templateId": "policy7", "newId": "bob-docs", "values": {}}])";
+  auto errors = Validate(s);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].file, "links");
+  EXPECT_NE(errors[0].message.find("bob-docs"), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[0].message.find("policy7"), std::string::npos) << errors[0].message;
+  // A slot left unfilled, and links that are not links.
+  s.links =
+      R"([{"templateId": "policy0", "newId": "half", "values": {"?principal": {"type": "User", "id": "a"}}}])";
+  errors = Validate(s);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].file, "links");
+  EXPECT_NE(errors[0].message.find("half"), std::string::npos) << errors[0].message;
+  s.links = "{}";
+  errors = Validate(s);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].file, "links");
+  // The text's own error keeps its position and is not blamed on the links.
+  s.links = kLinks;
+  s.policies = "permit(principal == ?principal, action, resource)\n;;";
+  errors = Validate(s);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors[0].file, "policies");
+  EXPECT_GT(errors[0].line, 0);
+}
+
+TEST(Validate, ChecksTemplatesAndLinksAgainstTheSchema) {
+  PolicySource s;
+  s.schema = R"(entity User; entity Folder; entity Doc in [Folder];
+action read appliesTo { principal: User, resource: [Doc, Folder] };)";
+  s.policies = kTemplate;
+  s.links = kLinks;
+  auto errors = Validate(s);
+  EXPECT_TRUE(errors.empty()) << errors[0].message;
+  // A template comparing an attribute the schema does not declare.
+  s.policies =
+      std::string("permit(principal == ?principal, action == Action::\"read\", resource in ?resource) ") +
+      "when { principal.level > 3 };\n";
+  errors = Validate(s);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors[0].file, "policies");
+  EXPECT_TRUE(errors[0].schema_violation);
+}
+
+TEST(Validate, TakesAJsonPolicySet) {
+  PolicySource s;
+  s.policies_json = true;
+  s.policies = std::string(R"({"templates": {"reader": )") +
+               R"("permit(principal == ?principal, action, resource);"}, "templateLinks": [{"templateId": )" +
+               R"("reader", "newId": "alice", "values": {"?principal": {"type": "User", "id": "alice"}}}]})";
+  auto errors = Validate(s);
+  EXPECT_TRUE(errors.empty()) << errors[0].message;
+  s.policies = R"({"templates": {"reader": "permit(principal == ?principal, action, resource);"},
+      "templateLinks": [{"templateId": "nope", "newId": "alice", "values": {}}]})";
+  errors = Validate(s);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].file, "policies");
+  EXPECT_NE(errors[0].message.find("alice"), std::string::npos) << errors[0].message;
+}
+
+TEST(ParseSourceJson, TakesLinksAndJsonPolicySets) {
+  auto s = ParseSourceJson(
+      R"({"policies": "x", "links": [{"templateId": "policy0", "newId": "a", "values": {}}]})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_FALSE(s->policies_json);
+  EXPECT_EQ(s->links, std::optional<std::string>(R"([{"newId":"a","templateId":"policy0","values":{}}])"));
+  s = ParseSourceJson(R"({"policies": "x", "links": "[]"})");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->links, std::optional<std::string>("[]"));
+  s = ParseSourceJson(R"({"policies": {"staticPolicies": "permit(principal, action, resource);"}})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s->policies_json);
+  EXPECT_EQ(s->policies, R"({"staticPolicies":"permit(principal, action, resource);"})");
+  EXPECT_FALSE(s->links.has_value());
+  for (const char* bad : {R"({"policies": {}, "links": []})", R"({"policies": "", "links": 1})",
+                          R"({"policies": "", "links": {}})", R"({"policies": []})"}) {
+    EXPECT_EQ(ParseSourceJson(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+}
+
+TEST_F(StoreTest, TemplatesLinksAndJsonSetsAreBundledAndReadBack) {
+  PolicySource s;
+  s.policies = kTemplate;
+  s.links = kLinks;
+  auto v1 = Publish(Conn(), "acme", s, {key_.get()}, 1'800'000'000);
+  ASSERT_TRUE(v1.ok()) << v1.status().message();
+  auto first = Read(Conn(), "acme", 1, true);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->source.policies, kTemplate);
+  EXPECT_EQ(first->source.links, std::optional<std::string>(kLinks));
+  EXPECT_FALSE(first->source.policies_json);
+  bundle::Verdict verdict = bundle::Verify(first->bundle, trust_);
+  ASSERT_TRUE(verdict.ok()) << verdict.ToString();
+  ASSERT_NE(verdict.bundle->File(kPoliciesFile), nullptr);
+  ASSERT_NE(verdict.bundle->File(kLinksFile), nullptr);
+  EXPECT_EQ(*verdict.bundle->File(kLinksFile), kLinks);
+  EXPECT_EQ(verdict.bundle->File(kPoliciesJsonFile), nullptr);
+  // The same text with other links is a new version; the same again is not.
+  s.links = "[]";
+  auto v2 = Publish(Conn(), "acme", s, {key_.get()}, 1'800'000'001);
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->version, 2u);
+  auto v2again = Publish(Conn(), "acme", s, {key_.get()}, 1'800'000'002);
+  ASSERT_TRUE(v2again.ok());
+  EXPECT_TRUE(v2again->unchanged);
+  // A JSON policy set is bundled as policies.json and read back as published.
+  PolicySource j;
+  j.policies_json = true;
+  j.policies = R"({"staticPolicies":"permit(principal, action, resource);"})";
+  auto v3 = Publish(Conn(), "acme", j, {key_.get()}, 1'800'000'003);
+  ASSERT_TRUE(v3.ok());
+  EXPECT_EQ(v3->version, 3u);
+  auto third = Read(Conn(), "acme", 3, true);
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  EXPECT_TRUE(third->source.policies_json);
+  EXPECT_EQ(third->source.policies, j.policies);
+  EXPECT_FALSE(third->source.links.has_value());
+  verdict = bundle::Verify(third->bundle, trust_);
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict.bundle->File(kPoliciesFile), nullptr);
+  ASSERT_NE(verdict.bundle->File(kPoliciesJsonFile), nullptr);
+  EXPECT_EQ(*verdict.bundle->File(kPoliciesJsonFile), j.policies);
+  // Plain text (as stored before templates) still reads back unchanged.
+  ASSERT_TRUE(Put("acme", kPermit).ok());
+  auto fourth = Read(Conn(), "acme", 4, false);
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_EQ(fourth->source.policies, kPermit);
+  EXPECT_FALSE(fourth->source.policies_json);
+  EXPECT_FALSE(fourth->source.links.has_value());
+}
+
 TEST_F(StoreTest, VersionsIncreasePerOrganisationAndKeepHistory) {
   auto v1 = Put("acme", kPermit);
   ASSERT_TRUE(v1.ok()) << v1.status().message();

@@ -184,6 +184,20 @@ permit(principal, action == Action::\"read\", resource);")" = 4 ] || fail "publi
 wait_version 4
 [ "$(decide_http docs | jq -r .decision)" = allow ] || fail "docs after v4"
 
+# Version 5: a template and its links (links.json beside policies.cedar in the bundle). Each link is a
+# policy of its own, reported by its link id (the template's @id would name every link alike).
+tmpl='@id("tool-grant")
+permit(principal == ?principal, action == Action::"call_tool", resource == ?resource);'
+links='[{"templateId": "policy0", "newId": "grant-a1-search", "values": {"?principal": {"type": "Agent", "id": "a1"}, "?resource": {"type": "Tool", "id": "search"}}},
+{"templateId": "policy0", "newId": "grant-a2-wiki", "values": {"?principal": {"type": "Agent", "id": "a2"}, "?resource": {"type": "Tool", "id": "wiki"}}}]'
+[ "$(curl -sf -X PUT -H "Authorization: Bearer $pub" --data "$(jq -n --arg p "$tmpl" --argjson l "$links" --argjson e "$entities" '{policies: $p, links: $l, entities: $e}')" "http://127.0.0.1:$sport/v1/policy/set" | jq -r .version)" = 5 ] || fail "publish v5 (templates)"
+wait_version 5
+out="$(decide_http search)"
+[ "$(echo "$out" | jq -r .decision)" = allow ] || fail "search by link: $out"
+[ "$(echo "$out" | jq -c .reason)" = '["grant-a1-search"]' ] || fail "search reason is not the link id: $out"
+[ "$(decide_unix wiki | jq -r .decision)" = deny ] || fail "wiki is linked for a2 only"
+[ "$(decide_http docs | jq -r .decision)" = deny ] || fail "docs is linked for nobody"
+
 stop_agent
 [ ! -e "$sock" ] || fail "the Unix socket is left behind"
 stop_server
@@ -205,8 +219,8 @@ cat >"$work/b5/limits.json" <<'JSON'
 [{"id": "docs-rate", "principal_in": "Team::\"eng\"", "action": "Action::\"call_tool\"",
   "resource": "Tool::\"docs\"", "rate": {"requests": 2, "per": "1h"}}]
 JSON
-"$GOVERN" policy sign --dir "$work/b5" --version 5 --org acme --key "$work/local.key" \
-  --out "$adata/policy-agent/bundle.tar.gz" >/dev/null 2>>"$work/keys.log" || fail "policy sign v5"
+"$GOVERN" policy sign --dir "$work/b5" --version 6 --org acme --key "$work/local.key" \
+  --out "$adata/policy-agent/bundle.tar.gz" >/dev/null 2>>"$work/keys.log" || fail "policy sign v6"
 "$GOVERN" --data-dir "$adata" serve policy-agent --set policy.agent.org=acme \
   --set policy.agent.trust="$work/local.pub" --set policy.agent.listen=127.0.0.1:0 \
   --set policy.agent.socket="$sock" >"$work/agent.out" 2>>"$work/agent.log" &
@@ -214,7 +228,7 @@ agent_pid=$!
 aport="$(wait_up "$work/agent.out" "$agent_pid" policy-agent)"
 [ -n "$aport" ] || fail "govern serve policy-agent (no server) did not come up"
 agent="http://127.0.0.1:$aport"
-[ "$(status | jq -r .bundle.version)" = 5 ] || fail "v5 from disk: $(status)"
+[ "$(status | jq -r .bundle.version)" = 6 ] || fail "v6 from disk: $(status)"
 before="$(status | jq -r .decisions)"
 out="$(decide_http pay)"
 [ "$(echo "$out" | jq -r .decision)" = approval_required ] || fail "pay: $out"
@@ -234,5 +248,70 @@ st="$(status)"
 [ "$(echo "$st" | jq -r .limited)" = 1 ] || fail "status limited: $st"
 [ "$(echo "$st" | jq -r .decisions)" = "$((before + 5))" ] || fail "status decisions: $st"
 [ "$(echo "$st" | jq -r .recording.recorded)" = "$(echo "$st" | jq -r .decisions)" ] || fail "not all recorded: $st"
+stop_agent
+
+# Bundles signed with `govern policy sign` hold links.json or policies.json like any file, `govern
+# policy inspect` lists them, and the sidecar decides from them: version 7 is Cedar text with templates
+# and links.json, version 8 a Cedar JSON policy set (policies.json, its links inside).
+mkdir -p "$work/b7"
+printf '%s\n' "$tmpl" >"$work/b7/policies.cedar"
+echo "$links" >"$work/b7/links.json"
+echo "$entities" >"$work/b7/entities.json"
+"$GOVERN" policy sign --dir "$work/b7" --version 7 --org acme --key "$work/local.key" \
+  --out "$work/b7.tar.gz" >/dev/null 2>>"$work/keys.log" || fail "policy sign v7"
+"$GOVERN" policy inspect "$work/b7.tar.gz" >"$work/inspect.out" 2>&1 || fail "policy inspect v7: $(cat "$work/inspect.out")"
+grep -q "^  ok .* links.json$" "$work/inspect.out" || fail "inspect does not list links.json: $(cat "$work/inspect.out")"
+grep -q "^  ok .* policies.cedar$" "$work/inspect.out" || fail "inspect does not list policies.cedar"
+# `govern policy validate|evaluate --schema` read the same files (templates, --links, policies.json).
+cat >"$work/b7.cedarschema" <<'SCHEMA'
+entity Team; entity Agent in [Team]; entity Tool;
+action call_tool appliesTo { principal: Agent, resource: Tool };
+SCHEMA
+"$GOVERN" policy validate --policies "$work/b7/policies.cedar" --links "$work/b7/links.json" \
+  --schema "$work/b7.cedarschema" >"$work/validate.out" 2>&1 || fail "validate --schema with links: $(cat "$work/validate.out")"
+grep -q "^[0-9]* policies, 0 errors" "$work/validate.out" || fail "validate --schema counts: $(cat "$work/validate.out")"
+echo '[{"templateId": "policy0", "newId": "x", "values": {"?principal": {"type": "Agent", "id": "a1"}}}]' >"$work/half.json"
+rc=0; "$GOVERN" policy validate --policies "$work/b7/policies.cedar" --links "$work/half.json" \
+  --schema "$work/b7.cedarschema" >"$work/validate.out" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "half.json" "$work/validate.out" || fail "validate --schema with a bad link: rc $rc: $(cat "$work/validate.out")"
+printf '%s\n' 'permit(principal == ?principal, action == Action::"call_tool", resource) when { principal.level > 1 };' >"$work/bad_tmpl.cedar"
+rc=0; "$GOVERN" policy validate --policies "$work/bad_tmpl.cedar" --schema "$work/b7.cedarschema" >"$work/validate.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "validate --schema of a template that does not conform: rc $rc: $(cat "$work/validate.out")"
+jq -n '{principal: {type: "Agent", id: "a1"}, action: {type: "Action", id: "call_tool"}, resource: {type: "Tool", id: "search"}}' >"$work/req.json"
+out="$("$GOVERN" policy evaluate --policies "$work/b7/policies.cedar" --links "$work/b7/links.json" \
+  --schema "$work/b7.cedarschema" --entities "$work/b7/entities.json" --request "$work/req.json" 2>&1)" || fail "evaluate --schema with links: $out"
+[ "$(echo "$out" | jq -c .reason)" = '["grant-a1-search"]' ] || fail "evaluate --schema with links: $out"
+cp "$work/b7.tar.gz" "$adata/policy-agent/bundle.tar.gz"
+start_local_agent() {
+  "$GOVERN" --data-dir "$adata" serve policy-agent --set policy.agent.org=acme \
+    --set policy.agent.trust="$work/local.pub" --set policy.agent.listen=127.0.0.1:0 \
+    --set policy.agent.socket="$sock" >"$work/agent.out" 2>>"$work/agent.log" &
+  agent_pid=$!
+  aport="$(wait_up "$work/agent.out" "$agent_pid" policy-agent)"
+  [ -n "$aport" ] || fail "govern serve policy-agent (no server) did not come up"
+  agent="http://127.0.0.1:$aport"
+}
+start_local_agent
+[ "$(status | jq -r .bundle.version)" = 7 ] || fail "v7 from disk: $(status)"
+out="$(decide_http search)"
+[ "$(echo "$out" | jq -r .decision)" = allow ] && [ "$(echo "$out" | jq -c .reason)" = '["grant-a1-search"]' ] || fail "v7 search: $out"
+[ "$(decide_unix wiki | jq -r .decision)" = deny ] || fail "v7 wiki"
+stop_agent
+
+mkdir -p "$work/b8"
+jq -n --arg t "$tmpl" --argjson l "$links" '{staticPolicies: {"no-search": "forbid(principal, action, resource == Tool::\"search\") unless { principal == Agent::\"root\" };"},
+  templates: {"tool-grant": $t}, templateLinks: ($l | map(.templateId = "tool-grant"))}' >"$work/b8/policies.json"
+echo "$entities" >"$work/b8/entities.json"
+"$GOVERN" policy sign --dir "$work/b8" --version 8 --org acme --key "$work/local.key" \
+  --out "$work/b8.tar.gz" >/dev/null 2>>"$work/keys.log" || fail "policy sign v8"
+"$GOVERN" policy inspect "$work/b8.tar.gz" >"$work/inspect.out" 2>&1 || fail "policy inspect v8"
+grep -q "^  ok .* policies.json$" "$work/inspect.out" || fail "inspect does not list policies.json: $(cat "$work/inspect.out")"
+cp "$work/b8.tar.gz" "$adata/policy-agent/bundle.tar.gz"
+start_local_agent
+[ "$(status | jq -r .bundle.version)" = 8 ] || fail "v8 from disk: $(status)"
+out="$(decide_http search)"
+[ "$(echo "$out" | jq -r .decision)" = deny ] && [ "$(echo "$out" | jq -c .reason)" = '["no-search"]' ] || fail "v8 search: $out"
+out="$(curl -s -X POST --data "$(jq -n '{principal: {type: "Agent", id: "a2"}, action: {type: "Action", id: "call_tool"}, resource: {type: "Tool", id: "wiki"}}')" "$agent/v1/decide")"
+[ "$(echo "$out" | jq -r .decision)" = allow ] && [ "$(echo "$out" | jq -c .reason)" = '["grant-a2-wiki"]' ] || fail "v8 wiki for a2: $out"
 stop_agent
 echo "policy agent e2e: ok"

@@ -152,6 +152,51 @@ json_schema='{"": {"entityTypes": {"Tool": {}}, "actions": {"use": {"appliesTo":
 [ "$(code -X PUT -H "Authorization: Bearer $ipub" --data "$(jq -n --argjson s "$json_schema" '{policies: "permit(principal, action == Action::\"use\", resource);", schema: $s}')" "$base/v1/policy/set")" = 201 ] || fail "JSON schema: $(cat "$work/resp.out")"
 [ "$(code -X PUT -H "Authorization: Bearer $ipub" --data "$(jq -n --argjson s "$json_schema" '{policies: "permit(principal, action == Action::\"view\", resource);", schema: $s}')" "$base/v1/policy/set")" = 422 ] || fail "JSON schema, unknown action: not 422"
 
+# Templates and links: Cedar text with templates and a "links" array is published, the bundle holds
+# policies.cedar and links.json, and the set reads back with its links; a link to no template is 400
+# naming the link (file "links"); a Cedar JSON policy set is bundled as policies.json.
+hpub="$(g policy-server keys create --org hooli --scope publish 2>>"$work/keys.log")" || fail "keys create hooli"
+hfetch="$(g policy-server keys create --org hooli --scope fetch 2>>"$work/keys.log")" || fail "keys create hooli fetch"
+tmpl='@id("reader")
+permit(principal == ?principal, action == Action::"read", resource in ?resource);'
+links='[{"templateId": "policy0", "newId": "alice-docs", "values": {"?principal": {"type": "User", "id": "alice"}, "?resource": {"type": "Folder", "id": "docs"}}}]'
+[ "$(code -X PUT -H "Authorization: Bearer $hpub" --data "$(jq -n --arg p "$tmpl" --argjson l "$links" '{policies: $p, links: $l}')" "$base/v1/policy/set")" = 201 ] || fail "templates and links: $(cat "$work/resp.out")"
+curl -sf -H "Authorization: Bearer $hfetch" -o "$work/tl.tar.gz" "$base/v1/policy/bundle" || fail "fetch hooli"
+g policy verify "$work/tl.tar.gz" --trust "$work/server.pub" --org hooli >/dev/null 2>&1 || fail "templates bundle does not verify"
+mkdir "$work/tl" && tar xzf "$work/tl.tar.gz" -C "$work/tl"
+[ "$(cat "$work/tl/policies.cedar")" = "$tmpl" ] || fail "templates: policies.cedar differs"
+jq -e '.[0].newId == "alice-docs" and .[0].values["?resource"].id == "docs"' "$work/tl/links.json" >/dev/null || fail "links.json: $(cat "$work/tl/links.json" 2>&1)"
+[ ! -e "$work/tl/policies.json" ] || fail "templates bundle has policies.json"
+[ "$(code -H "Authorization: Bearer $hfetch" "$base/v1/policy/set")" = 200 ] || fail "GET hooli set"
+jq -e '(.links | fromjson | .[0].newId) == "alice-docs"' "$work/resp.out" >/dev/null || fail "GET set lacks the links: $(cat "$work/resp.out")"
+bad_link="$(jq -n --arg p "$tmpl" '{policies: $p, links: [{templateId: "policy9", newId: "bob-docs", values: {"?principal": {type: "User", id: "bob"}}}]}')"
+[ "$(curl -s -D "$work/bl.hdr" -o "$work/resp.out" -w '%{http_code}' -X PUT -H "Authorization: Bearer $hpub" --data "$bad_link" "$base/v1/policy/set")" = 400 ] || fail "bad link: not 400: $(cat "$work/resp.out")"
+grep -qi "content-type: application/problem+json" "$work/bl.hdr" || fail "bad link: not problem+json"
+[ "$(jq -r '.errors[0].file' "$work/resp.out")" = links ] || fail "bad link: file: $(cat "$work/resp.out")"
+jq -r '.errors[0].message' "$work/resp.out" | grep -q "bob-docs" || fail "bad link: the message does not name it: $(cat "$work/resp.out")"
+[ "$(code -X PUT -H "Authorization: Bearer $hpub" --data "$(jq -n --arg p "$tmpl" '{policies: $p, links: [{templateId: "policy0", newId: "half", values: {"?principal": {type: "User", id: "bob"}}}]}')" "$base/v1/policy/set")" = 400 ] || fail "link with a slot unfilled: not 400"
+jq -r '.errors[0].message' "$work/resp.out" | grep -q "half" || fail "unfilled slot: $(cat "$work/resp.out")"
+# Templates are validated against a schema too (422 for a template that does not conform).
+hschema='entity User; entity Folder; entity Doc in [Folder];
+action read appliesTo { principal: User, resource: [Doc, Folder] };'
+[ "$(code -X PUT -H "Authorization: Bearer $hpub" --data "$(jq -n --arg p "$tmpl
+permit(principal == ?principal, action == Action::\"read\", resource) when { principal.level > 3 };" --arg s "$hschema" --argjson l "$links" '{policies: $p, links: $l, schema: $s}')" "$base/v1/policy/set")" = 422 ] || fail "template against the schema: not 422: $(cat "$work/resp.out")"
+[ "$(jq -r '.errors[0] | "\(.file):\(.line)"' "$work/resp.out")" = policies:3 ] || fail "template schema error: $(cat "$work/resp.out")"
+[ "$(code -H "Authorization: Bearer $hfetch" "$base/v1/policy/set")" = 200 ] && [ "$(jq -r .version "$work/resp.out")" = 1 ] || fail "a refused set was published"
+# A Cedar JSON policy set (an object as "policies") carries its own templateLinks; "links" beside it is 400.
+jset="$(jq -n --arg t 'permit(principal == ?principal, action == Action::"read", resource);' '{templates: {reader: $t}, templateLinks: [{templateId: "reader", newId: "carol-reads", values: {"?principal": {type: "User", id: "carol"}}}]}')"
+[ "$(code -X PUT -H "Authorization: Bearer $hpub" --data "$(jq -n --argjson j "$jset" '{policies: $j}')" "$base/v1/policy/set")" = 201 ] || fail "JSON policy set: $(cat "$work/resp.out")"
+curl -sf -H "Authorization: Bearer $hfetch" -o "$work/js.tar.gz" "$base/v1/policy/bundle" || fail "fetch hooli v2"
+mkdir "$work/js" && tar xzf "$work/js.tar.gz" -C "$work/js"
+[ ! -e "$work/js/policies.cedar" ] && [ ! -e "$work/js/links.json" ] || fail "JSON set bundle has policies.cedar or links.json"
+jq -e '.templateLinks[0].newId == "carol-reads"' "$work/js/policies.json" >/dev/null || fail "policies.json: $(cat "$work/js/policies.json" 2>&1)"
+[ "$(code -H "Authorization: Bearer $hfetch" "$base/v1/policy/set")" = 200 ] || fail "GET hooli set v2"
+jq -e '.policies.templates.reader != null and .links == null' "$work/resp.out" >/dev/null || fail "GET set of a JSON policy set: $(cat "$work/resp.out")"
+[ "$(code -X PUT -H "Authorization: Bearer $hpub" --data "$(jq -n --argjson j "$jset" '{policies: $j, links: []}')" "$base/v1/policy/set")" = 400 ] || fail "JSON set with links: not 400"
+bad_jset="$(jq -n --arg t 'permit(principal == ?principal, action, resource);' '{templates: {reader: $t}, templateLinks: [{templateId: "writer", newId: "dave-writes", values: {}}]}')"
+[ "$(code -X PUT -H "Authorization: Bearer $hpub" --data "$(jq -n --argjson j "$bad_jset" '{policies: $j}')" "$base/v1/policy/set")" = 400 ] || fail "JSON set with a bad link: not 400"
+jq -r '.errors[0].message' "$work/resp.out" | grep -q "dave-writes" || fail "JSON set bad link: $(cat "$work/resp.out")"
+
 # Keys: none 401, a garbage key 401, the wrong scope 403 both ways, another org sees nothing of acme.
 [ "$(code "$base/v1/policy/bundle")" = 401 ] || fail "no key: not 401"
 [ "$(code -H "Authorization: Bearer gvp_nonsense" "$base/v1/policy/bundle")" = 401 ] || fail "bad key: not 401"
