@@ -36,6 +36,29 @@ CREATE TABLE policy_versions (
   PRIMARY KEY (org, version)
 );
 )sql"},
+      // Templates with links and JSON policy sets were first stored before these columns existed, as an
+      // envelope in `policies`: {"govern_source": 1, "json": bool, "policies": "<text>", "links": "<text>"
+      // | null}. Such rows are unpacked here. Only that envelope made `policies` begin with '{' (valid
+      // Cedar text never does); the CASE keeps every other row's text from being cast to jsonb, and a
+      // JSON object without "govern_source" is left as it is. (A `policies` beginning with '{' that is
+      // not JSON would stop the migration with PostgreSQL's error; no build of the server wrote one.)
+      {2, "policy versions: links and policies format columns", R"sql(
+ALTER TABLE policy_versions
+  ADD COLUMN links text,
+  ADD COLUMN policies_format text NOT NULL DEFAULT 'cedar'
+    CONSTRAINT policy_versions_policies_format CHECK (policies_format IN ('cedar', 'json')),
+  ADD CONSTRAINT policy_versions_links_with_cedar CHECK (links IS NULL OR policies_format = 'cedar');
+
+UPDATE policy_versions AS v
+SET policies = e.env ->> 'policies',
+    links = e.env ->> 'links',
+    policies_format = CASE WHEN (e.env -> 'json') = 'true'::jsonb THEN 'json' ELSE 'cedar' END
+FROM (SELECT org, version, CASE WHEN policies LIKE '{%' THEN policies::jsonb END AS env
+      FROM policy_versions WHERE policies LIKE '{%') AS e
+WHERE v.org = e.org AND v.version = e.version AND e.env IS NOT NULL
+  AND jsonb_typeof(e.env) = 'object' AND e.env ? 'govern_source'
+  AND jsonb_typeof(e.env -> 'policies') = 'string';
+)sql"},
   };
 }
 

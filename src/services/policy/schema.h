@@ -6,7 +6,9 @@
 //   policy_heads     one row per organisation: its latest version. Publishing locks this row, so two
 //                    concurrent publishes for one organisation take versions one after the other
 //   policy_versions  every accepted policy set (history kept) with the signed bundle built from it;
-//                    a version's bundle bytes never change, so its ETag is stable
+//                    a version's bundle bytes never change, so its ETag is stable. The source is kept
+//                    as published: policies (policies_format 'cedar' text or a 'json' policy set),
+//                    links (Cedar text only), entities, schema, limits
 #pragma once
 
 #include <vector>

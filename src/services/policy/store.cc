@@ -57,38 +57,8 @@ bool SameSource(const PolicySource& a, const PolicySource& b) {
          a.entities == b.entities && a.schema == b.schema && a.limits == b.limits;
 }
 
-// policy_versions has no column for the links or the form of the policies (a later migration may add
-// them), so a source other than plain Cedar text without links keeps them in the policies column as an
-// envelope {"govern_source": 1, "json": bool, "policies": "<text>", "links": "<text>" | null}. Valid Cedar
-// text never begins with '{', so plain text (every version stored before templates) is never taken for
-// one.
-constexpr const char* kEnvelopeKey = "govern_source";
-
-std::string EncodePolicies(const PolicySource& s) {
-  if (!s.policies_json && !s.links) return s.policies;
-  nlohmann::json env = {{kEnvelopeKey, 1},
-                        {"json", s.policies_json},
-                        {"policies", s.policies},
-                        {"links", s.links ? nlohmann::json(*s.links) : nlohmann::json(nullptr)}};
-  return env.dump();
-}
-
-Status DecodePolicies(std::string_view column, PolicySource* s) {
-  size_t first = column.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos || column[first] != '{') {
-    s->policies = std::string(column);
-    return OkStatus();
-  }
-  nlohmann::json env = nlohmann::json::parse(column, nullptr, /*allow_exceptions=*/false);
-  if (env.is_discarded() || !env.is_object() || !env.contains(kEnvelopeKey) || !env["json"].is_boolean() ||
-      !env["policies"].is_string() || !(env["links"].is_null() || env["links"].is_string())) {
-    return DataLoss("a stored policy source is not in the form this server writes");
-  }
-  s->policies_json = env["json"].get<bool>();
-  s->policies = env["policies"].get<std::string>();
-  if (env["links"].is_string()) s->links = env["links"].get<std::string>();
-  return OkStatus();
-}
+// policy_versions.policies_format: how `policies` is written.
+const char* FormatName(const PolicySource& s) { return s.policies_json ? "json" : "cedar"; }
 
 std::optional<std::string> OptString(const db::Rows& rows, int r, int c) {
   if (auto t = rows.OptText(r, c)) return std::string(*t);
@@ -275,13 +245,14 @@ Result<PublishResult> Publish(db::Connection& conn, std::string_view org, const 
     GOVERN_ASSIGN_OR_RETURN(int64_t current, head.Int64(0, 0));
     if (current > 0) {
       GOVERN_ASSIGN_OR_RETURN(db::Rows latest,
-                              c.Exec("SELECT policies, entities, schema, limits, digest FROM policy_versions "
+                              c.Exec("SELECT policies, entities, schema, limits, digest, links, "
+                                     "policies_format = 'json' FROM policy_versions "
                                      "WHERE org = $1 AND version = $2",
                                      db::Params(org, current)));
       if (!latest.empty()) {
-        PolicySource prev{"", std::string(latest.Text(0, 1)), OptString(latest, 0, 2),
-                          OptString(latest, 0, 3)};
-        GOVERN_RETURN_IF_ERROR(DecodePolicies(latest.Text(0, 0), &prev));
+        PolicySource prev{std::string(latest.Text(0, 0)), std::string(latest.Text(0, 1)),
+                          OptString(latest, 0, 2), OptString(latest, 0, 3), OptString(latest, 0, 5)};
+        GOVERN_ASSIGN_OR_RETURN(prev.policies_json, latest.Bool(0, 6));
         if (SameSource(prev, source)) {
           out.version = static_cast<uint64_t>(current);
           out.digest = std::string(latest.Text(0, 4));
@@ -310,10 +281,11 @@ Result<PublishResult> Publish(db::Connection& conn, std::string_view org, const 
                                .status());
     return c
         .Exec(
-            "INSERT INTO policy_versions (org, version, policies, entities, schema, limits, bundle, digest, "
-            "signed_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            db::Params(org, static_cast<int64_t>(next), EncodePolicies(source), source.entities,
-                       source.schema, source.limits, db::Bytea{archive}, out.digest, signed_by))
+            "INSERT INTO policy_versions (org, version, policies, policies_format, links, entities, schema, "
+            "limits, bundle, digest, signed_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            db::Params(org, static_cast<int64_t>(next), source.policies, FormatName(source), source.links,
+                       source.entities, source.schema, source.limits, db::Bytea{archive}, out.digest,
+                       signed_by))
         .status();
   });
   if (!s.ok()) return s.WithContext("publish");
@@ -335,6 +307,7 @@ Result<StoredVersion> Read(db::Connection& conn, std::string_view org, uint64_t 
       std::string("SELECT version, digest, signed_by, ") +
       R"(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), )" +
       "policies, entities, schema, limits, " + (with_bundle ? "bundle" : "NULL::bytea") +
+      ", links, policies_format = 'json'" +
       " FROM policy_versions WHERE org = $1 AND ($2 = 0 OR version = $2) ORDER BY version DESC LIMIT 1";
   GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
                           conn.ExecPrepared(sql, db::Params(org, static_cast<int64_t>(version))));
@@ -348,7 +321,9 @@ Result<StoredVersion> Read(db::Connection& conn, std::string_view org, uint64_t 
   out.digest = rows.Text(0, 1);
   out.signed_by = rows.Text(0, 2);
   out.created_at = rows.Text(0, 3);
-  GOVERN_RETURN_IF_ERROR(DecodePolicies(rows.Text(0, 4), &out.source));
+  out.source.policies = rows.Text(0, 4);
+  out.source.links = OptString(rows, 0, 9);
+  GOVERN_ASSIGN_OR_RETURN(out.source.policies_json, rows.Bool(0, 10));
   out.source.entities = rows.Text(0, 5);
   out.source.schema = OptString(rows, 0, 6);
   out.source.limits = OptString(rows, 0, 7);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -334,6 +335,108 @@ TEST_F(StoreTest, TemplatesLinksAndJsonSetsAreBundledAndReadBack) {
   EXPECT_EQ(fourth->source.policies, kPermit);
   EXPECT_FALSE(fourth->source.policies_json);
   EXPECT_FALSE(fourth->source.links.has_value());
+}
+
+// How the server stored a source with links or a JSON policy set before migration 2 gave them columns:
+// an envelope in `policies` (the old store.cc's EncodePolicies, kept here verbatim).
+std::string OldEnvelope(const PolicySource& s) {
+  nlohmann::json env = {{"govern_source", 1},
+                        {"json", s.policies_json},
+                        {"policies", s.policies},
+                        {"links", s.links ? nlohmann::json(*s.links) : nlohmann::json(nullptr)}};
+  return env.dump();
+}
+
+TEST(Migrations, UnpackTheEnvelopesOfRowsStoredBeforeTheColumns) {
+  auto db = db::testing::TestDatabase::Create();
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  auto pool = db::Pool::Create({.conninfo = db->conninfo(), .max_size = 2});
+  ASSERT_TRUE(pool.ok()) << pool.status().message();
+  auto lease = (*pool)->Checkout();
+  ASSERT_TRUE(lease.ok()) << lease.status().message();
+  db::Connection& conn = **lease;
+  // The schema as the old server left it: every migration but the one adding the columns.
+  std::vector<db::Migration> all = Migrations();
+  ASSERT_EQ(all.back().version, 2);
+  std::vector<db::Migration> before(all.begin(), all.end() - 1);
+  auto applied = db::Migrator("policy", before).Apply(conn);
+  ASSERT_TRUE(applied.ok()) << applied.status().message();
+
+  // Rows as the old server wrote them: plain Cedar text, a template with links (text with quotes, a tab
+  // and non-ASCII, so unescaping is checked), a JSON policy set, and (latest) the template again.
+  PolicySource plain;
+  plain.policies = kPermit;
+  PolicySource linked;
+  linked.policies = std::string("// caf\u00e9 \"r\u00e9sum\u00e9\"\t\\\n") + kTemplate;
+  linked.links = kLinks;
+  linked.entities = R"([{"uid": {"type": "User", "id": "alice"}, "attrs": {}, "parents": []}])";
+  PolicySource json;
+  json.policies_json = true;
+  json.policies = R"({"staticPolicies":"permit(principal, action, resource);"})";
+  json.limits = "[]";
+  const std::vector<std::pair<std::string, const PolicySource*>> rows = {{kPermit, &plain},
+                                                                         {OldEnvelope(linked), &linked},
+                                                                         {OldEnvelope(json), &json},
+                                                                         {OldEnvelope(linked), &linked}};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PolicySource& src = *rows[i].second;
+    auto ins = conn.Exec(
+        "INSERT INTO policy_versions (org, version, policies, entities, schema, limits, bundle, digest, "
+        "signed_by) VALUES ('acme', $1, $2, $3, $4, $5, '\\x00', $6, 'old-key')",
+        db::Params(static_cast<int64_t>(i + 1), rows[i].first, src.entities, src.schema, src.limits,
+                   "digest" + std::to_string(i + 1)));
+    ASSERT_TRUE(ins.ok()) << ins.status().message();
+  }
+  ASSERT_TRUE(conn.Exec("INSERT INTO policy_heads (org, version) VALUES ('acme', 4)").ok());
+  // A row beginning with '{' that is JSON but no envelope is left as it was.
+  ASSERT_TRUE(conn.Exec("INSERT INTO policy_versions (org, version, policies, entities, bundle, digest, "
+                        "signed_by) VALUES ('other', 1, '{\"a\": 1}', '[]', '\\x00', 'd', 'k')")
+                  .ok());
+
+  applied = db::Migrator("policy", all).Apply(conn);
+  ASSERT_TRUE(applied.ok()) << applied.status().message();
+  EXPECT_EQ(*applied, 1);
+
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PolicySource& want = *rows[i].second;
+    auto got = Read(conn, "acme", i + 1, false);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(got->source.policies, want.policies) << "version " << i + 1;
+    EXPECT_EQ(got->source.policies_json, want.policies_json) << "version " << i + 1;
+    EXPECT_EQ(got->source.links, want.links) << "version " << i + 1;
+    EXPECT_EQ(got->source.entities, want.entities) << "version " << i + 1;
+    EXPECT_EQ(got->source.schema, want.schema) << "version " << i + 1;
+    EXPECT_EQ(got->source.limits, want.limits) << "version " << i + 1;
+    EXPECT_EQ(got->digest, "digest" + std::to_string(i + 1));
+  }
+  auto columns =
+      conn.Exec("SELECT policies, links IS NULL, policies_format FROM policy_versions ORDER BY org, version");
+  ASSERT_TRUE(columns.ok()) << columns.status().message();
+  ASSERT_EQ(columns->size(), 5);
+  EXPECT_EQ(columns->Text(0, 2), "cedar");
+  EXPECT_EQ(columns->Text(1, 2), "cedar");
+  EXPECT_EQ(columns->Text(2, 2), "json");
+  EXPECT_EQ(columns->Text(2, 1), "t");
+  EXPECT_EQ(columns->Text(4, 0), R"({"a": 1})");
+  EXPECT_EQ(columns->Text(4, 2), "cedar");
+
+  // The latest migrated version is the same source as the template with links: publishing it again
+  // makes no new version.
+  auto key = bundle::SigningKey::Generate("test-key");
+  ASSERT_TRUE(key.ok());
+  auto again = Publish(conn, "acme", linked, {&*key}, 1'800'000'000);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(again->unchanged);
+  EXPECT_EQ(again->version, 4u);
+  auto next = Publish(conn, "acme", json, {&*key}, 1'800'000'000);
+  ASSERT_TRUE(next.ok()) << next.status().message();
+  EXPECT_EQ(next->version, 5u);
+
+  // The columns refuse what the store never writes.
+  EXPECT_FALSE(conn.Exec("UPDATE policy_versions SET policies_format = 'yaml' WHERE org = 'acme' AND "
+                         "version = 1")
+                   .ok());
+  EXPECT_FALSE(conn.Exec("UPDATE policy_versions SET links = '[]' WHERE org = 'acme' AND version = 3").ok());
 }
 
 TEST_F(StoreTest, VersionsIncreasePerOrganisationAndKeepHistory) {
