@@ -95,15 +95,18 @@ uint16_t SigningKey::flags() const { return impl_->flags; }
 uint16_t SigningKey::key_tag() const { return impl_->tag; }
 const std::string& SigningKey::dnskey_rdata() const { return impl_->dnskey; }
 
-std::string SigningKey::DsRdata(std::string_view owner) const {
+std::string SigningKey::DsRdata(std::string_view owner) const { return DsRdataFor(owner, impl_->dnskey); }
+
+std::string DsRdataFor(std::string_view owner, std::string_view dnskey) {
   std::string lower(owner);
   LowerName(lower);
-  std::string data = lower + impl_->dnskey;
+  std::string data = lower + std::string(dnskey);
   auto d = crypto::Sha256(data);
+  uint16_t tag = KeyTag(dnskey);
   std::string out;
-  out.push_back(static_cast<char>(impl_->tag >> 8));
-  out.push_back(static_cast<char>(impl_->tag));
-  out.push_back(static_cast<char>(impl_->alg));
+  out.push_back(static_cast<char>(tag >> 8));
+  out.push_back(static_cast<char>(tag));
+  out.push_back(dnskey.size() > 3 ? dnskey[3] : 0);
   out.push_back(2);
   if (d.ok()) out.append(reinterpret_cast<const char*>(d->data()), d->size());
   return out;

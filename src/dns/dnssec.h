@@ -45,6 +45,8 @@ class SigningKey {
 };
 
 uint16_t KeyTag(std::string_view dnskey_rdata);
+// DS RDATA (SHA-256, digest type 2) for a DNSKEY RDATA at `owner` (wire).
+std::string DsRdataFor(std::string_view owner, std::string_view dnskey_rdata);
 
 // RRSIG RDATA over the RRset (owner wire, type, original TTL, rdatas). `labels` is the owner's label
 // count without a leading '*' (RFC 4034 section 3.1.3). Sorts the RDATA canonically itself.
