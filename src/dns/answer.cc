@@ -33,7 +33,8 @@ struct Render {
   size_t prefix_len = 0;
   bool cacheable = false;
 
-  Render(const Zone& zone, bool d, uint32_t t, uint16_t qt) : z(zone), dnssec(d), now(t), w(scratch, kMaxMessage), qtype(qt) {}
+  Render(const Zone& zone, bool d, uint32_t t, uint16_t qt)
+      : z(zone), dnssec(d), now(t), w(scratch, kMaxMessage), qtype(qt) {}
 
   void Put(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata, int section) {
     if (overflow) return;
@@ -113,7 +114,9 @@ struct Render {
     }
     if (succ.size() >= 63) return;
     succ.push_back('\0');
-    std::string owner = pred.empty() ? std::string(parent) : std::string(1, static_cast<char>(pred.size())) + pred + std::string(parent);
+    std::string owner = pred.empty()
+                            ? std::string(parent)
+                            : std::string(1, static_cast<char>(pred.size())) + pred + std::string(parent);
     std::string next = std::string(1, static_cast<char>(succ.size())) + succ + std::string(parent);
     if (owner.size() > kMaxName || next.size() > kMaxName) return;
     PutNsec(owner, next, nullptr, 0);
@@ -122,9 +125,12 @@ struct Render {
   void Additional(const RRset& set) {
     for (const auto& rd : set.rdatas) {
       std::string_view target = rd;
-      if (set.type == kMX) target = target.substr(2);
-      else if (set.type == kSRV) target = target.substr(6);
-      else if (set.type != kNS) return;
+      if (set.type == kMX)
+        target = target.substr(2);
+      else if (set.type == kSRV)
+        target = target.substr(6);
+      else if (set.type != kNS)
+        return;
       char lower[kMaxName + 1];
       if (target.size() > kMaxName) continue;
       LowerNameInto(target, lower);
@@ -272,8 +278,8 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
 
 // Copies a rendered response into out, fitting it to the client's limit, with the query's id, flags
 // and qname patched in and the OPT record appended.
-size_t Finish(const uint8_t* rendered, size_t len, size_t prefix_len, const Query& q, size_t limit, uint8_t* out,
-              size_t out_size, std::span<const uint8_t> packet, const ParseResult& pr) {
+size_t Finish(const uint8_t* rendered, size_t len, size_t prefix_len, const Query& q, size_t limit,
+              uint8_t* out, size_t out_size, std::span<const uint8_t> packet, const ParseResult& pr) {
   size_t opt = q.has_edns ? 11 : 0;
   if (limit > out_size) limit = out_size;
   size_t take;
@@ -312,7 +318,8 @@ size_t Answer(const ZoneSet& zones, std::span<const uint8_t> packet, const Answe
   if (limit > out_size) limit = out_size;
   if (!pr.ok) return WriteBareResponse(packet, q, pr, pr.rcode, false, false, out, limit);
   if (q.qclass != kClassIN) return WriteBareResponse(packet, q, pr, kRefused, false, false, out, limit);
-  if (q.qtype == kAXFR || q.qtype == kIXFR) return WriteBareResponse(packet, q, pr, kNotImp, false, false, out, limit);
+  if (q.qtype == kAXFR || q.qtype == kIXFR)
+    return WriteBareResponse(packet, q, pr, kNotImp, false, false, out, limit);
   char lower[kMaxName + 4];
   LowerNameInto(q.qname, lower);
   std::string_view qn(lower, q.qname.size());
@@ -325,8 +332,8 @@ size_t Answer(const ZoneSet& zones, std::span<const uint8_t> packet, const Answe
   lower[qn.size() + 2] = dnssec ? 1 : 0;
   std::string_view key(lower, qn.size() + 3);
   if (auto hit = z->CacheLookup(key, opt.now)) {
-    return Finish(reinterpret_cast<const uint8_t*>(hit->bytes.data()), hit->bytes.size(), hit->prefix_len, q, limit,
-                  out, out_size, packet, pr);
+    return Finish(reinterpret_cast<const uint8_t*>(hit->bytes.data()), hit->bytes.size(), hit->prefix_len, q,
+                  limit, out, out_size, packet, pr);
   }
   Render r(*z, dnssec, opt.now, q.qtype);
   Resolve(r, qn, qn);  // rendered lower-case: Finish copies the query's own qname over it

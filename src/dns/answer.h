@@ -16,14 +16,14 @@
 namespace govern::dns {
 
 struct AnswerOptions {
-  bool tcp = false;   // no UDP size limit (responses up to 65535 octets)
-  uint32_t now = 0;   // seconds since the epoch, for signature validity and cache refresh
+  bool tcp = false;  // no UDP size limit (responses up to 65535 octets)
+  uint32_t now = 0;  // seconds since the epoch, for signature validity and cache refresh
 };
 
 // Writes the response to `packet` into out[0, out_size) (out_size should be 65535 for TCP and at
 // least kDefaultUdpPayload for UDP) and returns its length; 0 means send nothing (the packet was not a
 // query: too short for a header, or a response).
-size_t Answer(const ZoneSet& zones, std::span<const uint8_t> packet, const AnswerOptions& options, uint8_t* out,
-              size_t out_size);
+size_t Answer(const ZoneSet& zones, std::span<const uint8_t> packet, const AnswerOptions& options,
+              uint8_t* out, size_t out_size);
 
 }  // namespace govern::dns

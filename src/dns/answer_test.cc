@@ -1,6 +1,8 @@
 // Data-driven answer tests: testdata/*.test hold zones, queries and the expected response sections,
 // one case per RFC rule (see the comments in each file). Set DNS_TESTDATA_PRINT=1 to print the
 // actual responses in the file format (for writing a new case; every expectation is reviewed by hand).
+#include "dns/answer.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,7 +10,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "dns/answer.h"
 #include "dns/testing.h"
 #include "dns/zone.h"
 
@@ -23,14 +24,22 @@ constexpr uint32_t kNow = 1790000000;
 
 std::string RcodeText(int r) {
   switch (r) {
-    case 0: return "NOERROR";
-    case 1: return "FORMERR";
-    case 2: return "SERVFAIL";
-    case 3: return "NXDOMAIN";
-    case 4: return "NOTIMP";
-    case 5: return "REFUSED";
-    case 16: return "BADVERS";
-    default: return std::to_string(r);
+    case 0:
+      return "NOERROR";
+    case 1:
+      return "FORMERR";
+    case 2:
+      return "SERVFAIL";
+    case 3:
+      return "NXDOMAIN";
+    case 4:
+      return "NOTIMP";
+    case 5:
+      return "REFUSED";
+    case 16:
+      return "BADVERS";
+    default:
+      return std::to_string(r);
   }
 }
 
@@ -56,10 +65,14 @@ std::string Run(const ZoneSet& set, const std::string& query_line) {
   bool edns = true, do_bit = false, tcp = false;
   uint16_t payload = 1232;
   while (in >> opt) {
-    if (opt == "do") do_bit = true;
-    else if (opt == "noedns") edns = false;
-    else if (opt == "tcp") tcp = true;
-    else if (opt.rfind("udp=", 0) == 0) payload = static_cast<uint16_t>(std::stoi(opt.substr(4)));
+    if (opt == "do")
+      do_bit = true;
+    else if (opt == "noedns")
+      edns = false;
+    else if (opt == "tcp")
+      tcp = true;
+    else if (opt.rfind("udp=", 0) == 0)
+      payload = static_cast<uint16_t>(std::stoi(opt.substr(4)));
   }
   auto q = MakeQuery(name, type.ok() ? *type : 0, edns, do_bit, 0x4242, payload);
   std::vector<uint8_t> out(65535);
@@ -127,7 +140,8 @@ void RunFile(const std::filesystem::path& path) {
       for (int pass = 0; pass < 2; ++pass) {
         std::string got = Run(*set, c.query);
         if (print && pass == 0) std::printf("query %s\n%send\n\n", c.query.c_str(), got.c_str());
-        EXPECT_EQ(got, c.expected) << path.filename() << ":" << c.line << " query " << c.query << " pass " << pass;
+        EXPECT_EQ(got, c.expected) << path.filename() << ":" << c.line << " query " << c.query << " pass "
+                                   << pass;
       }
       continue;
     }

@@ -29,37 +29,39 @@ SigningKey::~SigningKey() = default;
 
 uint16_t KeyTag(std::string_view r) {
   uint32_t ac = 0;
-  for (size_t i = 0; i < r.size(); ++i) ac += (i & 1) ? static_cast<uint8_t>(r[i]) : static_cast<uint32_t>(static_cast<uint8_t>(r[i])) << 8;
+  for (size_t i = 0; i < r.size(); ++i)
+    ac += (i & 1) ? static_cast<uint8_t>(r[i]) : static_cast<uint32_t>(static_cast<uint8_t>(r[i])) << 8;
   ac += (ac >> 16) & 0xffff;
   return static_cast<uint16_t>(ac & 0xffff);
 }
 
 struct SigningKeyBuilder {
-static Result<SigningKey> Build(Algorithm alg, uint16_t flags, std::optional<crypto::EcdsaP256PrivateKey> p256,
-                                std::optional<crypto::Ed25519PrivateKey> ed) {
-  auto impl = std::make_unique<SigningKey::Impl>();
-  impl->alg = alg;
-  impl->flags = flags;
-  std::string pub;
-  if (p256) {
-    GOVERN_ASSIGN_OR_RETURN(auto pk, p256->PublicKey());
-    GOVERN_ASSIGN_OR_RETURN(auto u, pk.Uncompressed());
-    pub.assign(u.begin() + 1, u.end());  // RFC 6605: X || Y without the 0x04 prefix
-  } else {
-    GOVERN_ASSIGN_OR_RETURN(auto pk, ed->PublicKey());
-    auto raw = pk.Raw();
-    pub.assign(raw.begin(), raw.end());
+  static Result<SigningKey> Build(Algorithm alg, uint16_t flags,
+                                  std::optional<crypto::EcdsaP256PrivateKey> p256,
+                                  std::optional<crypto::Ed25519PrivateKey> ed) {
+    auto impl = std::make_unique<SigningKey::Impl>();
+    impl->alg = alg;
+    impl->flags = flags;
+    std::string pub;
+    if (p256) {
+      GOVERN_ASSIGN_OR_RETURN(auto pk, p256->PublicKey());
+      GOVERN_ASSIGN_OR_RETURN(auto u, pk.Uncompressed());
+      pub.assign(u.begin() + 1, u.end());  // RFC 6605: X || Y without the 0x04 prefix
+    } else {
+      GOVERN_ASSIGN_OR_RETURN(auto pk, ed->PublicKey());
+      auto raw = pk.Raw();
+      pub.assign(raw.begin(), raw.end());
+    }
+    impl->dnskey.push_back(static_cast<char>(flags >> 8));
+    impl->dnskey.push_back(static_cast<char>(flags));
+    impl->dnskey.push_back(3);
+    impl->dnskey.push_back(static_cast<char>(alg));
+    impl->dnskey += pub;
+    impl->tag = KeyTag(impl->dnskey);
+    impl->p256 = std::move(p256);
+    impl->ed = std::move(ed);
+    return SigningKey(std::move(impl));
   }
-  impl->dnskey.push_back(static_cast<char>(flags >> 8));
-  impl->dnskey.push_back(static_cast<char>(flags));
-  impl->dnskey.push_back(3);
-  impl->dnskey.push_back(static_cast<char>(alg));
-  impl->dnskey += pub;
-  impl->tag = KeyTag(impl->dnskey);
-  impl->p256 = std::move(p256);
-  impl->ed = std::move(ed);
-  return SigningKey(std::move(impl));
-}
 };
 
 Result<SigningKey> SigningKey::Generate(Algorithm alg, uint16_t flags) {
@@ -122,9 +124,9 @@ Result<std::string> SigningKey::Sign(std::string_view data) const {
   return std::string(reinterpret_cast<const char*>(sig.data()), sig.size());
 }
 
-Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner, uint16_t type,
-                              uint32_t ttl, std::span<const std::string_view> rdatas, uint32_t inception,
-                              uint32_t expiration) {
+Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner,
+                              uint16_t type, uint32_t ttl, std::span<const std::string_view> rdatas,
+                              uint32_t inception, uint32_t expiration) {
   std::string lower_owner(owner), lower_signer(signer);
   LowerName(lower_owner);
   LowerName(lower_signer);
@@ -165,9 +167,9 @@ Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, st
   return rr + sig;
 }
 
-Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner, uint16_t type,
-                              uint32_t ttl, std::span<const std::string> rdatas, uint32_t inception,
-                              uint32_t expiration) {
+Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner,
+                              uint16_t type, uint32_t ttl, std::span<const std::string> rdatas,
+                              uint32_t inception, uint32_t expiration) {
   std::vector<std::string_view> v(rdatas.begin(), rdatas.end());
   return SignRRset(key, signer, owner, type, ttl, v, inception, expiration);
 }

@@ -30,7 +30,7 @@ class SigningKey {
   Result<std::string> Private() const;  // for storage (the caller keeps it encrypted at rest)
   Algorithm algorithm() const;
   uint16_t flags() const;
-  uint16_t key_tag() const;             // RFC 4034 appendix B
+  uint16_t key_tag() const;                 // RFC 4034 appendix B
   const std::string& dnskey_rdata() const;  // flags, protocol 3, algorithm, public key
   // RFC 4509 DS RDATA (digest type 2, SHA-256) for this key at `owner` (wire).
   std::string DsRdata(std::string_view owner) const;
@@ -50,11 +50,11 @@ std::string DsRdataFor(std::string_view owner, std::string_view dnskey_rdata);
 
 // RRSIG RDATA over the RRset (owner wire, type, original TTL, rdatas). `labels` is the owner's label
 // count without a leading '*' (RFC 4034 section 3.1.3). Sorts the RDATA canonically itself.
-Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner, uint16_t type,
-                              uint32_t ttl, std::span<const std::string> rdatas, uint32_t inception,
-                              uint32_t expiration);
-Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner, uint16_t type,
-                              uint32_t ttl, std::span<const std::string_view> rdatas, uint32_t inception,
-                              uint32_t expiration);
+Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner,
+                              uint16_t type, uint32_t ttl, std::span<const std::string> rdatas,
+                              uint32_t inception, uint32_t expiration);
+Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner,
+                              uint16_t type, uint32_t ttl, std::span<const std::string_view> rdatas,
+                              uint32_t inception, uint32_t expiration);
 
 }  // namespace govern::dns

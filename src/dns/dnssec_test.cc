@@ -12,7 +12,8 @@ namespace {
 // RFC 6605 section 6.1: the example KSK of example.net., its key tag and its SHA-256 DS.
 TEST(DnssecTest, KeyTagAndDsMatchRfc6605) {
   auto recs = ParseZoneFile(
-      "example.net. 3600 IN DNSKEY 257 3 13 ( GojIhhXUN/u4v54ZQqGSnyhWJwaubCvTmeexv7bR6edbkrSqQpF64cYbcB7wNcP+\n"
+      "example.net. 3600 IN DNSKEY 257 3 13 ( "
+      "GojIhhXUN/u4v54ZQqGSnyhWJwaubCvTmeexv7bR6edbkrSqQpF64cYbcB7wNcP+\n"
       "  e+MAnLr+Wi9xMWyQLc8NAA== )\n",
       "example.net.");
   ASSERT_TRUE(recs.ok()) << recs.status().ToString();
@@ -50,8 +51,8 @@ TEST(DnssecTest, RrsigFields) {
   auto sig = SignRRset(*k, *signer, *owner, kA, 300, rdatas, 1000, 2000);
   ASSERT_TRUE(sig.ok());
   std::string text = RdataToText(kRRSIG, *sig);
-  EXPECT_EQ(text.substr(0, text.rfind(' ')), "A 13 3 300 19700101003320 19700101001640 " +
-                                                  std::to_string(k->key_tag()) + " example.net.");
+  EXPECT_EQ(text.substr(0, text.rfind(' ')),
+            "A 13 3 300 19700101003320 19700101001640 " + std::to_string(k->key_tag()) + " example.net.");
   EXPECT_EQ(sig->size(), 18 + signer->size() + 64);
 }
 

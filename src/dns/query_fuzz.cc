@@ -55,7 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static auto zones = MakeZones();
   static std::vector<uint8_t> out(65535);
   for (bool tcp : {false, true}) {
-    size_t n = Answer(*zones, std::span<const uint8_t>(data, size), AnswerOptions{tcp, 1790000000}, out.data(), out.size());
+    size_t n = Answer(*zones, std::span<const uint8_t>(data, size), AnswerOptions{tcp, 1790000000},
+                      out.data(), out.size());
     if (n == 0) continue;
     if (!tcp && n > kDefaultUdpPayload) std::abort();
     std::vector<uint8_t> resp(out.begin(), out.begin() + static_cast<long>(n));

@@ -18,17 +18,18 @@ struct TypeName {
   const char* name;
 };
 constexpr TypeName kTypes[] = {
-    {kA, "A"},        {kNS, "NS"},         {kCNAME, "CNAME"}, {kSOA, "SOA"},     {kPTR, "PTR"},
-    {kHINFO, "HINFO"}, {kMX, "MX"},        {kTXT, "TXT"},     {kAAAA, "AAAA"},   {kSRV, "SRV"},
-    {kDNAME, "DNAME"}, {kOPT, "OPT"},      {kDS, "DS"},       {kRRSIG, "RRSIG"}, {kNSEC, "NSEC"},
-    {kDNSKEY, "DNSKEY"}, {kSVCB, "SVCB"},  {kHTTPS, "HTTPS"}, {kNXNAME, "NXNAME"}, {kAXFR, "AXFR"},
-    {kIXFR, "IXFR"},  {kANY, "ANY"},       {kCAA, "CAA"},
+    {kA, "A"},           {kNS, "NS"},     {kCNAME, "CNAME"}, {kSOA, "SOA"},       {kPTR, "PTR"},
+    {kHINFO, "HINFO"},   {kMX, "MX"},     {kTXT, "TXT"},     {kAAAA, "AAAA"},     {kSRV, "SRV"},
+    {kDNAME, "DNAME"},   {kOPT, "OPT"},   {kDS, "DS"},       {kRRSIG, "RRSIG"},   {kNSEC, "NSEC"},
+    {kDNSKEY, "DNSKEY"}, {kSVCB, "SVCB"}, {kHTTPS, "HTTPS"}, {kNXNAME, "NXNAME"}, {kAXFR, "AXFR"},
+    {kIXFR, "IXFR"},     {kANY, "ANY"},   {kCAA, "CAA"},
 };
 
 bool IEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
   return true;
 }
 
@@ -161,8 +162,8 @@ std::string TimeText(uint32_t t) {
   struct tm tm {};
   gmtime_r(&tt, &tm);
   char b[32];
-  std::snprintf(b, sizeof b, "%04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec);
+  std::snprintf(b, sizeof b, "%04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec);
   return b;
 }
 
@@ -171,7 +172,7 @@ struct SvcKey {
   const char* name;
 };
 constexpr SvcKey kSvcKeys[] = {{0, "mandatory"}, {1, "alpn"}, {2, "no-default-alpn"}, {3, "port"},
-                               {4, "ipv4hint"}, {5, "ech"}, {6, "ipv6hint"}};
+                               {4, "ipv4hint"},  {5, "ech"},  {6, "ipv6hint"}};
 
 Result<uint16_t> SvcKeyFromText(std::string_view k) {
   for (auto& s : kSvcKeys)
@@ -250,10 +251,14 @@ Result<std::string> SvcParamValue(uint16_t key, std::string_view v) {
   }
 }
 
-Result<std::string> ParseName(const Token& t, std::string_view origin) { return NameFromText(t.text, origin); }
+Result<std::string> ParseName(const Token& t, std::string_view origin) {
+  return NameFromText(t.text, origin);
+}
 
 Status Need(std::span<const Token> f, size_t n, const char* what) {
-  if (f.size() != n) return InvalidArgument(std::string(what) + " takes " + std::to_string(n) + " fields, got " + std::to_string(f.size()));
+  if (f.size() != n)
+    return InvalidArgument(std::string(what) + " takes " + std::to_string(n) + " fields, got " +
+                           std::to_string(f.size()));
   return OkStatus();
 }
 
@@ -312,23 +317,29 @@ Result<std::string> RdataFromText(uint16_t type, std::span<const Token> f, std::
     for (size_t i = 2; i < f.size(); ++i) hex += f[i].text;
     GOVERN_ASSIGN_OR_RETURN(out, HexDecode(hex));
     if (out.size() != len) return InvalidArgument("\\# length does not match the data");
-    if (!RdataValid(type, out)) return InvalidArgument("\\# data is not valid " + TypeToText(type) + " RDATA");
+    if (!RdataValid(type, out))
+      return InvalidArgument("\\# data is not valid " + TypeToText(type) + " RDATA");
     return out;
   }
   switch (type) {
     case kA: {
       GOVERN_RETURN_IF_ERROR(Need(f, 1, "A"));
       uint8_t b[4];
-      if (inet_pton(AF_INET, f[0].text.c_str(), b) != 1) return InvalidArgument("bad IPv4 address '" + f[0].text + "'");
+      if (inet_pton(AF_INET, f[0].text.c_str(), b) != 1)
+        return InvalidArgument("bad IPv4 address '" + f[0].text + "'");
       return std::string(reinterpret_cast<char*>(b), 4);
     }
     case kAAAA: {
       GOVERN_RETURN_IF_ERROR(Need(f, 1, "AAAA"));
       uint8_t b[16];
-      if (inet_pton(AF_INET6, f[0].text.c_str(), b) != 1) return InvalidArgument("bad IPv6 address '" + f[0].text + "'");
+      if (inet_pton(AF_INET6, f[0].text.c_str(), b) != 1)
+        return InvalidArgument("bad IPv6 address '" + f[0].text + "'");
       return std::string(reinterpret_cast<char*>(b), 16);
     }
-    case kNS: case kCNAME: case kPTR: case kDNAME: {
+    case kNS:
+    case kCNAME:
+    case kPTR:
+    case kDNAME: {
       GOVERN_RETURN_IF_ERROR(Need(f, 1, TypeToText(type).c_str()));
       return ParseName(f[0], origin);
     }
@@ -379,13 +390,15 @@ Result<std::string> RdataFromText(uint16_t type, std::span<const Token> f, std::
       const std::string& tag = f[1].text;
       if (tag.empty() || tag.size() > 255) return InvalidArgument("bad CAA tag");
       for (char c : tag)
-        if (!std::isalnum(static_cast<unsigned char>(c))) return InvalidArgument("CAA tag must be alphanumeric");
+        if (!std::isalnum(static_cast<unsigned char>(c)))
+          return InvalidArgument("CAA tag must be alphanumeric");
       GOVERN_ASSIGN_OR_RETURN(std::string v, Unescape(f[2].text));
       out.push_back(static_cast<char>(flags));
       out.push_back(static_cast<char>(tag.size()));
       return out + tag + v;
     }
-    case kSVCB: case kHTTPS: {
+    case kSVCB:
+    case kHTTPS: {
       if (f.size() < 2) return InvalidArgument("SVCB/HTTPS needs a priority and a target");
       uint16_t prio;
       if (!ParseNum(f[0].text, prio)) return InvalidArgument("bad SvcPriority");
@@ -480,23 +493,33 @@ Result<std::string> RdataFromText(uint16_t type, std::span<const Token> f, std::
 bool RdataValid(uint16_t type, std::string_view r) {
   auto name_at = [&](size_t o) -> size_t { return o <= r.size() ? WireNameLength(r.substr(o)) : 0; };
   switch (type) {
-    case kA: return r.size() == 4;
-    case kAAAA: return r.size() == 16;
-    case kNS: case kCNAME: case kPTR: case kDNAME: return name_at(0) == r.size();
-    case kMX: return r.size() > 2 && name_at(2) == r.size() - 2;
-    case kSRV: return r.size() > 6 && name_at(6) == r.size() - 6;
+    case kA:
+      return r.size() == 4;
+    case kAAAA:
+      return r.size() == 16;
+    case kNS:
+    case kCNAME:
+    case kPTR:
+    case kDNAME:
+      return name_at(0) == r.size();
+    case kMX:
+      return r.size() > 2 && name_at(2) == r.size() - 2;
+    case kSRV:
+      return r.size() > 6 && name_at(6) == r.size() - 6;
     case kSOA: {
       size_t a = name_at(0);
       size_t b = a ? name_at(a) : 0;
       return a && b && r.size() == a + b + 20;
     }
-    case kTXT: case kHINFO: {
+    case kTXT:
+    case kHINFO: {
       if (r.empty()) return false;
       size_t o = 0;
       while (o < r.size()) o += static_cast<uint8_t>(r[o]) + 1;
       return o == r.size();
     }
-    default: return true;
+    default:
+      return true;
   }
 }
 
@@ -506,22 +529,30 @@ std::string RdataToText(uint16_t type, std::string_view r) {
   auto u16 = [&](size_t o) { return Get16(reinterpret_cast<const uint8_t*>(r.data()) + o); };
   auto u32 = [&](size_t o) { return Get32(reinterpret_cast<const uint8_t*>(r.data()) + o); };
   switch (type) {
-    case kA: case kAAAA: {
+    case kA:
+    case kAAAA: {
       char b[INET6_ADDRSTRLEN];
       inet_ntop(type == kA ? AF_INET : AF_INET6, r.data(), b, sizeof b);
       return b;
     }
-    case kNS: case kCNAME: case kPTR: case kDNAME: return NameToText(r);
-    case kMX: return std::to_string(u16(0)) + " " + NameToText(r.substr(2));
+    case kNS:
+    case kCNAME:
+    case kPTR:
+    case kDNAME:
+      return NameToText(r);
+    case kMX:
+      return std::to_string(u16(0)) + " " + NameToText(r.substr(2));
     case kSRV:
-      return std::to_string(u16(0)) + " " + std::to_string(u16(2)) + " " + std::to_string(u16(4)) + " " + NameToText(r.substr(6));
+      return std::to_string(u16(0)) + " " + std::to_string(u16(2)) + " " + std::to_string(u16(4)) + " " +
+             NameToText(r.substr(6));
     case kSOA: {
       size_t a = WireNameLength(r), b = WireNameLength(r.substr(a));
       std::string s = NameToText(r.substr(0, a)) + " " + NameToText(r.substr(a, b));
       for (int i = 0; i < 5; ++i) s += " " + std::to_string(u32(a + b + 4 * i));
       return s;
     }
-    case kTXT: case kHINFO: {
+    case kTXT:
+    case kHINFO: {
       std::string s;
       for (size_t o = 0; o < r.size(); o += static_cast<uint8_t>(r[o]) + 1) {
         if (!s.empty()) s += " ";
@@ -548,9 +579,9 @@ std::string RdataToText(uint16_t type, std::string_view r) {
       size_t n = WireNameLength(r.substr(18));
       if (!n || 18 + n >= r.size()) return generic();
       return TypeToText(u16(0)) + " " + std::to_string(static_cast<uint8_t>(r[2])) + " " +
-             std::to_string(static_cast<uint8_t>(r[3])) + " " + std::to_string(u32(4)) + " " + TimeText(u32(8)) + " " +
-             TimeText(u32(12)) + " " + std::to_string(u16(16)) + " " + NameToText(r.substr(18, n)) + " " +
-             B64(r.substr(18 + n));
+             std::to_string(static_cast<uint8_t>(r[3])) + " " + std::to_string(u32(4)) + " " +
+             TimeText(u32(8)) + " " + TimeText(u32(12)) + " " + std::to_string(u16(16)) + " " +
+             NameToText(r.substr(18, n)) + " " + B64(r.substr(18 + n));
     }
     case kNSEC: {
       size_t n = WireNameLength(r);
@@ -563,12 +594,14 @@ std::string RdataToText(uint16_t type, std::string_view r) {
         if (len == 0 || len > 32 || o + 2 + len > r.size()) return generic();
         for (int b = 0; b < len; ++b)
           for (int bit = 0; bit < 8; ++bit)
-            if (static_cast<uint8_t>(r[o + 2 + b]) & (0x80 >> bit)) s += " " + TypeToText(static_cast<uint16_t>(w * 256 + b * 8 + bit));
+            if (static_cast<uint8_t>(r[o + 2 + b]) & (0x80 >> bit))
+              s += " " + TypeToText(static_cast<uint16_t>(w * 256 + b * 8 + bit));
         o += 2 + len;
       }
       return s;
     }
-    case kSVCB: case kHTTPS: {
+    case kSVCB:
+    case kHTTPS: {
       if (r.size() < 3) return generic();
       size_t n = WireNameLength(r.substr(2));
       if (!n) return generic();
@@ -617,7 +650,8 @@ std::string RdataToText(uint16_t type, std::string_view r) {
       }
       return s;
     }
-    default: return generic();
+    default:
+      return generic();
   }
 }
 
@@ -630,11 +664,23 @@ std::string CanonicalRdata(uint16_t type, std::string_view r) {
     return o + n;
   };
   switch (type) {
-    case kNS: case kCNAME: case kPTR: case kDNAME: lower_at(0); break;
-    case kMX: lower_at(2); break;
-    case kSRV: lower_at(6); break;
-    case kSOA: lower_at(lower_at(0)); break;
-    default: break;
+    case kNS:
+    case kCNAME:
+    case kPTR:
+    case kDNAME:
+      lower_at(0);
+      break;
+    case kMX:
+      lower_at(2);
+      break;
+    case kSRV:
+      lower_at(6);
+      break;
+    case kSOA:
+      lower_at(lower_at(0));
+      break;
+    default:
+      break;
   }
   return out;
 }

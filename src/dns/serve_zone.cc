@@ -44,9 +44,10 @@ bool WriteFile(const std::string& path, const std::string& data) {
   return static_cast<bool>(f);
 }
 int Usage() {
-  std::fprintf(stderr,
-               "usage: govern-dns-serve --zone NAME=FILE [--zone ...] [--address A] [--port N] [--threads N]\n"
-               "                        [--sign DIR] [--algorithm 13|15] [--check]\n");
+  std::fprintf(
+      stderr,
+      "usage: govern-dns-serve --zone NAME=FILE [--zone ...] [--address A] [--port N] [--threads N]\n"
+      "                        [--sign DIR] [--algorithm 13|15] [--check]\n");
   return 2;
 }
 }  // namespace
@@ -120,8 +121,9 @@ int main(int argc, char** argv) {
       std::string apex_text = name.back() == '.' ? name : name + ".";
       std::string dnskey = RdataToText(kDNSKEY, key->dnskey_rdata());
       // "257 3 13 BASE64" -> the trust-anchors block delv reads.
-      std::string anchor = "trust-anchors {\n  " + apex_text + " static-key " + dnskey.substr(0, dnskey.find(' ', 6)) +
-                           " \"" + dnskey.substr(dnskey.find(' ', 6) + 1) + "\";\n};\n";
+      std::string anchor = "trust-anchors {\n  " + apex_text + " static-key " +
+                           dnskey.substr(0, dnskey.find(' ', 6)) + " \"" +
+                           dnskey.substr(dnskey.find(' ', 6) + 1) + "\";\n};\n";
       WriteFile(sign_dir + "/" + name + "anchor", anchor);
       WriteFile(sign_dir + "/" + name + "dnskey", apex_text + " 3600 IN DNSKEY " + dnskey + "\n");
     }

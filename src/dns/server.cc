@@ -90,7 +90,8 @@ bool WriteAll(int fd, const uint8_t* p, size_t n) {
 
 }  // namespace
 
-Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, std::shared_ptr<ZoneSetHolder> zones) {
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
+                                              std::shared_ptr<ZoneSetHolder> zones) {
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   s->zones_ = std::move(zones);
@@ -159,8 +160,8 @@ void Server::UdpLoop(int fd) {
     int m = 0;
     for (int i = 0; i < n; ++i) {
       Slot& s = slots[i];
-      size_t len = Answer(*zones, std::span<const uint8_t>(s.in, in_msgs[i].msg_len), AnswerOptions{false, now}, s.out,
-                          kUdpMax);
+      size_t len = Answer(*zones, std::span<const uint8_t>(s.in, in_msgs[i].msg_len),
+                          AnswerOptions{false, now}, s.out, kUdpMax);
       if (len == 0) continue;
       s.out_iov = {s.out, len};
       std::memset(&out_msgs[m], 0, sizeof out_msgs[m]);
@@ -237,8 +238,8 @@ void Server::TcpServe(int fd, std::atomic<bool>* done) {
     while (have - off >= 2) {
       size_t len = Get16(&in[off]);
       if (have - off < 2 + len) break;
-      size_t alen = Answer(*zones, std::span<const uint8_t>(&in[off + 2], len), AnswerOptions{true, now}, answer.data(),
-                           answer.size());
+      size_t alen = Answer(*zones, std::span<const uint8_t>(&in[off + 2], len), AnswerOptions{true, now},
+                           answer.data(), answer.size());
       tcp_queries_.fetch_add(1, std::memory_order_relaxed);
       if (alen > 0) {
         uint8_t pre[2];

@@ -34,7 +34,7 @@ class ZoneSetHolder {
 
 struct ServerOptions {
   std::string address = "127.0.0.1";  // IPv4 or IPv6 literal
-  uint16_t port = 53;                  // 0 picks a free port (see Server::port)
+  uint16_t port = 53;                 // 0 picks a free port (see Server::port)
   int udp_threads = 1;
   int max_tcp_connections = 256;
   int tcp_idle_timeout_ms = 10000;
@@ -42,7 +42,8 @@ struct ServerOptions {
 
 class Server {
  public:
-  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options, std::shared_ptr<ZoneSetHolder> zones);
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options,
+                                               std::shared_ptr<ZoneSetHolder> zones);
   ~Server();  // stops
   uint16_t port() const { return port_; }
   void Stop();

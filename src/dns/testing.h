@@ -107,10 +107,23 @@ inline Message ReadMessage(const std::vector<uint8_t>& m) {
       auto name_at = [&](size_t& o) { rd += ReadName(m, o); };
       size_t o = off;
       switch (r.type) {
-        case kNS: case kCNAME: case kPTR: name_at(o); break;
-        case kMX: rd.append(reinterpret_cast<const char*>(&m[o]), 2); o += 2; name_at(o); break;
-        case kSOA: name_at(o); name_at(o); rd.append(reinterpret_cast<const char*>(&m[o]), end - o); break;
-        default: rd.assign(reinterpret_cast<const char*>(&m[off]), len);
+        case kNS:
+        case kCNAME:
+        case kPTR:
+          name_at(o);
+          break;
+        case kMX:
+          rd.append(reinterpret_cast<const char*>(&m[o]), 2);
+          o += 2;
+          name_at(o);
+          break;
+        case kSOA:
+          name_at(o);
+          name_at(o);
+          rd.append(reinterpret_cast<const char*>(&m[o]), end - o);
+          break;
+        default:
+          rd.assign(reinterpret_cast<const char*>(&m[off]), len);
       }
       r.rdata = rd;
       off = end;

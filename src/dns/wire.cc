@@ -58,7 +58,8 @@ Result<std::string> NameFromText(std::string_view text, std::string_view origin_
   if (absolute) {
     out.push_back('\0');
   } else {
-    if (origin_wire.empty()) return InvalidArgument("relative name '" + std::string(text) + "' without an origin");
+    if (origin_wire.empty())
+      return InvalidArgument("relative name '" + std::string(text) + "' without an origin");
     out += origin_wire;
   }
   if (out.size() > kMaxName) return InvalidArgument("name longer than 255 octets");
@@ -134,8 +135,10 @@ int CanonicalCompare(std::string_view a, std::string_view b) {
   const char* la[128];
   const char* lb[128];
   int na = 0, nb = 0;
-  for (size_t i = 0; i < a.size() && a[i] != 0 && na < 128; i += static_cast<uint8_t>(a[i]) + 1) la[na++] = &a[i];
-  for (size_t i = 0; i < b.size() && b[i] != 0 && nb < 128; i += static_cast<uint8_t>(b[i]) + 1) lb[nb++] = &b[i];
+  for (size_t i = 0; i < a.size() && a[i] != 0 && na < 128; i += static_cast<uint8_t>(a[i]) + 1)
+    la[na++] = &a[i];
+  for (size_t i = 0; i < b.size() && b[i] != 0 && nb < 128; i += static_cast<uint8_t>(b[i]) + 1)
+    lb[nb++] = &b[i];
   while (na > 0 && nb > 0) {
     const uint8_t* x = reinterpret_cast<const uint8_t*>(la[--na]);
     const uint8_t* y = reinterpret_cast<const uint8_t*>(lb[--nb]);
@@ -268,13 +271,22 @@ size_t Writer::FindSuffix(std::string_view suffix) const {
       uint8_t len = out_[off];
       if ((len & 0xc0) == 0xc0) {
         off = static_cast<size_t>((len & 0x3f) << 8 | out_[off + 1]);
-        if (++hops > 64) { match = false; break; }
+        if (++hops > 64) {
+          match = false;
+          break;
+        }
         continue;
       }
-      if (i >= suffix.size() || static_cast<uint8_t>(suffix[i]) != len) { match = false; break; }
+      if (i >= suffix.size() || static_cast<uint8_t>(suffix[i]) != len) {
+        match = false;
+        break;
+      }
       if (len == 0) break;
       for (size_t k = 1; k <= len; ++k) {
-        if (LowerU(out_[off + k]) != LowerU(static_cast<uint8_t>(suffix[i + k]))) { match = false; break; }
+        if (LowerU(out_[off + k]) != LowerU(static_cast<uint8_t>(suffix[i + k]))) {
+          match = false;
+          break;
+        }
       }
       if (!match) break;
       i += len + 1;
@@ -293,35 +305,52 @@ bool Writer::PutName(std::string_view name, bool compress) {
     if (compress) {
       size_t at = FindSuffix(suffix);
       if (at != SIZE_MAX && at < 0x4000) {
-        if (pos_ + 2 > limit_) { Truncate(start); return false; }
+        if (pos_ + 2 > limit_) {
+          Truncate(start);
+          return false;
+        }
         Put16(out_ + pos_, static_cast<uint16_t>(0xc000 | at));
         pos_ += 2;
         return true;
       }
     }
     size_t len = static_cast<uint8_t>(name[i]);
-    if (pos_ + len + 1 > limit_) { Truncate(start); return false; }
-    if (compress && ntargets_ < kMaxTargets && pos_ < 0x4000) targets_[ntargets_++] = static_cast<uint16_t>(pos_);
+    if (pos_ + len + 1 > limit_) {
+      Truncate(start);
+      return false;
+    }
+    if (compress && ntargets_ < kMaxTargets && pos_ < 0x4000)
+      targets_[ntargets_++] = static_cast<uint16_t>(pos_);
     std::memcpy(out_ + pos_, name.data() + i, len + 1);
     pos_ += len + 1;
     i += len + 1;
   }
-  if (pos_ + 1 > limit_) { Truncate(start); return false; }
+  if (pos_ + 1 > limit_) {
+    Truncate(start);
+    return false;
+  }
   out_[pos_++] = 0;
   return true;
 }
 
-bool Writer::PutRecord(std::string_view owner, uint16_t type, uint16_t klass, uint32_t ttl, std::string_view rdata) {
+bool Writer::PutRecord(std::string_view owner, uint16_t type, uint16_t klass, uint32_t ttl,
+                       std::string_view rdata) {
   size_t start = pos_;
   if (!PutName(owner, true)) return false;
-  if (pos_ + 10 > limit_) { Truncate(start); return false; }
+  if (pos_ + 10 > limit_) {
+    Truncate(start);
+    return false;
+  }
   Put16(out_ + pos_, type);
   Put16(out_ + pos_ + 2, klass);
   Put32(out_ + pos_ + 4, ttl);
   size_t rdlen_at = pos_ + 8;
   pos_ += 10;
   size_t rd_start = pos_;
-  auto fail = [&] { Truncate(start); return false; };
+  auto fail = [&] {
+    Truncate(start);
+    return false;
+  };
   auto raw = [&](std::string_view b) {
     if (pos_ + b.size() > limit_) return false;
     std::memcpy(out_ + pos_, b.data(), b.size());
@@ -329,7 +358,9 @@ bool Writer::PutRecord(std::string_view owner, uint16_t type, uint16_t klass, ui
     return true;
   };
   switch (type) {
-    case kNS: case kCNAME: case kPTR:
+    case kNS:
+    case kCNAME:
+    case kPTR:
       if (!PutName(rdata, true)) return fail();
       break;
     case kMX: {
@@ -341,7 +372,8 @@ bool Writer::PutRecord(std::string_view owner, uint16_t type, uint16_t klass, ui
       size_t a = WireNameLength(rdata);
       size_t b = a ? WireNameLength(rdata.substr(a)) : 0;
       if (!a || !b || rdata.size() != a + b + 20) return fail();
-      if (!PutName(rdata.substr(0, a), true) || !PutName(rdata.substr(a, b), true) || !raw(rdata.substr(a + b)))
+      if (!PutName(rdata.substr(0, a), true) || !PutName(rdata.substr(a, b), true) ||
+          !raw(rdata.substr(a + b)))
         return fail();
       break;
     }
@@ -365,11 +397,12 @@ bool Writer::PutOpt(uint16_t udp_payload, uint8_t ext_rcode, bool dnssec_ok) {
   return true;
 }
 
-size_t WriteBareResponse(std::span<const uint8_t> packet, const Query& q, const ParseResult& pr, uint16_t rcode,
-                         bool aa, bool tc, uint8_t* out, size_t limit) {
+size_t WriteBareResponse(std::span<const uint8_t> packet, const Query& q, const ParseResult& pr,
+                         uint16_t rcode, bool aa, bool tc, uint8_t* out, size_t limit) {
   if (!pr.header_ok || limit < kHeaderSize) return 0;
   uint16_t flags = static_cast<uint16_t>(0x8000 | (q.flags & 0x7900) | (q.flags & 0x0010) | (rcode & 0xf));
-  if (q.opcode != 0) flags = static_cast<uint16_t>(0x8000 | (q.flags & 0x7800) | (q.flags & 0x0100) | (rcode & 0xf));
+  if (q.opcode != 0)
+    flags = static_cast<uint16_t>(0x8000 | (q.flags & 0x7800) | (q.flags & 0x0100) | (rcode & 0xf));
   if (aa) flags |= 0x0400;
   if (tc) flags |= 0x0200;
   Writer w(out, limit);

@@ -21,9 +21,29 @@ namespace govern::dns {
 
 // Types, classes, opcodes and rcodes used by the server.
 enum Type : uint16_t {
-  kA = 1, kNS = 2, kCNAME = 5, kSOA = 6, kPTR = 12, kHINFO = 13, kMX = 15, kTXT = 16, kAAAA = 28,
-  kSRV = 33, kDNAME = 39, kOPT = 41, kDS = 43, kRRSIG = 46, kNSEC = 47, kDNSKEY = 48, kSVCB = 64,
-  kHTTPS = 65, kNXNAME = 128, kAXFR = 252, kIXFR = 251, kANY = 255, kCAA = 257,
+  kA = 1,
+  kNS = 2,
+  kCNAME = 5,
+  kSOA = 6,
+  kPTR = 12,
+  kHINFO = 13,
+  kMX = 15,
+  kTXT = 16,
+  kAAAA = 28,
+  kSRV = 33,
+  kDNAME = 39,
+  kOPT = 41,
+  kDS = 43,
+  kRRSIG = 46,
+  kNSEC = 47,
+  kDNSKEY = 48,
+  kSVCB = 64,
+  kHTTPS = 65,
+  kNXNAME = 128,
+  kAXFR = 252,
+  kIXFR = 251,
+  kANY = 255,
+  kCAA = 257,
 };
 inline constexpr uint16_t kClassIN = 1;
 enum Rcode : uint8_t { kNoError = 0, kFormErr = 1, kServFail = 2, kNXDomain = 3, kNotImp = 4, kRefused = 5 };
@@ -89,8 +109,7 @@ class Writer {
   bool Start(uint16_t id, uint16_t flags, std::string_view qname, uint16_t qtype, uint16_t qclass);
   // A whole resource record. RDATA of types NS, CNAME, PTR, MX, SOA (and DNAME? no: RFC 3597 keeps
   // it uncompressed) has its names compressed; all other RDATA is copied.
-  bool PutRecord(std::string_view owner, uint16_t type, uint16_t klass, uint32_t ttl,
-                 std::string_view rdata);
+  bool PutRecord(std::string_view owner, uint16_t type, uint16_t klass, uint32_t ttl, std::string_view rdata);
   bool PutOpt(uint16_t udp_payload, uint8_t ext_rcode, bool dnssec_ok);
   void AddCount(int section);  // 0 answer, 1 authority, 2 additional: bumps the header count
   void SetFlags(uint16_t flags);
@@ -110,14 +129,20 @@ class Writer {
   int ntargets_ = 0;
 };
 
-inline void Put16(uint8_t* p, uint16_t v) { p[0] = static_cast<uint8_t>(v >> 8); p[1] = static_cast<uint8_t>(v); }
+inline void Put16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
 inline void Put32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24); p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8); p[3] = static_cast<uint8_t>(v);
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
 }
 inline uint16_t Get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 inline uint32_t Get32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
+  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
+         static_cast<uint32_t>(p[2]) << 8 | p[3];
 }
 
 // A minimal response with no records: header + question (when it parsed) + OPT (when the query had

@@ -30,8 +30,9 @@ TEST(WireTest, NamesRoundTripWithEscapes) {
 
 // RFC 4034 section 6.1's example, in order.
 TEST(WireTest, CanonicalOrder) {
-  const char* names[] = {"example.", "a.example.", "yljkjljk.a.example.", "Z.a.example.", "zABC.a.EXAMPLE.",
-                         "z.example.", "\\001.z.example.", "*.z.example.", "\\200.z.example."};
+  const char* names[] = {"example.",         "a.example.",      "yljkjljk.a.example.",
+                         "Z.a.example.",     "zABC.a.EXAMPLE.", "z.example.",
+                         "\\001.z.example.", "*.z.example.",    "\\200.z.example."};
   for (size_t i = 0; i + 1 < std::size(names); ++i) {
     auto a = NameFromText(names[i]);
     auto b = NameFromText(names[i + 1]);

@@ -23,16 +23,19 @@ const RRset* Node::Find(uint16_t type) const {
   return nullptr;
 }
 
-Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std::vector<Record> records, ZoneKeys keys) {
+Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std::vector<Record> records,
+                                                ZoneKeys keys) {
   std::shared_ptr<Zone> z(new Zone());
   GOVERN_ASSIGN_OR_RETURN(z->apex_, NameFromText(apex_text));
   LowerName(z->apex_);
-  if ((keys.ksk == nullptr) != (keys.zsk == nullptr)) return InvalidArgument("a signed zone needs both keys (or one CSK as both)");
+  if ((keys.ksk == nullptr) != (keys.zsk == nullptr))
+    return InvalidArgument("a signed zone needs both keys (or one CSK as both)");
   z->keys_ = keys;
   if (keys.zsk) {
     Record r{z->apex_, kDNSKEY, keys.dnskey_ttl, keys.ksk->dnskey_rdata()};
     records.push_back(r);
-    if (keys.zsk != keys.ksk) records.push_back(Record{z->apex_, kDNSKEY, keys.dnskey_ttl, keys.zsk->dnskey_rdata()});
+    if (keys.zsk != keys.ksk)
+      records.push_back(Record{z->apex_, kDNSKEY, keys.dnskey_ttl, keys.zsk->dnskey_rdata()});
   }
   for (auto& r : records) {
     std::string lower = r.owner;
@@ -56,7 +59,8 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
       set = &n.rrsets.back();
     }
     set->ttl = std::min(set->ttl, r.ttl);  // RFC 2181 section 5.2: one TTL per RRset
-    if (std::find(set->rdatas.begin(), set->rdatas.end(), r.rdata) == set->rdatas.end()) set->rdatas.push_back(r.rdata);
+    if (std::find(set->rdatas.begin(), set->rdatas.end(), r.rdata) == set->rdatas.end())
+      set->rdatas.push_back(r.rdata);
   }
   // Empty non-terminals: every ancestor up to the apex exists as a node.
   std::vector<std::string> names;
@@ -72,22 +76,26 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
     }
   }
   for (auto& [name, node] : z->nodes_) {
-    std::sort(node.rrsets.begin(), node.rrsets.end(), [](const RRset& a, const RRset& b) { return a.type < b.type; });
+    std::sort(node.rrsets.begin(), node.rrsets.end(),
+              [](const RRset& a, const RRset& b) { return a.type < b.type; });
     if (node.Find(kCNAME) && node.rrsets.size() > 1) {
       for (auto& s : node.rrsets)
         if (s.type != kCNAME && s.type != kRRSIG && s.type != kNSEC)
-          return InvalidArgument(NameToText(node.owner) + " has a CNAME and other data (RFC 1034 section 3.6.2)");
+          return InvalidArgument(NameToText(node.owner) +
+                                 " has a CNAME and other data (RFC 1034 section 3.6.2)");
     }
     if (node.Find(kCNAME) && node.Find(kCNAME)->rdatas.size() > 1)
       return InvalidArgument(NameToText(node.owner) + " has more than one CNAME");
   }
   auto apex = z->nodes_.find(z->apex_);
-  if (apex == z->nodes_.end() || !apex->second.Find(kSOA)) return InvalidArgument("the zone has no SOA at its apex");
+  if (apex == z->nodes_.end() || !apex->second.Find(kSOA))
+    return InvalidArgument("the zone has no SOA at its apex");
   z->soa_ = apex->second.Find(kSOA);
   if (z->soa_->rdatas.size() != 1) return InvalidArgument("the zone has more than one SOA");
   if (apex->second.Find(kCNAME)) return InvalidArgument("CNAME at the zone apex");
   const std::string& soa = z->soa_->rdatas[0];
-  z->negative_ttl_ = std::min(z->soa_->ttl, Get32(reinterpret_cast<const uint8_t*>(soa.data()) + soa.size() - 4));
+  z->negative_ttl_ =
+      std::min(z->soa_->ttl, Get32(reinterpret_cast<const uint8_t*>(soa.data()) + soa.size() - 4));
   return std::shared_ptr<const Zone>(std::move(z));
 }
 
@@ -104,13 +112,15 @@ const Node* Zone::Find(std::string_view lower_name) const {
 std::vector<Record> Zone::Records() const {
   std::vector<const Node*> ns;
   for (auto& [name, node] : nodes_) ns.push_back(&node);
-  std::sort(ns.begin(), ns.end(), [](const Node* a, const Node* b) { return CanonicalCompare(a->name, b->name) < 0; });
+  std::sort(ns.begin(), ns.end(),
+            [](const Node* a, const Node* b) { return CanonicalCompare(a->name, b->name) < 0; });
   std::vector<Record> out;
   for (const Node* n : ns) {
     // SOA first so the printed file reads as zone files do.
     std::vector<const RRset*> sets;
     for (auto& s : n->rrsets) sets.push_back(&s);
-    std::stable_sort(sets.begin(), sets.end(), [](const RRset* a, const RRset* b) { return (a->type == kSOA) > (b->type == kSOA); });
+    std::stable_sort(sets.begin(), sets.end(),
+                     [](const RRset* a, const RRset* b) { return (a->type == kSOA) > (b->type == kSOA); });
     for (const RRset* s : sets)
       for (auto& rd : s->rdatas) out.push_back(Record{n->owner, s->type, s->ttl, rd});
   }
@@ -139,11 +149,13 @@ std::shared_ptr<const CachedSig> Zone::SigFor(std::string_view owner, const RRse
   return made;
 }
 
-std::string Zone::SignOnce(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata, uint32_t now) const {
+std::string Zone::SignOnce(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata,
+                           uint32_t now) const {
   if (!keys_.zsk) return {};
   Validity v = ValidityAt(now);
   std::string_view one[1] = {rdata};
-  auto rrsig = SignRRset(*keys_.zsk, apex_, owner, type, ttl, std::span<const std::string_view>(one), v.inception, v.expiration);
+  auto rrsig = SignRRset(*keys_.zsk, apex_, owner, type, ttl, std::span<const std::string_view>(one),
+                         v.inception, v.expiration);
   return rrsig.ok() ? std::move(*rrsig) : std::string();
 }
 

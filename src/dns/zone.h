@@ -37,8 +37,8 @@ struct ZoneKeys {
 
 // A signature made for an RRset and when to make a new one.
 struct CachedSig {
-  std::string rrsig;     // RDATA
-  uint32_t refresh_at;   // make a new one from this time on (half the validity is left)
+  std::string rrsig;    // RDATA
+  uint32_t refresh_at;  // make a new one from this time on (half the validity is left)
 };
 
 struct RRset {
@@ -50,8 +50,8 @@ struct RRset {
 };
 
 struct Node {
-  std::string name;   // lower-case wire
-  std::string owner;  // as written in the zone
+  std::string name;           // lower-case wire
+  std::string owner;          // as written in the zone
   std::vector<RRset> rrsets;  // sorted by type
   const RRset* Find(uint16_t type) const;
   bool empty() const { return rrsets.empty(); }  // an empty non-terminal
@@ -60,8 +60,8 @@ struct Node {
 // One prepared answer: the whole response for (qname, qtype, DO) with id 0 and the qname lower-case.
 struct CachedAnswer {
   std::string bytes;
-  size_t prefix_len = 0;       // length without the additional section
-  uint32_t refresh_at = 0;     // stop using it from this time on (0: forever)
+  size_t prefix_len = 0;    // length without the additional section
+  uint32_t refresh_at = 0;  // stop using it from this time on (0: forever)
 };
 
 class Zone {

@@ -91,7 +91,9 @@ class Lexer {
               pos_ += 2;
               continue;
             }
-            if (d == ' ' || d == '\t' || d == '\n' || d == '\r' || d == ';' || d == '(' || d == ')' || d == '"') break;
+            if (d == ' ' || d == '\t' || d == '\n' || d == '\r' || d == ';' || d == '(' || d == ')' ||
+                d == '"')
+              break;
             tok.text.push_back(d);
             ++pos_;
           }
@@ -127,12 +129,23 @@ bool ParseTtl(std::string_view s, uint32_t& out) {
     }
     uint64_t m;
     switch (std::tolower(static_cast<unsigned char>(c))) {
-      case 's': m = 1; break;
-      case 'm': m = 60; break;
-      case 'h': m = 3600; break;
-      case 'd': m = 86400; break;
-      case 'w': m = 604800; break;
-      default: return false;
+      case 's':
+        m = 1;
+        break;
+      case 'm':
+        m = 60;
+        break;
+      case 'h':
+        m = 3600;
+        break;
+      case 'd':
+        m = 86400;
+        break;
+      case 'w':
+        m = 604800;
+        break;
+      default:
+        return false;
     }
     if (!digits) return false;
     total += cur * m;
@@ -177,7 +190,9 @@ Result<std::vector<Record>> ParseZoneFile(std::string_view text, std::string_vie
   std::string last_owner;
   bool have_default_ttl = false, have_last_ttl = false;
   uint32_t default_ttl = 0, last_ttl = 0;
-  auto fail = [&](int line, const std::string& msg) { return InvalidArgument("line " + std::to_string(line) + ": " + msg); };
+  auto fail = [&](int line, const std::string& msg) {
+    return InvalidArgument("line " + std::to_string(line) + ": " + msg);
+  };
   while (lex.Next(e, error)) {
     auto& tk = e.tokens;
     if (!tk[0].quoted && !tk[0].text.empty() && tk[0].text[0] == '$') {

@@ -43,12 +43,17 @@ TEST(ZoneFileTest, ParsesEveryFormAndPrintsItBack) {
   std::string printed = PrintZoneFile(*recs);
   EXPECT_NE(printed.find("example.test. 3600 IN NS ns1.example.test.\n"), std::string::npos) << printed;
   EXPECT_NE(printed.find("ns1.example.test. 300 IN A 127.0.0.1\n"), std::string::npos);
-  EXPECT_NE(printed.find("www.example.test. 3600 IN AAAA 2001:db8::1\n"), std::string::npos);  // $TTL, not the previous
-  EXPECT_NE(printed.find("txt.example.test. 3600 IN TXT \"a \\\"quoted\\\" string\" \"plain\" \"AB\" \"semi;colon\"\n"),
+  EXPECT_NE(printed.find("www.example.test. 3600 IN AAAA 2001:db8::1\n"),
+            std::string::npos);  // $TTL, not the previous
+  EXPECT_NE(
+      printed.find(
+          "txt.example.test. 3600 IN TXT \"a \\\"quoted\\\" string\" \"plain\" \"AB\" \"semi;colon\"\n"),
+      std::string::npos);
+  EXPECT_NE(printed.find("caa.example.test. 3600 IN CAA 128 issue \"ca.example; account=1\"\n"),
             std::string::npos);
-  EXPECT_NE(printed.find("caa.example.test. 3600 IN CAA 128 issue \"ca.example; account=1\"\n"), std::string::npos);
-  EXPECT_NE(printed.find("svc.example.test. 3600 IN HTTPS 1 . alpn=\"h2,h3\" port=8443 ipv4hint=192.0.2.1,192.0.2.2 "
-                         "ech=AEX+DQ== ipv6hint=2001:db8::1\n"),
+  EXPECT_NE(printed.find(
+                "svc.example.test. 3600 IN HTTPS 1 . alpn=\"h2,h3\" port=8443 ipv4hint=192.0.2.1,192.0.2.2 "
+                "ech=AEX+DQ== ipv6hint=2001:db8::1\n"),
             std::string::npos)
       << printed;
   EXPECT_NE(printed.find("nsec.example.test. 3600 IN NSEC www.example.test. A AAAA RRSIG NSEC NXNAME\n"),
@@ -57,7 +62,8 @@ TEST(ZoneFileTest, ParsesEveryFormAndPrintsItBack) {
   EXPECT_NE(printed.find("emptyunk.example.test. 3600 IN TYPE65001 \\# 0\n"), std::string::npos);
   EXPECT_NE(printed.find("a\\.dot.example.test. 3600 IN TXT \"x\"\n"), std::string::npos);
   EXPECT_NE(printed.find("deep.sub.example.test. 3600 IN A 192.0.2.9\n"), std::string::npos);
-  EXPECT_NE(printed.find("sig.example.test. 3600 IN RRSIG A 13 2 300 20250101000000 20241201000000 12345 example.test. dGVzdA==\n"),
+  EXPECT_NE(printed.find("sig.example.test. 3600 IN RRSIG A 13 2 300 20250101000000 20241201000000 12345 "
+                         "example.test. dGVzdA==\n"),
             std::string::npos);
   // Printing and parsing again gives the same records (the printer's form is a zone file).
   auto again = ParseZoneFile(printed, "example.test.");
@@ -89,7 +95,10 @@ TEST(ZoneFileTest, ErrorsNameTheLine) {
   ExpectError("$TTL 300\nwww MX 10\n", "line 2: MX takes 2 fields, got 1");
   ExpectError("$TTL 300\nwww TYPE9 \\# 2 01\n", "line 2: \\# length does not match the data");
   ExpectError("$TTL 300\nwww A \\# 3 010203\n", "line 2: \\# data is not valid A RDATA");
-  ExpectError("$TTL 300\nx.." " A 192.0.2.1\n", "line 2: empty label in name 'x..'");
+  ExpectError(
+      "$TTL 300\nx.."
+      " A 192.0.2.1\n",
+      "line 2: empty label in name 'x..'");
 }
 
 TEST(ZoneFileTest, ZoneBuildChecksTheRules) {
@@ -103,7 +112,8 @@ TEST(ZoneFileTest, ZoneBuildChecksTheRules) {
   EXPECT_EQ(build("$TTL 300\nwww A 192.0.2.1\n").status().message(), "the zone has no SOA at its apex");
   EXPECT_EQ(build(soa + "www CNAME a\nwww A 192.0.2.1\n").status().message(),
             "www.example.test. has a CNAME and other data (RFC 1034 section 3.6.2)");
-  EXPECT_EQ(build(soa + "www.other. A 192.0.2.1\n").status().message(), "www.other. is outside the zone example.test.");
+  EXPECT_EQ(build(soa + "www.other. A 192.0.2.1\n").status().message(),
+            "www.other. is outside the zone example.test.");
   auto z = build(soa + "www 60 A 192.0.2.1\nwww 30 A 192.0.2.2\n");
   ASSERT_TRUE(z.ok());
   EXPECT_EQ((*z)->serial(), 1u);
