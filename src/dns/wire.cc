@@ -260,9 +260,11 @@ void Writer::Truncate(size_t pos) {
   while (ntargets_ > 0 && targets_[ntargets_ - 1] >= pos) --ntargets_;
 }
 
-// Compares the name suffix (uncompressed wire) against the (possibly compressed) name at offset off.
-size_t Writer::FindSuffix(std::string_view suffix) const {
-  for (int t = 0; t < ntargets_; ++t) {
+// Finds a name already in the buffer equal to `suffix` (uncompressed wire), comparing case-insensitively
+// and following pointers. Only the first `ntargets` targets are eligible: they belong to names written
+// completely, while the labels of the name being written are not yet terminated in the buffer.
+size_t Writer::FindSuffix(std::string_view suffix, int ntargets) const {
+  for (int t = 0; t < ntargets; ++t) {
     size_t off = targets_[t];
     size_t i = 0;
     bool match = true;
@@ -300,10 +302,11 @@ size_t Writer::FindSuffix(std::string_view suffix) const {
 bool Writer::PutName(std::string_view name, bool compress) {
   size_t i = 0;
   size_t start = pos_;
+  const int complete = ntargets_;
   while (i < name.size() && name[i] != 0) {
     std::string_view suffix = name.substr(i);
     if (compress) {
-      size_t at = FindSuffix(suffix);
+      size_t at = FindSuffix(suffix, complete);
       if (at != SIZE_MAX && at < 0x4000) {
         if (pos_ + 2 > limit_) {
           Truncate(start);

@@ -120,7 +120,7 @@ class Writer {
 
  private:
   bool PutName(std::string_view name, bool compress);
-  size_t FindSuffix(std::string_view suffix) const;
+  size_t FindSuffix(std::string_view suffix, int ntargets) const;
   uint8_t* out_;
   size_t limit_;
   size_t pos_ = 0;
