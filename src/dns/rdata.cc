@@ -187,12 +187,13 @@ std::string SvcKeyText(uint16_t k) {
   return "key" + std::to_string(k);
 }
 
+// RFC 9460 appendix A.1: a value list, after presentation unescaping, splits on commas; "\," and
+// "\\" are a literal comma and backslash inside an item.
 std::vector<std::string> SplitComma(std::string_view v) {
   std::vector<std::string> out;
   std::string cur;
   for (size_t i = 0; i < v.size(); ++i) {
     if (v[i] == '\\' && i + 1 < v.size()) {
-      cur.push_back(v[i]);
       cur.push_back(v[++i]);
     } else if (v[i] == ',') {
       out.push_back(cur);
@@ -205,8 +206,10 @@ std::vector<std::string> SplitComma(std::string_view v) {
   return out;
 }
 
-Result<std::string> SvcParamValue(uint16_t key, std::string_view v) {
+Result<std::string> SvcParamValue(uint16_t key, std::string_view text) {
   std::string out;
+  GOVERN_ASSIGN_OR_RETURN(std::string unescaped, Unescape(text));
+  std::string_view v = unescaped;
   switch (key) {
     case 0:
       for (auto& k : SplitComma(v)) {
@@ -215,8 +218,7 @@ Result<std::string> SvcParamValue(uint16_t key, std::string_view v) {
       }
       return out;
     case 1:
-      for (auto& a : SplitComma(v)) {
-        GOVERN_ASSIGN_OR_RETURN(std::string s, Unescape(a));
+      for (auto& s : SplitComma(v)) {
         if (s.empty() || s.size() > 255) return InvalidArgument("bad alpn id");
         out.push_back(static_cast<char>(s.size()));
         out += s;
@@ -247,7 +249,7 @@ Result<std::string> SvcParamValue(uint16_t key, std::string_view v) {
       return std::string(d.begin(), d.end());
     }
     default:
-      return Unescape(v);
+      return unescaped;
   }
 }
 
@@ -635,7 +637,7 @@ std::string RdataToText(uint16_t type, std::string_view r) {
             if (i + 1 + l > len) return generic();
             if (!a.empty()) a += ",";
             for (char c : v.substr(i + 1, l)) {
-              if (c == ',' || c == '\\') a += "\\\\";
+              if (c == ',' || c == '\\') a.push_back('\\');
               a.push_back(c);
             }
             i += 1 + l;
