@@ -32,6 +32,7 @@ struct Render {
   bool overflow = false;
   size_t prefix_len = 0;
   bool cacheable = false;
+  bool compact_ok = false;
 
   Render(const Zone& zone, bool d, uint32_t t, uint16_t qt)
       : z(zone), dnssec(d), now(t), w(scratch, kMaxMessage), qtype(qt) {}
@@ -211,9 +212,10 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
         wnode = r.z.Find(std::string_view(wild_buf, ce->name.size() + 2));
       }
       if (!wnode || !ce || ce->Find(kNS) /* never below a cut: FindCut handled it */) {
-        // Name error. Signed: compact denial (RFC 9824): NOERROR, NSEC at the name with NXNAME.
-        r.prefix_len = r.w.size();  // computed again below; the answer section is done
+        // Name error. Signed: compact denial (RFC 9824): NOERROR, NSEC at the name with NXNAME; with
+        // the CO flag the rcode says NXDOMAIN as well (section 4).
         if (r.dnssec) {
+          if (r.compact_ok) rcode = kNXDomain;
           r.PutSoa();
           r.DenyAt(name_out, nullptr, kNXNAME);
         } else {
@@ -301,7 +303,7 @@ size_t Finish(const uint8_t* rendered, size_t len, size_t prefix_len, const Quer
   if (q.has_edns) {
     Writer w(out, limit);
     w.Truncate(take);
-    w.PutOpt(kDefaultUdpPayload, 0, q.dnssec_ok);
+    w.PutOpt(kDefaultUdpPayload, 0, q.dnssec_ok, q.compact_ok);
     take = w.size();
   }
   return take;
@@ -329,13 +331,14 @@ size_t Answer(const ZoneSet& zones, std::span<const uint8_t> packet, const Answe
   // Cache key: lower qname, qtype, DO.
   lower[qn.size()] = static_cast<char>(q.qtype >> 8);
   lower[qn.size() + 1] = static_cast<char>(q.qtype);
-  lower[qn.size() + 2] = dnssec ? 1 : 0;
+  lower[qn.size() + 2] = static_cast<char>((dnssec ? 1 : 0) | (dnssec && q.compact_ok ? 2 : 0));
   std::string_view key(lower, qn.size() + 3);
   if (auto hit = z->CacheLookup(key, opt.now)) {
     return Finish(reinterpret_cast<const uint8_t*>(hit->bytes.data()), hit->bytes.size(), hit->prefix_len, q,
                   limit, out, out_size, packet, pr);
   }
   Render r(*z, dnssec, opt.now, q.qtype);
+  r.compact_ok = q.compact_ok;
   Resolve(r, qn, qn);  // rendered lower-case: Finish copies the query's own qname over it
   if (r.overflow) {
     // Larger than any message: answer what fits in TCP terms with TC.

@@ -1,5 +1,6 @@
 // Data-driven answer tests: testdata/*.test hold zones, queries and the expected response sections,
-// one case per RFC rule (see the comments in each file). Set DNS_TESTDATA_PRINT=1 to print the
+// one case per RFC rule (see the comments in each file). Query options: do, co (EDNS flags), noedns,
+// udp=N (EDNS size), tcp. Set DNS_TESTDATA_PRINT=1 to print the
 // actual responses in the file format (for writing a new case; every expectation is reviewed by hand).
 #include "dns/answer.h"
 
@@ -62,7 +63,7 @@ std::string Run(const ZoneSet& set, const std::string& query_line) {
   std::string name, type_text, opt;
   in >> name >> type_text;
   auto type = TypeFromText(type_text);
-  bool edns = true, do_bit = false, tcp = false;
+  bool edns = true, do_bit = false, tcp = false, co = false;
   uint16_t payload = 1232;
   while (in >> opt) {
     if (opt == "do")
@@ -71,10 +72,13 @@ std::string Run(const ZoneSet& set, const std::string& query_line) {
       edns = false;
     else if (opt == "tcp")
       tcp = true;
+    else if (opt == "co")
+      co = true;
     else if (opt.rfind("udp=", 0) == 0)
       payload = static_cast<uint16_t>(std::stoi(opt.substr(4)));
   }
   auto q = MakeQuery(name, type.ok() ? *type : 0, edns, do_bit, 0x4242, payload);
+  if (co && edns) q[q.size() - 4] |= 0x40;  // the CO flag, beside DO in the OPT TTL
   std::vector<uint8_t> out(65535);
   size_t n = Answer(set, q, AnswerOptions{tcp, kNow}, out.data(), out.size());
   out.resize(n);

@@ -212,6 +212,7 @@ ParseResult ParseQuery(std::span<const uint8_t> p, Query& q) {
     q.has_edns = true;
     q.edns_version = static_cast<uint8_t>(ttl >> 16);
     q.dnssec_ok = (ttl & 0x8000) != 0;
+    q.compact_ok = (ttl & 0x4000) != 0;
     q.udp_payload = payload < 512 ? 512 : (payload > kDefaultUdpPayload ? kDefaultUdpPayload : payload);
     if (q.edns_version != 0) {
       r.rcode = kBadVers;
@@ -387,13 +388,14 @@ bool Writer::PutRecord(std::string_view owner, uint16_t type, uint16_t klass, ui
   return true;
 }
 
-bool Writer::PutOpt(uint16_t udp_payload, uint8_t ext_rcode, bool dnssec_ok) {
+bool Writer::PutOpt(uint16_t udp_payload, uint8_t ext_rcode, bool dnssec_ok, bool compact_ok) {
   if (pos_ + 11 > limit_) return false;
   uint8_t* p = out_ + pos_;
   p[0] = 0;
   Put16(p + 1, kOPT);
   Put16(p + 3, udp_payload);
-  Put32(p + 5, static_cast<uint32_t>(ext_rcode) << 24 | (dnssec_ok ? 0x8000u : 0u));
+  Put32(p + 5,
+        static_cast<uint32_t>(ext_rcode) << 24 | (dnssec_ok ? 0x8000u : 0u) | (compact_ok ? 0x4000u : 0u));
   Put16(p + 9, 0);
   pos_ += 11;
   AddCount(2);
@@ -412,7 +414,7 @@ size_t WriteBareResponse(std::span<const uint8_t> packet, const Query& q, const 
   std::string_view qname = pr.question_ok ? q.qname : std::string_view();
   if (!w.Start(q.id, flags, qname, q.qtype, q.qclass)) return 0;
   (void)packet;
-  if (q.has_edns) w.PutOpt(kDefaultUdpPayload, static_cast<uint8_t>(rcode >> 4), q.dnssec_ok);
+  if (q.has_edns) w.PutOpt(kDefaultUdpPayload, static_cast<uint8_t>(rcode >> 4), q.dnssec_ok, q.compact_ok);
   return w.size();
 }
 

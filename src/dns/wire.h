@@ -82,6 +82,7 @@ struct Query {
   bool has_edns = false;
   uint8_t edns_version = 0;
   bool dnssec_ok = false;
+  bool compact_ok = false;     // EDNS CO flag (RFC 9824 section 4): NXDOMAIN wanted with compact denial
   uint16_t udp_payload = 512;  // the client's advertised size, clamped to [512, kDefaultUdpPayload]
   bool rd() const { return flags & 0x0100; }
   bool cd() const { return flags & 0x0010; }
@@ -110,7 +111,7 @@ class Writer {
   // A whole resource record. RDATA of types NS, CNAME, PTR, MX, SOA (and DNAME? no: RFC 3597 keeps
   // it uncompressed) has its names compressed; all other RDATA is copied.
   bool PutRecord(std::string_view owner, uint16_t type, uint16_t klass, uint32_t ttl, std::string_view rdata);
-  bool PutOpt(uint16_t udp_payload, uint8_t ext_rcode, bool dnssec_ok);
+  bool PutOpt(uint16_t udp_payload, uint8_t ext_rcode, bool dnssec_ok, bool compact_ok = false);
   void AddCount(int section);  // 0 answer, 1 authority, 2 additional: bumps the header count
   void SetFlags(uint16_t flags);
   uint16_t Flags() const;
