@@ -166,3 +166,48 @@ TEST(AnswerTest, DataFiles) {
 
 }  // namespace
 }  // namespace govern::dns
+
+namespace govern::dns {
+namespace {
+
+// Signatures cached with an answer are remade once half their validity has passed, so a cached answer
+// never carries a signature with less than a week left; answers within one day reuse one signature.
+TEST(AnswerTest, SignaturesAreRemadeBeforeTheyExpire) {
+  auto recs = ParseZoneFile(
+      "$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nns1 A 127.0.0.1\nwww A 192.0.2.1\n",
+      "sig.test.");
+  ASSERT_TRUE(recs.ok());
+  auto k = SigningKey::Generate(Algorithm::kEcdsaP256Sha256, 257);
+  ASSERT_TRUE(k.ok());
+  auto key = std::make_shared<const SigningKey>(std::move(*k));
+  auto z = Zone::Build("sig.test.", std::move(*recs), ZoneKeys{key, key});
+  ASSERT_TRUE(z.ok());
+  ZoneSet set({*z});
+  auto rrsig_at = [&](uint32_t now) {
+    auto q = testing::MakeQuery("www.sig.test.", kA, true, true);
+    std::vector<uint8_t> out(65535);
+    out.resize(Answer(set, q, AnswerOptions{false, now}, out.data(), out.size()));
+    auto m = testing::ReadMessage(out);
+    for (auto& r : m.sections[0])
+      if (r.type == kRRSIG) return r.rdata;
+    return std::string();
+  };
+  auto expiration = [](const std::string& sig) {
+    return Get32(reinterpret_cast<const uint8_t*>(sig.data()) + 8);
+  };
+  const uint32_t t0 = 1790000000;
+  std::string first = rrsig_at(t0);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(rrsig_at(t0 + 3600), first);  // same day: the cached answer, same signature
+  for (uint32_t days = 1; days <= 30; ++days) {
+    uint32_t now = t0 + days * 86400;
+    std::string sig = rrsig_at(now);
+    ASSERT_FALSE(sig.empty());
+    EXPECT_GE(expiration(sig), now + 6 * 86400) << "day " << days;
+    EXPECT_LE(Get32(reinterpret_cast<const uint8_t*>(sig.data()) + 12), now);  // inception in the past
+  }
+  EXPECT_NE(rrsig_at(t0 + 8 * 86400), first);
+}
+
+}  // namespace
+}  // namespace govern::dns
