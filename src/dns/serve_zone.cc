@@ -6,13 +6,14 @@
 //
 // --sign DIR signs every zone online with one CSK per zone, kept in DIR/<zone>key (made on first run)
 // and writes DIR/<zone>anchor (a delv trust-anchors block), DIR/<zone>ds and DIR/<zone>dnskey.
-// --check parses the zones, prints them and exits. Prints "listening on PORT" once serving; stops on
-// SIGTERM or SIGINT.
+// --check parses the zones, prints them (signed, with an NSEC chain, under --sign) and exits. Prints
+// "listening on PORT" once serving; stops on SIGTERM or SIGINT.
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -133,7 +134,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (!sign_dir.empty()) WriteFile(sign_dir + "/" + name + "ds", PrintZoneFile((*zone)->DsRecords()));
-    if (check) std::fputs(PrintZoneFile((*zone)->Records()).c_str(), stdout);
+    if (check)
+      std::fputs(PrintZoneFile((*zone)->SignedRecords(static_cast<uint32_t>(::time(nullptr)))).c_str(),
+                 stdout);
     zones.push_back(std::move(*zone));
   }
   if (check) return 0;

@@ -127,6 +127,64 @@ std::vector<Record> Zone::Records() const {
   return out;
 }
 
+std::vector<Record> Zone::SignedRecords(uint32_t now) const {
+  if (!keys_.zsk) return Records();
+  auto cut_of = [&](std::string_view name) -> const Node* {
+    // The topmost delegation at or above `name` (below the apex), or null.
+    const Node* cut = nullptr;
+    std::string_view p = name;
+    while (p.size() > apex_.size()) {
+      const Node* n = Find(p);
+      if (n && n->Find(kNS)) cut = n;
+      p = ParentName(p);
+    }
+    return cut;
+  };
+  std::vector<const Node*> chain, glue;
+  for (auto& [name, node] : nodes_) {
+    if (node.empty()) continue;  // empty non-terminals have no NSEC
+    const Node* cut = cut_of(name);
+    (cut && cut != &node ? glue : chain).push_back(&node);
+  }
+  auto order = [](const Node* a, const Node* b) { return CanonicalCompare(a->name, b->name) < 0; };
+  std::sort(chain.begin(), chain.end(), order);
+  std::sort(glue.begin(), glue.end(), order);
+  Validity v = ValidityAt(now);
+  std::vector<Record> out;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const Node* n = chain[i];
+    bool delegation = n->name != apex_ && n->Find(kNS);
+    std::vector<uint16_t> types;
+    for (const auto& set : n->rrsets) {
+      types.push_back(set.type);
+      for (const auto& rd : set.rdatas) out.push_back(Record{n->owner, set.type, set.ttl, rd});
+      if (delegation && set.type != kDS) continue;  // NS and glue at a cut belong to the child
+      const SigningKey& key = set.type == kDNSKEY ? *keys_.ksk : *keys_.zsk;
+      auto sig = SignRRset(key, apex_, n->owner, set.type, set.ttl, set.rdatas, v.inception, v.expiration);
+      if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, set.ttl, *sig});
+      if (set.type == kDNSKEY && keys_.ksk != keys_.zsk) {
+        auto zsig =
+            SignRRset(*keys_.zsk, apex_, n->owner, set.type, set.ttl, set.rdatas, v.inception, v.expiration);
+        if (zsig.ok()) out.push_back(Record{n->owner, kRRSIG, set.ttl, *zsig});
+      }
+    }
+    types.push_back(kRRSIG);  // at least the NSEC's own signature
+    types.push_back(kNSEC);
+    std::sort(types.begin(), types.end());
+    types.erase(std::unique(types.begin(), types.end()), types.end());
+    std::string nsec = chain[(i + 1) % chain.size()]->owner + TypeBitmap(types);
+    out.push_back(Record{n->owner, kNSEC, negative_ttl_, nsec});
+    std::string_view one[1] = {nsec};
+    auto sig = SignRRset(*keys_.zsk, apex_, n->owner, kNSEC, negative_ttl_,
+                         std::span<const std::string_view>(one), v.inception, v.expiration);
+    if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, negative_ttl_, *sig});
+  }
+  for (const Node* n : glue)
+    for (const auto& set : n->rrsets)
+      for (const auto& rd : set.rdatas) out.push_back(Record{n->owner, set.type, set.ttl, rd});
+  return out;
+}
+
 std::vector<Record> Zone::DsRecords() const {
   std::vector<Record> out;
   if (keys_.ksk) out.push_back(Record{apex_, kDS, keys_.dnskey_ttl, keys_.ksk->DsRdata(apex_)});

@@ -77,6 +77,10 @@ class Zone {
   const ZoneKeys& keys() const { return keys_; }
   // Every record (including DNSKEY when signed), in canonical order, for printing or export.
   std::vector<Record> Records() const;
+  // A signed zone as a whole (what an AXFR of it would carry): every record, RRSIGs over every
+  // authoritative RRset, and a complete NSEC chain over the names that have data (RFC 4035 section 2),
+  // signatures valid at `now`. Glue stays unsigned and off the chain. Unsigned zones: Records().
+  std::vector<Record> SignedRecords(uint32_t now) const;
   // The DS records for the parent (one per KSK, SHA-256), as records.
   std::vector<Record> DsRecords() const;
 

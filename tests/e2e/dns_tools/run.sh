@@ -154,6 +154,12 @@ for alg in 13 15; do
   out="$(kdig @127.0.0.1 -p "$SP" +dnssec +norec nx.example.test A 2>&1)"
   contains "alg $alg compact denial NXNAME" "NSEC" "$out"
   contains "alg $alg compact denial NOERROR" "status: NOERROR" "$out"
+  # The whole signed zone with an NSEC chain verifies with ldns-verify-zone; a changed record does not.
+  "$DNS_SERVE" --zone example.test.=zone --sign "keys$alg" --algorithm "$alg" --check > signed.zone
+  contains "alg $alg ldns-verify-zone" "Zone is verified and complete" "$(ldns-verify-zone signed.zone 2>&1)"
+  sed 's/^\(www.example.test. 300 IN A\) 192.0.2.1$/\1 192.0.2.2/' signed.zone > tampered.zone
+  if cmp -s signed.zone tampered.zone; then fail "alg $alg: tampering did not change the zone"; fi
+  lacks "alg $alg ldns-verify-zone refuses a changed record" "Zone is verified" "$(ldns-verify-zone tampered.zone 2>&1)"
   # The DS we publish matches the DNSKEY served (ldns-key2ds from the served key).
   kdig @127.0.0.1 -p "$SP" +norec +noall +answer example.test DNSKEY > served.key
   ds_ours="$(awk '{print $5, $6, $7, toupper($8)}' "keys$alg/example.test.ds")"
