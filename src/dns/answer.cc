@@ -1,0 +1,357 @@
+#include "dns/answer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "dns/rdata.h"
+#include "dns/wire.h"
+
+namespace govern::dns {
+namespace {
+
+constexpr uint16_t kFlagQR = 0x8000, kFlagAA = 0x0400, kFlagTC = 0x0200, kFlagRD = 0x0100, kFlagCD = 0x0010;
+constexpr size_t kMaxMessage = 65535;
+
+thread_local uint8_t scratch[kMaxMessage];
+
+// Offsets of the labels of a wire name; returns the count.
+int LabelOffsets(std::string_view name, uint8_t (&offs)[128]) {
+  int n = 0;
+  for (size_t i = 0; i < name.size() && name[i] != 0 && n < 128; i += static_cast<uint8_t>(name[i]) + 1)
+    offs[n++] = static_cast<uint8_t>(i);
+  return n;
+}
+
+struct Render {
+  const Zone& z;
+  bool dnssec;
+  uint32_t now;
+  Writer w;
+  uint16_t qtype;
+  uint32_t refresh_at = 0;
+  bool overflow = false;
+  size_t prefix_len = 0;
+  bool cacheable = false;
+  bool compact_ok = false;
+
+  Render(const Zone& zone, bool d, uint32_t t, uint16_t qt)
+      : z(zone), dnssec(d), now(t), w(scratch, kMaxMessage), qtype(qt) {}
+
+  void Put(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata, int section) {
+    if (overflow) return;
+    if (!w.PutRecord(owner, type, kClassIN, ttl, rdata)) {
+      overflow = true;
+      return;
+    }
+    w.AddCount(section);
+  }
+  void Sig(std::string_view out_owner, std::string_view sign_owner, const RRset& set, int section) {
+    if (!dnssec) return;
+    auto sig = z.SigFor(sign_owner, set, now);
+    if (!sig) return;
+    if (refresh_at == 0 || sig->refresh_at < refresh_at) refresh_at = sig->refresh_at;
+    Put(out_owner, kRRSIG, set.ttl, sig->rrsig, section);
+  }
+  void PutSet(std::string_view out_owner, std::string_view sign_owner, const RRset& set, int section) {
+    for (const auto& rd : set.rdatas) Put(out_owner, set.type, set.ttl, rd, section);
+    Sig(out_owner, sign_owner, set, section);
+  }
+  void PutSoa() {
+    const std::string& apex = z.apex();
+    const Node* a = z.Find(apex);
+    Put(a->owner, kSOA, z.negative_ttl(), z.soa().rdatas[0], 1);
+    if (dnssec) {
+      auto sig = z.SigFor(a->owner, z.soa(), now);
+      if (sig) {
+        if (refresh_at == 0 || sig->refresh_at < refresh_at) refresh_at = sig->refresh_at;
+        // The RRSIG keeps the SOA's own TTL as original TTL; the record TTL follows the negative TTL.
+        Put(a->owner, kRRSIG, z.negative_ttl(), sig->rrsig, 1);
+      }
+    }
+  }
+  // An NSEC owned by `owner` (lower or not) with next `next` and the types of `node` (or `extra`), signed.
+  void PutNsec(std::string_view owner, std::string_view next, const Node* node, uint16_t extra) {
+    if (!dnssec || next.size() > kMaxName) return;
+    uint16_t types[64];
+    int n = 0;
+    if (node)
+      for (auto& s : node->rrsets)
+        if (n < 60) types[n++] = s.type;
+    types[n++] = kRRSIG;
+    types[n++] = kNSEC;
+    if (extra) types[n++] = extra;
+    std::sort(types, types + n);
+    int m = static_cast<int>(std::unique(types, types + n) - types);
+    std::string rdata(next);
+    rdata += TypeBitmap(std::span<const uint16_t>(types, m));
+    uint32_t ttl = z.negative_ttl();
+    std::string sig = z.SignOnce(owner, kNSEC, ttl, rdata, now);
+    Put(owner, kNSEC, ttl, rdata, 1);
+    if (!sig.empty()) Put(owner, kRRSIG, ttl, sig, 1);
+  }
+  void DenyAt(std::string_view owner_out, const Node* node, uint16_t extra) {
+    if (!dnssec) return;
+    char next[kMaxName + 2];
+    next[0] = 1;
+    next[1] = 0;
+    std::memcpy(next + 2, owner_out.data(), std::min(owner_out.size(), kMaxName));
+    PutNsec(owner_out, std::string_view(next, owner_out.size() + 2), node, extra);
+  }
+  // The white-lie NSEC that proves a wildcard-answered name does not exist itself: owner just before
+  // the name's first label, next just after it, both siblings of the name (RFC 4470 style), so the
+  // closest encloser a validator derives is the wildcard's parent.
+  void WildcardProof(std::string_view qname) {
+    if (!dnssec || qname.empty() || qname[0] == 0) return;
+    size_t len = static_cast<uint8_t>(qname[0]);
+    std::string label(qname.substr(1, len));
+    for (auto& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string_view parent = ParentName(qname);
+    std::string pred = label, succ = label;
+    if (static_cast<uint8_t>(pred.back()) == 0) {
+      pred.pop_back();
+    } else {
+      pred.back() = static_cast<char>(static_cast<uint8_t>(pred.back()) - 1);
+      if (pred.size() < 63) pred.push_back(static_cast<char>(0xff));
+    }
+    if (succ.size() >= 63) return;
+    succ.push_back('\0');
+    std::string owner = pred.empty()
+                            ? std::string(parent)
+                            : std::string(1, static_cast<char>(pred.size())) + pred + std::string(parent);
+    std::string next = std::string(1, static_cast<char>(succ.size())) + succ + std::string(parent);
+    if (owner.size() > kMaxName || next.size() > kMaxName) return;
+    PutNsec(owner, next, nullptr, 0);
+  }
+  // A and AAAA (signed when authoritative) for names in the zone that NS/MX/SRV records name.
+  void Additional(const RRset& set) {
+    for (const auto& rd : set.rdatas) {
+      std::string_view target = rd;
+      if (set.type == kMX)
+        target = target.substr(2);
+      else if (set.type == kSRV)
+        target = target.substr(6);
+      else if (set.type != kNS)
+        return;
+      char lower[kMaxName + 1];
+      if (target.size() > kMaxName) continue;
+      LowerNameInto(target, lower);
+      std::string_view lt(lower, target.size());
+      if (!IsSubdomain(lt, z.apex())) continue;
+      const Node* n = z.Find(lt);
+      if (!n) continue;
+      bool glue = FindCut(lt) != nullptr;
+      for (uint16_t t : {kA, kAAAA}) {
+        const RRset* s = n->Find(t);
+        if (!s) continue;
+        for (const auto& r : s->rdatas) Put(n->owner, t, s->ttl, r, 2);
+        if (!glue) Sig(n->owner, n->owner, *s, 2);
+      }
+    }
+  }
+  const Node* FindCut(std::string_view name) const {
+    uint8_t offs[128];
+    int n = LabelOffsets(name, offs);
+    int a = LabelCount(z.apex());
+    for (int k = a + 1; k <= n; ++k) {
+      const Node* node = z.Find(name.substr(offs[n - k]));
+      if (node && node->Find(kNS)) return node;
+    }
+    return nullptr;
+  }
+};
+
+// Renders the response for (qname, qtype, DO) into scratch; returns flags to put in the header.
+void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
+  uint16_t flags = kFlagQR | kFlagAA;
+  uint16_t rcode = kNoError;
+  r.w.Start(0, flags, qname_out, r.qtype, kClassIN);
+  std::string_view name_out = qname_out;
+  std::string_view name = qn;
+  char lower_buf[kMaxName + 1];
+  char wild_buf[kMaxName + 3];
+  const std::string* wildcard_proof_for = nullptr;
+  std::string proof_name;  // only used on the wildcard path (allocation there is fine: it signs)
+  const RRset* additional_for = nullptr;
+  for (int step = 0; step < 8; ++step) {
+    const Node* cut = r.FindCut(name);
+    if (cut && !(r.qtype == kDS && cut->name == name)) {
+      if (step == 0) {
+        // Referral: NS of the cut in authority, DS or its absence proved, glue in additional.
+        flags &= static_cast<uint16_t>(~kFlagAA);
+        r.cacheable = r.z.Find(name) != nullptr;
+        const RRset* ns = cut->Find(kNS);
+        for (const auto& rd : ns->rdatas) r.Put(cut->owner, kNS, ns->ttl, rd, 1);
+        if (r.dnssec) {
+          if (const RRset* ds = cut->Find(kDS)) {
+            r.PutSet(cut->owner, cut->owner, *ds, 1);
+          } else {
+            r.DenyAt(cut->owner, cut, 0);
+          }
+        }
+        r.prefix_len = r.w.size();
+        r.Additional(*ns);
+        r.w.SetFlags(flags);
+        return;
+      }
+      break;  // a CNAME into a delegated child: the resolver follows it there
+    }
+    const Node* node = r.z.Find(name);
+    if (step == 0) r.cacheable = node != nullptr;
+    if (!node) {
+      // Closest encloser, then the wildcard below it (RFC 4592 section 3.3.1).
+      uint8_t offs[128];
+      int n = LabelOffsets(name, offs);
+      int a = LabelCount(r.z.apex());
+      const Node* ce = nullptr;
+      for (int k = n - 1; k >= a && !ce; --k) ce = r.z.Find(name.substr(offs[n - k]));
+      const Node* wnode = nullptr;
+      if (ce && ce->name.size() + 2 <= kMaxName) {
+        wild_buf[0] = 1;
+        wild_buf[1] = '*';
+        std::memcpy(wild_buf + 2, ce->name.data(), ce->name.size());
+        wnode = r.z.Find(std::string_view(wild_buf, ce->name.size() + 2));
+      }
+      if (!wnode || !ce || ce->Find(kNS) /* never below a cut: FindCut handled it */) {
+        // Name error. Signed: compact denial (RFC 9824): NOERROR, NSEC at the name with NXNAME; with
+        // the CO flag the rcode says NXDOMAIN as well (section 4).
+        if (r.dnssec) {
+          if (r.compact_ok) rcode = kNXDomain;
+          r.PutSoa();
+          r.DenyAt(name_out, nullptr, kNXNAME);
+        } else {
+          rcode = kNXDomain;
+          r.PutSoa();
+        }
+        r.prefix_len = r.w.size();
+        r.w.SetFlags(static_cast<uint16_t>(flags | rcode));
+        return;
+      }
+      node = wnode;
+      if (r.dnssec && !wildcard_proof_for) {
+        proof_name.assign(name_out);
+        wildcard_proof_for = &proof_name;
+      }
+    }
+    const RRset* cname = node->Find(kCNAME);
+    if (cname && r.qtype != kCNAME) {
+      r.PutSet(name_out, node->owner, *cname, 0);
+      std::string_view target = cname->rdatas[0];
+      if (target.size() > kMaxName) break;
+      LowerNameInto(target, lower_buf);
+      std::string_view lt(lower_buf, target.size());
+      if (!IsSubdomain(lt, r.z.apex()) || lt == name) break;
+      // The next step reads the target in lower_buf; copy it out since the loop reuses the buffer.
+      static thread_local char chain[8][kMaxName + 1];
+      std::memcpy(chain[step], lower_buf, lt.size());
+      name = std::string_view(chain[step], lt.size());
+      name_out = target;
+      continue;
+    }
+    const RRset* set = nullptr;
+    if (r.qtype == kANY) {
+      // RFC 8482: one RRset is enough.
+      for (const auto& s : node->rrsets)
+        if (s.type != kRRSIG && s.type != kNSEC) {
+          set = &s;
+          break;
+        }
+    } else {
+      set = node->Find(r.qtype);
+    }
+    if (set) {
+      r.PutSet(name_out, node->owner, *set, 0);
+      additional_for = set;
+      if (wildcard_proof_for) r.WildcardProof(*wildcard_proof_for);
+    } else {
+      // NODATA (RFC 2308 section 2.2).
+      r.PutSoa();
+      r.DenyAt(name_out, node, 0);
+    }
+    r.prefix_len = r.w.size();
+    if (additional_for) r.Additional(*additional_for);
+    r.w.SetFlags(static_cast<uint16_t>(flags | rcode));
+    return;
+  }
+  // The chain left the zone or ran too long: the answer so far.
+  if (wildcard_proof_for) r.WildcardProof(*wildcard_proof_for);
+  r.prefix_len = r.w.size();
+  r.w.SetFlags(static_cast<uint16_t>(flags | rcode));
+}
+
+// Copies a rendered response into out, fitting it to the client's limit, with the query's id, flags
+// and qname patched in and the OPT record appended.
+size_t Finish(const uint8_t* rendered, size_t len, size_t prefix_len, const Query& q, size_t limit,
+              uint8_t* out, size_t out_size, std::span<const uint8_t> packet, const ParseResult& pr) {
+  size_t opt = q.has_edns ? 11 : 0;
+  if (limit > out_size) limit = out_size;
+  size_t take;
+  bool drop_additional = false;
+  if (len + opt <= limit) {
+    take = len;
+  } else if (prefix_len + opt <= limit) {
+    take = prefix_len;
+    drop_additional = true;
+  } else {
+    bool aa = Get16(rendered + 2) & kFlagAA;
+    return WriteBareResponse(packet, q, pr, Get16(rendered + 2) & 0xf, aa, true, out, limit);
+  }
+  std::memcpy(out, rendered, take);
+  Put16(out, q.id);
+  Put16(out + 2, static_cast<uint16_t>(Get16(rendered + 2) | (q.flags & (kFlagRD | kFlagCD))));
+  std::memcpy(out + kHeaderSize, q.qname.data(), q.qname.size());
+  if (drop_additional) Put16(out + 10, 0);
+  if (q.has_edns) {
+    Writer w(out, limit);
+    w.Truncate(take);
+    w.PutOpt(kDefaultUdpPayload, 0, q.dnssec_ok, q.compact_ok);
+    take = w.size();
+  }
+  return take;
+}
+
+}  // namespace
+
+size_t Answer(const ZoneSet& zones, std::span<const uint8_t> packet, const AnswerOptions& opt, uint8_t* out,
+              size_t out_size) {
+  Query q;
+  ParseResult pr = ParseQuery(packet, q);
+  if (!pr.header_ok || (q.flags & kFlagQR)) return 0;
+  size_t limit = opt.tcp ? kMaxMessage : (q.has_edns ? q.udp_payload : 512);
+  if (limit > out_size) limit = out_size;
+  if (!pr.ok) return WriteBareResponse(packet, q, pr, pr.rcode, false, false, out, limit);
+  if (q.qclass != kClassIN) return WriteBareResponse(packet, q, pr, kRefused, false, false, out, limit);
+  if (q.qtype == kAXFR || q.qtype == kIXFR)
+    return WriteBareResponse(packet, q, pr, kNotImp, false, false, out, limit);
+  char lower[kMaxName + 4];
+  LowerNameInto(q.qname, lower);
+  std::string_view qn(lower, q.qname.size());
+  const Zone* z = zones.Find(qn);
+  if (!z) return WriteBareResponse(packet, q, pr, kRefused, false, false, out, limit);
+  bool dnssec = q.dnssec_ok && z->signed_zone();
+  // Cache key: lower qname, qtype, DO.
+  lower[qn.size()] = static_cast<char>(q.qtype >> 8);
+  lower[qn.size() + 1] = static_cast<char>(q.qtype);
+  lower[qn.size() + 2] = static_cast<char>((dnssec ? 1 : 0) | (dnssec && q.compact_ok ? 2 : 0));
+  std::string_view key(lower, qn.size() + 3);
+  if (auto hit = z->CacheLookup(key, opt.now)) {
+    return Finish(reinterpret_cast<const uint8_t*>(hit->bytes.data()), hit->bytes.size(), hit->prefix_len, q,
+                  limit, out, out_size, packet, pr);
+  }
+  Render r(*z, dnssec, opt.now, q.qtype);
+  r.compact_ok = q.compact_ok;
+  Resolve(r, qn, qn);  // rendered lower-case: Finish copies the query's own qname over it
+  if (r.overflow) {
+    // Larger than any message: answer what fits in TCP terms with TC.
+    return WriteBareResponse(packet, q, pr, kServFail, false, false, out, limit);
+  }
+  if (r.cacheable) {
+    auto a = std::make_shared<CachedAnswer>();
+    a->bytes.assign(reinterpret_cast<const char*>(scratch), r.w.size());
+    a->prefix_len = r.prefix_len;
+    a->refresh_at = r.refresh_at;
+    z->CacheStore(key, std::move(a));
+  }
+  return Finish(scratch, r.w.size(), r.prefix_len, q, limit, out, out_size, packet, pr);
+}
+
+}  // namespace govern::dns

@@ -1,0 +1,213 @@
+// Data-driven answer tests: testdata/*.test hold zones, queries and the expected response sections,
+// one case per RFC rule (see the comments in each file). Query options: do, co (EDNS flags), noedns,
+// udp=N (EDNS size), tcp. Set DNS_TESTDATA_PRINT=1 to print the
+// actual responses in the file format (for writing a new case; every expectation is reviewed by hand).
+#include "dns/answer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "dns/testing.h"
+#include "dns/zone.h"
+
+namespace govern::dns {
+namespace {
+
+using testing::MakeQuery;
+using testing::ReadMessage;
+using testing::RecordText;
+
+constexpr uint32_t kNow = 1790000000;
+
+std::string RcodeText(int r) {
+  switch (r) {
+    case 0:
+      return "NOERROR";
+    case 1:
+      return "FORMERR";
+    case 2:
+      return "SERVFAIL";
+    case 3:
+      return "NXDOMAIN";
+    case 4:
+      return "NOTIMP";
+    case 5:
+      return "REFUSED";
+    case 16:
+      return "BADVERS";
+    default:
+      return std::to_string(r);
+  }
+}
+
+std::string FlagsText(uint16_t f) {
+  std::string s = "qr";
+  if (f & 0x0400) s += " aa";
+  if (f & 0x0200) s += " tc";
+  if (f & 0x0100) s += " rd";
+  return s;
+}
+
+struct Case {
+  int line = 0;
+  std::string query;
+  std::string expected;
+};
+
+std::string Run(const ZoneSet& set, const std::string& query_line) {
+  std::istringstream in(query_line);
+  std::string name, type_text, opt;
+  in >> name >> type_text;
+  auto type = TypeFromText(type_text);
+  bool edns = true, do_bit = false, tcp = false, co = false;
+  uint16_t payload = 1232;
+  while (in >> opt) {
+    if (opt == "do")
+      do_bit = true;
+    else if (opt == "noedns")
+      edns = false;
+    else if (opt == "tcp")
+      tcp = true;
+    else if (opt == "co")
+      co = true;
+    else if (opt.rfind("udp=", 0) == 0)
+      payload = static_cast<uint16_t>(std::stoi(opt.substr(4)));
+  }
+  auto q = MakeQuery(name, type.ok() ? *type : 0, edns, do_bit, 0x4242, payload);
+  if (co && edns) q[q.size() - 4] |= 0x40;  // the CO flag, beside DO in the OPT TTL
+  std::vector<uint8_t> out(65535);
+  size_t n = Answer(set, q, AnswerOptions{tcp, kNow}, out.data(), out.size());
+  out.resize(n);
+  auto m = ReadMessage(out);
+  std::string s;
+  if (!m.ok) return "unreadable response\n";
+  int rcode = (m.flags & 0xf) | (m.has_opt ? (m.opt_ttl >> 24) << 4 : 0);
+  s += "rcode " + RcodeText(rcode) + "\nflags " + FlagsText(m.flags) + "\n";
+  const char* names[3] = {"answer", "authority", "additional"};
+  for (int i = 0; i < 3; ++i) {
+    if (m.sections[i].empty()) continue;
+    s += std::string(names[i]) + "\n";
+    for (auto& r : m.sections[i]) s += RecordText(r) + "\n";
+  }
+  if (m.id != 0x4242) s += "bad id\n";
+  return s;
+}
+
+void RunFile(const std::filesystem::path& path) {
+  std::ifstream f(path);
+  std::string line;
+  int lineno = 0;
+  std::vector<std::shared_ptr<const Zone>> zones;
+  std::shared_ptr<const ZoneSet> set = std::make_shared<ZoneSet>(zones);
+  bool print = std::getenv("DNS_TESTDATA_PRINT") != nullptr;
+  while (std::getline(f, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    if (line.rfind("zone ", 0) == 0) {
+      std::istringstream in(line.substr(5));
+      std::string apex, flag;
+      in >> apex >> flag;
+      std::string text;
+      while (std::getline(f, line) && line != "endzone") {
+        ++lineno;
+        text += line + "\n";
+      }
+      ++lineno;
+      auto records = ParseZoneFile(text, apex);
+      ASSERT_TRUE(records.ok()) << path << ":" << lineno << ": " << records.status().ToString();
+      ZoneKeys keys;
+      if (flag == "signed") {
+        auto k = SigningKey::Generate(Algorithm::kEcdsaP256Sha256, 257);
+        ASSERT_TRUE(k.ok());
+        keys.ksk = keys.zsk = std::make_shared<const SigningKey>(std::move(*k));
+      }
+      auto z = Zone::Build(apex, std::move(*records), keys);
+      ASSERT_TRUE(z.ok()) << path << ":" << lineno << ": " << z.status().ToString();
+      // A later block for the same apex replaces the earlier one.
+      std::erase_if(zones, [&](auto& old) { return old->apex() == (*z)->apex(); });
+      zones.push_back(*z);
+      set = std::make_shared<ZoneSet>(zones);
+      continue;
+    }
+    if (line.rfind("query ", 0) == 0) {
+      Case c{lineno, line.substr(6), ""};
+      while (std::getline(f, line) && line != "end") {
+        ++lineno;
+        c.expected += line + "\n";
+      }
+      ++lineno;
+      // Twice: the second answer comes from the cache where the first was stored.
+      for (int pass = 0; pass < 2; ++pass) {
+        std::string got = Run(*set, c.query);
+        if (print && pass == 0) std::printf("query %s\n%send\n\n", c.query.c_str(), got.c_str());
+        EXPECT_EQ(got, c.expected) << path.filename() << ":" << c.line << " query " << c.query << " pass "
+                                   << pass;
+      }
+      continue;
+    }
+    ADD_FAILURE() << path << ":" << lineno << ": unexpected line " << line;
+  }
+}
+
+TEST(AnswerTest, DataFiles) {
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(GOVERN_DNS_TESTDATA)) {
+    if (e.path().extension() != ".test") continue;
+    SCOPED_TRACE(e.path().filename().string());
+    RunFile(e.path());
+    ++files;
+  }
+  EXPECT_GT(files, 0);
+}
+
+}  // namespace
+}  // namespace govern::dns
+
+namespace govern::dns {
+namespace {
+
+// Signatures cached with an answer are remade once half their validity has passed, so a cached answer
+// never carries a signature with less than a week left; answers within one day reuse one signature.
+TEST(AnswerTest, SignaturesAreRemadeBeforeTheyExpire) {
+  auto recs = ParseZoneFile(
+      "$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nns1 A 127.0.0.1\nwww A 192.0.2.1\n",
+      "sig.test.");
+  ASSERT_TRUE(recs.ok());
+  auto k = SigningKey::Generate(Algorithm::kEcdsaP256Sha256, 257);
+  ASSERT_TRUE(k.ok());
+  auto key = std::make_shared<const SigningKey>(std::move(*k));
+  auto z = Zone::Build("sig.test.", std::move(*recs), ZoneKeys{key, key});
+  ASSERT_TRUE(z.ok());
+  ZoneSet set({*z});
+  auto rrsig_at = [&](uint32_t now) {
+    auto q = testing::MakeQuery("www.sig.test.", kA, true, true);
+    std::vector<uint8_t> out(65535);
+    out.resize(Answer(set, q, AnswerOptions{false, now}, out.data(), out.size()));
+    auto m = testing::ReadMessage(out);
+    for (auto& r : m.sections[0])
+      if (r.type == kRRSIG) return r.rdata;
+    return std::string();
+  };
+  auto expiration = [](const std::string& sig) {
+    return Get32(reinterpret_cast<const uint8_t*>(sig.data()) + 8);
+  };
+  const uint32_t t0 = 1790000000;
+  std::string first = rrsig_at(t0);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(rrsig_at(t0 + 3600), first);  // same day: the cached answer, same signature
+  for (uint32_t days = 1; days <= 30; ++days) {
+    uint32_t now = t0 + days * 86400;
+    std::string sig = rrsig_at(now);
+    ASSERT_FALSE(sig.empty());
+    EXPECT_GE(expiration(sig), now + 6 * 86400) << "day " << days;
+    EXPECT_LE(Get32(reinterpret_cast<const uint8_t*>(sig.data()) + 12), now);  // inception in the past
+  }
+  EXPECT_NE(rrsig_at(t0 + 8 * 86400), first);
+}
+
+}  // namespace
+}  // namespace govern::dns

@@ -1,0 +1,244 @@
+#include "dns/dnssec.h"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <vector>
+
+#include "crypto/bytes.h"
+#include "crypto/encoding.h"
+#include "crypto/sha256.h"
+#include "crypto/signature.h"
+#include "dns/rdata.h"
+#include "dns/wire.h"
+
+namespace govern::dns {
+
+namespace {
+std::atomic<uint64_t> next_key_id{1};
+
+// Per-thread signing contexts for P-256 keys, initialised once per (thread, key): OpenSSL 3 fetches
+// the algorithm and builds a context on every EVP_DigestSign*Init, which costs about a quarter of a
+// signature; the NXDOMAIN path signs once per query, so it reuses them. A context holds its own
+// reference to the key, so a key freed while cached stays valid until the entry is evicted.
+struct SignContexts {
+  struct Entry {
+    uint64_t id = 0;
+    EVP_PKEY_CTX* ctx = nullptr;
+  };
+  Entry entries[4];
+  int next = 0;
+  ~SignContexts() {
+    for (auto& e : entries) EVP_PKEY_CTX_free(e.ctx);
+  }
+  EVP_PKEY_CTX* For(uint64_t id, EVP_PKEY* key) {
+    for (auto& e : entries)
+      if (e.id == id) return e.ctx;
+    EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new(key, nullptr);
+    if (!ctx || EVP_PKEY_sign_init(ctx) <= 0) {
+      EVP_PKEY_CTX_free(ctx);
+      ERR_clear_error();
+      return nullptr;
+    }
+    Entry& slot = entries[next];
+    next = (next + 1) % 4;
+    EVP_PKEY_CTX_free(slot.ctx);
+    slot = Entry{id, ctx};
+    return ctx;
+  }
+};
+thread_local SignContexts sign_contexts;
+}  // namespace
+
+struct SigningKey::Impl {
+  Algorithm alg;
+  uint16_t flags;
+  std::optional<crypto::EcdsaP256PrivateKey> p256;
+  std::optional<crypto::Ed25519PrivateKey> ed;
+  std::string dnskey;
+  uint16_t tag = 0;
+  uint64_t id = next_key_id.fetch_add(1);
+  EVP_PKEY* evp = nullptr;  // the P-256 key again, as OpenSSL's own object for the fast path
+  ~Impl() { EVP_PKEY_free(evp); }
+};
+
+SigningKey::SigningKey(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SigningKey::SigningKey(SigningKey&&) noexcept = default;
+SigningKey& SigningKey::operator=(SigningKey&&) noexcept = default;
+SigningKey::~SigningKey() = default;
+
+uint16_t KeyTag(std::string_view r) {
+  uint32_t ac = 0;
+  for (size_t i = 0; i < r.size(); ++i)
+    ac += (i & 1) ? static_cast<uint8_t>(r[i]) : static_cast<uint32_t>(static_cast<uint8_t>(r[i])) << 8;
+  ac += (ac >> 16) & 0xffff;
+  return static_cast<uint16_t>(ac & 0xffff);
+}
+
+struct SigningKeyBuilder {
+  static Result<SigningKey> Build(Algorithm alg, uint16_t flags,
+                                  std::optional<crypto::EcdsaP256PrivateKey> p256,
+                                  std::optional<crypto::Ed25519PrivateKey> ed) {
+    auto impl = std::make_unique<SigningKey::Impl>();
+    impl->alg = alg;
+    impl->flags = flags;
+    std::string pub;
+    if (p256) {
+      GOVERN_ASSIGN_OR_RETURN(auto pk, p256->PublicKey());
+      GOVERN_ASSIGN_OR_RETURN(auto u, pk.Uncompressed());
+      pub.assign(u.begin() + 1, u.end());  // RFC 6605: X || Y without the 0x04 prefix
+    } else {
+      GOVERN_ASSIGN_OR_RETURN(auto pk, ed->PublicKey());
+      auto raw = pk.Raw();
+      pub.assign(raw.begin(), raw.end());
+    }
+    impl->dnskey.push_back(static_cast<char>(flags >> 8));
+    impl->dnskey.push_back(static_cast<char>(flags));
+    impl->dnskey.push_back(3);
+    impl->dnskey.push_back(static_cast<char>(alg));
+    impl->dnskey += pub;
+    impl->tag = KeyTag(impl->dnskey);
+    // The same key as an EVP_PKEY for SignP256 (loaded from its PKCS#8 form).
+    if (p256) {
+      GOVERN_ASSIGN_OR_RETURN(auto pem, p256->Pkcs8Pem());
+      BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+      impl->evp = bio ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr) : nullptr;
+      BIO_free(bio);
+      ERR_clear_error();
+    }
+    impl->p256 = std::move(p256);
+    impl->ed = std::move(ed);
+    return SigningKey(std::move(impl));
+  }
+};
+
+Result<SigningKey> SigningKey::Generate(Algorithm alg, uint16_t flags) {
+  if (alg == Algorithm::kEcdsaP256Sha256) {
+    GOVERN_ASSIGN_OR_RETURN(auto k, crypto::EcdsaP256PrivateKey::Generate());
+    return SigningKeyBuilder::Build(alg, flags, std::move(k), std::nullopt);
+  }
+  GOVERN_ASSIGN_OR_RETURN(auto k, crypto::Ed25519PrivateKey::Generate());
+  return SigningKeyBuilder::Build(alg, flags, std::nullopt, std::move(k));
+}
+
+Result<SigningKey> SigningKey::FromPrivate(Algorithm alg, uint16_t flags, std::string_view text) {
+  if (alg == Algorithm::kEcdsaP256Sha256) {
+    GOVERN_ASSIGN_OR_RETURN(auto k, crypto::EcdsaP256PrivateKey::FromPkcs8Pem(text));
+    return SigningKeyBuilder::Build(alg, flags, std::move(k), std::nullopt);
+  }
+  GOVERN_ASSIGN_OR_RETURN(auto seed, crypto::Base64Decode(text));
+  GOVERN_ASSIGN_OR_RETURN(auto k, crypto::Ed25519PrivateKey::FromRaw(seed));
+  return SigningKeyBuilder::Build(alg, flags, std::nullopt, std::move(k));
+}
+
+Result<std::string> SigningKey::Private() const {
+  if (impl_->p256) {
+    GOVERN_ASSIGN_OR_RETURN(auto pem, impl_->p256->Pkcs8Pem());
+    return std::string(reinterpret_cast<const char*>(pem.data()), pem.size());
+  }
+  GOVERN_ASSIGN_OR_RETURN(auto raw, impl_->ed->Raw());
+  return crypto::Base64Encode(raw.span());
+}
+
+Algorithm SigningKey::algorithm() const { return impl_->alg; }
+uint16_t SigningKey::flags() const { return impl_->flags; }
+uint16_t SigningKey::key_tag() const { return impl_->tag; }
+const std::string& SigningKey::dnskey_rdata() const { return impl_->dnskey; }
+
+std::string SigningKey::DsRdata(std::string_view owner) const { return DsRdataFor(owner, impl_->dnskey); }
+
+std::string DsRdataFor(std::string_view owner, std::string_view dnskey) {
+  std::string lower(owner);
+  LowerName(lower);
+  std::string data = lower + std::string(dnskey);
+  auto d = crypto::Sha256(data);
+  uint16_t tag = KeyTag(dnskey);
+  std::string out;
+  out.push_back(static_cast<char>(tag >> 8));
+  out.push_back(static_cast<char>(tag));
+  out.push_back(dnskey.size() > 3 ? dnskey[3] : 0);
+  out.push_back(2);
+  if (d.ok()) out.append(reinterpret_cast<const char*>(d->data()), d->size());
+  return out;
+}
+
+Result<std::string> SigningKey::Sign(std::string_view data) const {
+  auto bytes = crypto::AsBytes(data);
+  if (impl_->evp) {
+    // SHA-256, then ECDSA on the digest with this thread's context; r || s as RFC 6605 wants.
+    unsigned char digest[32];
+    unsigned int dlen = 0;
+    EVP_PKEY_CTX* ctx = sign_contexts.For(impl_->id, impl_->evp);
+    unsigned char der[80];
+    size_t der_len = sizeof der;
+    if (ctx && EVP_Digest(bytes.data(), bytes.size(), digest, &dlen, EVP_sha256(), nullptr) == 1 &&
+        EVP_PKEY_sign(ctx, der, &der_len, digest, dlen) > 0) {
+      auto raw = crypto::EcdsaDerToRaw(std::span<const uint8_t>(der, der_len));
+      if (raw.ok()) return std::string(reinterpret_cast<const char*>(raw->data()), raw->size());
+    }
+    ERR_clear_error();  // fall through to the slow path
+  }
+  if (impl_->p256) {
+    GOVERN_ASSIGN_OR_RETURN(auto sig, impl_->p256->SignRaw(bytes));
+    return std::string(reinterpret_cast<const char*>(sig.data()), sig.size());
+  }
+  GOVERN_ASSIGN_OR_RETURN(auto sig, impl_->ed->Sign(bytes));
+  return std::string(reinterpret_cast<const char*>(sig.data()), sig.size());
+}
+
+Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner,
+                              uint16_t type, uint32_t ttl, std::span<const std::string_view> rdatas,
+                              uint32_t inception, uint32_t expiration) {
+  std::string lower_owner(owner), lower_signer(signer);
+  LowerName(lower_owner);
+  LowerName(lower_signer);
+  int labels = LabelCount(lower_owner);
+  if (lower_owner.size() > 2 && lower_owner[0] == 1 && lower_owner[1] == '*') --labels;
+  std::string rr;
+  rr.push_back(static_cast<char>(type >> 8));
+  rr.push_back(static_cast<char>(type));
+  rr.push_back(static_cast<char>(key.algorithm()));
+  rr.push_back(static_cast<char>(labels));
+  uint8_t b[4];
+  Put32(b, ttl);
+  rr.append(reinterpret_cast<char*>(b), 4);
+  Put32(b, expiration);
+  rr.append(reinterpret_cast<char*>(b), 4);
+  Put32(b, inception);
+  rr.append(reinterpret_cast<char*>(b), 4);
+  rr.push_back(static_cast<char>(key.key_tag() >> 8));
+  rr.push_back(static_cast<char>(key.key_tag()));
+  rr += lower_signer;
+  std::vector<std::string> canon;
+  canon.reserve(rdatas.size());
+  for (auto r : rdatas) canon.push_back(CanonicalRdata(type, r));
+  std::sort(canon.begin(), canon.end());
+  canon.erase(std::unique(canon.begin(), canon.end()), canon.end());
+  std::string data = rr;
+  for (const auto& c : canon) {
+    data += lower_owner;
+    uint8_t h[10];
+    Put16(h, type);
+    Put16(h + 2, kClassIN);
+    Put32(h + 4, ttl);
+    Put16(h + 8, static_cast<uint16_t>(c.size()));
+    data.append(reinterpret_cast<char*>(h), 10);
+    data += c;
+  }
+  GOVERN_ASSIGN_OR_RETURN(std::string sig, key.Sign(data));
+  return rr + sig;
+}
+
+Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner,
+                              uint16_t type, uint32_t ttl, std::span<const std::string> rdatas,
+                              uint32_t inception, uint32_t expiration) {
+  std::vector<std::string_view> v(rdatas.begin(), rdatas.end());
+  return SignRRset(key, signer, owner, type, ttl, v, inception, expiration);
+}
+
+}  // namespace govern::dns

@@ -1,0 +1,140 @@
+// Zone: an immutable, compiled snapshot of one zone's records, with the answers and signatures it has
+// made cached inside it. ZoneSet: the zones a server answers for, found by longest match.
+//
+// A Zone is built once (Zone::Build) from records and optional signing keys and never changes after;
+// only its caches fill in, behind locks, so a Zone and a ZoneSet are safe to share between any number of
+// threads. To change a zone, build a new Zone and a new ZoneSet and swap the shared_ptr (the server
+// does this with ZoneSetHolder); queries in flight finish on the snapshot they started with.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "dns/dnssec.h"
+#include "dns/zonefile.h"
+
+namespace govern::dns {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+// The keys that sign a zone. A CSK is one key as both ksk and zsk (flags 257).
+struct ZoneKeys {
+  std::shared_ptr<const SigningKey> ksk;
+  std::shared_ptr<const SigningKey> zsk;
+  uint32_t dnskey_ttl = 3600;
+};
+
+// A signature made for an RRset and when to make a new one.
+struct CachedSig {
+  std::string rrsig;    // RDATA
+  uint32_t refresh_at;  // make a new one from this time on (half the validity is left)
+};
+
+struct RRset {
+  uint16_t type = 0;
+  uint32_t ttl = 0;
+  std::vector<std::string> rdatas;
+  // The RRSIG over this RRset, made on first need (see Zone::SigFor).
+  mutable std::shared_ptr<const CachedSig> sig;
+};
+
+struct Node {
+  std::string name;           // lower-case wire
+  std::string owner;          // as written in the zone
+  std::vector<RRset> rrsets;  // sorted by type
+  const RRset* Find(uint16_t type) const;
+  bool empty() const { return rrsets.empty(); }  // an empty non-terminal
+};
+
+// One prepared answer: the whole response for (qname, qtype, DO) with id 0 and the qname lower-case.
+struct CachedAnswer {
+  std::string bytes;
+  size_t prefix_len = 0;    // length without the additional section
+  uint32_t refresh_at = 0;  // stop using it from this time on (0: forever)
+};
+
+class Zone {
+ public:
+  // `apex` is text ("example.com."); the records must include exactly one SOA at the apex. With keys,
+  // the zone is signed online: the DNSKEY RRset is added at the apex.
+  static Result<std::shared_ptr<const Zone>> Build(std::string_view apex, std::vector<Record> records,
+                                                   ZoneKeys keys = {});
+
+  const std::string& apex() const { return apex_; }  // lower-case wire
+  uint32_t serial() const;
+  bool signed_zone() const { return keys_.zsk != nullptr; }
+  const ZoneKeys& keys() const { return keys_; }
+  // Every record (including DNSKEY when signed), in canonical order, for printing or export.
+  std::vector<Record> Records() const;
+  // A signed zone as a whole (what an AXFR of it would carry): every record, RRSIGs over every
+  // authoritative RRset, and a complete NSEC chain over the names that have data (RFC 4035 section 2),
+  // signatures valid at `now`. Glue stays unsigned and off the chain. Unsigned zones: Records().
+  std::vector<Record> SignedRecords(uint32_t now) const;
+  // The DS records for the parent (one per KSK, SHA-256), as records.
+  std::vector<Record> DsRecords() const;
+
+  const Node* Find(std::string_view lower_name) const;
+  const RRset& soa() const { return *soa_; }
+  uint32_t negative_ttl() const { return negative_ttl_; }
+
+  // The RRSIG for `set` owned by `owner`, made now if missing or due. Null when unsigned or on a
+  // signing failure.
+  std::shared_ptr<const CachedSig> SigFor(std::string_view owner, const RRset& set, uint32_t now) const;
+  // Signs a one-off RRset (the NSEC records of denial). Empty on failure.
+  std::string SignOnce(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata,
+                       uint32_t now) const;
+
+  // The answer cache (bounded; see zone.cc). Lookup copies the shared_ptr under a shared lock.
+  std::shared_ptr<const CachedAnswer> CacheLookup(std::string_view key, uint32_t now) const;
+  void CacheStore(std::string_view key, std::shared_ptr<const CachedAnswer> answer) const;
+
+ private:
+  Zone() = default;
+  std::string apex_;
+  std::unordered_map<std::string, Node, StringHash, std::equal_to<>> nodes_;
+  const RRset* soa_ = nullptr;
+  uint32_t negative_ttl_ = 0;
+  ZoneKeys keys_;
+  mutable std::mutex sig_mu_;
+  static constexpr int kShards = 16;
+  struct Shard {
+    mutable std::shared_mutex mu;
+    std::unordered_map<std::string, std::shared_ptr<const CachedAnswer>, StringHash, std::equal_to<>> map;
+  };
+  mutable Shard shards_[kShards];
+  mutable std::atomic<size_t> cached_{0};
+};
+
+// The zones served, immutable once made.
+class ZoneSet {
+ public:
+  explicit ZoneSet(std::vector<std::shared_ptr<const Zone>> zones);
+  // The zone with the longest apex that `lower_qname` is at or below, or null.
+  const Zone* Find(std::string_view lower_qname) const;
+  const std::vector<std::shared_ptr<const Zone>>& zones() const { return zones_; }
+
+ private:
+  std::vector<std::shared_ptr<const Zone>> zones_;
+  std::unordered_map<std::string, const Zone*, StringHash, std::equal_to<>> by_apex_;
+};
+
+// Signature validity: inception an hour before the start of the current day, expiration 14 days
+// later, refresh after 7 days: every signature made on one day is identical in its times, and a
+// cached one is replaced a week before it would expire.
+struct Validity {
+  uint32_t inception, expiration, refresh_at;
+};
+Validity ValidityAt(uint32_t now);
+
+}  // namespace govern::dns

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# govern-dns-serve against real DNS tools. Expects $DNS_SERVE (ctest sets it) and kdig, dig, delv,
+# ldns-read-zone on PATH. Each check prints FAIL with what it saw; the exit status counts failures.
+set -euo pipefail
+: "${DNS_SERVE:?DNS_SERVE must point at govern-dns-serve}"
+DNS_SERVE="$(realpath "$DNS_SERVE")"
+for t in kdig dig delv ldns-read-zone; do
+  command -v "$t" >/dev/null || { echo "missing $t (install knot-dnsutils bind9-dnsutils ldnsutils)" >&2; exit 1; }
+done
+work="$(mktemp -d /tmp/govern-dns-XXXXXX)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+cd "$work"
+failures=0
+checks=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# contains DESCRIPTION SUBSTRING TEXT
+contains() { checks=$((checks + 1)); [[ "$3" == *"$2"* ]] || fail "$1: lacks '$2' in: $3"; }
+lacks() { checks=$((checks + 1)); [[ "$3" != *"$2"* ]] || fail "$1: has '$2' in: $3"; }
+
+cat > zone <<'Z'
+$ORIGIN example.test.
+$TTL 300
+@ 3600 IN SOA ns1 hostmaster ( 2026113001 3600 900 604800 60 )
+@ IN NS ns1
+ns1 IN A 127.0.0.1
+www IN A 192.0.2.1
+www IN AAAA 2001:db8::1
+@ IN MX 10 mail
+mail IN A 192.0.2.25
+alias IN CNAME www
+*.wild IN A 192.0.2.99
+*.wild IN TXT "wild text"
+a.b IN TXT "deep"
+txt IN TXT "hello \"world\"" "second"
+_sip._tcp IN SRV 0 5 5060 www
+@ IN CAA 0 issue "letsencrypt.org"
+svc IN HTTPS 1 . alpn=h2,h3 port=8443 ipv4hint=192.0.2.1
+ptr IN PTR www
+unk IN TYPE65000 \# 3 010203
+sub IN NS ns.sub
+ns.sub IN A 192.0.2.53
+Z
+
+# start NAME ARGS...: runs the server on a free port, sets PORT_<NAME>.
+start() {
+  local name="$1"
+  shift
+  "$DNS_SERVE" --port 0 "$@" > "$name.out" 2> "$name.err" &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    if grep -q listening "$name.out" 2>/dev/null; then break; fi
+    sleep 0.05
+  done
+  local port
+  port="$(awk '/listening on/{print $3}' "$name.out")"
+  [ -n "$port" ] || { echo "server $name did not start: $(cat "$name.err")" >&2; exit 1; }
+  printf -v "PORT_$name" '%s' "$port"
+}
+
+# --- unsigned: answers as kdig and dig see them ---
+start plain --zone example.test.=zone
+P=$PORT_plain
+# Whitespace squeezed so expectations read as zone-file lines.
+k() { kdig @127.0.0.1 -p "$P" +norec +noall +answer +authority +additional "$@" 2>&1 | tr -s ' \t' ' '; }
+kh() { kdig @127.0.0.1 -p "$P" +norec "$@" 2>&1 | tr -s ' \t' ' '; }
+contains "A" "www.example.test. 300 IN A 192.0.2.1" "$(k www.example.test A)"
+contains "AAAA" "2001:db8::1" "$(k www.example.test AAAA)"
+# dig prints names as received (kdig lower-cases them).
+contains "case kept" "WwW.ExAmPlE.tEsT. 300 IN A 192.0.2.1" \
+  "$(dig @127.0.0.1 -p "$P" +norec +noall +answer WwW.ExAmPlE.tEsT A 2>&1 | tr -s ' \t' ' ')"
+contains "MX with additional" "mail.example.test. 300 IN A 192.0.2.25" "$(k example.test MX)"
+contains "TXT" '"hello \"world\"" "second"' "$(k txt.example.test TXT)"
+contains "SRV" "0 5 5060 www.example.test." "$(k _sip._tcp.example.test SRV)"
+contains "CAA" '0 issue "letsencrypt.org"' "$(k example.test CAA)"
+contains "HTTPS" 'alpn=h2,h3 port=8443 ipv4hint=192.0.2.1' "$(k svc.example.test HTTPS)"
+contains "PTR" "www.example.test." "$(k ptr.example.test PTR)"
+contains "unknown type" '\# 3 010203' "$(k unk.example.test TYPE65000)"
+contains "CNAME chain" "www.example.test. 300 IN A 192.0.2.1" "$(k alias.example.test A)"
+contains "wildcard" "zz.wild.example.test. 300 IN A 192.0.2.99" "$(k zz.wild.example.test A)"
+out="$(kh nx.example.test A)"
+contains "NXDOMAIN" "status: NXDOMAIN" "$out"
+contains "NXDOMAIN SOA" "example.test. 60 IN SOA" "$out"
+contains "NXDOMAIN is authoritative" "qr aa" "$out"
+out="$(kh b.example.test A)"
+contains "empty non-terminal NODATA" "status: NOERROR" "$out"
+out="$(kh www.sub.example.test A)"
+contains "referral NS" "sub.example.test. 300 IN NS ns.sub.example.test." "$out"
+contains "referral glue" "ns.sub.example.test. 300 IN A 192.0.2.53" "$out"
+lacks "referral has no AA" "qr aa" "$out"
+contains "REFUSED outside" "status: REFUSED" "$(kh www.example.org A)"
+contains "ANY minimal" "ANSWER: 1" "$(kh www.example.test ANY)"
+contains "EDNS echoed" "UDP size: 1232" "$(kh +edns www.example.test A)"
+contains "BADVERS" "BADVERS" "$(kh +edns=1 www.example.test A)"
+contains "NOTIMP for NOTIFY opcode" "NOTIMP" "$(dig @127.0.0.1 -p "$P" +norec +opcode=notify example.test SOA 2>&1)"
+contains "TCP" "192.0.2.1" "$(k +tcp www.example.test A)"
+out="$(dig @127.0.0.1 -p "$P" +norec txt.example.test TXT +short 2>&1)"
+contains "dig TXT" '"hello \"world\"" "second"' "$out"
+# Truncation: a 512-octet UDP answer does not fit 40 TXT strings; dig retries over TCP by itself.
+{ cat zone; for i in $(seq 1 40); do echo "big IN TXT \"record $i padding padding padding padding\""; done; } > bigzone
+start big --zone example.test.=bigzone
+out="$(kdig @127.0.0.1 -p "$PORT_big" +norec +noedns +ignore big.example.test TXT 2>&1)"
+contains "TC without EDNS" " tc" "$out"
+out="$(dig @127.0.0.1 -p "$PORT_big" +norec +noedns big.example.test TXT 2>&1)"
+contains "dig falls back to TCP" "ANSWER: 40" "$out"
+# TCP pipelining (RFC 7766): several queries on one connection, all answered.
+out="$(kdig @127.0.0.1 -p "$P" +tcp +keepopen +norec +noall +answer www.example.test A mail.example.test A ns1.example.test A 2>&1)"
+contains "pipelined 1" "192.0.2.1" "$out"
+contains "pipelined 2" "192.0.2.25" "$out"
+contains "pipelined 3" "127.0.0.1" "$out"
+# Malformed packets do not stop the server: garbage over UDP, then a normal query still answers.
+python3 - "$P" <<'PY'
+import os, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(0.2)
+for n in range(300):
+    s.sendto(os.urandom(n % 64), ("127.0.0.1", int(sys.argv[1])))
+PY
+contains "alive after garbage" "192.0.2.1" "$(k www.example.test A)"
+
+# --- the printed zone is a zone file other tools read ---
+"$DNS_SERVE" --zone example.test.=zone --check > printed.zone
+out="$(ldns-read-zone printed.zone 2>&1)"
+contains "ldns-read-zone reads the printed zone" "www.example.test.	300	IN	A	192.0.2.1" "$out"
+
+# --- signed, ECDSA P-256 and Ed25519: delv validates with our key as the trust anchor ---
+for alg in 13 15; do
+  mkdir -p "keys$alg"
+  start "s$alg" --zone example.test.=zone --sign "keys$alg" --algorithm "$alg"
+  port_var="PORT_s$alg"
+  SP="${!port_var}"
+  d() { delv @127.0.0.1 -p "$SP" -a "keys$alg/example.test.anchor" +root=example.test "$@" 2>&1; }
+  contains "alg $alg positive validates" "; fully validated" "$(d www.example.test A)"
+  contains "alg $alg DNSKEY validates" "; fully validated" "$(d example.test DNSKEY)"
+  contains "alg $alg CNAME validates" "; fully validated" "$(d alias.example.test A)"
+  out="$(d nx.example.test A)"
+  contains "alg $alg NXDOMAIN (compact) validates" "negative response, fully validated" "$out"
+  out="$(d www.example.test MX)"
+  contains "alg $alg NODATA validates" "negative response, fully validated" "$out"
+  out="$(d b.example.test A)"
+  contains "alg $alg ENT NODATA validates" "negative response, fully validated" "$out"
+  out="$(d x.wild.example.test A)"
+  contains "alg $alg wildcard validates" "; fully validated" "$out"
+  contains "alg $alg wildcard answer" "192.0.2.99" "$out"
+  contains "alg $alg wildcard NODATA validates" "negative response, fully validated" "$(d x.wild.example.test MX)"
+  # (delv cannot follow a referral back to the same address, so the delegation is checked by its DS.)
+  contains "alg $alg insecure delegation: no DS, validated" "negative response, fully validated" "$(d sub.example.test DS)"
+  # A wrong anchor must fail, so the checks above can fail.
+  sed 's/static-key 257 3 1[35] "\(.\)/static-key 257 3 '"$alg"' "A/' "keys$alg/example.test.anchor" > bad.anchor
+  if ! cmp -s bad.anchor "keys$alg/example.test.anchor"; then
+    lacks "alg $alg wrong anchor does not validate" "; fully validated" "$(delv @127.0.0.1 -p "$SP" -a bad.anchor +root=example.test www.example.test A 2>&1)"
+  fi
+  out="$(kdig @127.0.0.1 -p "$SP" +dnssec +norec nx.example.test A 2>&1)"
+  contains "alg $alg compact denial NXNAME" "NSEC" "$out"
+  contains "alg $alg compact denial NOERROR" "status: NOERROR" "$out"
+  # The whole signed zone with an NSEC chain verifies with ldns-verify-zone; a changed record does not.
+  "$DNS_SERVE" --zone example.test.=zone --sign "keys$alg" --algorithm "$alg" --check > signed.zone
+  contains "alg $alg ldns-verify-zone" "Zone is verified and complete" "$(ldns-verify-zone signed.zone 2>&1)"
+  sed 's/^\(www.example.test. 300 IN A\) 192.0.2.1$/\1 192.0.2.2/' signed.zone > tampered.zone
+  if cmp -s signed.zone tampered.zone; then fail "alg $alg: tampering did not change the zone"; fi
+  lacks "alg $alg ldns-verify-zone refuses a changed record" "Zone is verified" "$(ldns-verify-zone tampered.zone 2>&1)"
+  # The DS we publish matches the DNSKEY served (ldns-key2ds from the served key).
+  kdig @127.0.0.1 -p "$SP" +norec +noall +answer example.test DNSKEY > served.key
+  ds_ours="$(awk '{print $5, $6, $7, toupper($8)}' "keys$alg/example.test.ds")"
+  ds_ldns="$(cd "$work" && ldns-key2ds -n -2 served.key 2>&1 | awk '{print $5, $6, $7, toupper($8)}')"
+  contains "alg $alg DS matches ldns-key2ds" "$ds_ours" "$ds_ldns"
+done
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]
