@@ -1,5 +1,6 @@
 // The list of services this binary holds, in start order.
 #include "services/admin/admin.h"
+#include "services/auth/service.h"
 #include "services/policy/agent.h"
 #include "services/policy/server.h"
 #include "services/service.h"
@@ -16,6 +17,10 @@ const std::vector<Registration>& Registry() {
        &telemetry::NewTelemetryService},
       {"policy", "stores each organisation's Cedar policy set (versioned), serves signed bundles with ETags",
        &policy_service::NewPolicyServer},
+      {"auth",
+       "sign-in and tokens: OAuth 2.1 / OIDC provider (code + PKCE, client credentials for agents, rotating "
+       "refresh, token exchange), users, groups and clients in PostgreSQL",
+       &auth_service::NewAuthService},
       {"policy-agent",
        "policy sidecar: fetches signed bundles, decides Cedar requests over loopback HTTP and a Unix socket",
        &policy_service::NewPolicyAgent},

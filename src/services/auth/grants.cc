@@ -117,8 +117,12 @@ std::string S256(std::string_view verifier) {
 }
 
 Provider::Provider(ProviderOptions options, const tokens::Issuer& issuer, const tokens::Checker& checker,
-                   const Clock& clock)
-    : options_(std::move(options)), issuer_(issuer), checker_(checker), clock_(clock) {}
+                   const Clock& clock, const tokens::Issuer* external)
+    : options_(std::move(options)), issuer_(issuer), external_(external), checker_(checker), clock_(clock) {}
+
+const tokens::Issuer& Provider::AccessIssuerFor(std::string_view audience) const {
+  return audience == options_.default_audience || external_ == nullptr ? issuer_ : *external_;
+}
 
 int64_t Provider::Now() const { return clock_.UnixMicros() / 1'000'000; }
 
@@ -278,7 +282,7 @@ Reply Provider::ClientCredentials(const Client& client, const Form& form) const 
   claims.org = client.org;
   claims.scope = scope;
   claims.client_id = client.client_id;
-  auto token = issuer_.IssueAccess(claims, options_.access_lifetime);
+  auto token = AccessIssuerFor(claims.aud.front()).IssueAccess(claims, options_.access_lifetime);
   if (!token.ok()) return OAuthError(500, "server_error", "could not sign the token");
   json out = {
       {"access_token", *token}, {"token_type", "Bearer"}, {"expires_in", options_.access_lifetime.count()}};
@@ -350,8 +354,11 @@ Reply Provider::Refresh(db::Connection& c, const Client& client, const Form& for
       return InvalidGrant("the refresh token is invalid");
     case Outcome::kRevoked:
       return InvalidGrant("the refresh token was revoked");
-    case Outcome::kReused:
-      return InvalidGrant("the refresh token was already used; its session is revoked");
+    case Outcome::kReused: {
+      Reply r = InvalidGrant("the refresh token was already used; its session is revoked");
+      r.revoked = true;
+      return r;
+    }
     case Outcome::kExpired:
       return InvalidGrant("the refresh token expired");
     case Outcome::kRotate:
@@ -417,7 +424,7 @@ Reply Provider::Exchange(db::Connection& c, const Client& client, const Form& fo
   claims.actors = std::move(actors);
   claims.client_id = client.client_id;
   claims.sid = sub.sid;  // revoking the user's session also ends what was delegated from it
-  auto token = issuer_.IssueAccess(claims, options_.access_lifetime);
+  auto token = AccessIssuerFor(claims.aud.front()).IssueAccess(claims, options_.access_lifetime);
   if (!token.ok()) return OAuthError(500, "server_error", "could not sign the token");
   (void)c;
   json out = {{"access_token", *token},
@@ -508,7 +515,7 @@ Reply Provider::Revoke(db::Connection& c, std::string_view body,
           .status();
     });
     if (!s.ok()) return Unavailable503();
-    return Reply{200, "{}"};
+    return Reply{.status = 200, .body = "{}", .revoked = true};
   }
   auto claims = CheckAny(*token);
   // RFC 7009 section 2.2: an invalid token is not an error; a token of another client is not revoked.
@@ -518,7 +525,7 @@ Reply Provider::Revoke(db::Connection& c, std::string_view body,
       "INSERT INTO auth_revocations (kind, id, expires_at) VALUES ('jti', $1, $2) ON CONFLICT DO NOTHING",
       db::Params((*claims)->jti, (*claims)->exp + 60));
   if (!rows.ok()) return Unavailable503();
-  return Reply{200, "{}"};
+  return Reply{.status = 200, .body = "{}", .revoked = true};
 }
 
 Result<std::string> Provider::RevocationListJson(db::Connection& c) const {

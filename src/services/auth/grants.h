@@ -33,6 +33,7 @@ struct Reply {
   std::string body;              // JSON
   bool basic_challenge = false;  // add WWW-Authenticate: Basic (invalid_client)
   int retry_after = 0;           // seconds, for 429
+  bool revoked = false;          // this call added to the revocation list (reload it)
 };
 
 // RFC 6749 section 5.2 error body.
@@ -76,8 +77,11 @@ struct CodeGrant {
 
 class Provider {
  public:
+  // `issuer` signs Govern's own access tokens (internal HS256 ring) and ID tokens; `external`, when
+  // given, signs access tokens for any other audience with the asymmetric ring, so outside resource
+  // servers verify them with the published JWKS alone.
   Provider(ProviderOptions options, const tokens::Issuer& issuer, const tokens::Checker& checker,
-           const Clock& clock = Clock::Real());
+           const Clock& clock = Clock::Real(), const tokens::Issuer* external = nullptr);
 
   const ProviderOptions& options() const { return options_; }
 
@@ -112,9 +116,11 @@ class Provider {
   // Checks one of our access tokens whatever its audience (signature, issuer, expiry, revocation).
   Result<tokens::ClaimsPtr> CheckAny(std::string_view token) const;
   int64_t Now() const;
+  const tokens::Issuer& AccessIssuerFor(std::string_view audience) const;
 
   ProviderOptions options_;
   const tokens::Issuer& issuer_;
+  const tokens::Issuer* external_;
   const tokens::Checker& checker_;
   const Clock& clock_;
 };

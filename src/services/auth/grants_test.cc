@@ -50,7 +50,9 @@ class GrantsTest : public ::testing::Test {
                                                  std::make_shared<const tokens::KeySet>(keys), clock_);
     ProviderOptions o;
     o.issuer = "https://auth.test";
-    provider_ = std::make_unique<Provider>(o, *issuer_, *checker_, clock_);
+    external_ =
+        std::make_unique<tokens::Issuer>(tokens::IssuerOptions{"https://auth.test"}, id_, id_, clock_);
+    provider_ = std::make_unique<Provider>(o, *issuer_, *checker_, clock_, external_.get());
   }
   void TearDown() override {
     c_.reset();
@@ -87,7 +89,7 @@ class GrantsTest : public ::testing::Test {
   User user_;
   NewClient app_, agent_, stranger_;
   std::shared_ptr<const tokens::KeyRing> access_, id_;
-  std::unique_ptr<tokens::Issuer> issuer_;
+  std::unique_ptr<tokens::Issuer> issuer_, external_;
   std::unique_ptr<tokens::Checker> checker_;
   std::unique_ptr<Provider> provider_;
 };
@@ -134,6 +136,21 @@ TEST_F(GrantsTest, ClientCredentialsForAgents) {
   // A disabled agent is refused.
   ASSERT_TRUE(SetClientDisabled(*c_, agent_.client.client_id, true).ok());
   EXPECT_EQ(Error(provider_->Token(*c_, "grant_type=client_credentials", Basic(agent_))), "invalid_client");
+}
+
+TEST_F(GrantsTest, OutsideAudiencesGetPublicKeyTokens) {
+  json own = Ok(provider_->Token(*c_, "grant_type=client_credentials", Basic(agent_)));
+  json outside = Ok(provider_->Token(*c_, "grant_type=client_credentials&audience=https%3A%2F%2Fapi.example",
+                                     Basic(agent_)));
+  auto header = [](const std::string& t) {
+    return json::parse(crypto::AsString(*crypto::Base64UrlDecode(t.substr(0, t.find('.')))))["alg"]
+        .get<std::string>();
+  };
+  EXPECT_EQ(header(own["access_token"]), "HS256");
+  EXPECT_EQ(header(outside["access_token"]), "ES256");
+  EXPECT_TRUE(checker_->Check(outside["access_token"].get<std::string>(), "https://api.example").ok());
+  EXPECT_EQ(tokens::RejectOf(checker_->Check(outside["access_token"].get<std::string>(), "govern").status()),
+            tokens::Reject::kWrongAudience);
 }
 
 TEST_F(GrantsTest, AuthorizationCodeWithPkce) {
