@@ -107,6 +107,7 @@ class VerifyKey {
   // ok, kUnauthenticated for a wrong signature, kInvalidArgument for a malformed one.
   Status Verify(std::string_view signing_input, std::span<const uint8_t> signature) const;
 
+  // Internal to src/tokens (the type is defined in jose.cc only).
   struct Impl;
   explicit VerifyKey(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   const Impl& impl() const { return *impl_; }
@@ -134,6 +135,7 @@ class SigningKey {
   Result<crypto::SecretBytes> ExportPrivate() const;
   static Result<SigningKey> ImportPrivate(std::span<const uint8_t> bytes);
 
+  // Internal to src/tokens (the type is defined in jose.cc only).
   struct Impl;
   explicit SigningKey(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   const Impl& impl() const { return *impl_; }

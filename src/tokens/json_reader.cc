@@ -1,6 +1,7 @@
 // The strict pull reader behind token parsing (see json_reader.h).
 #include "tokens/json_reader.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -256,6 +257,7 @@ Status JsonReader::ReadNumber(double* out, bool* integral, int64_t* as_int) {
   std::memcpy(buf, start, len);
   buf[len] = '\0';
   *out = std::strtod(buf, nullptr);
+  if (!std::isfinite(*out)) return Error("number out of range");
   *as_int = 0;
   *integral = false;  // longer integers are read as doubles only
   return OkStatus();

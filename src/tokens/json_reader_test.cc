@@ -49,7 +49,9 @@ TEST(JsonReader, RefusesEverythingElse) {
                                R"({"a":1,"a":2})",
                                R"([{"b":1,"b":1}])",
                                R"(/*c*/{})",
-                               R"({"a":"unterminated)"}) {
+                               R"({"a":"unterminated)",
+                               "1e400",
+                               "-1e400"}) {
     EXPECT_FALSE(Accepts(bad)) << bad;
   }
   std::string deep(40, '[');

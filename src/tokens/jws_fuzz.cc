@@ -1,10 +1,14 @@
-// Fuzz target: the compact JWS / JWT claims parser and a Checker's whole cold path, on outside bytes.
+// Fuzz target: the compact JWS / JWT claims parser and a Checker's whole cold path, on outside bytes;
+// and the strict JSON reader against nlohmann-json: what the reader accepts must be JSON.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "tokens/checker.h"
 #include "tokens/jose.h"
+#include "tokens/json_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace govern::tokens;
@@ -19,5 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return new Checker(CheckerOptions{"iss"}, std::make_shared<KeySet>(std::vector<VerifyKey>{*key}));
   }();
   (void)checker->Check(token, "aud");
+  govern::tokens::internal::JsonReader reader(token);
+  if (reader.Skip().ok() && reader.End().ok() && !nlohmann::json::accept(token.begin(), token.end())) {
+    std::abort();  // the reader accepted something that is not JSON
+  }
   return 0;
 }

@@ -1,0 +1,96 @@
+// TrustRefresher: pull, parse, swap; keep the last good state on any failure.
+#include "tokens/trust_refresher.h"
+
+#include "base/log.h"
+
+namespace govern::tokens {
+
+TrustRefresher::TrustRefresher(TrustSources sources, Checker& checker, net::HttpClient& client)
+    : sources_(std::move(sources)), checker_(checker), client_(client) {}
+
+TrustRefresher::~TrustRefresher() { Stop(); }
+
+namespace {
+
+Result<std::string> Fetch(net::HttpClient& client, const std::string& url) {
+  auto r = client.Get(url);
+  if (!r.ok()) return r.status().WithContext("GET " + url);
+  if (r->status != 200) return Unavailable("GET " + url + ": HTTP " + std::to_string(r->status));
+  return std::move(r->body);
+}
+
+}  // namespace
+
+void TrustRefresher::SwapKeys() {
+  std::vector<VerifyKey> keys;
+  if (sources_.local_keys) keys = sources_.local_keys->keys();
+  if (pulled_) keys.insert(keys.end(), pulled_->keys().begin(), pulled_->keys().end());
+  checker_.SetKeys(std::make_shared<const KeySet>(std::move(keys)));
+}
+
+Status TrustRefresher::RefreshKeys() {
+  if (sources_.jwks_url.empty()) return OkStatus();
+  GOVERN_ASSIGN_OR_RETURN(std::string body, Fetch(client_, sources_.jwks_url));
+  if (body == last_jwks_) return OkStatus();  // unchanged: keep the checker's cache
+  auto set = KeySet::FromJwks(body);
+  if (!set.ok()) return set.status().WithContext("jwks from " + sources_.jwks_url);
+  pulled_ = std::make_shared<const KeySet>(std::move(*set));
+  last_jwks_ = std::move(body);
+  SwapKeys();
+  return OkStatus();
+}
+
+Status TrustRefresher::RefreshRevocations() {
+  if (sources_.revocations_url.empty()) return OkStatus();
+  GOVERN_ASSIGN_OR_RETURN(std::string body, Fetch(client_, sources_.revocations_url));
+  auto list = RevocationList::FromJson(body);
+  if (!list.ok()) return list.status().WithContext("revocations from " + sources_.revocations_url);
+  if (have_revocations_ && list->version() <= revocation_version_) return OkStatus();  // not newer
+  revocation_version_ = list->version();
+  have_revocations_ = true;
+  checker_.SetRevocations(std::make_shared<const RevocationList>(std::move(*list)));
+  return OkStatus();
+}
+
+Status TrustRefresher::RefreshOnce() {
+  std::lock_guard lock(mu_);
+  Status keys = RefreshKeys();
+  Status revocations = RefreshRevocations();
+  return keys.ok() ? revocations : keys;
+}
+
+void TrustRefresher::SetLocalKeys(std::shared_ptr<const KeySet> keys) {
+  std::lock_guard lock(mu_);
+  sources_.local_keys = std::move(keys);
+  SwapKeys();
+}
+
+void TrustRefresher::Start() {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard lock(stop_mu_);
+    stopping_ = false;
+  }
+  thread_ = std::thread([this] {
+    std::unique_lock lock(stop_mu_);
+    while (!stopping_) {
+      lock.unlock();
+      Status s = RefreshOnce();
+      if (!s.ok())
+        log::Warn("tokens", "refresh failed, keeping the last good keys", {{"error", s.ToString()}});
+      lock.lock();
+      stop_cv_.wait_for(lock, sources_.period, [this] { return stopping_; });
+    }
+  });
+}
+
+void TrustRefresher::Stop() {
+  {
+    std::lock_guard lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace govern::tokens
