@@ -526,15 +526,18 @@ class AuthService final : public services::Service {
     router.AddSync(
         net::Method::kGet, "/.well-known/oauth-authorization-server",
         [this](net::Request&) { return net::JsonResponse(discovery_); }, opts("auth_metadata"));
-    router.AddSync(
-        net::Method::kGet, "/oauth/jwks",
-        [this](net::Request&) {
-          auto j = jwks_.load();
-          net::Response r(200, j ? *j : std::string("{\"keys\":[]}"), "application/jwk-set+json");
-          r.headers.Set("Cache-Control", "max-age=300");
-          return r;
-        },
-        opts("auth_jwks"));
+    // Also at /.well-known/jwks.json, where tokens::TrustRefresher looks by default (docs/tokens.md).
+    for (const char* path : {"/oauth/jwks", "/.well-known/jwks.json"}) {
+      router.AddSync(
+          net::Method::kGet, path,
+          [this](net::Request&) {
+            auto j = jwks_.load();
+            net::Response r(200, j ? *j : std::string("{\"keys\":[]}"), "application/jwk-set+json");
+            r.headers.Set("Cache-Control", "max-age=300");
+            return r;
+          },
+          opts("auth_jwks"));
+    }
     router.Add(
         net::Method::kPost, "/oauth/token",
         [this](net::Request&& req, net::Responder r) {
