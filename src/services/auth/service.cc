@@ -62,6 +62,13 @@ net::Response NoStore(net::Response r) {
   return r;
 }
 
+net::Response NotReady() {
+  net::Response r(503, R"({"error":"temporarily_unavailable","error_description":"starting"})",
+                  "application/json");
+  r.headers.Set("Retry-After", "1");
+  return r;
+}
+
 net::Response FromReply(const Reply& reply) {
   net::Response r(reply.status, reply.body, "application/json");
   if (reply.basic_challenge) r.headers.Set("WWW-Authenticate", "Basic realm=\"govern\"");
@@ -355,18 +362,20 @@ class AuthService final : public services::Service {
     po.code_lifetime = secs("auth.code_lifetime");
     provider_options_ = po;
 
+    workers_ = std::make_unique<Workers>(static_cast<int>(cfg.GetInt("auth.workers")), 2000);
+    host_ = listen.host;
+    server_ = std::make_unique<net::Server>(std::move(sc), Routes());
+    // Bound before the keys are loaded so a development issuer (empty auth.issuer) can name the real
+    // port when auth.listen asks for port 0; every handler answers 503 until ready_.
+    GOVERN_RETURN_IF_ERROR(server_->Start().WithContext("auth: start HTTP server"));
     if (provider_options_.issuer.empty()) {
-      if (listen.port == 0) return InvalidArgument("auth: set auth.issuer when auth.listen has port 0");
-      provider_options_.issuer = "http://" + services::FormatListen(listen.host, listen.port);
+      provider_options_.issuer = "http://" + services::FormatListen(host_, server_->port());
     }
     secure_cookie_ = provider_options_.issuer.starts_with("https://");
     GOVERN_RETURN_IF_ERROR(LoadKeys(/*first=*/true));
     provider_ = std::make_unique<Provider>(provider_options_, *issuer_, *checker_, *clock_, external_.get());
     discovery_ = Discovery();
-    workers_ = std::make_unique<Workers>(static_cast<int>(cfg.GetInt("auth.workers")), 2000);
-    host_ = listen.host;
-    server_ = std::make_unique<net::Server>(std::move(sc), Routes());
-    GOVERN_RETURN_IF_ERROR(server_->Start().WithContext("auth: start HTTP server"));
+    ready_.store(true, std::memory_order_release);
     check_every_ = cfg.GetDuration("auth.rotation.check_every");
     ticker_ = std::thread([this] { Tick(); });
     log::Info(
@@ -484,6 +493,7 @@ class AuthService final : public services::Service {
 
   // Runs `body` on a worker with a pooled connection; 503 when the queue is full.
   void Run(net::Request&& req, net::Responder r, JobBody body) {
+    if (!ready_.load(std::memory_order_acquire)) return r.Send(NotReady());
     auto shared = std::make_shared<std::pair<net::Request, net::Responder>>(std::move(req), std::move(r));
     bool posted = workers_ && workers_->Post([this, shared, body = std::move(body)] {
       auto lease = pool_->Checkout();
@@ -518,6 +528,7 @@ class AuthService final : public services::Service {
     router.AddSync(
         net::Method::kGet, "/.well-known/openid-configuration",
         [this](net::Request&) {
+          if (!ready_.load(std::memory_order_acquire)) return NotReady();
           net::Response r = net::JsonResponse(discovery_);
           r.headers.Set("Cache-Control", "max-age=300");
           return r;
@@ -525,12 +536,17 @@ class AuthService final : public services::Service {
         opts("auth_discovery"));
     router.AddSync(
         net::Method::kGet, "/.well-known/oauth-authorization-server",
-        [this](net::Request&) { return net::JsonResponse(discovery_); }, opts("auth_metadata"));
+        [this](net::Request&) {
+          if (!ready_.load(std::memory_order_acquire)) return NotReady();
+          return net::JsonResponse(discovery_);
+        },
+        opts("auth_metadata"));
     // Also at /.well-known/jwks.json, where tokens::TrustRefresher looks by default (docs/tokens.md).
     for (const char* path : {"/oauth/jwks", "/.well-known/jwks.json"}) {
       router.AddSync(
           net::Method::kGet, path,
           [this](net::Request&) {
+            if (!ready_.load(std::memory_order_acquire)) return NotReady();
             auto j = jwks_.load();
             net::Response r(200, j ? *j : std::string("{\"keys\":[]}"), "application/jwk-set+json");
             r.headers.Set("Cache-Control", "max-age=300");
@@ -916,6 +932,7 @@ class AuthService final : public services::Service {
   std::unique_ptr<Provider> provider_;
   std::atomic<std::shared_ptr<const std::string>> jwks_;
   std::string discovery_;
+  std::atomic<bool> ready_{false};  // set once Start has everything a handler reads
   std::unique_ptr<Workers> workers_;
   std::unique_ptr<net::Server> server_;
   std::string host_;
