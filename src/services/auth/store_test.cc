@@ -12,6 +12,8 @@
 #include "services/auth/keys.h"
 #include "services/auth/passwords.h"
 #include "services/auth/schema.h"
+#include "services/auth/totp.h"
+#include "webauthn/totp.h"
 
 namespace govern::auth_service {
 namespace {
@@ -202,6 +204,45 @@ TEST_F(AuthStoreTest, KeyRingsAreSealedAndRotate) {
   auto refused = LoadAndRotate(*conn_, *other, tokens::Alg::kES256, policy, t0);
   EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
   std::filesystem::remove_all(dir);
+}
+
+TEST_F(AuthStoreTest, TotpEnrolConfirmAndSingleUseCodes) {
+  auto u = CreateUser(*conn_, "acme", "ann@example.com", "", "");
+  ASSERT_TRUE(u.ok());
+  auto key = crypto::Aes256GcmKey::Generate();
+  ASSERT_TRUE(key.ok());
+  EXPECT_FALSE(*HasTotp(*conn_, u->user_id));
+  auto e = BeginTotp(*conn_, *key, u->user_id, "Govern", "ann@example.com");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_TRUE(e->otpauth_uri.starts_with("otpauth://totp/"));
+  auto secret = webauthn::Base32Decode(e->secret_base32);
+  ASSERT_TRUE(secret.ok());
+  int64_t now = 1'800'000'000;
+  EXPECT_FALSE(*HasTotp(*conn_, u->user_id));  // not before a first good code
+  EXPECT_EQ(ConfirmTotp(*conn_, *key, u->user_id, "000000", now).code(), Code::kUnauthenticated);
+  ASSERT_TRUE(ConfirmTotp(*conn_, *key, u->user_id, *webauthn::Totp(*secret, now), now).ok());
+  EXPECT_TRUE(*HasTotp(*conn_, u->user_id));
+  EXPECT_EQ(BeginTotp(*conn_, *key, u->user_id, "Govern", "a").status().code(), Code::kAlreadyExists);
+
+  RateLimitPolicy limits;
+  limits.max_failures_account = 3;
+  int64_t wait = 0;
+  // The confirming code cannot be used again; the next step's code can, once.
+  EXPECT_EQ(CheckTotp(*conn_, *key, limits, u->user_id, *webauthn::Totp(*secret, now), now, &wait).code(),
+            Code::kUnauthenticated);
+  std::string next = *webauthn::Totp(*secret, now + 30);
+  EXPECT_TRUE(CheckTotp(*conn_, *key, limits, u->user_id, next, now + 30, &wait).ok());
+  EXPECT_EQ(CheckTotp(*conn_, *key, limits, u->user_id, next, now + 30, &wait).code(),
+            Code::kUnauthenticated);
+  // Guessing is locked out; the right code is refused while locked.
+  for (int i = 0; i < 3; ++i) (void)CheckTotp(*conn_, *key, limits, u->user_id, "123456", now + 60, &wait);
+  EXPECT_EQ(
+      CheckTotp(*conn_, *key, limits, u->user_id, *webauthn::Totp(*secret, now + 90), now + 90, &wait).code(),
+      Code::kResourceExhausted);
+  EXPECT_GT(wait, 0);
+  // Another storage key cannot open the secret.
+  auto other = crypto::Aes256GcmKey::Generate();
+  EXPECT_NE(CheckTotp(*conn_, *other, limits, u->user_id, next, now + 5000, &wait).code(), Code::kOk);
 }
 
 TEST_F(AuthStoreTest, AdminTokens) {
