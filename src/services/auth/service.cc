@@ -21,6 +21,7 @@
 #include "services/auth/passwords.h"
 #include "services/auth/schema.h"
 #include "services/auth/store.h"
+#include "services/auth/totp.h"
 #include "services/http_config.h"
 
 namespace govern::auth_service {
@@ -616,6 +617,14 @@ class AuthService final : public services::Service {
               [this](db::Connection& c, net::Request& q) { return AuthorizePost(c, q); });
         },
         opts("auth_signin"));
+    router.Add(
+        net::Method::kPost, "/oauth/authorize/totp",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r),
+              [this](db::Connection& c, net::Request& q) { return AuthorizeTotp(c, q); });
+        },
+        opts("auth_signin_totp"));
+    AddSelfRoutes(router);
     AddAdminRoutes(router);
     return router;
   }
@@ -738,18 +747,144 @@ class AuthService final : public services::Service {
       return SignInPage(401, p, "Invalid email or password.", email);
     if (!r.status.ok())
       return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
+    log::Info("auth", "password accepted",
+              {{"user", r.user.user_id}, {"org", r.user.org}, {"rehashed", r.rehashed}});
+    auto totp = HasTotp(c, r.user.user_id);
+    if (!totp.ok())
+      return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
+    if (*totp) return TotpPage(c, 200, p, r.user.user_id, now, "");
+    return FinishSignIn(c, *client, p, r.user.user_id, now);
+  }
+
+  // Session cookie and code once every factor passed.
+  net::Response FinishSignIn(db::Connection& c, const Client& client, const AuthorizeParams& p,
+                             const std::string& user_id, int64_t now) {
     auto session = NewSecret("gvs_");
     std::string cookie;
     if (session.ok() && c.Exec("INSERT INTO auth_sessions (session_hash, user_id, auth_time, expires_at) "
                                "VALUES ($1, $2, $3, $4)",
-                               db::Params(HashHex(*session), r.user.user_id, now, now + session_lifetime_s_))
+                               db::Params(HashHex(*session), user_id, now, now + session_lifetime_s_))
                             .ok()) {
       cookie = std::string(kSessionCookie) + "=" + *session +
                "; Path=/oauth; HttpOnly; SameSite=Lax; Max-Age=" + std::to_string(session_lifetime_s_) +
                (secure_cookie_ ? "; Secure" : "");
     }
-    log::Info("auth", "signed in", {{"user", r.user.user_id}, {"org", r.user.org}, {"rehashed", r.rehashed}});
-    return IssueCode(c, *client, p, r.user.user_id, now, cookie);
+    log::Info("auth", "signed in", {{"user", user_id}, {"org", client.org}});
+    return IssueCode(c, client, p, user_id, now, cookie);
+  }
+
+  // The second step: a single-use, short-lived challenge holds the authorization request and the user
+  // whose password passed; the page asks for the code.
+  net::Response TotpPage(db::Connection& c, int status, const AuthorizeParams& p, const std::string& user_id,
+                         int64_t now, std::string_view message) {
+    auto token = NewSecret("gvm_");
+    json payload = {{"client_id", p.client_id},
+                    {"redirect_uri", p.redirect_uri},
+                    {"response_type", p.response_type},
+                    {"scope", p.scope},
+                    {"state", p.state},
+                    {"nonce", p.nonce},
+                    {"code_challenge", p.code_challenge},
+                    {"code_challenge_method", p.code_challenge_method}};
+    if (!token.ok() ||
+        !c.Exec("INSERT INTO auth_challenges (challenge_hash, kind, user_id, payload, expires_at) "
+                "VALUES ($1, 'totp', $2, $3, $4)",
+                db::Params(HashHex(*token), user_id, payload.dump(), now + 300))
+             .ok()) {
+      return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
+    }
+    std::string body;
+    if (!message.empty()) body += "<p id=\"error\" role=\"alert\">" + HtmlEscape(message) + "</p>\n";
+    body +=
+        "<form method=\"post\" action=\"/oauth/authorize/totp\">\n<input type=\"hidden\" name=\"mfa\" "
+        "value=\"" +
+        HtmlEscape(*token) +
+        "\">\n<label>Code <input name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
+        "required></label>\n<button type=\"submit\">Continue</button>\n</form>\n";
+    return Page(status, "Second factor", body);
+  }
+
+  net::Response AuthorizeTotp(db::Connection& c, net::Request& q) {
+    auto form = Form::Parse(q.body);
+    if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
+    int64_t now = clock_->UnixMicros() / 1'000'000;
+    auto rows = c.Exec(
+        "DELETE FROM auth_challenges WHERE challenge_hash = $1 AND kind = 'totp' AND expires_at > $2 "
+        "RETURNING user_id, payload",
+        db::Params(HashHex(form->GetOr("mfa")), now));
+    if (!rows.ok())
+      return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
+    if (rows->empty())
+      return Page(400, "Sign-in expired", "<p>This sign-in expired. Start again from the application.</p>");
+    std::string user_id(rows->Text(0, 0));
+    json payload = json::parse(rows->Text(0, 1), nullptr, false);
+    std::map<std::string, std::string, std::less<>> m;
+    if (payload.is_object()) {
+      for (auto& [k, v] : payload.items()) {
+        if (v.is_string()) m[k] = v.get<std::string>();
+      }
+    }
+    AuthorizeParams p = AuthorizeParams::From(m);
+    net::Response out;
+    auto client = CheckAuthorize(c, p, &out);
+    if (!client) return out;
+    int64_t retry_after = 0;
+    Status s = CheckTotp(c, *storage_key_, password_.limits, user_id, form->GetOr("code"), now, &retry_after);
+    if (s.code() == Code::kResourceExhausted) {
+      net::Response page = Page(429, "Too many attempts", "<p>Too many wrong codes. Try again later.</p>");
+      page.headers.Set("Retry-After", std::to_string(retry_after));
+      return page;
+    }
+    if (s.code() == Code::kUnauthenticated)
+      return TotpPage(c, 401, p, user_id, now, "Wrong or already used code.");
+    if (!s.ok()) return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
+    return FinishSignIn(c, *client, p, user_id, now);
+  }
+
+  // The signed-in user's own second factor: Bearer access token of the user (aud default).
+  Result<User> Me(db::Connection& c, const net::Request& q) {
+    std::string_view bearer = BearerOf(q);
+    if (bearer.empty()) return Unauthenticated("an access token is required");
+    auto claims = checker_->Check(bearer, provider_options_.default_audience);
+    if (!claims.ok()) return Unauthenticated("invalid access token");
+    auto user = FindUserBySubject(c, (*claims)->sub);
+    if (!user.ok()) return user.status();
+    if (!*user || (*user)->disabled) return Unauthenticated("the token is not a user's");
+    return **user;
+  }
+
+  void AddSelfRoutes(net::Router& router) {
+    const net::RouteOptions o{
+        .cls = net::RequestClass::kInteractive, .max_body_bytes = 4096, .name = "auth_totp"};
+    router.Add(
+        net::Method::kPost, "/v1/auth/me/totp",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
+            auto me = Me(c, q);
+            if (!me.ok()) return StatusProblem(me.status(), q);
+            auto e = BeginTotp(c, *storage_key_, me->user_id, "Govern", me->email);
+            if (!e.ok()) return StatusProblem(e.status(), q);
+            return NoStore(net::JsonResponse(
+                json{{"secret", e->secret_base32}, {"otpauth_uri", e->otpauth_uri}}.dump(), 201));
+          });
+        },
+        o);
+    router.Add(
+        net::Method::kPost, "/v1/auth/me/totp/confirm",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
+            auto me = Me(c, q);
+            if (!me.ok()) return StatusProblem(me.status(), q);
+            json in = json::parse(q.body, nullptr, false);
+            if (!in.is_object() || !in.contains("code") || !in["code"].is_string())
+              return Problem(400, "the body must be {\"code\": \"123456\"}", q);
+            Status s = ConfirmTotp(c, *storage_key_, me->user_id, in["code"].get<std::string>(),
+                                   clock_->UnixMicros() / 1'000'000);
+            if (!s.ok()) return StatusProblem(s, q);
+            return net::Response(204, "");
+          });
+        },
+        o);
   }
 
   // ---- admin API ----

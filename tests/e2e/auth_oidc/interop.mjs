@@ -6,6 +6,7 @@
 import * as client from 'openid-client';
 import * as jose from 'jose';
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 
 const [base, adminToken] = process.argv.slice(2);
 const issuer = new URL(base);
@@ -223,6 +224,53 @@ await step('token endpoint errors per RFC 6749 section 5.2', async () => {
   assert.equal(r.json.error, 'invalid_scope');
   const dup = await fetch(base + '/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=a&grant_type=b' });
   assert.equal((await dup.json()).error, 'invalid_request');
+});
+
+function totp(base32, atMs) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = '';
+  for (const ch of base32.replace(/=+$/, '')) bits += alphabet.indexOf(ch).toString(2).padStart(5, '0');
+  const key = Buffer.from(bits.match(/.{8}/g).map((b) => parseInt(b, 2)));
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(atMs / 1000 / 30)));
+  const mac = createHmac('sha1', key).update(counter).digest();
+  const off = mac[mac.length - 1] & 15;
+  return String((mac.readUInt32BE(off) & 0x7fffffff) % 1e6).padStart(6, '0');
+}
+
+await step('TOTP second factor: enrol with the user token, then sign-in asks for a single-use code', async () => {
+  const tomPassword = 'tom-password-123';
+  assert.equal((await admin('POST', '/v1/auth/orgs/acme/users', { email: 'tom@example.com', password: tomPassword })).status, 201);
+  const verifier = client.randomPKCECodeVerifier();
+  const params = { redirect_uri: redirect, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 't' };
+  const first = await signIn(appConfig, params, { email: 'tom@example.com', pass: tomPassword });
+  assert.equal(first.status, 302, first.body);
+  const tokens = await client.authorizationCodeGrant(appConfig, new URL(first.location), { pkceCodeVerifier: verifier, expectedState: 't' });
+  const auth = { authorization: `Bearer ${tokens.access_token}`, 'content-type': 'application/json' };
+  const enrol = await (await fetch(base + '/v1/auth/me/totp', { method: 'POST', headers: auth })).json();
+  assert.match(enrol.otpauth_uri, /^otpauth:\/\/totp\//);
+  let r = await fetch(base + '/v1/auth/me/totp/confirm', { method: 'POST', headers: auth, body: JSON.stringify({ code: '000000' }) });
+  assert.equal(r.status, 401);
+  r = await fetch(base + '/v1/auth/me/totp/confirm', { method: 'POST', headers: auth, body: JSON.stringify({ code: totp(enrol.secret, Date.now()) }) });
+  assert.equal(r.status, 204);
+  // Password alone now leads to the code page.
+  const page = await signIn(appConfig, params, { email: 'tom@example.com', pass: tomPassword });
+  assert.equal(page.status, 200);
+  const mfaOf = (html) => html.match(/name="mfa" value="([^"]+)"/)[1];
+  const post = (mfa, code) => fetch(new URL('/oauth/authorize/totp', base), { method: 'POST', body: new URLSearchParams({ mfa, code }), redirect: 'manual' });
+  r = await post(mfaOf(page.body), '000000');
+  assert.equal(r.status, 401);
+  const retry = await r.text();
+  // The next step's code (the confirming step's code is spent).
+  const code = totp(enrol.secret, Date.now() + 30000);
+  r = await post(mfaOf(retry), code);
+  assert.equal(r.status, 302);
+  const got = await client.authorizationCodeGrant(appConfig, new URL(r.headers.get('location')), { pkceCodeVerifier: verifier, expectedState: 't' });
+  assert.ok(got.id_token);
+  // The same code again is refused; a used challenge is gone.
+  const again = await signIn(appConfig, params, { email: 'tom@example.com', pass: tomPassword });
+  assert.equal((await post(mfaOf(again.body), code)).status, 401);
+  assert.equal((await post(mfaOf(retry), code)).status, 400);
 });
 
 await step('password guessing beyond the limit is answered 429 with Retry-After; unknown user = wrong password', async () => {
