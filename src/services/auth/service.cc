@@ -18,6 +18,7 @@
 #include "services/auth/grants.h"
 #include "services/auth/jobs.h"
 #include "services/auth/keys.h"
+#include "services/auth/passkeys.h"
 #include "services/auth/passwords.h"
 #include "services/auth/schema.h"
 #include "services/auth/store.h"
@@ -314,6 +315,15 @@ class AuthService final : public services::Service {
            .help = "64 hex digits: the AES-256-GCM key sealing signing keys and TOTP secrets in PostgreSQL. "
                    "Empty: <data_dir>/auth/storage.key, made on first start.",
            .secret = true});
+    s.Add({.key = "auth.passkeys.rp_id",
+           .type = Type::kString,
+           .default_value = "",
+           .help = "WebAuthn relying party ID (a registrable domain, e.g. example.com). Empty: the host of "
+                   "auth.issuer."});
+    s.Add({.key = "auth.passkeys.origins",
+           .type = Type::kStringList,
+           .default_value = "",
+           .help = "Exact origins passkey ceremonies may come from. Empty: the origin of auth.issuer."});
     s.Add({.key = "auth.workers",
            .type = Type::kInt,
            .default_value = "4",
@@ -373,6 +383,21 @@ class AuthService final : public services::Service {
       provider_options_.issuer = "http://" + services::FormatListen(host_, server_->port());
     }
     secure_cookie_ = provider_options_.issuer.starts_with("https://");
+    {
+      // The issuer's origin (scheme://host[:port]) and host.
+      const std::string& iss = provider_options_.issuer;
+      size_t scheme_end = iss.find("://");
+      size_t path = scheme_end == std::string::npos ? std::string::npos : iss.find('/', scheme_end + 3);
+      std::string origin = iss.substr(0, path);
+      std::string host = scheme_end == std::string::npos ? origin : origin.substr(scheme_end + 3);
+      if (!host.empty() && host.front() == '[')
+        host = host.substr(0, host.find(']') + 1);
+      else
+        host = host.substr(0, host.find(':'));
+      rp_.id = cfg.GetString("auth.passkeys.rp_id").empty() ? host : cfg.GetString("auth.passkeys.rp_id");
+      rp_.origins = cfg.GetStringList("auth.passkeys.origins");
+      if (rp_.origins.empty()) rp_.origins = {origin};
+    }
     GOVERN_RETURN_IF_ERROR(LoadKeys(/*first=*/true));
     provider_ = std::make_unique<Provider>(provider_options_, *issuer_, *checker_, *clock_, external_.get());
     discovery_ = Discovery();
@@ -624,6 +649,24 @@ class AuthService final : public services::Service {
               [this](db::Connection& c, net::Request& q) { return AuthorizeTotp(c, q); });
         },
         opts("auth_signin_totp"));
+    router.Add(
+        net::Method::kPost, "/oauth/passkey/options",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
+            auto ch = BeginPasskeySignIn(c, rp_, clock_->UnixMicros() / 1'000'000);
+            if (!ch.ok()) return StatusProblem(ch.status(), q);
+            json options = json::parse(ch->options_json, nullptr, false);
+            return NoStore(net::JsonResponse(json{{"handle", ch->handle}, {"publicKey", options}}.dump()));
+          });
+        },
+        opts("auth_passkey_options"));
+    router.Add(
+        net::Method::kPost, "/oauth/authorize/passkey",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r),
+              [this](db::Connection& c, net::Request& q) { return AuthorizePasskey(c, q); });
+        },
+        opts("auth_signin_passkey"));
     AddSelfRoutes(router);
     AddAdminRoutes(router);
     return router;
@@ -841,6 +884,28 @@ class AuthService final : public services::Service {
     return FinishSignIn(c, *client, p, user_id, now);
   }
 
+  // A passkey sign-in inside an authorization request: the form carries the authorization parameters,
+  // `handle` (from /oauth/passkey/options) and `credential` (the browser's credential.toJSON()). A
+  // passkey with user verification is both factors: no TOTP step follows.
+  net::Response AuthorizePasskey(db::Connection& c, net::Request& q) {
+    auto form = Form::Parse(q.body);
+    if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
+    AuthorizeParams p = AuthorizeParams::From(form->values());
+    net::Response out;
+    auto client = CheckAuthorize(c, p, &out);
+    if (!client) return out;
+    auto response = webauthn::ParseAssertionResponseJson(form->GetOr("credential"));
+    if (!response.ok()) return Page(400, "Bad request", "<p>The passkey answer is malformed.</p>");
+    int64_t now = clock_->UnixMicros() / 1'000'000;
+    auto user = FinishPasskeySignIn(c, rp_, form->GetOr("handle"), *response, now);
+    if (!user.ok() && user.status().code() == Code::kUnauthenticated)
+      return SignInPage(401, p, "The passkey was not accepted.", "");
+    if (!user.ok())
+      return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
+    if (user->org != client->org) return SignInPage(401, p, "The passkey was not accepted.", "");
+    return FinishSignIn(c, *client, p, user->user_id, now);
+  }
+
   // The signed-in user's own second factor: Bearer access token of the user (aud default).
   Result<User> Me(db::Connection& c, const net::Request& q) {
     std::string_view bearer = BearerOf(q);
@@ -854,6 +919,38 @@ class AuthService final : public services::Service {
   }
 
   void AddSelfRoutes(net::Router& router) {
+    const net::RouteOptions pk{
+        .cls = net::RequestClass::kInteractive, .max_body_bytes = 64 * 1024, .name = "auth_passkey_register"};
+    router.Add(
+        net::Method::kPost, "/v1/auth/me/passkeys/options",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
+            auto me = Me(c, q);
+            if (!me.ok()) return StatusProblem(me.status(), q);
+            auto options = BeginPasskeyRegistration(c, rp_, "Govern", *me, clock_->UnixMicros() / 1'000'000);
+            if (!options.ok()) return StatusProblem(options.status(), q);
+            return NoStore(net::JsonResponse(*options));
+          });
+        },
+        pk);
+    router.Add(
+        net::Method::kPost, "/v1/auth/me/passkeys",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
+            auto me = Me(c, q);
+            if (!me.ok()) return StatusProblem(me.status(), q);
+            auto response = webauthn::ParseRegistrationResponseJson(q.body);
+            if (!response.ok())
+              return Problem(400, "the body is not a registration response: " + response.status().message(),
+                             q);
+            Status s = FinishPasskeyRegistration(c, rp_, *me, *response, clock_->UnixMicros() / 1'000'000);
+            if (s.code() == Code::kAlreadyExists || s.code() == Code::kUnavailable)
+              return StatusProblem(s, q);
+            if (!s.ok()) return Problem(400, "passkey refused: " + s.message(), q);
+            return net::Response(201, "");
+          });
+        },
+        pk);
     const net::RouteOptions o{
         .cls = net::RequestClass::kInteractive, .max_body_bytes = 4096, .name = "auth_totp"};
     router.Add(
@@ -1067,6 +1164,7 @@ class AuthService final : public services::Service {
   std::unique_ptr<Provider> provider_;
   std::atomic<std::shared_ptr<const std::string>> jwks_;
   std::string discovery_;
+  webauthn::RelyingParty rp_;
   std::atomic<bool> ready_{false};  // set once Start has everything a handler reads
   std::unique_ptr<Workers> workers_;
   std::unique_ptr<net::Server> server_;

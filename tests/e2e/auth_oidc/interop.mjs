@@ -6,7 +6,7 @@
 import * as client from 'openid-client';
 import * as jose from 'jose';
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 
 const [base, adminToken] = process.argv.slice(2);
 const issuer = new URL(base);
@@ -271,6 +271,81 @@ await step('TOTP second factor: enrol with the user token, then sign-in asks for
   const again = await signIn(appConfig, params, { email: 'tom@example.com', pass: tomPassword });
   assert.equal((await post(mfaOf(again.body), code)).status, 401);
   assert.equal((await post(mfaOf(retry), code)).status, 400);
+});
+
+// A software passkey authenticator (ES256, attestation "none"): enough CBOR to write the
+// attestation object and the COSE key.
+function cbor(v) {
+  const head = (major, n) => (n < 24 ? Buffer.from([(major << 5) | n]) : n < 256 ? Buffer.from([(major << 5) | 24, n]) : Buffer.from([(major << 5) | 25, n >> 8, n & 255]));
+  if (typeof v === 'number') return v >= 0 ? head(0, v) : head(1, -1 - v);
+  if (typeof v === 'string') return Buffer.concat([head(3, Buffer.byteLength(v)), Buffer.from(v)]);
+  if (Buffer.isBuffer(v)) return Buffer.concat([head(2, v.length), v]);
+  const entries = v instanceof Map ? [...v.entries()] : Object.entries(v);
+  return Buffer.concat([head(5, entries.length), ...entries.flatMap(([k, x]) => [cbor(k), cbor(x)])]);
+}
+class Authenticator {
+  constructor(rpId) {
+    this.rpId = rpId;
+    this.keys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    this.id = randomBytes(16);
+    this.count = 0;
+  }
+  authData(flags, attested) {
+    const counter = Buffer.alloc(4);
+    counter.writeUInt32BE(this.count);
+    return Buffer.concat([createHash('sha256').update(this.rpId).digest(), Buffer.from([flags]), counter, attested || Buffer.alloc(0)]);
+  }
+  create(options, origin) {
+    const jwk = this.keys.publicKey.export({ format: 'jwk' });
+    const cose = cbor(new Map([[1, 2], [3, -7], [-1, 1], [-2, Buffer.from(jwk.x, 'base64url')], [-3, Buffer.from(jwk.y, 'base64url')]]));
+    const idLen = Buffer.from([0, this.id.length]);
+    const authData = this.authData(0x45, Buffer.concat([Buffer.alloc(16), idLen, this.id, cose]));
+    const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.create', challenge: options.challenge, origin, crossOrigin: false }));
+    this.userHandle = options.user.id;
+    return {
+      id: this.id.toString('base64url'), rawId: this.id.toString('base64url'), type: 'public-key',
+      response: { clientDataJSON: clientData.toString('base64url'), attestationObject: cbor({ fmt: 'none', attStmt: {}, authData }).toString('base64url'), transports: ['internal'] },
+      clientExtensionResults: {},
+    };
+  }
+  get(options, origin) {
+    this.count++;
+    const authData = this.authData(0x05);
+    const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin, crossOrigin: false }));
+    const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(clientData).digest()]), this.keys.privateKey);
+    return {
+      id: this.id.toString('base64url'), rawId: this.id.toString('base64url'), type: 'public-key',
+      response: { clientDataJSON: clientData.toString('base64url'), authenticatorData: authData.toString('base64url'), signature: signature.toString('base64url'), userHandle: this.userHandle },
+      clientExtensionResults: {},
+    };
+  }
+}
+
+await step('passkeys: register with the user token, then sign in with the passkey inside an authorization request', async () => {
+  const verifier = client.randomPKCECodeVerifier();
+  const params = { redirect_uri: redirect, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'p' };
+  const first = await signIn(appConfig, params, { cookie });
+  const tokens = await client.authorizationCodeGrant(appConfig, new URL(first.location), { pkceCodeVerifier: verifier, expectedState: 'p' });
+  const auth = { authorization: `Bearer ${tokens.access_token}`, 'content-type': 'application/json' };
+  const authenticator = new Authenticator(issuer.hostname);
+  const creation = await (await fetch(base + '/v1/auth/me/passkeys/options', { method: 'POST', headers: auth })).json();
+  assert.ok(creation.user, JSON.stringify(creation));
+  let r = await fetch(base + '/v1/auth/me/passkeys', { method: 'POST', headers: auth, body: JSON.stringify(authenticator.create(creation, base)) });
+  assert.equal(r.status, 201, await r.text());
+  const passkeySignIn = async (tamper) => {
+    const { handle, publicKey } = await (await fetch(base + '/oauth/passkey/options', { method: 'POST' })).json();
+    const credential = authenticator.get(publicKey, tamper ? 'http://evil.example' : base);
+    const url = client.buildAuthorizationUrl(appConfig, params);
+    const form = new URLSearchParams(url.searchParams);
+    form.set('handle', handle);
+    form.set('credential', JSON.stringify(credential));
+    return fetch(new URL('/oauth/authorize/passkey', base), { method: 'POST', body: form, redirect: 'manual' });
+  };
+  r = await passkeySignIn(false);
+  assert.equal(r.status, 302);
+  const got = await client.authorizationCodeGrant(appConfig, new URL(r.headers.get('location')), { pkceCodeVerifier: verifier, expectedState: 'p' });
+  assert.equal(got.claims().sub, tokens.claims().sub);
+  assert.equal((await passkeySignIn(true)).status, 401);  // wrong origin
 });
 
 await step('password guessing beyond the limit is answered 429 with Retry-After; unknown user = wrong password', async () => {
