@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "crypto/bytes.h"
 #include "db/connection.h"
 #include "db/pool.h"
 #include "net/http_server.h"
@@ -30,6 +31,7 @@ namespace {
 
 using json = nlohmann::json;
 constexpr std::string_view kSessionCookie = "govern_auth_session";
+constexpr std::string_view kCsrfCookie = "govern_auth_csrf";
 constexpr std::string_view kAdminScope = "auth:admin";
 
 std::string HtmlEscape(std::string_view s) {
@@ -137,13 +139,15 @@ std::optional<std::string> CookieOf(const net::Request& req, std::string_view na
 struct AuthorizeParams {
   std::string client_id, redirect_uri, response_type, scope, state, nonce, code_challenge,
       code_challenge_method, prompt;
+  std::string csrf;  // the sign-in form's token, equal to the govern_auth_csrf cookie (login CSRF)
   static AuthorizeParams From(const std::map<std::string, std::string, std::less<>>& m) {
     auto get = [&](std::string_view k) {
       auto it = m.find(k);
       return it == m.end() ? std::string() : it->second;
     };
-    return {get("client_id"), get("redirect_uri"),   get("response_type"),         get("scope"), get("state"),
-            get("nonce"),     get("code_challenge"), get("code_challenge_method"), get("prompt")};
+    return {get("client_id"), get("redirect_uri"), get("response_type"),  get("scope"),
+            get("state"),     get("nonce"),        get("code_challenge"), get("code_challenge_method"),
+            get("prompt"),    get("csrf")};
   }
   std::string Hidden() const {
     std::string out;
@@ -154,7 +158,8 @@ struct AuthorizeParams {
                         {"state", &state},
                         {"nonce", &nonce},
                         {"code_challenge", &code_challenge},
-                        {"code_challenge_method", &code_challenge_method}}) {
+                        {"code_challenge_method", &code_challenge_method},
+                        {"csrf", &csrf}}) {
       out += "<input type=\"hidden\" name=\"" + std::string(k) + "\" value=\"" + HtmlEscape(*v) + "\">\n";
     }
     return out;
@@ -738,6 +743,7 @@ class AuthService final : public services::Service {
       if (!m.emplace(k, v).second) return Page(400, "Bad request", "<p>A parameter is repeated.</p>");
     }
     AuthorizeParams p = AuthorizeParams::From(m);
+    p.csrf.clear();  // never taken from the query
     net::Response out;
     auto client = CheckAuthorize(c, p, &out);
     if (!client) return out;
@@ -756,7 +762,16 @@ class AuthService final : public services::Service {
       }
     }
     if (p.prompt == "none") return RedirectError(p, "login_required", "the user is not signed in");
-    return SignInPage(200, p, "", "");
+    // Login CSRF: the form posts only with the token this page set as a SameSite=Strict cookie.
+    auto csrf = NewSecret("gvx_");
+    if (!csrf.ok())
+      return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
+    p.csrf = *csrf;
+    net::Response page = SignInPage(200, p, "", "");
+    page.headers.Add("Set-Cookie", std::string(kCsrfCookie) + "=" + *csrf +
+                                       "; Path=/oauth; HttpOnly; SameSite=Strict" +
+                                       (secure_cookie_ ? "; Secure" : ""));
+    return page;
   }
 
   std::string SourceOf(const net::Request& q) const {
@@ -770,6 +785,11 @@ class AuthService final : public services::Service {
     return std::string(v.substr(0, 64));
   }
 
+  static bool CsrfOk(const net::Request& q, const AuthorizeParams& p) {
+    auto cookie = CookieOf(q, kCsrfCookie);
+    return cookie && !p.csrf.empty() && crypto::ConstantTimeEquals(*cookie, p.csrf);
+  }
+
   net::Response AuthorizePost(db::Connection& c, net::Request& q) {
     auto form = Form::Parse(q.body);
     if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
@@ -777,6 +797,9 @@ class AuthService final : public services::Service {
     net::Response out;
     auto client = CheckAuthorize(c, p, &out);
     if (!client) return out;
+    if (!CsrfOk(q, p))
+      return Page(403, "Sign-in expired",
+                  "<p>This sign-in form expired. Start again from the application.</p>");
     std::string email = form->GetOr("email");
     int64_t now = clock_->UnixMicros() / 1'000'000;
     SignInResult r =
@@ -894,6 +917,9 @@ class AuthService final : public services::Service {
     net::Response out;
     auto client = CheckAuthorize(c, p, &out);
     if (!client) return out;
+    if (!CsrfOk(q, p))
+      return Page(403, "Sign-in expired",
+                  "<p>This sign-in form expired. Start again from the application.</p>");
     auto response = webauthn::ParseAssertionResponseJson(form->GetOr("credential"));
     if (!response.ok()) return Page(400, "Bad request", "<p>The passkey answer is malformed.</p>");
     int64_t now = clock_->UnixMicros() / 1'000'000;

@@ -66,19 +66,21 @@ const otherConfig = await client.discovery(issuer, other.client_id, {}, client.C
 const jwks = jose.createRemoteJWKSet(new URL('/oauth/jwks', base));
 
 // The browser part with plain HTTP: GET the authorization URL, POST the sign-in form, follow to the code.
-async function signIn(config, params, { email = 'ann@example.com', pass = password, cookie } = {}) {
+async function signIn(config, params, { email = 'ann@example.com', pass = password, cookie, noCsrf = false } = {}) {
   const url = client.buildAuthorizationUrl(config, params);
   let r = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} });
   if (r.status === 302) return { location: r.headers.get('location'), cookie };
   const html = await r.text();
   assert.equal(r.status, 200, html);
+  const csrfCookie = (r.headers.get('set-cookie') || '').split(';')[0];
   const form = new URLSearchParams();
   for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
     form.set(m[1], m[2].replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'));
   }
   form.set('email', email);
   form.set('password', pass);
-  r = await fetch(new URL('/oauth/authorize', base), { method: 'POST', body: form, redirect: 'manual' });
+  if (!noCsrf) r = await fetch(new URL('/oauth/authorize', base), { method: 'POST', body: form, redirect: 'manual', headers: { cookie: csrfCookie } });
+  else r = await fetch(new URL('/oauth/authorize', base), { method: 'POST', body: form, redirect: 'manual' });
   const setCookie = r.headers.get('set-cookie');
   return { status: r.status, location: r.headers.get('location'), cookie: setCookie ? setCookie.split(';')[0] : cookie, retryAfter: r.headers.get('retry-after'), body: await r.text() };
 }
@@ -335,11 +337,15 @@ await step('passkeys: register with the user token, then sign in with the passke
   const passkeySignIn = async (tamper) => {
     const { handle, publicKey } = await (await fetch(base + '/oauth/passkey/options', { method: 'POST' })).json();
     const credential = authenticator.get(publicKey, tamper ? 'http://evil.example' : base);
-    const url = client.buildAuthorizationUrl(appConfig, params);
+    const url = client.buildAuthorizationUrl(appConfig, { ...params, prompt: 'login' });
+    const page = await fetch(url, { redirect: 'manual' });
+    const csrf = (await page.text()).match(/name="csrf" value="([^"]+)"/)[1];
     const form = new URLSearchParams(url.searchParams);
+    form.delete('prompt');
+    form.set('csrf', csrf);
     form.set('handle', handle);
     form.set('credential', JSON.stringify(credential));
-    return fetch(new URL('/oauth/authorize/passkey', base), { method: 'POST', body: form, redirect: 'manual' });
+    return fetch(new URL('/oauth/authorize/passkey', base), { method: 'POST', body: form, redirect: 'manual', headers: { cookie: page.headers.get('set-cookie').split(';')[0] } });
   };
   r = await passkeySignIn(false);
   assert.equal(r.status, 302);
@@ -351,6 +357,8 @@ await step('passkeys: register with the user token, then sign in with the passke
 await step('password guessing beyond the limit is answered 429 with Retry-After; unknown user = wrong password', async () => {
   const verifier = client.randomPKCECodeVerifier();
   const params = { redirect_uri: redirect, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 's' };
+  // Login CSRF: a form posted without the page's cookie is refused before any password check.
+  assert.equal((await signIn(appConfig, params, { noCsrf: true })).status, 403);
   const wrong = await signIn(appConfig, params, { pass: 'guess-0' });
   const unknown = await signIn(appConfig, params, { email: 'nobody@example.com', pass: 'guess-0' });
   assert.equal(wrong.status, 401);

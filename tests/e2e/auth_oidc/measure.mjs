@@ -18,14 +18,16 @@ for (let i = 0; i < Number(n); i++) {
   const verifier = client.randomPKCECodeVerifier();
   const url = client.buildAuthorizationUrl(cfg, { redirect_uri: redirect, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 's' });
   let t0 = performance.now();
-  const html = await (await fetch(url)).text();
+  const pageResponse = await fetch(url);
+  const html = await pageResponse.text();
+  const csrfCookie = pageResponse.headers.get('set-cookie').split(';')[0];
   t.page.push(performance.now() - t0);
   const form = new URLSearchParams();
   for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form.set(m[1], m[2].replace(/&amp;/g, '&'));
   form.set('email', 'b@example.com');
   form.set('password', 'bench-password-1');
   t0 = performance.now();
-  const r = await fetch(new URL('/oauth/authorize', base), { method: 'POST', body: form, redirect: 'manual' });
+  const r = await fetch(new URL('/oauth/authorize', base), { method: 'POST', body: form, redirect: 'manual', headers: { cookie: csrfCookie } });
   t.post.push(performance.now() - t0);
   t0 = performance.now();
   await client.authorizationCodeGrant(cfg, new URL(r.headers.get('location')), { pkceCodeVerifier: verifier, expectedState: 's' });
