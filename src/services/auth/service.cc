@@ -938,6 +938,9 @@ class AuthService final : public services::Service {
     if (bearer.empty()) return Unauthenticated("an access token is required");
     auto claims = checker_->Check(bearer, provider_options_.default_audience);
     if (!claims.ok()) return Unauthenticated("invalid access token");
+    // Enrolling a factor is the person's own act: a delegated token (an agent acting for them) may not.
+    if (!(*claims)->actors.empty())
+      return PermissionDenied("a delegated token cannot change sign-in factors");
     auto user = FindUserBySubject(c, (*claims)->sub);
     if (!user.ok()) return user.status();
     if (!*user || (*user)->disabled) return Unauthenticated("the token is not a user's");

@@ -155,6 +155,14 @@ await step('token exchange: the agent acts for the user (act claim)', async () =
   const { payload } = await jose.jwtVerify(t.access_token, jwks, { issuer: base, audience: 'https://api.example' });
   assert.equal(payload.sub, jose.decodeJwt(fresh.access_token).sub);
   assert.equal(payload.act.sub, agent.client_id);
+  // A delegated token for Govern itself cannot enrol sign-in factors for the person.
+  const internal = await client.genericGrantRequest(agentConfig, 'urn:ietf:params:oauth:grant-type:token-exchange', {
+    subject_token: fresh.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+    actor_token: agentToken.access_token, actor_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+    scope: 'events:read',
+  });
+  const enrol = await fetch(base + '/v1/auth/me/totp', { method: 'POST', headers: { authorization: `Bearer ${internal.access_token}` } });
+  assert.equal(enrol.status, 403);
   // Another agent may not present this agent's token as its actor.
   await assert.rejects(client.genericGrantRequest(otherConfig, 'urn:ietf:params:oauth:grant-type:token-exchange', {
     subject_token: fresh.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
