@@ -11,6 +11,7 @@
 #include "db/migrator.h"
 #include "db/testing.h"
 #include "services/auth/schema.h"
+#include "services/auth/sso.h"
 
 namespace govern::auth_service {
 namespace {
@@ -288,6 +289,56 @@ TEST_F(GrantsTest, UserInfoNeedsOpenidScope) {
   EXPECT_EQ(info["email"], "ann@example.com");
   json cc = Ok(provider_->Token(*c_, "grant_type=client_credentials", Basic(agent_)));
   EXPECT_EQ(provider_->UserInfo(*c_, cc["access_token"].get<std::string>()).status, 401);
+}
+
+TEST_F(GrantsTest, OutsideIdTokensAreCheckedFully) {
+  int64_t now = clock_.UnixMicros() / 1'000'000;
+  std::string jwks = *id_->JwksAt(now);
+  auto id_token = [&](std::string nonce, std::string aud) {
+    tokens::Claims c;
+    c.sub = "outside-7";
+    c.aud = {aud};
+    c.nonce = nonce;
+    return *issuer_->IssueId(c, std::chrono::minutes(5), "");
+  };
+  std::string good = id_token("n-1", "cli_x");
+  auto ok = VerifyOutsideIdToken(good, jwks, "https://auth.test", "cli_x", "n-1", now);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->sub, "outside-7");
+  EXPECT_FALSE(VerifyOutsideIdToken(good, jwks, "https://other.test", "cli_x", "n-1", now).ok());
+  EXPECT_FALSE(VerifyOutsideIdToken(good, jwks, "https://auth.test", "cli_y", "n-1", now).ok());
+  EXPECT_FALSE(VerifyOutsideIdToken(good, jwks, "https://auth.test", "cli_x", "n-2", now).ok());
+  EXPECT_FALSE(VerifyOutsideIdToken(id_token("", "cli_x"), jwks, "https://auth.test", "cli_x", "", now).ok());
+  EXPECT_FALSE(VerifyOutsideIdToken(good, jwks, "https://auth.test", "cli_x", "n-1", now + 3600).ok());
+  std::string tampered = good;
+  tampered[tampered.find('.') + 3] ^= 1;
+  EXPECT_FALSE(VerifyOutsideIdToken(tampered, jwks, "https://auth.test", "cli_x", "n-1", now).ok());
+  std::string none = crypto::Base64UrlEncode(std::string(R"({"alg":"none"})")) + good.substr(good.find('.'));
+  none = none.substr(0, none.rfind('.') + 1);
+  EXPECT_FALSE(VerifyOutsideIdToken(none, jwks, "https://auth.test", "cli_x", "n-1", now).ok());
+  // A token from the HS256 ring (a key the provider never published) is refused.
+  tokens::Claims c;
+  c.sub = "x";
+  c.aud = {"cli_x"};
+  c.nonce = "n-1";
+  std::string mac = *issuer_->IssueAccess(c, std::chrono::minutes(5));
+  EXPECT_FALSE(VerifyOutsideIdToken(mac, jwks, "https://auth.test", "cli_x", "n-1", now).ok());
+}
+
+TEST_F(GrantsTest, SsoUsersAreLinkedOrCreated) {
+  auto created = MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-1", "new@example.com");
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  EXPECT_EQ(created->email, "new@example.com");
+  EXPECT_EQ(MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-1", "changed@example.com")->user_id,
+            created->user_id);
+  auto matched = MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-2", "ANN@example.com");
+  ASSERT_TRUE(matched.ok());
+  EXPECT_EQ(matched->user_id, user_.user_id);
+  EXPECT_EQ(matched->subject, user_.subject);  // the user's own subject never changes
+  EXPECT_EQ(MatchOrCreateSsoUser(*c_, "other", "https://idp", "s-1", "x@example.com").status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-3", "").status().code(),
+            Code::kUnauthenticated);
 }
 
 }  // namespace

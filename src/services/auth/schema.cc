@@ -162,6 +162,20 @@ CREATE TABLE auth_admin_tokens (
   revoked    boolean NOT NULL DEFAULT false
 );
 )sql"},
+      {2, "auth single sign-on through an outside OIDC provider per organisation", R"sql(
+CREATE TABLE auth_sso (
+  org           text PRIMARY KEY REFERENCES auth_orgs (org) ON DELETE CASCADE,
+  issuer        text NOT NULL,
+  client_id     text NOT NULL,
+  client_secret bytea NOT NULL,
+  updated_at    timestamptz NOT NULL DEFAULT now()
+);
+-- Outside identities ("<issuer>|<sub>") linked to users; the user's own subject never changes.
+CREATE TABLE auth_sso_links (
+  identity text PRIMARY KEY,
+  user_id  text NOT NULL REFERENCES auth_users (user_id) ON DELETE CASCADE
+);
+)sql"},
   };
 }
 

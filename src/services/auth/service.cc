@@ -11,8 +11,10 @@
 
 #include "base/log.h"
 #include "crypto/bytes.h"
+#include "crypto/encoding.h"
 #include "db/connection.h"
 #include "db/pool.h"
+#include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/problem.h"
 #include "services/auth/form.h"
@@ -22,6 +24,7 @@
 #include "services/auth/passkeys.h"
 #include "services/auth/passwords.h"
 #include "services/auth/schema.h"
+#include "services/auth/sso.h"
 #include "services/auth/store.h"
 #include "services/auth/totp.h"
 #include "services/http_config.h"
@@ -378,6 +381,9 @@ class AuthService final : public services::Service {
     po.code_lifetime = secs("auth.code_lifetime");
     provider_options_ = po;
 
+    http_ = std::make_unique<net::HttpClient>(net::ClientOptions{.connect_timeout = std::chrono::seconds(5),
+                                                                 .request_timeout = std::chrono::seconds(10),
+                                                                 .max_response_bytes = 1 << 20});
     workers_ = std::make_unique<Workers>(static_cast<int>(cfg.GetInt("auth.workers")), 2000);
     host_ = listen.host;
     server_ = std::make_unique<net::Server>(std::move(sc), Routes());
@@ -672,6 +678,20 @@ class AuthService final : public services::Service {
               [this](db::Connection& c, net::Request& q) { return AuthorizePasskey(c, q); });
         },
         opts("auth_signin_passkey"));
+    router.Add(
+        net::Method::kGet, "/oauth/sso",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r),
+              [this](db::Connection& c, net::Request& q) { return SsoStart(c, q); });
+        },
+        opts("auth_sso_start"));
+    router.Add(
+        net::Method::kGet, "/oauth/sso/callback",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r),
+              [this](db::Connection& c, net::Request& q) { return SsoCallback(c, q); });
+        },
+        opts("auth_sso_callback"));
     AddSelfRoutes(router);
     AddAdminRoutes(router);
     return router;
@@ -932,6 +952,143 @@ class AuthService final : public services::Service {
     return FinishSignIn(c, *client, p, user->user_id, now);
   }
 
+  // ---- single sign-on through the organisation's outside provider ----
+  struct ProviderMetadata {
+    std::string authorization_endpoint, token_endpoint, jwks_uri, userinfo_endpoint;
+  };
+  Result<ProviderMetadata> Discover(const std::string& issuer) {
+    auto r = http_->Get(issuer + "/.well-known/openid-configuration");
+    if (!r.ok()) return Unavailable("the provider did not answer: " + r.status().message());
+    json d = json::parse(r->body, nullptr, false);
+    if (r->status != 200 || !d.is_object() || d.value("issuer", "") != issuer)
+      return Unavailable("the provider's discovery document is unusable");
+    return ProviderMetadata{d.value("authorization_endpoint", ""), d.value("token_endpoint", ""),
+                            d.value("jwks_uri", ""), d.value("userinfo_endpoint", "")};
+  }
+
+  std::string SsoRedirect() const { return provider_options_.issuer + "/oauth/sso/callback"; }
+
+  net::Response SsoStart(db::Connection& c, net::Request& q) {
+    std::map<std::string, std::string, std::less<>> m;
+    for (auto& [k, v] : q.QueryParams()) {
+      if (!m.emplace(k, v).second) return Page(400, "Bad request", "<p>A parameter is repeated.</p>");
+    }
+    AuthorizeParams p = AuthorizeParams::From(m);
+    p.csrf.clear();
+    net::Response out;
+    auto client = CheckAuthorize(c, p, &out);
+    if (!client) return out;
+    auto provider = GetSsoProvider(c, *storage_key_, client->org);
+    if (!provider.ok() || !*provider)
+      return Page(400, "No single sign-on", "<p>This organisation has no sign-on provider.</p>");
+    auto meta = Discover((*provider)->issuer);
+    if (!meta.ok()) return Page(502, "Provider unavailable", "<p>The sign-on provider is unavailable.</p>");
+    auto state = NewSecret("");
+    auto nonce = NewSecret("");
+    auto verifier = NewSecret("");
+    if (!state.ok() || !nonce.ok() || !verifier.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
+    int64_t now = clock_->UnixMicros() / 1'000'000;
+    json payload = {{"client_id", p.client_id},
+                    {"redirect_uri", p.redirect_uri},
+                    {"response_type", p.response_type},
+                    {"scope", p.scope},
+                    {"state", p.state},
+                    {"nonce", p.nonce},
+                    {"code_challenge", p.code_challenge},
+                    {"code_challenge_method", p.code_challenge_method},
+                    {"sso_nonce", *nonce},
+                    {"sso_verifier", *verifier},
+                    {"org", client->org}};
+    if (!c.Exec("INSERT INTO auth_challenges (challenge_hash, kind, payload, expires_at) VALUES ($1, 'sso', "
+                "$2, $3)",
+                db::Params(HashHex(*state), payload.dump(), now + 600))
+             .ok())
+      return Page(503, "Unavailable", "<p>Retry later.</p>");
+    std::string url = meta->authorization_endpoint +
+                      (meta->authorization_endpoint.find('?') == std::string::npos ? "?" : "&") +
+                      "response_type=code&client_id=" + FormEncode((*provider)->client_id) +
+                      "&redirect_uri=" + FormEncode(SsoRedirect()) + "&scope=" + FormEncode("openid email") +
+                      "&state=" + FormEncode(*state) + "&nonce=" + FormEncode(*nonce) +
+                      "&code_challenge=" + S256(*verifier) + "&code_challenge_method=S256";
+    net::Response r(302, "");
+    r.headers.Set("Location", url);
+    return NoStore(std::move(r));
+  }
+
+  net::Response SsoCallback(db::Connection& c, net::Request& q) {
+    auto fail = [](std::string_view why) {
+      return Page(401, "Sign-on failed", "<p>" + HtmlEscape(why) + "</p>");
+    };
+    auto state = q.QueryParam("state");
+    auto code = q.QueryParam("code");
+    if (!state || !code) return fail("The provider's answer lacks a code or state.");
+    int64_t now = clock_->UnixMicros() / 1'000'000;
+    auto rows = c.Exec(
+        "DELETE FROM auth_challenges WHERE challenge_hash = $1 AND kind = 'sso' AND expires_at > $2 "
+        "RETURNING payload",
+        db::Params(HashHex(*state), now));
+    if (!rows.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
+    if (rows->empty()) return fail("This sign-on expired or was already used.");
+    json payload = json::parse(rows->Text(0, 0), nullptr, false);
+    std::map<std::string, std::string, std::less<>> m;
+    if (payload.is_object()) {
+      for (auto& [k, v] : payload.items()) {
+        if (v.is_string()) m[k] = v.get<std::string>();
+      }
+    }
+    AuthorizeParams p = AuthorizeParams::From(m);
+    net::Response out;
+    auto client = CheckAuthorize(c, p, &out);
+    if (!client) return out;
+    auto provider = GetSsoProvider(c, *storage_key_, m["org"]);
+    if (!provider.ok() || !*provider || client->org != m["org"])
+      return fail("This organisation has no sign-on provider.");
+    auto meta = Discover((*provider)->issuer);
+    if (!meta.ok()) return Page(502, "Provider unavailable", "<p>The sign-on provider is unavailable.</p>");
+    net::ClientRequest token_request;
+    token_request.method = net::Method::kPost;
+    token_request.url = meta->token_endpoint;
+    token_request.headers.Set("Content-Type", "application/x-www-form-urlencoded");
+    token_request.headers.Set("Authorization",
+                              "Basic " + crypto::Base64Encode(FormEncode((*provider)->client_id) + ":" +
+                                                              FormEncode((*provider)->client_secret)));
+    token_request.body = "grant_type=authorization_code&code=" + FormEncode(*code) +
+                         "&redirect_uri=" + FormEncode(SsoRedirect()) +
+                         "&code_verifier=" + FormEncode(m["sso_verifier"]);
+    auto tokens_response = http_->Send(std::move(token_request));
+    if (!tokens_response.ok())
+      return Page(502, "Provider unavailable", "<p>The sign-on provider is unavailable.</p>");
+    json t = json::parse(tokens_response->body, nullptr, false);
+    if (tokens_response->status != 200 || !t.is_object() || !t.contains("id_token"))
+      return fail("The provider refused the code.");
+    auto jwks = http_->Get(meta->jwks_uri);
+    if (!jwks.ok() || jwks->status != 200)
+      return Page(502, "Provider unavailable", "<p>The provider's keys are unavailable.</p>");
+    auto id = VerifyOutsideIdToken(t.value("id_token", ""), jwks->body, (*provider)->issuer,
+                                   (*provider)->client_id, m["sso_nonce"], now);
+    if (!id.ok()) {
+      log::Warn("auth", "outside ID token refused",
+                {{"org", client->org}, {"reason", id.status().message()}});
+      return fail("The provider's answer did not check out.");
+    }
+    std::string email;
+    if (!meta->userinfo_endpoint.empty() && t.contains("access_token")) {
+      net::ClientRequest info;
+      info.url = meta->userinfo_endpoint;
+      info.headers.Set("Authorization", "Bearer " + t.value("access_token", ""));
+      auto r = http_->Send(std::move(info));
+      if (r.ok() && r->status == 200) {
+        json u = json::parse(r->body, nullptr, false);
+        if (u.is_object() && u.value("sub", "") == id->sub) email = u.value("email", "");
+      }
+    }
+    auto user = MatchOrCreateSsoUser(c, client->org, (*provider)->issuer, id->sub, email);
+    if (!user.ok())
+      return fail(user.status().code() == Code::kUnavailable ? "Retry later." : user.status().message());
+    if (user->disabled) return fail("This account is disabled.");
+    return FinishSignIn(c, *client, p, user->user_id, now);
+  }
+
   // The signed-in user's own second factor: Bearer access token of the user (aud default).
   Result<User> Me(db::Connection& c, const net::Request& q) {
     std::string_view bearer = BearerOf(q);
@@ -1167,6 +1324,16 @@ class AuthService final : public services::Service {
                if (!made->secret.empty()) out["client_secret"] = made->secret;
                return NoStore(net::JsonResponse(out.dump(), 201));
              });
+    AddAdmin(router, net::Method::kPut, "/v1/auth/orgs/{org}/sso", false,
+             [this](db::Connection& c, net::Request& q, const json& in) {
+               SsoProvider p{std::string(q.Param("org")), in.value("issuer", ""), in.value("client_id", ""),
+                             in.value("client_secret", "")};
+               while (p.issuer.ends_with('/')) p.issuer.pop_back();
+               Status s = SetSsoProvider(c, *storage_key_, p);
+               if (!s.ok()) return StatusProblem(s, q);
+               return net::JsonResponse(
+                   json{{"org", p.org}, {"issuer", p.issuer}, {"client_id", p.client_id}}.dump());
+             });
     AddAdmin(router, net::Method::kGet, "/v1/auth/orgs/{org}/clients", false,
              [](db::Connection& c, net::Request& q, const json&) {
                auto clients = ListClients(c, q.Param("org"));
@@ -1194,7 +1361,8 @@ class AuthService final : public services::Service {
   std::atomic<std::shared_ptr<const std::string>> jwks_;
   std::string discovery_;
   webauthn::RelyingParty rp_;
-  std::atomic<bool> ready_{false};  // set once Start has everything a handler reads
+  std::unique_ptr<net::HttpClient> http_;  // calls to outside OIDC providers (single sign-on)
+  std::atomic<bool> ready_{false};         // set once Start has everything a handler reads
   std::unique_ptr<Workers> workers_;
   std::unique_ptr<net::Server> server_;
   std::string host_;

@@ -8,7 +8,7 @@ import * as jose from 'jose';
 import assert from 'node:assert/strict';
 import { createHash, createHmac, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 
-const [base, adminToken] = process.argv.slice(2);
+const [base, adminToken, upstream, upstreamAdmin] = process.argv.slice(2);
 const issuer = new URL(base);
 const redirect = 'http://127.0.0.1:9/cb';
 let failures = 0;
@@ -360,6 +360,55 @@ await step('passkeys: register with the user token, then sign in with the passke
   const got = await client.authorizationCodeGrant(appConfig, new URL(r.headers.get('location')), { pkceCodeVerifier: verifier, expectedState: 'p' });
   assert.equal(got.claims().sub, tokens.claims().sub);
   assert.equal((await passkeySignIn(true)).status, 401);  // wrong origin
+});
+
+await step('single sign-on through an outside OIDC provider (a second govern serve auth): new user created, existing user matched by email', async () => {
+  const up = async (method, path, body) => {
+    const r = await fetch(upstream + path, { method, headers: { authorization: `Bearer ${upstreamAdmin}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+    return { status: r.status, json: await r.json().catch(() => null) };
+  };
+  assert.equal((await up('POST', '/v1/auth/orgs', { org: 'idp' })).status, 201);
+  await up('POST', '/v1/auth/orgs/idp/users', { email: 'sam@example.com', password: 'sam-password-1' });
+  await up('POST', '/v1/auth/orgs/idp/users', { email: 'ann@example.com', password: 'ann-upstream-1' });
+  const upstreamClient = (await up('POST', '/v1/auth/orgs/idp/clients', { kind: 'app', confidential: true, scopes: ['openid', 'email'], redirect_uris: [base + '/oauth/sso/callback'] })).json;
+  const set = await admin('PUT', '/v1/auth/orgs/acme/sso', { issuer: upstream, client_id: upstreamClient.client_id, client_secret: upstreamClient.client_secret });
+  assert.equal(set.status, 200, JSON.stringify(set.json));
+  const ssoSignIn = async (email, pass) => {
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const nonce = client.randomNonce();
+    const url = client.buildAuthorizationUrl(appConfig, { redirect_uri: redirect, scope: 'openid email', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, nonce });
+    url.pathname = '/oauth/sso';
+    let r = await fetch(url, { redirect: 'manual' });
+    assert.equal(r.status, 302);
+    const toProvider = new URL(r.headers.get('location'));
+    assert.equal(toProvider.origin, upstream);
+    // The provider's own sign-in form.
+    r = await fetch(toProvider, { redirect: 'manual' });
+    const html = await r.text();
+    const cookieHeader = r.headers.get('set-cookie').split(';')[0];
+    const form = new URLSearchParams();
+    for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form.set(m[1], m[2].replace(/&amp;/g, '&'));
+    form.set('email', email);
+    form.set('password', pass);
+    r = await fetch(new URL('/oauth/authorize', upstream), { method: 'POST', body: form, redirect: 'manual', headers: { cookie: cookieHeader } });
+    assert.equal(r.status, 302);
+    const back = new URL(r.headers.get('location'));
+    assert.equal(back.origin + back.pathname, base + '/oauth/sso/callback');
+    r = await fetch(back, { redirect: 'manual' });
+    assert.equal(r.status, 302, await r.text());
+    const done = await client.authorizationCodeGrant(appConfig, new URL(r.headers.get('location')), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+    // Replaying the provider's answer is refused (the state is single use).
+    assert.equal((await fetch(back, { redirect: 'manual' })).status, 401);
+    return client.fetchUserInfo(appConfig, done.access_token, done.claims().sub);
+  };
+  const sam = await ssoSignIn('sam@example.com', 'sam-password-1');
+  assert.equal(sam.email, 'sam@example.com');
+  assert.equal(sam.org, 'acme');
+  const again = await ssoSignIn('sam@example.com', 'sam-password-1');
+  assert.equal(again.sub, sam.sub);  // linked, not created twice
+  const ann = await ssoSignIn('ann@example.com', 'ann-upstream-1');
+  assert.equal(ann.sub, userTokens.claims().sub);  // the existing acme user, matched by email
 });
 
 await step('password guessing beyond the limit is answered 429 with Retry-After; unknown user = wrong password', async () => {
