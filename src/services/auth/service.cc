@@ -1,6 +1,7 @@
 // The auth service: configuration, signing key rotation, and HTTP over the store and the grants.
 #include "services/auth/service.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -485,6 +486,26 @@ class AuthService final : public services::Service {
     return OkStatus();
   }
 
+  // Deletes what can no longer matter: used or expired codes, challenges and sessions, rate-limit
+  // windows that closed, revocations of tokens that expired, refresh families past their lifetime.
+  Status Sweep() {
+    auto lease = pool_->Checkout();
+    if (!lease.ok()) return lease.status();
+    int64_t now = clock_->UnixMicros() / 1'000'000;
+    const std::pair<const char*, int64_t> statements[] = {
+        {"DELETE FROM auth_codes WHERE expires_at < $1", now - 3600},
+        {"DELETE FROM auth_challenges WHERE expires_at < $1", now},
+        {"DELETE FROM auth_sessions WHERE expires_at < $1", now},
+        {"DELETE FROM auth_rate_limits WHERE locked_until < $1 AND window_start < $1",
+         now - std::max(password_.limits.window_s, password_.limits.lockout_s)},
+        {"DELETE FROM auth_revocations WHERE expires_at < $1", now - 3600},
+        {"DELETE FROM auth_refresh_families WHERE expires_at < $1", now},
+    };
+    for (const auto& [sql, t] : statements)
+      GOVERN_RETURN_IF_ERROR((*lease)->Exec(sql, db::Params(t)).status());
+    return OkStatus();
+  }
+
   void Tick() {
     std::unique_lock lk(tick_mu_);
     while (!stopping_) {
@@ -493,6 +514,8 @@ class AuthService final : public services::Service {
       lk.unlock();
       Status s = LoadKeys(/*first=*/false);
       if (!s.ok()) log::Warn("auth", "key schedule or revocation reload failed", {{"error", s.message()}});
+      s = Sweep();
+      if (!s.ok()) log::Warn("auth", "sweeping expired rows failed", {{"error", s.message()}});
       lk.lock();
     }
   }

@@ -53,7 +53,7 @@ admin_token() {
 }
 port="$(free_port)"
 base="http://127.0.0.1:$port"
-serve serve "$data" "$port" --set auth.rate_limit.account_failures=3
+serve serve "$data" "$port" --set auth.rate_limit.account_failures=3 --set auth.rotation.check_every=300ms
 serve_pid=$started_pid
 upport="$(free_port)"
 serve upstream "$updata" "$upport"
@@ -62,6 +62,8 @@ admin="$(admin_token "$data")"
 upadmin="$(admin_token "$updata")"
 [ -n "$admin" ] && [ -n "$upadmin" ] || fail "govern auth admin-token"
 node interop.mjs "$base" "$admin" "http://127.0.0.1:$upport" "$upadmin" || fail "interop steps failed"
+# The timer (key schedule, revocation reload, sweep of expired rows) ran every 300 ms meanwhile.
+if grep -q "failed" "$work/serve.log"; then fail "the auth service logged a failure"; fi
 kill -TERM "$serve_pid" "$up_pid"
 wait "$serve_pid" || fail "govern serve auth exited $? on SIGTERM"
 wait "$up_pid" || fail "the upstream govern serve auth exited $? on SIGTERM"
