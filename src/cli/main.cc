@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/log.h"
+#include "cli/auth_cmd.h"
 #include "cli/bundle_cmd.h"
 #include "cli/keys.h"
 #include "cli/policy_cmd.h"
@@ -108,6 +109,7 @@ int Main(int argc, char** argv) {
 
   TelemetryCommand telemetry(app);
   AuditCommand audit(app);
+  AuthCommand auth(app);
   PolicyServerCommand policy_server(app);
   std::unique_ptr<PolicyCommand> policy = AddPolicyCommands(app);
 
@@ -151,6 +153,7 @@ int Main(int argc, char** argv) {
   }
   if (telemetry.parsed()) return telemetry.Run(*cfg);
   if (audit.parsed()) return audit.Run(*cfg);
+  if (auth.parsed()) return auth.Run(*cfg);
   if (policy_server.parsed()) return policy_server.Run(*cfg);
   if (up->parsed()) return RunServices(*cfg, {}, /*all=*/true);
   if (serve->parsed()) return RunServices(*cfg, serve_names, /*all=*/false);

@@ -1,6 +1,7 @@
 // The list of services this binary holds, in start order.
 #include "services/admin/admin.h"
 #include "services/audit/service.h"
+#include "services/auth/service.h"
 #include "services/policy/agent.h"
 #include "services/policy/server.h"
 #include "services/service.h"
@@ -17,6 +18,10 @@ const std::vector<Registration>& Registry() {
        &telemetry::NewTelemetryService},
       {"policy", "stores each organisation's Cedar policy set (versioned), serves signed bundles with ETags",
        &policy_service::NewPolicyServer},
+      {"auth",
+       "sign-in and tokens: OAuth 2.1 / OIDC provider (code + PKCE, client credentials for agents, rotating "
+       "refresh, token exchange), users, groups and clients in PostgreSQL",
+       &auth_service::NewAuthService},
       {"policy-agent",
        "policy sidecar: fetches signed bundles, decides Cedar requests over loopback HTTP and a Unix socket",
        &policy_service::NewPolicyAgent},

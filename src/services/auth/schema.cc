@@ -1,0 +1,182 @@
+// The auth service's tables.
+#include "services/auth/schema.h"
+
+namespace govern::auth_service {
+
+std::vector<db::Migration> Migrations() {
+  return {
+      {1, "auth organisations, users, groups, clients, keys, codes, refresh families, revocations", R"sql(
+CREATE TABLE auth_orgs (
+  org        text PRIMARY KEY,
+  name       text NOT NULL DEFAULT '',
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE auth_users (
+  user_id       text PRIMARY KEY,
+  org           text NOT NULL REFERENCES auth_orgs (org),
+  email         text NOT NULL,
+  subject       text NOT NULL UNIQUE,
+  display_name  text NOT NULL DEFAULT '',
+  password_hash text,
+  disabled      boolean NOT NULL DEFAULT false,
+  created_at    timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX auth_users_email ON auth_users (org, lower(email));
+
+CREATE TABLE auth_groups (
+  org        text NOT NULL REFERENCES auth_orgs (org),
+  name       text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (org, name)
+);
+
+CREATE TABLE auth_memberships (
+  org     text NOT NULL,
+  name    text NOT NULL,
+  user_id text NOT NULL REFERENCES auth_users (user_id) ON DELETE CASCADE,
+  PRIMARY KEY (org, name, user_id),
+  FOREIGN KEY (org, name) REFERENCES auth_groups (org, name) ON DELETE CASCADE
+);
+
+-- OAuth clients: agents (service accounts, confidential, client_credentials) and user-facing apps
+-- (public with PKCE, or confidential).
+CREATE TABLE auth_clients (
+  client_id     text PRIMARY KEY,
+  org           text NOT NULL REFERENCES auth_orgs (org),
+  name          text NOT NULL DEFAULT '',
+  kind          text NOT NULL CHECK (kind IN ('agent', 'app')),
+  confidential  boolean NOT NULL,
+  secret_hash   text,
+  scopes        text[] NOT NULL DEFAULT '{}',
+  redirect_uris text[] NOT NULL DEFAULT '{}',
+  disabled      boolean NOT NULL DEFAULT false,
+  created_at    timestamptz NOT NULL DEFAULT now(),
+  CHECK (confidential = (secret_hash IS NOT NULL))
+);
+CREATE INDEX auth_clients_org ON auth_clients (org);
+
+-- Key rings (tokens/issuer.h KeyRing::Serialize), sealed with the storage key. One row per purpose:
+-- 'access' (internal HS256) and 'id' (asymmetric, published in the JWKS).
+CREATE TABLE auth_signing_keys (
+  purpose    text PRIMARY KEY CHECK (purpose IN ('access', 'id')),
+  sealed     bytea NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE auth_codes (
+  code_hash      text PRIMARY KEY,
+  client_id      text NOT NULL REFERENCES auth_clients (client_id) ON DELETE CASCADE,
+  user_id        text NOT NULL REFERENCES auth_users (user_id) ON DELETE CASCADE,
+  redirect_uri   text NOT NULL,
+  scope          text NOT NULL DEFAULT '',
+  nonce          text NOT NULL DEFAULT '',
+  code_challenge text NOT NULL,
+  auth_time      bigint NOT NULL,
+  expires_at     bigint NOT NULL,
+  used           boolean NOT NULL DEFAULT false
+);
+
+-- Refresh token families (RFC 9700 section 4.14.2): every token ever issued in a family, by hash; a
+-- used token presented again revokes the family.
+CREATE TABLE auth_refresh_families (
+  family     text PRIMARY KEY,
+  client_id  text NOT NULL,
+  org        text NOT NULL,
+  subject    text NOT NULL,
+  scope      text NOT NULL DEFAULT '',
+  audience   text NOT NULL DEFAULT '',
+  revoked    boolean NOT NULL DEFAULT false,
+  expires_at bigint NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE auth_refresh_tokens (
+  token_hash text PRIMARY KEY,
+  family     text NOT NULL REFERENCES auth_refresh_families (family) ON DELETE CASCADE,
+  used       boolean NOT NULL DEFAULT false,
+  issued_at  bigint NOT NULL
+);
+CREATE INDEX auth_refresh_tokens_family ON auth_refresh_tokens (family);
+
+-- What services pull (tokens/checker.h RevocationList): kind 'jti' or 'sid', kept until expires_at.
+CREATE TABLE auth_revocations (
+  seq        bigserial PRIMARY KEY,
+  kind       text NOT NULL CHECK (kind IN ('jti', 'sid')),
+  id         text NOT NULL,
+  expires_at bigint NOT NULL,
+  UNIQUE (kind, id)
+);
+
+-- Failed sign-in counts per key ('account:<org>/<email>', 'addr:<ip>') in a fixed window.
+CREATE TABLE auth_rate_limits (
+  key          text PRIMARY KEY,
+  window_start bigint NOT NULL,
+  failures     integer NOT NULL,
+  locked_until bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE auth_passkeys (
+  credential_id bytea PRIMARY KEY,
+  user_id       text NOT NULL REFERENCES auth_users (user_id) ON DELETE CASCADE,
+  public_key    bytea NOT NULL,
+  algorithm     integer NOT NULL,
+  sign_count    bigint NOT NULL DEFAULT 0,
+  transports    text NOT NULL DEFAULT '',
+  aaguid        bytea,
+  backup_eligible boolean NOT NULL DEFAULT false,
+  backup_state    boolean NOT NULL DEFAULT false,
+  created_at    timestamptz NOT NULL DEFAULT now(),
+  last_used_at  timestamptz
+);
+CREATE INDEX auth_passkeys_user ON auth_passkeys (user_id);
+
+CREATE TABLE auth_totp (
+  user_id     text PRIMARY KEY REFERENCES auth_users (user_id) ON DELETE CASCADE,
+  sealed      bytea NOT NULL,
+  confirmed   boolean NOT NULL DEFAULT false,
+  last_step   bigint NOT NULL DEFAULT 0
+);
+
+-- Single-use challenges of a sign-in in progress (passkey, TOTP step, outside-provider state).
+CREATE TABLE auth_challenges (
+  challenge_hash text PRIMARY KEY,
+  kind           text NOT NULL,
+  user_id        text,
+  payload        text NOT NULL DEFAULT '',
+  expires_at     bigint NOT NULL
+);
+
+-- Browser sessions after sign-in (cookie value by hash).
+CREATE TABLE auth_sessions (
+  session_hash text PRIMARY KEY,
+  user_id      text NOT NULL REFERENCES auth_users (user_id) ON DELETE CASCADE,
+  auth_time    bigint NOT NULL,
+  expires_at   bigint NOT NULL
+);
+
+-- Admin bearer tokens made by `govern auth admin-token` (hash only).
+CREATE TABLE auth_admin_tokens (
+  token_hash text PRIMARY KEY,
+  name       text NOT NULL DEFAULT '',
+  created_at timestamptz NOT NULL DEFAULT now(),
+  revoked    boolean NOT NULL DEFAULT false
+);
+)sql"},
+      {2, "auth single sign-on through an outside OIDC provider per organisation", R"sql(
+CREATE TABLE auth_sso (
+  org           text PRIMARY KEY REFERENCES auth_orgs (org) ON DELETE CASCADE,
+  issuer        text NOT NULL,
+  client_id     text NOT NULL,
+  client_secret bytea NOT NULL,
+  updated_at    timestamptz NOT NULL DEFAULT now()
+);
+-- Outside identities ("<issuer>|<sub>") linked to users; the user's own subject never changes.
+CREATE TABLE auth_sso_links (
+  identity text PRIMARY KEY,
+  user_id  text NOT NULL REFERENCES auth_users (user_id) ON DELETE CASCADE
+);
+)sql"},
+  };
+}
+
+}  // namespace govern::auth_service
