@@ -8,15 +8,18 @@
 // while the previous transaction ran goes into the next one, up to max_batch entries).
 //
 // One flush: create missing chain heads (INSERT .. ON CONFLICT DO NOTHING, its own statement), then in
-// one transaction lock the batch's heads `ORDER BY org FOR UPDATE` (every replica locks in the same
-// order, so replicas never deadlock) and look up the idempotency keys already stored (a retried append
-// gets the original entry back), in one round trip; compute seq, prev_hash, entry_hash and the Merkle
-// compact range in C++ (the columns that do not depend on seq were encoded before the locks), then
-// insert the entries and the completed stride subtrees, update the heads and COMMIT in a second round
-// trip. With flush_outside_lock (the default) that COMMIT does not wait for the WAL flush, so the head
-// locks are released at once, and a durability barrier follows on the same connection: a transaction
-// that takes an xid and commits with synchronous_commit on, which returns only once the WAL up to its
-// own commit record, and so the batch's commit before it, is flushed. Either way callbacks run only after
+// one transaction and one round trip: lock the head of the batch's oldest request (waiting for it if
+// another transaction holds it), lock the batch's other heads only if they are free (FOR UPDATE SKIP
+// LOCKED; the requests of busy heads go back to the front of the lane for its next batch), and look up
+// the idempotency keys already stored (a retried append gets the original entry back). A transaction
+// never waits for a lock while it holds one, so transactions of several replicas over overlapping
+// organisations neither queue behind each other in chains nor deadlock. Then compute seq, prev_hash,
+// entry_hash and the Merkle compact range in C++ (the columns that do not depend on seq were encoded
+// before the locks), and insert the entries and the completed stride subtrees, update the heads and
+// COMMIT in a second round trip. With flush_outside_lock (the default) that COMMIT does not wait for
+// the WAL flush, so the head locks are released at once, and a durability barrier follows on the same
+// connection: a transaction that takes an xid and commits with synchronous_commit on, which returns
+// only once the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way callbacks run only after
 // the batch's commit is flushed: an entry is acknowledged only once it is durable. A later transaction
 // (another replica's) may build on a commit that is not flushed yet; its own commit comes later in the
 // WAL, so it can never be durable without it. A failed flush fails only its own requests (Unavailable);
