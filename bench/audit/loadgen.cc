@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
     targets.emplace_back(hp.substr(0, colon), std::stoi(hp.substr(colon + 1)));
   }
   std::mutex out_mu;
-  std::map<std::string, int64_t> retry_reasons;  // why appends were retried (status and a few words)
+  std::map<std::string, int64_t> retry_reasons;       // why appends were retried (status and a few words)
+  std::map<std::string, int64_t> read_error_reasons;  // why read-after-ack reads failed (not 404)
   std::FILE* acked = o.acked.empty() ? nullptr : std::fopen(o.acked.c_str(), "a");
   if (!o.acked.empty() && acked == nullptr) return Usage("cannot open --acked");
 
@@ -190,7 +191,10 @@ int main(int argc, char** argv) {
               } else if (g.ok() && g->status == 404) {
                 ++read_failures;  // an acknowledged entry that another replica cannot see: a bug
               } else {
-                ++read_errors;  // the other replica was down (killed, restarting)
+                ++read_errors;  // the other replica was down (killed, restarting), or shed the read (503)
+                std::lock_guard lk(out_mu);
+                ++read_error_reasons[g.ok() ? std::to_string(g->status) + " " + g->body.substr(0, 60)
+                                            : "error " + g.status().message().substr(0, 60)];
               }
             }
           } else if (!r.ok() || r->status >= 500) {
@@ -246,6 +250,7 @@ int main(int argc, char** argv) {
             {"read_failures", read_failures.load()},
             {"read_errors", read_errors.load()},
             {"retry_reasons", retry_reasons},
+            {"read_error_reasons", read_error_reasons},
             {"cpu_s", cpu_s}};
   std::printf("%s\n", s.dump().c_str());
   if (!o.summary.empty()) {

@@ -366,8 +366,10 @@ void Api::AddRoutes(net::Router& router) {
       // never sheds and takes no latency samples from (net/admission.h has no "self-bounded"
       // class).
       {.cls = net::RequestClass::kHealth, .max_body_bytes = m->opt.max_body_bytes, .name = "audit_append"});
+  // One entry by seq: a primary-key read, typically a writer checking what it was just acknowledged:
+  // interactive, so it keeps headroom when appends load the server (searches and exports stay normal).
   router.Add(net::Method::kGet, "/v1/audit/{org}/entries/{seq}", read(&Impl::GetOne),
-             {.name = "audit_entry"});
+             {.cls = net::RequestClass::kInteractive, .name = "audit_entry"});
   router.Add(net::Method::kGet, "/v1/audit/{org}/entries", read(&Impl::SearchEntries),
              {.name = "audit_search"});
   router.Add(net::Method::kGet, "/v1/audit/{org}/export",
