@@ -160,7 +160,16 @@ struct Batcher::Impl {
     std::unique_lock lk(mu);
     for (;;) {
       int l = -1;
-      cv.wait(lk, [&] { return (l = FreeLane()) >= 0 || (stop && queued_entries == 0); });
+      auto ready = [&] { return (l = FreeLane()) >= 0 || (stop && queued_entries == 0); };
+      while (!ready()) {
+        if (opt.stats_interval.count() > 0) {
+          // Idle: still log the statistics of the last batches (the benchmark reads them per row).
+          cv.wait_for(lk, opt.stats_interval);
+          MaybeLogStats();
+        } else {
+          cv.wait(lk);
+        }
+      }
       if (l < 0) return;  // stopping, and nothing left
       Lane& lane = lanes[static_cast<size_t>(l)];
       lane.busy = true;
