@@ -11,8 +11,11 @@
 // append it started is acknowledged exactly once or reported as failed. Every ack goes to --acked as
 // "org idempotency_key seq entry_hash"; with --read-every N, every Nth ack is read back at once from
 // another replica (read-after-ack; its latency is reported). The summary (JSON) holds entries/s, the
-// p50/p99 append latency, retries, failures and the read-after-ack median. Exit 1 when an append
+// p50/p99 append latency, retries, failures, the read-after-ack median and the loadgen's own CPU
+// seconds (cpu_s). Exit 1 when an append
 // failed or was refused, or an acknowledged entry read back as 404.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -125,7 +128,8 @@ int main(int argc, char** argv) {
     targets.emplace_back(hp.substr(0, colon), std::stoi(hp.substr(colon + 1)));
   }
   std::mutex out_mu;
-  std::map<std::string, int64_t> retry_reasons;  // why appends were retried (status and a few words)
+  std::map<std::string, int64_t> retry_reasons;       // why appends were retried (status and a few words)
+  std::map<std::string, int64_t> read_error_reasons;  // why read-after-ack reads failed (not 404)
   std::FILE* acked = o.acked.empty() ? nullptr : std::fopen(o.acked.c_str(), "a");
   if (!o.acked.empty() && acked == nullptr) return Usage("cannot open --acked");
 
@@ -187,7 +191,10 @@ int main(int argc, char** argv) {
               } else if (g.ok() && g->status == 404) {
                 ++read_failures;  // an acknowledged entry that another replica cannot see: a bug
               } else {
-                ++read_errors;  // the other replica was down (killed, restarting)
+                ++read_errors;  // the other replica was down (killed, restarting), or shed the read (503)
+                std::lock_guard lk(out_mu);
+                ++read_error_reasons[g.ok() ? std::to_string(g->status) + " " + g->body.substr(0, 60)
+                                            : "error " + g.status().message().substr(0, 60)];
               }
             }
           } else if (!r.ok() || r->status >= 500) {
@@ -222,6 +229,11 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   double secs = std::chrono::duration<double>(Steady::now() - start).count();
   if (acked != nullptr) std::fclose(acked);
+  // The load generator's own CPU (it shares the cores with the replicas and PostgreSQL).
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  const double cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                       static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   bench::LatencyRecorder all, all_reads;
   for (auto& l : lat) all.Merge(l);
   for (auto& l : reads) all_reads.Merge(l);
@@ -237,7 +249,9 @@ int main(int argc, char** argv) {
             {"read_after_ack_median_ms", all_reads.Percentile(50) / 1e6},
             {"read_failures", read_failures.load()},
             {"read_errors", read_errors.load()},
-            {"retry_reasons", retry_reasons}};
+            {"retry_reasons", retry_reasons},
+            {"read_error_reasons", read_error_reasons},
+            {"cpu_s", cpu_s}};
   std::printf("%s\n", s.dump().c_str());
   if (!o.summary.empty()) {
     std::ofstream f(o.summary);

@@ -36,6 +36,23 @@ class CompactRange {
 
   // Adds one leaf (a LeafHash). Cost: 1 + (number of trailing one bits of size()) NodeHash calls.
   void Append(const Hash& leaf_hash);
+  // The same, and calls `completed(level, index, hash)` for every complete subtree the append completes
+  // whose level is a positive multiple of `stride` (the subtrees the service stores, see
+  // CompletedSubtrees), smallest first: the merges Append does anyway, so this costs nothing extra.
+  // `index` is the subtree's position at its level (its first leaf is index << level).
+  template <typename F>
+  void Append(const Hash& leaf_hash, unsigned stride, F&& completed) {
+    hashes_.push_back(leaf_hash);
+    ++size_;
+    uint32_t level = 0;
+    for (uint64_t s = size_; (s & 1) == 0; s >>= 1) {
+      const Hash right = hashes_.back();
+      hashes_.pop_back();
+      hashes_.back() = NodeHash(hashes_.back(), right);
+      ++level;
+      if (stride != 0 && level % stride == 0) completed(level, (size_ - 1) >> level, hashes_.back());
+    }
+  }
   // MTH of the tree so far; EmptyTreeHash() for size 0.
   Hash Root() const;
 

@@ -266,6 +266,26 @@ TEST(MerkleTest, CompletedSubtreesAreExactlyTheNewlyCompleteOnes) {
   EXPECT_EQ(CompletedSubtrees(250, 256, 4), (std::vector<std::pair<uint64_t, uint32_t>>{{240, 4}, {0, 8}}));
 }
 
+// Append's completion callback reports exactly CompletedSubtrees, in the same order, with the hashes a
+// brute-force tree gives.
+TEST(MerkleTest, AppendReportsTheSubtreesItCompletes) {
+  for (unsigned stride : {1u, 2u, 4u}) {
+    CompactRange range;
+    MemoryTree tree;
+    for (uint64_t n = 0; n < 600; ++n) {
+      Hash leaf = LeafHash(std::to_string(n));
+      tree.Append(leaf);
+      std::vector<std::pair<uint64_t, uint32_t>> got;
+      range.Append(leaf, stride, [&](uint32_t level, uint64_t index, const Hash& h) {
+        got.emplace_back(index << level, level);
+        EXPECT_EQ(h, tree.Subtree(index << level, uint64_t{1} << level).value());
+      });
+      EXPECT_EQ(got, CompletedSubtrees(n, n + 1, stride)) << "size " << n + 1 << " stride " << stride;
+      EXPECT_EQ(range.Root(), tree.Root(n + 1).value());
+    }
+  }
+}
+
 // A store as the service keeps it: leaf hashes and every completed subtree at multiples of stride.
 TEST(MerkleTest, StoredNodeSourceGivesTheSameProofs) {
   constexpr uint64_t kN = 300;

@@ -90,6 +90,8 @@ net::Response StatusProblem(const Status& s, const net::Request& req) {
       return Problem(404, s.message(), req);
     case Code::kDataLoss:
       return Problem(500, s.message(), req);
+    case Code::kResourceExhausted:  // the append queue is full: refused before anything was stored
+      return Problem(503, "too many appends waiting; retry later with the same idempotency keys", req);
     case Code::kUnavailable:
       if (s.message().find("retry with the same idempotency keys") != std::string::npos) {
         return Problem(
@@ -349,16 +351,25 @@ void Api::AddRoutes(net::Router& router) {
                    });
     };
   };
-  router.Add(net::Method::kPost, "/v1/audit/{org}/entries",
-             [m](net::Request&& req, net::Responder out) {
-               m->Authorize(std::move(req), std::move(out), "append",
-                            [m](net::Request&& q, net::Responder r, const std::string& org) {
-                              m->Append(std::move(q), std::move(r), org);
-                            });
-             },
-             {.max_body_bytes = m->opt.max_body_bytes, .name = "audit_append"});
+  router.Add(
+      net::Method::kPost, "/v1/audit/{org}/entries",
+      [m](net::Request&& req, net::Responder out) {
+        m->Authorize(std::move(req), std::move(out), "append",
+                     [m](net::Request&& q, net::Responder r, const std::string& org) {
+                       m->Append(std::move(q), std::move(r), org);
+                     });
+      },
+      // Appends are admitted on the Batcher's own bound (BatcherOptions::max_queued: 503 +
+      // Retry-After only when that many entries wait), not on the adaptive latency limit:
+      // group commit gets faster as more appends wait, while the limit would shrink its
+      // window as their latency rises and shed most of them. kHealth is the class the limiter
+      // never sheds and takes no latency samples from (net/admission.h has no "self-bounded"
+      // class).
+      {.cls = net::RequestClass::kHealth, .max_body_bytes = m->opt.max_body_bytes, .name = "audit_append"});
+  // One entry by seq: a primary-key read, typically a writer checking what it was just acknowledged:
+  // interactive, so it keeps headroom when appends load the server (searches and exports stay normal).
   router.Add(net::Method::kGet, "/v1/audit/{org}/entries/{seq}", read(&Impl::GetOne),
-             {.name = "audit_entry"});
+             {.cls = net::RequestClass::kInteractive, .name = "audit_entry"});
   router.Add(net::Method::kGet, "/v1/audit/{org}/entries", read(&Impl::SearchEntries),
              {.name = "audit_search"});
   router.Add(net::Method::kGet, "/v1/audit/{org}/export",

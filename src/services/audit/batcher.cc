@@ -53,9 +53,25 @@ constexpr std::string_view kInsertEntries =
     "$4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], "
     "$12::text[]) AS v(o, s, k, t, a, ac, tg, oc, d, p, e, l)";
 
-constexpr std::string_view kLockHeads =
+// The head locks: the first organisation's waiting, the others' only if free (SKIP LOCKED). A batch
+// never waits while it holds a head lock, so transactions of several replicas over overlapping
+// organisations never queue behind each other in chains (and never deadlock); the requests of heads
+// that were busy go back to the front of their lane for its next batch.
+constexpr std::string_view kLockFirstHead =
+    "SELECT org, next_seq, head_hash, compact_range FROM audit_heads WHERE org = $1 FOR UPDATE";
+constexpr std::string_view kLockFreeHeads =
     "SELECT org, next_seq, head_hash, compact_range FROM audit_heads WHERE org = ANY($1::text[]) "
-    "ORDER BY org FOR UPDATE";
+    "AND org <> $2 FOR UPDATE SKIP LOCKED";
+// Session settings of the batch transaction (set_config(..., true): this transaction only), in one
+// statement. synchronous_commit: acknowledged means flushed, whatever the database or role defaults
+// say (either this commit flushes, or the barrier after it does). plan_cache_mode: the statements take
+// arrays whose contents (and the tables) change all the time; a generic plan made once (when the
+// tables were empty, or from an organisation count that no longer holds) picked an index on `org`
+// alone or a sequential scan and read the whole chain per batch. Planning each batch's statements
+// with their actual arrays costs far less.
+constexpr std::string_view kSettings =
+    "SELECT set_config('synchronous_commit', $1, true), set_config('plan_cache_mode', 'force_custom_plan', "
+    "true)";
 const std::string kExisting =
     "SELECT " + std::string(kEntryColumns) +
     " FROM audit_entries JOIN unnest($1::text[], $2::text[]) AS k(korg, kidem) ON org = "
@@ -66,25 +82,12 @@ constexpr std::string_view kInsertNodes =
 constexpr std::string_view kUpdateHeads =
     "UPDATE audit_heads h SET next_seq = v.n, head_hash = decode(v.hh, 'hex'), "
     "compact_range = decode(v.cr, 'hex'), updated_at = now() "
-    "FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS v(org, n, hh, cr) WHERE h.org = v.org";
+    "FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS v(org, n, hh, cr) WHERE h.org = v.org "
+    // Without it the plan is a sequential scan of audit_heads, every dead row version included (the
+    // heads are updated by every batch), under the head locks.
+    "AND h.org = ANY($1::text[])";
 
-// Calls `completed(level, index, hash)` for each complete subtree at a stride level (audit/merkle.h
-// kDefaultStride) that appending `leaf` to `range` completes: exactly the merges CompactRange::Append
-// is about to do (one per trailing one bit of the size), whose hashes the service stores.
-template <typename F>
-void CompletedStrideNodes(const audit::CompactRange& range, const audit::Hash& leaf, F completed) {
-  audit::Hash h = leaf;
-  const std::vector<audit::Hash>& hs = range.hashes();
-  size_t k = hs.size();
-  uint64_t index = range.size();
-  int level = 0;
-  for (uint64_t sz = range.size(); sz & 1; sz >>= 1) {
-    h = audit::NodeHash(hs[--k], h);
-    ++level;
-    index >>= 1;
-    if (level % static_cast<int>(audit::kDefaultStride) == 0) completed(level, index, h);
-  }
-}
+int64_t Micros(int64_t from_nanos, int64_t to_nanos) { return (to_nanos - from_nanos) / 1000; }
 
 }  // namespace
 
@@ -93,7 +96,18 @@ struct Batcher::Impl {
     std::string org;
     std::vector<AppendInput> entries;
     Callback done;
+    int64_t arrived_nanos = 0;
     AppendOutcome outcome;  // filled by a flush
+  };
+  struct Lane {
+    std::deque<std::unique_ptr<Request>> queue;
+    size_t queued_entries = 0;
+    bool busy = false;  // a transaction of this lane holds (or waits for) head locks
+  };
+  // Phase timings of one flush, for Stats.
+  struct Timing {
+    int64_t lock_us = 0, compute_us = 0, commit_us = 0, flush_us = 0;
+    size_t orgs = 0;
   };
 
   db::Pool* pool;
@@ -102,55 +116,127 @@ struct Batcher::Impl {
 
   mutable std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::unique_ptr<Request>> queue;
-  size_t queued_entries = 0;
-  int64_t oldest_nanos = 0;  // monotonic arrival of queue.front()
+  std::vector<Lane> lanes;
+  size_t queued_entries = 0;  // over all lanes
+  size_t next_lane = 0;       // where the next free-lane search starts (fairness)
   bool stop = false;
   std::vector<std::thread> threads;
   Stats stats;
+  Stats logged;  // stats at the last log line
+  int64_t last_log_nanos = 0;
   std::unordered_set<std::string> known_heads;  // heads committed to exist (never deleted)
 
-  // Takes up to max_batch entries (at least one request) from the queue. mu held.
-  std::vector<std::unique_ptr<Request>> Take() {
+  size_t LaneOf(std::string_view org) const { return std::hash<std::string_view>{}(org) % lanes.size(); }
+
+  // A free lane with work, or -1. mu held.
+  int FreeLane() {
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      size_t l = (next_lane + i) % lanes.size();
+      if (!lanes[l].busy && !lanes[l].queue.empty()) {
+        next_lane = (l + 1) % lanes.size();
+        return static_cast<int>(l);
+      }
+    }
+    return -1;
+  }
+
+  // Takes up to max_batch entries (at least one request) from the lane. mu held.
+  std::vector<std::unique_ptr<Request>> Take(Lane& lane) {
     std::vector<std::unique_ptr<Request>> batch;
     size_t n = 0;
-    while (!queue.empty() && (batch.empty() || n + queue.front()->entries.size() <= opt.max_batch)) {
-      n += queue.front()->entries.size();
-      queued_entries -= queue.front()->entries.size();
-      batch.push_back(std::move(queue.front()));
-      queue.pop_front();
+    while (!lane.queue.empty() &&
+           (batch.empty() || n + lane.queue.front()->entries.size() <= opt.max_batch)) {
+      size_t k = lane.queue.front()->entries.size();
+      n += k;
+      lane.queued_entries -= k;
+      queued_entries -= k;
+      batch.push_back(std::move(lane.queue.front()));
+      lane.queue.pop_front();
     }
-    if (!queue.empty()) oldest_nanos = clock->MonotonicNanos();
     return batch;
   }
 
   void Run() {
     std::unique_lock lk(mu);
     for (;;) {
-      cv.wait(lk, [&] { return stop || !queue.empty(); });
-      if (queue.empty()) return;  // stopping, and nothing left
-      // Wait for company until the first entry has waited flush_interval or the batch is full.
-      while (!stop && queued_entries < opt.max_batch) {
-        int64_t deadline = oldest_nanos + std::chrono::nanoseconds(opt.flush_interval).count();
+      int l = -1;
+      auto ready = [&] { return (l = FreeLane()) >= 0 || (stop && queued_entries == 0); };
+      while (!ready()) {
+        if (opt.stats_interval.count() > 0) {
+          // Idle: still log the statistics of the last batches (the benchmark reads them per row).
+          cv.wait_for(lk, opt.stats_interval);
+          MaybeLogStats();
+        } else {
+          cv.wait(lk);
+        }
+      }
+      if (l < 0) return;  // stopping, and nothing left
+      Lane& lane = lanes[static_cast<size_t>(l)];
+      lane.busy = true;
+      // Optionally wait for company until the oldest entry has waited flush_interval or the batch is
+      // full. By default (0) the lane flushes at once: what queues while it runs makes the next batch.
+      while (!stop && opt.flush_interval.count() > 0 && lane.queued_entries < opt.max_batch &&
+             !lane.queue.empty()) {
+        int64_t deadline =
+            lane.queue.front()->arrived_nanos + std::chrono::nanoseconds(opt.flush_interval).count();
         int64_t now = clock->MonotonicNanos();
         if (now >= deadline) break;
         cv.wait_for(lk, std::chrono::nanoseconds(deadline - now));
-        if (queue.empty()) break;
       }
-      if (queue.empty()) continue;
-      std::vector<std::unique_ptr<Request>> batch = Take();
-      if (!queue.empty()) cv.notify_one();
+      if (lane.queue.empty()) {
+        lane.busy = false;
+        continue;
+      }
+      std::vector<std::unique_ptr<Request>> batch = Take(lane);
+      if (stop) cv.notify_all();  // threads waiting for the queue to drain
+      const int64_t started = clock->MonotonicNanos();
       lk.unlock();
-      Status s = Flush(batch);
+      Timing timing;
+      std::vector<std::unique_ptr<Request>> deferred;
+      bool released = false;
+      // Frees the lane once this batch's head locks are released, so the lane's next batch can start
+      // on another thread while this one waits for its flush.
+      auto release_lane = [&] {
+        if (released) return;
+        released = true;
+        std::lock_guard g(mu);
+        // Deferred requests go back to the front, oldest first, for the lane's next batch.
+        for (auto it = deferred.rbegin(); it != deferred.rend(); ++it) {
+          size_t k = (*it)->entries.size();
+          lane.queued_entries += k;
+          queued_entries += k;
+          lane.queue.push_front(std::move(*it));
+        }
+        deferred.clear();
+        lane.busy = false;
+        if (stop) {
+          cv.notify_all();
+        } else if (!lane.queue.empty()) {
+          cv.notify_one();
+        }
+      };
+      Status s = Flush(batch, deferred, timing, release_lane);
+      release_lane();
       lk.lock();
       if (s.ok()) {
         ++stats.batches;
+        size_t entries = 0;
         for (auto& r : batch) {
+          entries += r->entries.size();
           for (bool c : r->outcome.created) ++(c ? stats.entries_written : stats.entries_existing);
         }
+        stats.requests += batch.size();
+        stats.orgs += timing.orgs;
+        stats.max_batch_entries = std::max<uint64_t>(stats.max_batch_entries, entries);
+        stats.queue_us += static_cast<uint64_t>(Micros(batch.front()->arrived_nanos, started));
+        stats.lock_us += static_cast<uint64_t>(timing.lock_us);
+        stats.compute_us += static_cast<uint64_t>(timing.compute_us);
+        stats.commit_us += static_cast<uint64_t>(timing.commit_us);
+        stats.flush_us += static_cast<uint64_t>(timing.flush_us);
       } else {
         ++stats.batches_failed;
       }
+      MaybeLogStats();
       lk.unlock();
       if (!s.ok()) {
         log::Warn("audit", "append batch failed",
@@ -166,6 +252,39 @@ struct Batcher::Impl {
       }
       lk.lock();
     }
+  }
+
+  // One info line per stats_interval with the means of the interval (the benchmark reads them). mu held.
+  void MaybeLogStats() {
+    if (opt.stats_interval.count() <= 0) return;
+    int64_t now = clock->MonotonicNanos();
+    if (now - last_log_nanos < std::chrono::nanoseconds(opt.stats_interval).count()) return;
+    last_log_nanos = now;
+    const Stats& a = stats;
+    const Stats& b = logged;
+    uint64_t n = a.batches - b.batches;
+    if (n == 0 && a.batches_failed == b.batches_failed && a.queue_full == b.queue_full) return;
+    auto mean = [&](uint64_t x, uint64_t y) {
+      return n == 0 ? int64_t{0} : static_cast<int64_t>((x - y) / n);
+    };
+    log::Info("audit", "append batches",
+              {{"batches", static_cast<int64_t>(n)},
+               {"failed", static_cast<int64_t>(a.batches_failed - b.batches_failed)},
+               {"entries", static_cast<int64_t>(a.entries_written + a.entries_existing - b.entries_written -
+                                                b.entries_existing)},
+               {"entries_per_batch",
+                mean(a.entries_written + a.entries_existing, b.entries_written + b.entries_existing)},
+               {"requests_per_batch", mean(a.requests, b.requests)},
+               {"orgs_per_batch", mean(a.orgs, b.orgs)},
+               {"max_batch", static_cast<int64_t>(a.max_batch_entries)},
+               {"queue_us", mean(a.queue_us, b.queue_us)},
+               {"lock_us", mean(a.lock_us, b.lock_us)},
+               {"compute_us", mean(a.compute_us, b.compute_us)},
+               {"commit_us", mean(a.commit_us, b.commit_us)},
+               {"flush_us", mean(a.flush_us, b.flush_us)},
+               {"queue_full", static_cast<int64_t>(a.queue_full - b.queue_full)}});
+    logged = stats;
+    stats.max_batch_entries = 0;
   }
 
   Status EnsureHeads(db::Connection& c, const std::vector<std::string>& orgs) {
@@ -189,27 +308,61 @@ struct Batcher::Impl {
     return OkStatus();
   }
 
-  Status Flush(std::vector<std::unique_ptr<Request>>& batch) {
+  // The columns of the new entries that do not depend on the chain head, as array literals. Built
+  // before the head locks are taken; rebuilt under them only when some keys turn out to be stored.
+  struct FixedColumns {
+    std::vector<std::string> org, key, time, actor, action, target, outcome, details;
+    void Add(const std::string& o, const AppendInput& in, int64_t now_micros) {
+      org.push_back(o);
+      key.push_back(in.idempotency_key);
+      time.push_back(std::to_string(in.time_micros.value_or(now_micros)));
+      actor.push_back(in.actor);
+      action.push_back(in.action);
+      target.push_back(in.target);
+      outcome.push_back(in.outcome);
+      details.push_back(in.details);
+    }
+    std::vector<std::string> Literals() const {
+      std::vector<std::string> out;
+      for (const auto* col : {&org, &key, &time, &actor, &action, &target, &outcome, &details})
+        out.push_back(ArrayLiteral(*col));
+      return out;
+    }
+  };
+
+  // Runs the batch's transaction. Calls `release_lane` as soon as its head locks are released.
+  // Requests whose heads were busy are moved from `batch` to `deferred` (not failed: the caller queues
+  // them again).
+  Status Flush(std::vector<std::unique_ptr<Request>>& batch, std::vector<std::unique_ptr<Request>>& deferred,
+               Timing& timing, const std::function<void()>& release_lane) {
     auto lease = pool->Checkout();
     if (!lease.ok()) return lease.status();
     db::Connection& c = **lease;
 
     std::vector<std::string> orgs;
     std::vector<std::string> key_orgs, keys;
+    const int64_t now_micros = clock->UnixMicros();
+    FixedColumns fixed;
+    bool dup_in_batch = false;  // the same key twice in this batch: the slow path below
+    std::unordered_set<std::string> seen;
     for (auto& r : batch) {
       orgs.push_back(r->org);
       for (const AppendInput& in : r->entries) {
         key_orgs.push_back(r->org);
         keys.push_back(in.idempotency_key);
+        fixed.Add(r->org, in, now_micros);
+        if (!seen.insert(r->org + '\n' + in.idempotency_key).second) dup_in_batch = true;
       }
     }
     std::sort(orgs.begin(), orgs.end());
     orgs.erase(std::unique(orgs.begin(), orgs.end()), orgs.end());
+    timing.orgs = orgs.size();
     GOVERN_RETURN_IF_ERROR(EnsureHeads(c, orgs));
     const std::string orgs_array = ArrayLiteral(orgs);
     const std::string key_orgs_array = ArrayLiteral(key_orgs);
     const std::string keys_array = ArrayLiteral(keys);
-    const int64_t now_micros = clock->UnixMicros();
+    std::vector<std::string> fixed_literals = fixed.Literals();
+    const bool outside = opt.flush_outside_lock;
 
     auto body = [&](db::Connection& tx) -> Status {
       struct Head {
@@ -221,104 +374,116 @@ struct Batcher::Impl {
       std::map<std::string, Head> heads;
       // BEGIN, the head locks and the idempotency lookup in one round trip. READ COMMITTED: the lookup
       // runs after the locks are granted, so it sees every commit of a transaction that held them.
+      const std::string& first_org = batch.front()->org;  // the oldest request's: worth waiting for
       std::vector<db::Statement> first = {
           {"BEGIN", {}, false},
-          // Acknowledged means flushed, whatever the database or role defaults say.
-          {"SET LOCAL synchronous_commit TO on", {}, false},
-          {std::string(kLockHeads), db::Params(orgs_array), true},
+          {std::string(kSettings), db::Params(outside ? "off" : "on"), true},
+          {std::string(kLockFirstHead), db::Params(first_org), true},
+          {std::string(kLockFreeHeads), db::Params(orgs_array, first_org), true},
           {kExisting, db::Params(key_orgs_array, keys_array), true},
       };
+      int64_t t0 = clock->MonotonicNanos();
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, tx.Pipeline(first));
-      const db::Rows& hr = res[2];
-      for (int i = 0; i < hr.size(); ++i) {
-        Head h;
-        GOVERN_ASSIGN_OR_RETURN(h.next_seq, hr.Int64(i, 1));
-        GOVERN_ASSIGN_OR_RETURN(std::string head, hr.Bytes(i, 2));
-        GOVERN_ASSIGN_OR_RETURN(h.head, HashFromBytes(head));
-        GOVERN_ASSIGN_OR_RETURN(std::string cr, hr.Bytes(i, 3));
-        GOVERN_ASSIGN_OR_RETURN(h.range, audit::CompactRange::Decode(cr));
-        if (h.range.size() != static_cast<uint64_t>(h.next_seq - 1)) {
-          return DataLoss("the chain head of '" + std::string(hr.Text(i, 0)) + "' is inconsistent");
+      int64_t t1 = clock->MonotonicNanos();
+      timing.lock_us = Micros(t0, t1);
+      for (int part : {2, 3}) {
+        const db::Rows& hr = res[static_cast<size_t>(part)];
+        for (int i = 0; i < hr.size(); ++i) {
+          Head h;
+          GOVERN_ASSIGN_OR_RETURN(h.next_seq, hr.Int64(i, 1));
+          GOVERN_ASSIGN_OR_RETURN(std::string head, hr.Bytes(i, 2));
+          GOVERN_ASSIGN_OR_RETURN(h.head, HashFromBytes(head));
+          GOVERN_ASSIGN_OR_RETURN(std::string cr, hr.Bytes(i, 3));
+          GOVERN_ASSIGN_OR_RETURN(h.range, audit::CompactRange::Decode(cr));
+          if (h.range.size() != static_cast<uint64_t>(h.next_seq - 1)) {
+            return DataLoss("the chain head of '" + std::string(hr.Text(i, 0)) + "' is inconsistent");
+          }
+          heads.emplace(std::string(hr.Text(i, 0)), std::move(h));
         }
-        heads.emplace(std::string(hr.Text(i, 0)), std::move(h));
       }
-      if (heads.size() != orgs.size()) return Internal("a chain head is missing after it was created");
-      // (org, idempotency key) -> the stored (or, earlier in this batch, the new) entry.
+      if (!heads.contains(first_org)) return Internal("a chain head is missing after it was created");
+      if (heads.size() != orgs.size()) {
+        // Heads another transaction holds: their requests wait for this lane's next batch.
+        std::vector<std::unique_ptr<Request>> kept;
+        for (auto& r : batch) (heads.contains(r->org) ? kept : deferred).push_back(std::move(r));
+        batch = std::move(kept);
+        timing.orgs = heads.size();
+      }
+      // (org, idempotency key) -> the stored (or, with dup_in_batch, earlier in this batch) entry.
       std::unordered_map<std::string, StoredEntry> known;
       auto known_key = [](std::string_view org, std::string_view key) {
         return std::string(org) + '\n' + std::string(key);
       };
-      const db::Rows& er = res[3];
+      const db::Rows& er = res[4];  // only rows of locked heads are used
       for (int i = 0; i < er.size(); ++i) {
         GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
         std::string k = known_key(e.entry.org, e.entry.idempotency_key);
         known.emplace(std::move(k), std::move(e));
       }
+      const bool all_new = known.empty() && !dup_in_batch && deferred.empty();
+      if (!all_new) fixed = FixedColumns{};
 
-      // Column arrays of the new entries.
-      std::vector<std::string> c_org, c_seq, c_key, c_time, c_actor, c_action, c_target, c_outcome, c_details,
-          c_prev, c_hash, c_leaf;
+      // The head-dependent columns of the new entries.
+      std::vector<std::string> c_seq, c_prev, c_hash, c_leaf;
       struct Node {
         std::string org;
-        int level;
+        uint32_t level;
         uint64_t index;
         audit::Hash hash;
       };
       std::vector<Node> nodes;
+      size_t new_entries = 0;
       for (auto& r : batch) {
         r->outcome = AppendOutcome{};
+        r->outcome.entries.reserve(r->entries.size());
         Head& head = heads.at(r->org);
-        for (const AppendInput& in : r->entries) {
-          std::string k = known_key(r->org, in.idempotency_key);
-          if (auto it = known.find(k); it != known.end()) {
-            r->outcome.entries.push_back(it->second);
-            r->outcome.created.push_back(false);
-            continue;
+        for (AppendInput& in : r->entries) {
+          if (!all_new) {
+            std::string k = known_key(r->org, in.idempotency_key);
+            if (auto it = known.find(k); it != known.end()) {
+              r->outcome.entries.push_back(it->second);
+              r->outcome.created.push_back(false);
+              continue;
+            }
+            fixed.Add(r->org, in, now_micros);
           }
           StoredEntry e;
           e.entry = audit::Entry{.org = r->org,
                                  .seq = static_cast<uint64_t>(head.next_seq),
                                  .time_us = in.time_micros.value_or(now_micros),
-                                 .actor = in.actor,
-                                 .action = in.action,
-                                 .target = in.target,
-                                 .outcome = in.outcome,
-                                 .details = in.details,
+                                 .actor = std::move(in.actor),
+                                 .action = std::move(in.action),
+                                 .target = std::move(in.target),
+                                 .outcome = std::move(in.outcome),
+                                 .details = std::move(in.details),
                                  .idempotency_key = in.idempotency_key};
           e.leaf_hash = audit::Seal(e.entry, head.head);
-          CompletedStrideNodes(head.range, e.leaf_hash, [&](int level, uint64_t index, const audit::Hash& h) {
-            nodes.push_back({r->org, level, index, h});
-          });
-          head.range.Append(e.leaf_hash);
+          head.range.Append(e.leaf_hash, audit::kDefaultStride,
+                            [&](uint32_t level, uint64_t index, const audit::Hash& h) {
+                              nodes.push_back({r->org, level, index, h});
+                            });
           head.head = e.entry.entry_hash;
           ++head.next_seq;
           head.changed = true;
-          c_org.push_back(e.entry.org);
+          ++new_entries;
           c_seq.push_back(std::to_string(e.entry.seq));
-          c_key.push_back(e.entry.idempotency_key);
-          c_time.push_back(std::to_string(e.entry.time_us));
-          c_actor.push_back(e.entry.actor);
-          c_action.push_back(e.entry.action);
-          c_target.push_back(e.entry.target);
-          c_outcome.push_back(e.entry.outcome);
-          c_details.push_back(e.entry.details);
           c_prev.push_back(audit::HashToHex(e.entry.prev_hash));
           c_hash.push_back(audit::HashToHex(e.entry.entry_hash));
           c_leaf.push_back(audit::HashToHex(e.leaf_hash));
-          r->outcome.entries.push_back(e);
           r->outcome.created.push_back(true);
-          known.emplace(std::move(k), std::move(e));
+          if (!all_new) known.emplace(known_key(r->org, in.idempotency_key), e);
+          r->outcome.entries.push_back(std::move(e));
         }
       }
-      // The entries, the heads, the completed subtrees and COMMIT in one more round trip: the head locks
-      // are held for two round trips and the commit's flush.
+      if (!all_new) fixed_literals = fixed.Literals();
+      // The entries, the heads, the completed subtrees and COMMIT in one more round trip.
       std::vector<db::Statement> last;
-      if (!c_org.empty()) {
+      if (new_entries > 0) {
         db::Params p;
-        for (const auto* col : {&c_org, &c_seq, &c_key, &c_time, &c_actor, &c_action, &c_target, &c_outcome,
-                                &c_details, &c_prev, &c_hash, &c_leaf}) {
-          p.Add(ArrayLiteral(*col));
-        }
+        p.Add(fixed_literals[0]);
+        p.Add(ArrayLiteral(c_seq));
+        for (size_t i = 1; i < fixed_literals.size(); ++i) p.Add(fixed_literals[i]);
+        for (const auto* col : {&c_prev, &c_hash, &c_leaf}) p.Add(ArrayLiteral(*col));
         last.push_back({std::string(kInsertEntries), std::move(p), true});
       }
       std::vector<std::string> u_org, u_next, u_head, u_range;
@@ -351,8 +516,12 @@ struct Batcher::Impl {
       }
       if (opt.before_commit) opt.before_commit();
       last.push_back({"COMMIT", {}, false});
+      int64_t t2 = clock->MonotonicNanos();
+      timing.compute_us = Micros(t1, t2);
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> done, tx.Pipeline(last));
-      const db::Rows& updated = done[c_org.empty() ? 0 : 1];
+      int64_t t3 = clock->MonotonicNanos();
+      timing.commit_us = Micros(t2, t3);
+      const db::Rows& updated = done[new_entries == 0 ? 0 : 1];
       if (!u_org.empty() && updated.affected() != static_cast<int64_t>(u_org.size())) {
         return Internal("chain head update lost rows");  // cannot happen: the heads are locked
       }
@@ -363,7 +532,26 @@ struct Batcher::Impl {
     // batch is refused (503) and its writers retry with the same keys, which is safe whatever happened.
     Status s = body(c);
     if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
-    return s;
+    release_lane();
+    if (!s.ok() || !outside) return s;
+    // The durability barrier: a transaction with an xid (so its COMMIT writes a commit record) that
+    // commits with synchronous_commit on returns once the WAL up to that record is flushed, which
+    // includes the batch's commit written before it. PostgreSQL flushes many such commits at once.
+    static const std::vector<db::Statement> kBarrier = {
+        {"BEGIN", {}, false},
+        {"SET LOCAL synchronous_commit TO on", {}, false},
+        {"SELECT pg_current_xact_id()", {}, true},
+        {"COMMIT", {}, false},
+    };
+    int64_t t4 = clock->MonotonicNanos();
+    auto flushed = c.Pipeline(kBarrier);
+    timing.flush_us = Micros(t4, clock->MonotonicNanos());
+    if (!flushed.ok()) {
+      if (c.InTransaction()) (void)c.Exec("ROLLBACK");
+      return flushed.status();
+    }
+    if (flushed->back().tag() != "COMMIT") return Aborted("the durability barrier was rolled back");
+    return OkStatus();
   }
 };
 
@@ -372,7 +560,10 @@ Batcher::Batcher(db::Pool* pool, BatcherOptions options) : impl_(std::make_uniqu
   impl_->opt = std::move(options);
   impl_->clock = impl_->opt.clock != nullptr ? impl_->opt.clock : &Clock::Real();
   impl_->opt.max_batch = std::max<size_t>(1, impl_->opt.max_batch);
-  int n = std::max(1, impl_->opt.flushers);
+  int lanes = std::max(1, impl_->opt.flushers);
+  impl_->lanes = std::vector<Impl::Lane>(static_cast<size_t>(lanes));
+  // Two threads per lane: one may wait for its batch's flush while the next batch of its lane runs.
+  int n = impl_->opt.flush_outside_lock ? 2 * lanes : lanes;
   for (int i = 0; i < n; ++i) impl_->threads.emplace_back([impl = impl_.get()] { impl->Run(); });
 }
 
@@ -401,20 +592,28 @@ void Batcher::Append(std::string org, std::vector<AppendInput> entries, Callback
     done(Unavailable("the audit service is shutting down"));
     return;
   }
+  // The append path's own bound (the service does not shed appends on latency): entries waiting for a
+  // transaction, over all lanes.
   if (impl_->queued_entries + entries.size() > impl_->opt.max_queued) {
+    ++impl_->stats.queue_full;
     lk.unlock();
-    done(Unavailable("too many appends waiting; retry later"));
+    done(ResourceExhausted("too many appends waiting; retry later"));
     return;
   }
-  if (impl_->queue.empty()) impl_->oldest_nanos = impl_->clock->MonotonicNanos();
-  impl_->queued_entries += entries.size();
   auto r = std::make_unique<Impl::Request>();
+  r->arrived_nanos = impl_->clock->MonotonicNanos();
+  Impl::Lane& lane = impl_->lanes[impl_->LaneOf(org)];
   r->org = std::move(org);
+  lane.queued_entries += entries.size();
+  impl_->queued_entries += entries.size();
   r->entries = std::move(entries);
   r->done = std::move(done);
-  impl_->queue.push_back(std::move(r));
-  impl_->cv.notify_one();
-  if (impl_->queued_entries >= impl_->opt.max_batch) impl_->cv.notify_all();
+  lane.queue.push_back(std::move(r));
+  if (!lane.busy) {
+    impl_->cv.notify_one();
+  } else if (impl_->opt.flush_interval.count() > 0 && lane.queued_entries >= impl_->opt.max_batch) {
+    impl_->cv.notify_all();  // a lane waiting for company: its batch is full
+  }
 }
 
 Result<AppendOutcome> Batcher::AppendBlocking(std::string org, std::vector<AppendInput> entries) {

@@ -1,16 +1,30 @@
 // Batcher: the append path. Gathers concurrent appends of any organisations into one PostgreSQL
 // transaction, so one flushed commit acknowledges many entries.
 //
+// Organisations are split into `lanes` by a hash of their name; a lane has at most one transaction
+// holding head locks at a time in this process, so a replica's own transactions never wait on each
+// other's locks, and transactions of different lanes (disjoint organisations) run concurrently on
+// different connections. A lane flushes as soon as it is free (natural group commit: whatever queued
+// while the previous transaction ran goes into the next one, up to max_batch entries).
+//
 // One flush: create missing chain heads (INSERT .. ON CONFLICT DO NOTHING, its own statement), then in
-// one transaction lock the batch's heads `ORDER BY org FOR UPDATE` (every replica locks in the same
-// order, so replicas never deadlock), look up the idempotency keys already stored (a retried append gets
-// the original entry back), compute seq, prev_hash, entry_hash and the Merkle compact range in C++,
-// then insert the entries and the completed stride subtrees (multi-row INSERTs of unnested arrays),
-// update the heads and COMMIT in one pipeline (the session keeps synchronous_commit on): the locks are
-// held for two round trips and the commit's flush. Callbacks run after COMMIT returns: an entry is
-// acknowledged only once it is durable. A failed flush fails only its own requests (Unavailable); they may be
-// retried with the same idempotency keys. Nothing here must be unique per process: any number of Batchers, in
-// any number of processes, may append to one database at once.
+// one transaction and one round trip: lock the head of the batch's oldest request (waiting for it if
+// another transaction holds it), lock the batch's other heads only if they are free (FOR UPDATE SKIP
+// LOCKED; the requests of busy heads go back to the front of the lane for its next batch), and look up
+// the idempotency keys already stored (a retried append gets the original entry back). A transaction
+// never waits for a lock while it holds one, so transactions of several replicas over overlapping
+// organisations neither queue behind each other in chains nor deadlock. Then compute seq, prev_hash,
+// entry_hash and the Merkle compact range in C++ (the columns that do not depend on seq were encoded
+// before the locks), and insert the entries and the completed stride subtrees, update the heads and
+// COMMIT in a second round trip. With flush_outside_lock (the default) that COMMIT does not wait for
+// the WAL flush, so the head locks are released at once, and a durability barrier follows on the same
+// connection: a transaction that takes an xid and commits with synchronous_commit on, which returns
+// only once the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way callbacks run only after
+// the batch's commit is flushed: an entry is acknowledged only once it is durable. A later transaction
+// (another replica's) may build on a commit that is not flushed yet; its own commit comes later in the
+// WAL, so it can never be durable without it. A failed flush fails only its own requests (Unavailable);
+// they may be retried with the same idempotency keys. Nothing here must be unique per process: any
+// number of Batchers, in any number of processes, may append to one database at once.
 //
 // Thread-safe. Callbacks run on the Batcher's flush threads: keep them short.
 #pragma once
@@ -34,11 +48,14 @@ class Pool;
 namespace govern::audit_service {
 
 struct BatcherOptions {
-  size_t max_batch = 1000;                         // entries per transaction (a request is never split)
-  std::chrono::microseconds flush_interval{1000};  // how long the first waiting entry waits for company
-  int flushers = 2;                                // transactions in flight at once
-  size_t max_queued = 100000;                      // entries waiting; more: Unavailable at once
-  const Clock* clock = nullptr;                    // nullptr: Clock::Real()
+  size_t max_batch = 1000;                      // entries per transaction (a request is never split)
+  std::chrono::microseconds flush_interval{0};  // how long a free lane waits for company (0: flush at once)
+  int flushers = 2;                             // lanes: transactions holding head locks at once
+  size_t max_queued = 20000;                    // entries waiting; more: Unavailable at once (503)
+  bool flush_outside_lock = true;               // release head locks before the WAL flush (see above)
+  // Log the batch statistics (Stats, per interval) at info level this often; 0: never.
+  std::chrono::milliseconds stats_interval{0};
+  const Clock* clock = nullptr;  // nullptr: Clock::Real()
   // Test hook: called inside the transaction after the rows are written, before COMMIT.
   std::function<void()> before_commit;
 };
@@ -66,11 +83,21 @@ class Batcher {
   // Flushes what is queued, then stops the flush threads. Idempotent.
   void Shutdown();
 
+  // Counters since start; the *_us sums over batches divided by `batches` give the mean of each phase.
   struct Stats {
     uint64_t batches = 0;
     uint64_t entries_written = 0;
     uint64_t entries_existing = 0;
     uint64_t batches_failed = 0;
+    uint64_t requests = 0;  // requests in successful batches
+    uint64_t orgs = 0;      // organisations per batch, summed
+    uint64_t max_batch_entries = 0;
+    uint64_t queue_us = 0;    // oldest request's wait in the queue before its batch started
+    uint64_t lock_us = 0;     // BEGIN + head locks + key lookup round trip (includes lock waits)
+    uint64_t compute_us = 0;  // seq, hashes, Merkle, statement parameters (locks held)
+    uint64_t commit_us = 0;   // insert + update + COMMIT round trip (locks held until it returns)
+    uint64_t flush_us = 0;    // the durability barrier (locks already released); 0 when inside
+    uint64_t queue_full = 0;  // appends refused because max_queued entries were waiting
   };
   Stats GetStats() const;
 

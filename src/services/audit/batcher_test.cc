@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -113,6 +114,105 @@ TEST_F(BatcherTest, ManyThreadsManyOrgsTwoBatchersNoGapsNoDoubles) {
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(*rows->Int64(0, 0), kThreads * kPerThread);
   EXPECT_EQ(*rows->Int64(0, 1), kThreads * kPerThread);
+}
+
+// Holds the chain head of `org` locked (as another replica's transaction would) until Release().
+class HeadHolder {
+ public:
+  HeadHolder(db::Pool& pool, const std::string& org) : lease_(std::move(*pool.Checkout())) {
+    EXPECT_TRUE(
+        lease_->Exec("INSERT INTO audit_heads (org) VALUES ($1) ON CONFLICT DO NOTHING", db::Params(org))
+            .ok());
+    EXPECT_TRUE(lease_->Exec("BEGIN").ok());
+    EXPECT_TRUE(lease_->Exec("SELECT 1 FROM audit_heads WHERE org = $1 FOR UPDATE", db::Params(org)).ok());
+    pid_ = *(*lease_->Exec("SELECT pg_backend_pid()")).Int64(0, 0);
+  }
+  // Waits until some other session waits for this one's lock.
+  void AwaitWaiter() {
+    auto watcher = pool_checkout_();
+    for (;;) {
+      auto rows = watcher->Exec("SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+                                db::Params(pid_));
+      ASSERT_TRUE(rows.ok());
+      if (*rows->Int64(0, 0) > 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  void Release() { EXPECT_TRUE(lease_->Exec("ROLLBACK").ok()); }
+  std::function<db::Pool::Lease()> pool_checkout_;
+
+ private:
+  db::Pool::Lease lease_;
+  int64_t pid_ = 0;
+};
+
+// A head held by another transaction delays only the requests of that organisation: the others are
+// appended meanwhile (the batch never waits for a lock while it holds others), and the delayed ones
+// follow as soon as the head is free.
+TEST_F(BatcherTest, ABusyHeadDelaysOnlyItsOwnOrganisation) {
+  for (bool outside : {true, false}) {
+    SCOPED_TRACE(outside ? "flush outside lock" : "flush inside lock");
+    const std::string busy = outside ? "busy1" : "busy2", free_org = outside ? "free1" : "free2";
+    ASSERT_TRUE(Batcher(pool_.get()).AppendBlocking(busy, {Input("seed")}).ok());
+    HeadHolder holder(*pool_, busy);
+    holder.pool_checkout_ = [this] { return std::move(*pool_->Checkout()); };
+    Batcher b(pool_.get(), {.flushers = 1, .flush_outside_lock = outside});
+    std::promise<Result<AppendOutcome>> busy_done;
+    auto busy_result = busy_done.get_future();
+    b.Append(busy, {Input("b1")}, [&](Result<AppendOutcome> r) { busy_done.set_value(std::move(r)); });
+    holder.AwaitWaiter();  // the lane now waits for the busy head (its oldest request)
+    // Queued behind it on the same lane: the next batch holds both organisations' requests.
+    std::promise<Result<AppendOutcome>> free_done[2];
+    b.Append(busy, {Input("b2")}, [](Result<AppendOutcome>) {});
+    b.Append(free_org, {Input("f1")}, [&](Result<AppendOutcome> r) { free_done[0].set_value(std::move(r)); });
+    holder.Release();
+    ASSERT_TRUE(busy_result.get().ok());
+    auto f = free_done[0].get_future().get();
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    b.Shutdown();
+    EXPECT_EQ(testing::Verified(Conn(), busy), 3);
+    EXPECT_EQ(testing::Verified(Conn(), free_org), 1);
+  }
+  // Now the case the batch must not wait for: the busy head is not its oldest request's.
+  ASSERT_TRUE(Batcher(pool_.get()).AppendBlocking("held", {Input("seed")}).ok());
+  HeadHolder holder(*pool_, "held");
+  holder.pool_checkout_ = [this] { return std::move(*pool_->Checkout()); };
+  Batcher b(pool_.get(), {.flush_interval = std::chrono::microseconds(200000), .flushers = 1});
+  std::promise<Result<AppendOutcome>> held_done, other_done;
+  auto held_result = held_done.get_future();
+  // One batch (the lane waits 200 ms for company): "other" first, then "held".
+  b.Append("other", {Input("o1")}, [&](Result<AppendOutcome> r) { other_done.set_value(std::move(r)); });
+  b.Append("held", {Input("h1")}, [&](Result<AppendOutcome> r) { held_done.set_value(std::move(r)); });
+  auto other = other_done.get_future().get();  // would never come if the batch waited for "held"
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  holder.Release();
+  ASSERT_TRUE(held_result.get().ok());
+  b.Shutdown();
+  EXPECT_EQ(testing::Verified(Conn(), "held"), 2);
+  EXPECT_EQ(testing::Verified(Conn(), "other"), 1);
+}
+
+// The append path's own bound: beyond max_queued waiting entries an append is refused at once
+// (ResourceExhausted: the API answers 503 with Retry-After), and nothing of it is stored.
+TEST_F(BatcherTest, AFullQueueRefusesAtOnceAndStoresNothing) {
+  ASSERT_TRUE(Batcher(pool_.get()).AppendBlocking("q", {Input("seed")}).ok());
+  HeadHolder holder(*pool_, "q");
+  holder.pool_checkout_ = [this] { return std::move(*pool_->Checkout()); };
+  Batcher b(pool_.get(), {.flushers = 1, .max_queued = 2});
+  std::promise<Result<AppendOutcome>> first, second;
+  b.Append("q", {Input("a")}, [&](Result<AppendOutcome> r) { first.set_value(std::move(r)); });
+  holder.AwaitWaiter();  // "a" is in the transaction waiting for the head, no longer queued
+  b.Append("q", {Input("b"), Input("c")}, [&](Result<AppendOutcome> r) { second.set_value(std::move(r)); });
+  auto refused = b.AppendBlocking("q", {Input("d")});
+  EXPECT_EQ(refused.status().code(), Code::kResourceExhausted);
+  holder.Release();
+  ASSERT_TRUE(first.get_future().get().ok());
+  ASSERT_TRUE(second.get_future().get().ok());
+  b.Shutdown();
+  EXPECT_EQ(testing::Verified(Conn(), "q"), 4);
+  auto d = Conn().Exec("SELECT count(*) FROM audit_entries WHERE org = 'q' AND idem_key = 'd'");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d->Int64(0, 0), 0);
 }
 
 TEST_F(BatcherTest, AFailedBatchFailsOnlyItselfAndLeavesNoTrace) {

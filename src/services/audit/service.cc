@@ -42,16 +42,33 @@ class AuditService final : public services::Service {
            .max = 100000});
     s.Add({.key = "audit.flush_interval",
            .type = Type::kDuration,
-           .default_value = "1ms",
-           .help = "How long the first waiting append waits for others to share its transaction.",
+           .default_value = "0ms",
+           .help = "How long a free append lane waits for more appends before its transaction starts (0: at "
+                   "once; appends that arrive while a transaction runs go into the next one).",
            .min = 0,
            .max = 1000});
     s.Add({.key = "audit.flushers",
            .type = Type::kInt,
            .default_value = "2",
-           .help = "Append transactions in flight at once per replica.",
+           .help = "Append lanes per replica: organisations are split among them by name, and each lane has "
+                   "one transaction holding head locks at a time.",
            .min = 1,
            .max = 64});
+    s.Add({.key = "audit.max_queued",
+           .type = Type::kInt,
+           .default_value = "20000",
+           .help = "Most entries waiting for a transaction per replica; appends beyond it get 503 with "
+                   "Retry-After (nothing stored).",
+           .min = 1,
+           .max = 10000000});
+    s.Add({
+        .key = "audit.flush_outside_lock",
+        .type = Type::kBool,
+        .default_value = "true",
+        .help = "Release chain head locks before the commit's WAL flush and acknowledge after a "
+                "durability barrier (a synchronously committed transaction after it); false: the "
+                "append transaction itself commits synchronously, holding the locks through the flush.",
+    });
     s.Add({.key = "audit.checkpoint_interval",
            .type = Type::kDuration,
            .default_value = "10s",
@@ -120,6 +137,9 @@ class AuditService final : public services::Service {
                               .flush_interval = std::chrono::duration_cast<std::chrono::microseconds>(
                                   cfg.GetDuration("audit.flush_interval")),
                               .flushers = static_cast<int>(cfg.GetInt("audit.flushers")),
+                              .max_queued = static_cast<size_t>(cfg.GetInt("audit.max_queued")),
+                              .flush_outside_lock = cfg.GetBool("audit.flush_outside_lock"),
+                              .stats_interval = std::chrono::milliseconds(5000),
                               .clock = ctx.clock});
     ApiOptions api;
     api.max_details_bytes = static_cast<size_t>(cfg.GetBytes("audit.max_details_bytes"));
