@@ -198,7 +198,7 @@ Status Store::ReplaceRRset(std::string_view name, std::string_view owner, std::s
                        db::Params(zone, owner_text, static_cast<int32_t>(t)))
             .status());
     for (const auto& r : records) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
-    return OkStatus();
+    return CheckBuilds(c, zone);
   });
 }
 
@@ -222,7 +222,7 @@ Status Store::ImportZoneFile(std::string_view name, std::string_view text) {
     GOVERN_RETURN_IF_ERROR(
         c.ExecPrepared("DELETE FROM dns_records WHERE zone = $1", db::Params(zone)).status());
     for (const auto& r : keep) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
-    return OkStatus();
+    return CheckBuilds(c, zone);
   });
 }
 
@@ -270,6 +270,15 @@ Result<std::shared_ptr<const dns::Zone>> Store::LoadZoneOn(db::Connection& c, st
     zk.zsk = shared;
   }
   return dns::Zone::Build(zone, std::move(records), zk);
+}
+
+Status Store::CheckBuilds(db::Connection& c, std::string_view zone) {
+  auto built = LoadZoneOn(c, zone);
+  if (built.ok()) return OkStatus();
+  if (built.status().code() == Code::kInvalidArgument || built.status().code() == Code::kFailedPrecondition) {
+    return InvalidArgument("zone: " + built.status().message());
+  }
+  return built.status();
 }
 
 Result<std::shared_ptr<const dns::Zone>> Store::LoadZone(std::string_view name) {

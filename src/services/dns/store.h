@@ -76,6 +76,9 @@ class Store {
 
  private:
   Result<std::shared_ptr<const dns::Zone>> LoadZoneOn(db::Connection& c, std::string_view zone);
+  // Inside a change's transaction, after it: the zone as it now stands builds (so no server ever
+  // loads a zone it cannot serve); InvalidArgument (and so a rollback) otherwise.
+  Status CheckBuilds(db::Connection& c, std::string_view zone);
   // Inside a transaction: serial + 1 (or `at_least`: an imported file's serial), NotFound for an
   // unknown zone, and NOTIFY.
   Status Bump(db::Connection& c, std::string_view zone, int64_t at_least = 0);

@@ -94,6 +94,25 @@ TEST_F(DnsStoreTest, BadInputIsRefusedNamingTheField) {
   EXPECT_EQ(Serial("example.com."), 1);  // nothing refused changed anything
 }
 
+TEST_F(DnsStoreTest, ChangeThatWouldNotBuildIsRolledBack) {
+  ASSERT_TRUE(store_->CreateZone({.name = "example.com"}).ok());
+  ASSERT_TRUE(store_->ReplaceRRset("example.com.", "www", "A", 300, {"192.0.2.1"}).ok());
+  ASSERT_EQ(NextNotify(), "example.com.");
+  ASSERT_EQ(NextNotify(), "example.com.");
+  Status s = store_->ReplaceRRset("example.com.", "www", "CNAME", 300, {"other.example.net."});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("zone: "), std::string::npos) << s.message();
+  s = store_->ReplaceRRset("example.com.", "@", "CNAME", 300, {"other.example.net."});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.message();
+  EXPECT_EQ(Serial("example.com."), 2);
+  // Nothing was notified for the refused changes.
+  auto n = listener_->WaitForNotification(std::chrono::milliseconds(300));
+  ASSERT_TRUE(n.ok());
+  EXPECT_FALSE(n->has_value());
+  auto zone = store_->LoadZone("example.com");
+  ASSERT_TRUE(zone.ok()) << zone.status().message();
+}
+
 TEST_F(DnsStoreTest, ImportExportAndSignedZone) {
   ASSERT_TRUE(store_->CreateZone({.name = "signed.test", .dnssec = true}).ok());
   auto ds = store_->DsRecords("signed.test.");
