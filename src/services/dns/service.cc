@@ -409,7 +409,7 @@ class DnsService final : public services::Service {
           });
     Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", [this](net::Request& req) {
       Status s = store_->ImportZoneFile(req.Param("zone"), req.body);
-      if (!s.ok()) return Problem(s.code() == Code::kNotFound ? s : InvalidArgument(s.message()), req);
+      if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");
     });
     Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", [this](net::Request& req) {
