@@ -27,6 +27,7 @@
 #include "net/json.h"
 #include "net/problem.h"
 #include "services/dns/store.h"
+#include "services/dns/swap.h"
 #include "services/http_config.h"
 
 namespace govern::dns_service {
@@ -256,14 +257,9 @@ class DnsService final : public services::Service {
     dns::LowerName(*apex);
     auto built = store_->LoadZone(zone);
     if (!built.ok() && built.status().code() != Code::kNotFound) return built.status();
-    auto current = holder_->Load();
-    std::vector<std::shared_ptr<const dns::Zone>> zones;
-    zones.reserve(current->zones().size() + 1);
-    for (const auto& z : current->zones()) {
-      if (z->apex() != *apex) zones.push_back(z);
-    }
-    if (built.ok()) zones.push_back(std::move(*built));
-    holder_->Store(std::make_shared<const dns::ZoneSet>(std::move(zones)));
+    std::shared_ptr<const dns::Zone> replacement;
+    if (built.ok()) replacement = std::move(*built);
+    holder_->Store(WithZone(*holder_->Load(), *apex, std::move(replacement)));
     return OkStatus();
   }
 
