@@ -2,6 +2,7 @@
 #include "services/admin/admin.h"
 #include "services/audit/service.h"
 #include "services/auth/service.h"
+#include "services/dns/service.h"
 #include "services/policy/agent.h"
 #include "services/policy/server.h"
 #include "services/service.h"
@@ -29,6 +30,10 @@ const std::vector<Registration>& Registry() {
        "audit log: per-organisation hash chains in PostgreSQL, appended in batches by any number of replicas, "
        "signed checkpoints, proofs, verifiable exports",
        &audit_service::NewAuditService},
+      {"dns",
+       "authoritative DNS (UDP/TCP, online DNSSEC) over zones in PostgreSQL, changed by an HTTP API; replicas "
+       "follow changes by LISTEN/NOTIFY",
+       &dns_service::NewDnsService},
   };
   return registry;
 }

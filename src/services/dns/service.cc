@@ -1,0 +1,447 @@
+#include "services/dns/service.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "base/file.h"
+#include "base/log.h"
+#include "crypto/bytes.h"
+#include "crypto/encoding.h"
+#include "crypto/random.h"
+#include "db/connection.h"
+#include "db/pool.h"
+#include "dns/rdata.h"
+#include "dns/server.h"
+#include "dns/wire.h"
+#include "net/http_server.h"
+#include "net/json.h"
+#include "net/problem.h"
+#include "services/dns/store.h"
+#include "services/dns/swap.h"
+#include "services/http_config.h"
+
+namespace govern::dns_service {
+namespace {
+
+using namespace std::chrono_literals;
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoStatus(errno, "read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The key that seals zone private keys: 64 hex digits in dns.key_file, or in <data_dir>/dns/zone-keys.key
+// (made on first start). Replicas that share a database must share this key.
+Result<std::shared_ptr<const crypto::Aes256GcmKey>> LoadSealingKey(const std::string& configured,
+                                                                   const std::string& data_dir) {
+  std::string path = configured;
+  if (path.empty()) {
+    if (data_dir.empty()) return FailedPrecondition("no dns.key_file and no data_dir to keep one in");
+    std::string dir = data_dir + "/dns";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return ErrnoStatus(ec.value(), "create " + dir);
+    path = dir + "/zone-keys.key";
+    if (!std::filesystem::exists(path)) {
+      std::array<uint8_t, 32> raw{};
+      GOVERN_RETURN_IF_ERROR(crypto::RandomBytes(raw));
+      Status s = WriteNewFile(path, crypto::HexEncode(raw) + "\n", 0600);
+      if (!s.ok() && s.code() != Code::kAlreadyExists) return s;
+    }
+  }
+  GOVERN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  auto raw = crypto::HexDecode(text);
+  if (!raw.ok() || raw->size() != 32)
+    return InvalidArgument(path + ": a zone-key sealing key is 64 hex digits");
+  GOVERN_ASSIGN_OR_RETURN(crypto::Aes256GcmKey key, crypto::Aes256GcmKey::Create(*raw));
+  return std::make_shared<const crypto::Aes256GcmKey>(std::move(key));
+}
+
+int HttpStatusFor(const Status& s) {
+  switch (s.code()) {
+    case Code::kInvalidArgument:
+      return 400;
+    case Code::kNotFound:
+      return 404;
+    case Code::kAlreadyExists:
+    case Code::kFailedPrecondition:
+      return 409;
+    case Code::kUnavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+net::Response Problem(const Status& s, const net::Request& req) {
+  return net::ProblemResponse(HttpStatusFor(s), s.message(), req.path);
+}
+
+nlohmann::json RecordJson(const dns::Record& r) {
+  return {{"owner", dns::NameToText(r.owner)},
+          {"type", dns::TypeToText(r.type)},
+          {"ttl", r.ttl},
+          {"rdata", dns::RdataToText(r.type, r.rdata)}};
+}
+
+// A few threads for the API's database calls.
+class Jobs {
+ public:
+  explicit Jobs(int n) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Run(); });
+  }
+  ~Jobs() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  void Post(std::function<void()> f) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      q_.push_back(std::move(f));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stop_ || !q_.empty(); });
+      if (q_.empty()) return;
+      auto f = std::move(q_.front());
+      q_.pop_front();
+      lock.unlock();
+      f();
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> q_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+class DnsService final : public services::Service {
+ public:
+  std::string_view name() const override { return "dns"; }
+  std::string_view summary() const override {
+    return "authoritative DNS (UDP/TCP, online DNSSEC) over zones in PostgreSQL, changed by an HTTP API; "
+           "replicas follow changes by LISTEN/NOTIFY";
+  }
+
+  void DeclareConfig(config::Schema& schema) const override {
+    schema.Add({.key = "dns.listen",
+                .type = config::Type::kString,
+                .default_value = "127.0.0.1:5353",
+                .help = "UDP and TCP address of the DNS server. Port 0 picks a free port.",
+                .validate = [](std::string_view v) { return services::ParseListen(v).status(); }});
+    schema.Add({.key = "dns.udp_threads",
+                .type = config::Type::kInt,
+                .default_value = "1",
+                .help = "UDP threads (one SO_REUSEPORT socket each).",
+                .min = 1,
+                .max = 256});
+    schema.Add({.key = "dns.api_listen",
+                .type = config::Type::kString,
+                .default_value = "127.0.0.1:8053",
+                .help = "Address of the zone API (HTTP). Off when dns.api_token is empty.",
+                .validate = [](std::string_view v) { return services::ParseListen(v).status(); }});
+    schema.Add({.key = "dns.api_token",
+                .type = config::Type::kString,
+                .default_value = "",
+                .help = "Bearer token for the zone API; empty: no API in this process (a replica).",
+                .secret = true});
+    schema.Add({.key = "dns.key_file",
+                .type = config::Type::kString,
+                .default_value = "",
+                .help = "File with the 64-hex-digit key that seals zone private keys in the database; "
+                        "empty: <data_dir>/dns/zone-keys.key, made on first start. Replicas must share it."});
+  }
+
+  std::vector<db::Migration> Migrations() const override { return dns_service::Migrations(); }
+
+  Status Start(const services::Context& ctx) override {
+    ctx_ = ctx;
+    if (ctx.db == nullptr) return FailedPrecondition("dns: needs the database");
+    GOVERN_ASSIGN_OR_RETURN(auto key, LoadSealingKey(ctx.config->GetString("dns.key_file"), ctx.data_dir));
+    store_ = std::make_unique<Store>(ctx.db, key);
+
+    // LISTEN before the first load, so no change between them is missed.
+    auto lease = ctx.db->Checkout();
+    if (!lease.ok()) return lease.status().WithContext("dns: listener connection");
+    listener_.emplace(std::move(*lease));
+    GOVERN_RETURN_IF_ERROR((*listener_)->Listen(kNotifyChannel));
+    seen_reconnects_ = (*listener_)->reconnects();
+    GOVERN_ASSIGN_OR_RETURN(auto zones, store_->LoadAll());
+    size_t n = zones.size();
+    holder_ = std::make_shared<dns::ZoneSetHolder>(std::make_shared<const dns::ZoneSet>(std::move(zones)));
+
+    GOVERN_ASSIGN_OR_RETURN(services::ListenAddress dns_addr,
+                            services::ParseListen(ctx.config->GetString("dns.listen")));
+    dns::ServerOptions so;
+    so.address = dns_addr.host.empty() ? "0.0.0.0" : dns_addr.host;
+    so.port = dns_addr.port;
+    so.udp_threads = static_cast<int>(ctx.config->GetInt("dns.udp_threads"));
+    auto server = dns::Server::Start(so, holder_);
+    if (!server.ok())
+      return server.status().WithContext("dns: start server on " + ctx.config->GetString("dns.listen"));
+    server_ = std::move(*server);
+    dns_host_ = so.address;
+    watcher_ = std::thread([this] { Watch(); });
+
+    token_ = ctx.config->GetString("dns.api_token");
+    if (!token_.empty()) {
+      GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, name()));
+      GOVERN_ASSIGN_OR_RETURN(services::ListenAddress api,
+                              services::ParseListen(ctx.config->GetString("dns.api_listen")));
+      sc.address = api.host;
+      sc.port = api.port;
+      api_host_ = api.host;
+      jobs_ = std::make_unique<Jobs>(4);
+      net::Router router;
+      AddRoutes(router);
+      http_ = std::make_unique<net::Server>(std::move(sc), std::move(router));
+      GOVERN_RETURN_IF_ERROR(http_->Start().WithContext("dns: start API server"));
+    }
+    log::Info("dns", "serving",
+              {{"zones", n}, {"address", services::FormatListen(dns_host_, server_->port())}});
+    return OkStatus();
+  }
+
+  std::vector<services::Endpoint> Endpoints() const override {
+    std::vector<services::Endpoint> out;
+    if (server_) {
+      out.push_back({"dns", "dns/udp", services::FormatListen(dns_host_, server_->port())});
+      out.push_back({"dns", "dns/tcp", services::FormatListen(dns_host_, server_->port())});
+    }
+    if (http_) out.push_back({"dns", "http", services::FormatListen(api_host_, http_->port())});
+    return out;
+  }
+
+  void Stop() override {
+    if (http_) http_->Stop();
+    jobs_.reset();
+    stop_ = true;
+    if (watcher_.joinable()) watcher_.join();
+    if (server_) server_->Stop();
+    if (listener_) {
+      (void)(*listener_)->Unlisten(kNotifyChannel);
+      listener_.reset();
+    }
+  }
+
+ private:
+  // Rebuilds `zone` alone and swaps in a set that keeps every other zone as it was.
+  Status ReloadZone(const std::string& zone) {
+    auto apex = dns::NameFromText(zone);
+    if (!apex.ok()) return apex.status();
+    dns::LowerName(*apex);
+    auto built = store_->LoadZone(zone);
+    if (!built.ok() && built.status().code() != Code::kNotFound) return built.status();
+    std::shared_ptr<const dns::Zone> replacement;
+    if (built.ok()) replacement = std::move(*built);
+    holder_->Store(WithZone(*holder_->Load(), *apex, std::move(replacement)));
+    return OkStatus();
+  }
+
+  Status ReloadAll() {
+    GOVERN_ASSIGN_OR_RETURN(auto zones, store_->LoadAll());
+    holder_->Store(std::make_shared<const dns::ZoneSet>(std::move(zones)));
+    return OkStatus();
+  }
+
+  void Watch() {
+    db::Connection& c = **listener_;
+    bool need_full = false;
+    while (!stop_) {
+      auto n = c.WaitForNotification(200ms);
+      if (!n.ok() || c.reconnects() != seen_reconnects_) {
+        if (!n.ok()) {
+          log::Warn("dns", "LISTEN connection lost; reconnecting", {{"error", n.status().message()}});
+          if (!c.Reconnect().ok()) {
+            std::this_thread::sleep_for(500ms);
+            continue;
+          }
+        }
+        seen_reconnects_ = c.reconnects();
+        need_full = true;  // notifications sent while it was down are lost
+      }
+      std::set<std::string> changed;
+      if (n.ok() && n->has_value()) {
+        changed.insert((*n)->payload);
+        for (;;) {
+          auto more = c.PollNotification();
+          if (!more.ok() || !more->has_value()) break;
+          changed.insert((**more).payload);
+        }
+      }
+      if (need_full) {
+        Status s = ReloadAll();
+        if (!s.ok()) {
+          log::Warn("dns", "reload of all zones failed", {{"error", s.message()}});
+          std::this_thread::sleep_for(200ms);
+          continue;
+        }
+        need_full = false;
+        reloads_all_++;
+        continue;
+      }
+      for (const auto& zone : changed) {
+        Status s = ReloadZone(zone);
+        if (!s.ok()) {
+          log::Warn("dns", "zone reload failed", {{"zone", zone}, {"error", s.message()}});
+          need_full = true;
+        }
+      }
+    }
+  }
+
+  bool Authorized(const net::Request& req) const {
+    auto h = req.headers.Get("Authorization");
+    if (!h) return false;
+    std::string want = "Bearer " + token_;
+    return crypto::ConstantTimeEquals(*h, want);
+  }
+
+  // Registers an authorized route whose handler runs on the job threads.
+  void Route(net::Router& router, net::Method m, std::string_view pattern,
+             std::function<net::Response(net::Request&)> fn) {
+    router.Add(m, pattern, [this, fn](net::Request&& req, net::Responder out) {
+      if (!Authorized(req)) {
+        net::Response r = net::ProblemResponse(401, "a bearer token (dns.api_token) is required", req.path);
+        r.headers.Set("WWW-Authenticate", "Bearer");
+        out.Send(std::move(r));
+        return;
+      }
+      auto q = std::make_shared<net::Request>(std::move(req));
+      auto o = std::make_shared<net::Responder>(std::move(out));
+      jobs_->Post([q, o, fn] { o->Send(fn(*q)); });
+    });
+  }
+
+  void AddRoutes(net::Router& router) {
+    Route(router, net::Method::kGet, "/v1/dns/zones", [this](net::Request& req) {
+      auto zones = store_->ListZones();
+      if (!zones.ok()) return Problem(zones.status(), req);
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& z : *zones) {
+        arr.push_back(
+            {{"name", z.name}, {"serial", z.serial}, {"dnssec", z.dnssec}, {"algorithm", z.algorithm}});
+      }
+      return net::JsonResponse(nlohmann::json{{"zones", arr}}.dump());
+    });
+    Route(router, net::Method::kPost, "/v1/dns/zones", [this](net::Request& req) {
+      auto j = nlohmann::json::parse(req.body, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
+      CreateZoneRequest cr;
+      try {
+        cr.name = j.at("name").get<std::string>();
+        cr.dnssec = j.value("dnssec", false);
+        cr.algorithm = j.value("algorithm", 13);
+        cr.soa = j.value("soa", std::string());
+        cr.ns = j.value("ns", std::vector<std::string>{});
+      } catch (const std::exception& e) {
+        return Problem(InvalidArgument(std::string("body: ") + e.what()), req);
+      }
+      Status s = store_->CreateZone(cr);
+      if (!s.ok()) return Problem(s, req);
+      return net::JsonResponse(nlohmann::json{{"name", *NormalizeZoneName(cr.name)}}.dump(), 201);
+    });
+    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}", [this](net::Request& req) {
+      Status s = store_->DeleteZone(req.Param("zone"));
+      if (!s.ok()) return Problem(s, req);
+      return net::Response(204, "");
+    });
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/records", [this](net::Request& req) {
+      auto records = store_->Records(req.Param("zone"));
+      if (!records.ok()) return Problem(records.status(), req);
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& r : *records) arr.push_back(RecordJson(r));
+      return net::JsonResponse(nlohmann::json{{"records", arr}}.dump());
+    });
+    auto put_rrset = [this](net::Request& req) {
+      auto j = nlohmann::json::parse(req.body, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
+      uint32_t ttl = 0;
+      std::vector<std::string> rdatas;
+      try {
+        int64_t t = j.value("ttl", int64_t{300});
+        if (t < 0 || t > 0x7fffffff) return Problem(InvalidArgument("ttl: 0 to 2147483647"), req);
+        ttl = static_cast<uint32_t>(t);
+        rdatas = j.at("rdata").get<std::vector<std::string>>();
+      } catch (const std::exception& e) {
+        return Problem(InvalidArgument(std::string("body: ") + e.what()), req);
+      }
+      if (rdatas.empty()) return Problem(InvalidArgument("rdata: empty (DELETE removes an RRset)"), req);
+      Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), ttl, rdatas);
+      if (!s.ok()) return Problem(s, req);
+      return net::Response(204, "");
+    };
+    Route(router, net::Method::kPut, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", put_rrset);
+    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}",
+          [this](net::Request& req) {
+            Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), 0, {});
+            if (!s.ok()) return Problem(s, req);
+            return net::Response(204, "");
+          });
+    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", [this](net::Request& req) {
+      Status s = store_->ImportZoneFile(req.Param("zone"), req.body);
+      if (!s.ok()) return Problem(s, req);
+      return net::Response(204, "");
+    });
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", [this](net::Request& req) {
+      auto text = store_->ExportZoneFile(req.Param("zone"));
+      if (!text.ok()) return Problem(text.status(), req);
+      return net::Response(200, std::move(*text), "text/dns");
+    });
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", [this](net::Request& req) {
+      auto zone = store_->LoadZone(req.Param("zone"));
+      if (!zone.ok()) return Problem(zone.status(), req);
+      if (!(*zone)->signed_zone()) return Problem(FailedPrecondition("zone is not signed"), req);
+      nlohmann::json ds = nlohmann::json::array(), dnskey = nlohmann::json::array();
+      for (const auto& r : (*zone)->DsRecords()) ds.push_back(dns::PrintRecord(r));
+      for (const auto& r : (*zone)->Records()) {
+        if (r.type == 48) dnskey.push_back(dns::PrintRecord(r));
+      }
+      return net::JsonResponse(nlohmann::json{{"ds", ds}, {"dnskey", dnskey}}.dump());
+    });
+  }
+
+  services::Context ctx_;
+  std::unique_ptr<Store> store_;
+  std::optional<db::Pool::Lease> listener_;
+  int seen_reconnects_ = 0;
+  std::shared_ptr<dns::ZoneSetHolder> holder_;
+  std::unique_ptr<dns::Server> server_;
+  std::string dns_host_, api_host_, token_;
+  std::thread watcher_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> reloads_all_{0};
+  std::unique_ptr<Jobs> jobs_;
+  std::unique_ptr<net::Server> http_;
+};
+
+}  // namespace
+
+std::unique_ptr<services::Service> NewDnsService() { return std::make_unique<DnsService>(); }
+
+}  // namespace govern::dns_service

@@ -1,0 +1,90 @@
+// Store: the DNS service's zones, record sets and zone keys in PostgreSQL, and the compiled Zone
+// snapshots built from them.
+//
+// Every change runs in one transaction that also bumps the zone's SOA serial (dns_zones.serial; the
+// stored SOA RDATA's serial is replaced by it when a Zone is built) and sends
+// NOTIFY govern_dns, '<zone>' so every server rebuilds that zone. Zone names are absolute, lower-case
+// text ("example.com."). RDATA is validated with govern_dns's master-file parser and stored in wire form.
+// Zone private keys are stored sealed with AES-256-GCM (AAD: the zone name).
+// Thread-safe: every call checks out its own connection from the pool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "crypto/aead.h"
+#include "db/migrator.h"
+#include "dns/zone.h"
+
+namespace govern::db {
+class Pool;
+class Connection;
+}  // namespace govern::db
+
+namespace govern::dns_service {
+
+inline constexpr std::string_view kNotifyChannel = "govern_dns";
+
+std::vector<db::Migration> Migrations();
+
+struct ZoneInfo {
+  std::string name;
+  int64_t serial = 0;
+  bool dnssec = false;
+  int algorithm = 13;
+};
+
+struct CreateZoneRequest {
+  std::string name;
+  bool dnssec = false;
+  int algorithm = 13;  // 13 ECDSA P-256, 15 Ed25519
+  // SOA RDATA in presentation form; empty: "ns1.<zone> hostmaster.<zone> 1 3600 600 1209600 300".
+  std::string soa;
+  std::vector<std::string> ns;  // NS targets at the apex; empty: ns1.<zone>
+};
+
+// Normalizes "Example.COM" to "example.com."; InvalidArgument for a bad name.
+Result<std::string> NormalizeZoneName(std::string_view text);
+
+class Store {
+ public:
+  Store(db::Pool* pool, std::shared_ptr<const crypto::Aes256GcmKey> key)
+      : pool_(pool), key_(std::move(key)) {}
+
+  Status CreateZone(const CreateZoneRequest& req);
+  Status DeleteZone(std::string_view zone);
+  Result<std::vector<ZoneInfo>> ListZones();
+  // Replaces the RRset (owner, type) with `rdatas` (presentation form); empty `rdatas` deletes it.
+  // `owner` is absolute or relative to the zone ('@' is the apex). Errors name the field.
+  Status ReplaceRRset(std::string_view zone, std::string_view owner, std::string_view type, uint32_t ttl,
+                      const std::vector<std::string>& rdatas);
+  // Replaces every record of the zone by a master file (it must hold the apex SOA). The serial becomes
+  // the larger of the file's and the current one + 1.
+  Status ImportZoneFile(std::string_view zone, std::string_view text);
+  // The zone's records (with the current serial; DNSKEY when signed) as a master file.
+  Result<std::string> ExportZoneFile(std::string_view zone);
+  Result<std::vector<dns::Record>> Records(std::string_view zone);
+  Result<std::vector<dns::Record>> DsRecords(std::string_view zone);
+
+  // Builds the Zone snapshot of one zone (NotFound when it no longer exists) or of all.
+  Result<std::shared_ptr<const dns::Zone>> LoadZone(std::string_view zone);
+  Result<std::vector<std::shared_ptr<const dns::Zone>>> LoadAll();
+
+ private:
+  Result<std::shared_ptr<const dns::Zone>> LoadZoneOn(db::Connection& c, std::string_view zone);
+  // Inside a change's transaction, after it: the zone as it now stands builds (so no server ever
+  // loads a zone it cannot serve); InvalidArgument (and so a rollback) otherwise.
+  Status CheckBuilds(db::Connection& c, std::string_view zone);
+  // Inside a transaction: serial + 1 (or `at_least`: an imported file's serial), NotFound for an
+  // unknown zone, and NOTIFY.
+  Status Bump(db::Connection& c, std::string_view zone, int64_t at_least = 0);
+
+  db::Pool* pool_;
+  std::shared_ptr<const crypto::Aes256GcmKey> key_;
+};
+
+}  // namespace govern::dns_service

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# `govern serve dns` end to end: one process with the zone API (dns.api_token set) and three replicas
+# (no token, so no API) on one PostgreSQL (the private cluster of one data directory, which also holds
+# the shared key that seals zone keys). Checks, each printing FAIL with what it saw:
+#  - after each of CHANGES record changes through the API, every replica answers the new data (kdig,
+#    polled); the propagation time (API acknowledged -> replica answers) is reported as median/p99,
+#    not asserted;
+#  - deletes, zone file import and export, problem+json 400 naming the field for bad rdata, 401
+#    without the token;
+#  - a signed zone (P-256) validated by delv with the DNSKEY from GET /ds as trust anchor;
+#  - every replica's LISTEN connection cut (pg_terminate_backend): replicas reconnect, reload, and
+#    serve a change made meanwhile.
+# Expects $GOVERN; kdig, delv, curl on PATH.
+set -euo pipefail
+: "${GOVERN:?}"
+GOVERN="$(realpath "$GOVERN")"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+for t in kdig delv curl python3; do command -v "$t" >/dev/null || { echo "missing $t" >&2; exit 1; }; done
+changes="${CHANGES:-40}"
+
+work="$(mktemp -d /tmp/govern-dns-service-XXXXXX)"
+chmod 755 "$work"  # the private cluster runs as the postgres user when we are root
+data="$work/data"
+mkdir -p "$data"
+base=$((20000 + RANDOM % 12000))
+api_port=$base
+dns_ports=($((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)))  # [0] is the API process's
+pids=()
+token="e2e-token-$RANDOM$RANDOM"
+
+pg_dir() { echo "$data/postgres"; }
+pg_conninfo() { echo "host=$(pg_dir) port=$(cat "$(pg_dir)/govern.port") user=postgres dbname=govern"; }
+psql_bin() { ls /usr/lib/postgresql/*/bin/psql 2>/dev/null | tail -1 || command -v psql; }
+as_pg_owner() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+psql_run() { as_pg_owner "$(psql_bin)" -X -q -t -A -v ON_ERROR_STOP=1 -d "$(pg_conninfo)" -c "$1"; }
+
+cleanup() {
+  local rc=$?
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ -f "$(pg_dir)/postmaster.pid" ]; then
+    kill -QUIT "$(head -1 "$(pg_dir)/postmaster.pid")" 2>/dev/null || true
+    sleep 1
+  fi
+  if [ $rc -ne 0 ]; then
+    for i in 0 1 2 3; do echo "--- last lines of process $i"; tail -15 "$work/govern$i.log" 2>/dev/null || true; done
+  fi
+  [ -n "${GOVERN_KEEP_WORK:-}" ] && echo "kept $work" || rm -rf "$work"
+  exit $rc
+}
+trap cleanup EXIT
+
+failures=0
+checks=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+contains() { checks=$((checks + 1)); [[ "$3" == *"$2"* ]] || fail "$1: lacks '$2' in: $3"; }
+
+common=(--set "data_dir=$data" --set log.format=text)
+start() {  # INDEX [extra --set args]
+  local i="$1"
+  shift
+  "$GOVERN" serve dns "${common[@]}" --set "dns.listen=127.0.0.1:${dns_ports[$i]}" "$@" >>"$work/govern$i.log" 2>&1 &
+  pids+=($!)
+  local pid=$!
+  for _ in $(seq 1 300); do
+    if kdig @127.0.0.1 -p "${dns_ports[$i]}" +timeout=1 +retry=0 +tcp example.invalid SOA 2>/dev/null | grep -q 'status:'; then
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || { echo "process $i exited during start"; exit 1; }
+    sleep 0.1
+  done
+  echo "process $i did not answer on ${dns_ports[$i]}"
+  exit 1
+}
+# The API process first: it applies the migrations and makes the sealing key.
+start 0 --set "dns.api_token=$token" --set "dns.api_listen=127.0.0.1:$api_port"
+start 1
+start 2
+start 3
+replicas=(1 2 3)
+
+api() {  # METHOD PATH [curl args...]: prints the body, then the status on the last line
+  local m="$1" p="$2"
+  shift 2
+  curl -sS -X "$m" -H "Authorization: Bearer $token" -w '\n%{http_code}' "http://127.0.0.1:$api_port$p" "$@"
+}
+status_of() { tail -n1 <<<"$1"; }
+q() {  # INDEX NAME TYPE [kdig args]
+  local i="$1" n="$2" t="$3"
+  shift 3
+  kdig @127.0.0.1 -p "${dns_ports[$i]}" +timeout=1 +retry=0 +short "$@" "$n" "$t" 2>&1
+}
+now_ns() { date +%s%N; }
+# wait_all NAME TYPE EXPECT: polls every replica until its answer has EXPECT (a substring; "" waits for
+# an empty answer).
+wait_all() {
+  local n="$1" t="$2" want="$3" t0="$4" times="${5:-/dev/null}" i got ok
+  for i in "${replicas[@]}"; do
+    ok=0
+    for _ in $(seq 1 500); do
+      got="$(q "$i" "$n" "$t")"
+      if { [ -n "$want" ] && [[ "$got" == *"$want"* ]]; } || { [ -z "$want" ] && [ -z "$got" ]; }; then ok=1; break; fi
+      sleep 0.005
+    done
+    checks=$((checks + 1))
+    if [ $ok = 1 ]; then
+      echo $((($(now_ns) - t0) / 1000)) >>"$times"
+    else
+      fail "replica $i: $n $t never answered '$want' (last: $got)"
+    fi
+  done
+}
+
+# --- zones ---
+out="$(api POST /v1/dns/zones -H 'Content-Type: application/json' -d '{"name":"example.test"}')"
+contains "create zone" "201" "$(status_of "$out")"
+out="$(api POST /v1/dns/zones -H 'Content-Type: application/json' -d '{"name":"example.test"}')"
+contains "create zone twice: 409" "409" "$(status_of "$out")"
+out="$(curl -sS -w '\n%{http_code}' "http://127.0.0.1:$api_port/v1/dns/zones")"
+contains "no token: 401" "401" "$(status_of "$out")"
+out="$(api PUT /v1/dns/zones/example.test/rrsets/www/A -d '{"ttl":300,"rdata":["1.2.3"]}')"
+contains "bad rdata: 400" "400" "$(status_of "$out")"
+contains "bad rdata names the field" "rdata[0]" "$out"
+contains "bad rdata is problem+json" '"status":400' "$out"
+wait_all example.test SOA "hostmaster.example.test." "$(now_ns)"
+
+# --- many changes; every replica must answer each one ---
+: >"$work/prop"
+for n in $(seq 1 "$changes"); do
+  ip="10.0.$((n / 250)).$((n % 250 + 1))"
+  # The change and the timing: a small poller PUTs it and polls all replicas at once over UDP;
+  # correctness: kdig on each replica afterwards.
+  python3 "$here/poll.py" "http://127.0.0.1:$api_port/v1/dns/zones/example.test/rrsets/www/A" "$token" \
+    www.example.test "$ip" "${dns_ports[@]:1}" >>"$work/prop" ||
+    fail "change $n: refused, or a replica did not answer $ip within 10 s"
+  wait_all www.example.test A "$ip" "$(now_ns)"
+done
+serial="$(api GET /v1/dns/zones | head -n1)"
+contains "serial counts every change" "\"serial\":$((changes + 1))" "$serial"
+for i in "${replicas[@]}"; do
+  contains "replica $i serves the serial" "$((changes + 1))" "$(q "$i" example.test SOA)"
+done
+
+# --- delete, import, export ---
+out="$(api DELETE /v1/dns/zones/example.test/rrsets/www/A)"
+contains "delete rrset" "204" "$(status_of "$out")"
+wait_all www.example.test A "" "$(now_ns)"
+zonefile=$'$ORIGIN example.test.\n$TTL 300\n@ SOA ns1 hostmaster 5000 3600 600 1209600 300\n@ NS ns1\nns1 A 192.0.2.53\nmail MX 10 mx.example.net.\n'
+out="$(api POST /v1/dns/zones/example.test/file -H 'Content-Type: text/dns' --data-binary "$zonefile")"
+contains "import" "204" "$(status_of "$out")"
+wait_all mail.example.test MX "mx.example.net." "$(now_ns)"
+out="$(api GET /v1/dns/zones/example.test/file)"
+contains "export has the imported record" "mail.example.test. 300 IN MX 10 mx.example.net." "$out"
+contains "export has the file's serial" " 5000 3600" "$out"
+out="$(api POST /v1/dns/zones/example.test/file --data-binary $'www 300 IN A 1.2\n')"
+contains "bad import: 400" "400" "$(status_of "$out")"
+
+# --- signed zone: delv validates with the DNSKEY from the API ---
+out="$(api POST /v1/dns/zones -H 'Content-Type: application/json' -d '{"name":"signed.test","dnssec":true}')"
+contains "create signed zone" "201" "$(status_of "$out")"
+api PUT /v1/dns/zones/signed.test/rrsets/www/A -d '{"ttl":300,"rdata":["192.0.2.7"]}' >/dev/null
+wait_all www.signed.test A "192.0.2.7" "$(now_ns)"
+ds="$(api GET /v1/dns/zones/signed.test/ds)"
+contains "DS from the API" "IN DS" "$ds"
+key="$(sed -n 's/.*"signed.test. [0-9]* IN DNSKEY \(257 3 13 [^"]*\)".*/\1/p' <<<"$ds" | head -1)"
+[ -n "$key" ] || fail "no DNSKEY in $ds"
+set -- $key
+printf 'trust-anchors { signed.test. static-key %s %s %s "%s"; };\n' "$1" "$2" "$3" "$4" >"$work/anchor"
+for i in "${replicas[@]}"; do
+  out="$(delv @127.0.0.1 -p "${dns_ports[$i]}" -a "$work/anchor" +root=signed.test www.signed.test A 2>&1)"
+  contains "replica $i: delv validates" "; fully validated" "$out"
+  out="$(delv @127.0.0.1 -p "${dns_ports[$i]}" -a "$work/anchor" +root=signed.test nx.signed.test A 2>&1)"
+  contains "replica $i: delv validates the denial" "negative response, fully validated" "$out"
+done
+
+# --- lost LISTEN connections: replicas reconnect and reload everything ---
+killed="$(psql_run "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'")"
+contains "LISTEN connections cut" "4" "$killed"
+api PUT /v1/dns/zones/example.test/rrsets/after/TXT -d '{"ttl":300,"rdata":["\"after reconnect\""]}' >/dev/null
+wait_all after.example.test TXT "after reconnect" "$(now_ns)"
+
+# --- delete a zone ---
+out="$(api DELETE /v1/dns/zones/signed.test)"
+contains "delete zone" "204" "$(status_of "$out")"
+for i in "${replicas[@]}"; do
+  for _ in $(seq 1 200); do
+    kdig @127.0.0.1 -p "${dns_ports[$i]}" +timeout=1 +retry=0 www.signed.test A 2>&1 | grep -q REFUSED && break
+    sleep 0.01
+  done
+  contains "replica $i refuses a deleted zone" "REFUSED" "$(kdig @127.0.0.1 -p "${dns_ports[$i]}" +timeout=1 +retry=0 www.signed.test A 2>&1)"
+done
+
+# --- propagation ---
+sort -n "$work/prop" >"$work/prop.sorted"
+count=$(wc -l <"$work/prop.sorted")
+if [ "$count" -gt 0 ]; then
+  med=$(sed -n "$(((count + 1) / 2))p" "$work/prop.sorted")
+  p99=$(sed -n "$(((count * 99 + 99) / 100))p" "$work/prop.sorted")
+  echo "propagation (API acknowledged -> replica answers, UDP-polled every ~1 ms, $count samples over 3 replicas):" \
+    "median $((med / 1000)).$(((med % 1000) / 100)) ms, p99 $((p99 / 1000)).$(((p99 % 1000) / 100)) ms"
+fi
+echo "$checks checks, $failures failures"
+[ "$failures" = 0 ]
