@@ -13,6 +13,7 @@
 #include "net/problem.h"
 #include "services/audit/entry.h"
 #include "services/audit/store.h"
+#include "services/job_queue.h"
 
 namespace govern::audit_service {
 namespace {
@@ -21,50 +22,6 @@ using json = nlohmann::json;
 
 // A few threads for the database work of reads, so that an event loop never waits on PostgreSQL.
 // Bounded: Post refuses work beyond max_queued (the caller answers 503).
-class Jobs {
- public:
-  Jobs(int threads, size_t max_queued) : max_queued_(max_queued) {
-    for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Run(); });
-  }
-  ~Jobs() {
-    {
-      std::lock_guard lk(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  bool Post(std::function<void()> job) {
-    {
-      std::lock_guard lk(mu_);
-      if (stop_ || jobs_.size() >= max_queued_) return false;
-      jobs_.push_back(std::move(job));
-    }
-    cv_.notify_one();
-    return true;
-  }
-
- private:
-  void Run() {
-    std::unique_lock lk(mu_);
-    for (;;) {
-      cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;
-      auto job = std::move(jobs_.front());
-      jobs_.pop_front();
-      lk.unlock();
-      job();
-      lk.lock();
-    }
-  }
-  size_t max_queued_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  bool stop_ = false;
-};
-
 net::Response Problem(int status, std::string detail, const net::Request& req) {
   net::Response r = net::ProblemResponse(status, std::move(detail), req.path);
   if (status == 503) r.headers.Set("Retry-After", "1");
@@ -149,7 +106,7 @@ struct Api::Impl {
   const CheckpointSigner* signer;
   ApiOptions opt;
   const Clock* clock;
-  std::unique_ptr<Jobs> jobs;
+  std::unique_ptr<services::JobQueue> jobs;
 
   using Then = std::function<void(net::Request&&, net::Responder, const std::string& org)>;
 
@@ -336,7 +293,7 @@ Api::Api(db::Pool* pool, Batcher* batcher, service_keys::KeyCache* keys, const C
   impl_->signer = signer;
   impl_->opt = std::move(options);
   impl_->clock = impl_->opt.clock != nullptr ? impl_->opt.clock : &Clock::Real();
-  impl_->jobs = std::make_unique<Jobs>(impl_->opt.read_threads, impl_->opt.max_queued_reads);
+  impl_->jobs = std::make_unique<services::JobQueue>(impl_->opt.read_threads, impl_->opt.max_queued_reads);
 }
 
 Api::~Api() = default;

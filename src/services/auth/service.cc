@@ -20,7 +20,6 @@
 #include "net/problem.h"
 #include "services/auth/form.h"
 #include "services/auth/grants.h"
-#include "services/auth/jobs.h"
 #include "services/auth/keys.h"
 #include "services/auth/passkeys.h"
 #include "services/auth/passwords.h"
@@ -29,6 +28,7 @@
 #include "services/auth/store.h"
 #include "services/auth/totp.h"
 #include "services/http_config.h"
+#include "services/job_queue.h"
 
 namespace govern::auth_service {
 namespace {
@@ -385,7 +385,7 @@ class AuthService final : public services::Service {
     http_ = std::make_unique<net::HttpClient>(net::ClientOptions{.connect_timeout = std::chrono::seconds(5),
                                                                  .request_timeout = std::chrono::seconds(10),
                                                                  .max_response_bytes = 1 << 20});
-    workers_ = std::make_unique<Workers>(static_cast<int>(cfg.GetInt("auth.workers")), 2000);
+    workers_ = std::make_unique<services::JobQueue>(static_cast<int>(cfg.GetInt("auth.workers")), 2000);
     host_ = listen.host;
     server_ = std::make_unique<net::Server>(std::move(sc), Routes());
     // Bound before the keys are loaded so a development issuer (empty auth.issuer) can name the real
@@ -1386,7 +1386,7 @@ class AuthService final : public services::Service {
   webauthn::RelyingParty rp_;
   std::unique_ptr<net::HttpClient> http_;  // calls to outside OIDC providers (single sign-on)
   std::atomic<bool> ready_{false};         // set once Start has everything a handler reads
-  std::unique_ptr<Workers> workers_;
+  std::unique_ptr<services::JobQueue> workers_;
   std::unique_ptr<net::Server> server_;
   std::string host_;
   std::chrono::milliseconds check_every_{60000};

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -29,6 +30,7 @@
 #include "services/dns/store.h"
 #include "services/dns/swap.h"
 #include "services/http_config.h"
+#include "services/job_queue.h"
 
 namespace govern::dns_service {
 namespace {
@@ -97,48 +99,6 @@ nlohmann::json RecordJson(const dns::Record& r) {
           {"ttl", r.ttl},
           {"rdata", dns::RdataToText(r.type, r.rdata)}};
 }
-
-// A few threads for the API's database calls.
-class Jobs {
- public:
-  explicit Jobs(int n) {
-    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Run(); });
-  }
-  ~Jobs() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  void Post(std::function<void()> f) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      q_.push_back(std::move(f));
-    }
-    cv_.notify_one();
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [this] { return stop_ || !q_.empty(); });
-      if (q_.empty()) return;
-      auto f = std::move(q_.front());
-      q_.pop_front();
-      lock.unlock();
-      f();
-      lock.lock();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> q_;
-  bool stop_ = false;
-  std::vector<std::thread> threads_;
-};
 
 class DnsService final : public services::Service {
  public:
@@ -216,7 +176,7 @@ class DnsService final : public services::Service {
       sc.address = api.host;
       sc.port = api.port;
       api_host_ = api.host;
-      jobs_ = std::make_unique<Jobs>(4);
+      jobs_ = std::make_unique<services::JobQueue>(4, std::numeric_limits<size_t>::max());
       net::Router router;
       AddRoutes(router);
       http_ = std::make_unique<net::Server>(std::move(sc), std::move(router));
@@ -436,7 +396,7 @@ class DnsService final : public services::Service {
   std::thread watcher_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> reloads_all_{0};
-  std::unique_ptr<Jobs> jobs_;
+  std::unique_ptr<services::JobQueue> jobs_;
   std::unique_ptr<net::Server> http_;
 };
 

@@ -27,7 +27,7 @@
 #include "policy/decisions/record_from.h"
 #include "policy/limits.h"
 #include "services/http_config.h"
-#include "services/policy/jobs.h"
+#include "services/job_queue.h"
 #include "services/policy/recorder.h"
 #include "services/policy/store.h"
 
@@ -198,7 +198,7 @@ class PolicyAgent final : public services::Service {
     auto recorder = DecisionRecorder::Open(cfg, ctx.data_dir);
     if (!recorder.ok()) return recorder.status().WithContext("policy-agent");
     recorder_ = std::move(*recorder);
-    if (recorder_->durable()) jobs_ = std::make_unique<JobQueue>(8, 10000);
+    if (recorder_->durable()) jobs_ = std::make_unique<services::JobQueue>(8, 10000);
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "policy.agent"));
     std::string sock = cfg.GetString("policy.agent.socket");
@@ -508,7 +508,7 @@ class PolicyAgent final : public services::Service {
   // The limit counters of every bundle version loaded (kept across swaps; see Compile).
   const std::shared_ptr<policy::LimitCounters> counters_ = std::make_shared<policy::LimitCounters>();
   std::unique_ptr<DecisionRecorder> recorder_;
-  std::unique_ptr<JobQueue> jobs_;  // durable recording only
+  std::unique_ptr<services::JobQueue> jobs_;  // durable recording only
 
   std::mutex mu_;
   std::condition_variable cv_;

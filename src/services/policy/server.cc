@@ -11,9 +11,9 @@
 #include "net/http_server.h"
 #include "net/problem.h"
 #include "services/http_config.h"
+#include "services/job_queue.h"
 #include "services/policy/api_keys.h"
 #include "services/policy/bundle_cache.h"
-#include "services/policy/jobs.h"
 #include "services/policy/schema.h"
 #include "services/policy/signing.h"
 #include "services/policy/store.h"
@@ -141,7 +141,7 @@ class PolicyServer final : public services::Service {
     }
     keys_json_ = json{{"keys", key_list}}.dump();
     max_set_bytes_ = static_cast<size_t>(cfg.GetBytes("policy.server.max_set_bytes"));
-    jobs_ = std::make_unique<JobQueue>(static_cast<int>(cfg.GetInt("policy.server.workers")), 1000);
+    jobs_ = std::make_unique<services::JobQueue>(static_cast<int>(cfg.GetInt("policy.server.workers")), 1000);
     key_cache_ = std::make_unique<service_keys::KeyCache>(
         pool_, PolicyKeys(),
         service_keys::KeyCacheOptions{.ttl = cfg.GetDuration("policy.server.key_cache_ttl"),
@@ -349,7 +349,7 @@ class PolicyServer final : public services::Service {
   // Each organisation's current bundle bytes (bundle_cache.h); 64 MiB holds thousands of organisations'
   // bundles, and a miss costs one row read.
   BundleCache bundles_{size_t{64} << 20};
-  std::unique_ptr<JobQueue> jobs_;
+  std::unique_ptr<services::JobQueue> jobs_;
   // Verifies presented keys (api_keys.h); shut down after the server, before the jobs.
   std::unique_ptr<service_keys::KeyCache> key_cache_;
   std::unique_ptr<net::Server> server_;

@@ -1,8 +1,11 @@
-// JobQueue: a few threads that run the HTTP handlers' database work, so that an event loop never waits
-// on PostgreSQL. Bounded: Post refuses work beyond `max_queued` (the caller answers 503). Thread-safe;
-// Stop (also the destructor) runs what is queued, then joins.
+// JobQueue: a few threads that run HTTP handlers' blocking work (PostgreSQL, password hashes), so an
+// event loop never waits on it and the number of such jobs running at once is bounded. Bounded queue:
+// Post refuses work beyond `max_queued` (the caller answers 503). Thread-safe; Stop (also the
+// destructor) runs what is queued, then joins. One queue for every service (policy server and sidecar,
+// auth, audit, dns).
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -11,12 +14,12 @@
 #include <thread>
 #include <vector>
 
-namespace govern::policy_service {
+namespace govern::services {
 
 class JobQueue {
  public:
   JobQueue(int threads, size_t max_queued) : max_queued_(max_queued) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+    for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Run(); });
   }
   ~JobQueue() { Stop(); }
   JobQueue(const JobQueue&) = delete;
@@ -67,4 +70,4 @@ class JobQueue {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace govern::policy_service
+}  // namespace govern::services
