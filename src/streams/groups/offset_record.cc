@@ -109,9 +109,9 @@ Result<size_t> DecodeRecord(std::string_view data, OffsetRecord* out) {
   r.type = static_cast<RecordType>(type);
   r.group = c.String16();
   uint32_t count = c.Get<uint32_t>();
-  // Each entry takes at least 6 bytes (delete) or 42 (commit): a count beyond that is corruption, and
+  // Each entry takes at least 6 bytes (delete) or 38 (commit): a count beyond that is corruption, and
   // checking it first keeps a hostile count from reserving memory.
-  size_t min_entry = r.type == RecordType::kCommit ? 42 : 6;
+  size_t min_entry = r.type == RecordType::kCommit ? 38 : 6;
   if (!c.ok() || count > c.remaining() / min_entry) return DataLoss("bad entry count");
   for (uint32_t i = 0; i < count && c.ok(); ++i) {
     TopicPartition tp;
