@@ -362,8 +362,7 @@ struct GroupCoordinator::Impl {
     if (g.members.empty()) {
       ++g.generation;
       g.protocol.clear();
-      g.protocol_type.clear();
-      g.leader.clear();
+      g.leader.clear();  // the protocol type stays, so an empty consumer group still lists as "consumer"
       g.state = State::kEmpty;
       g.empty_since_wall_ms = WallMs();
       return;

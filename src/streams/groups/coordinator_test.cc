@@ -277,6 +277,8 @@ TEST_F(CoordinatorTest, ThreeMembersRebalanceWhenOneLeaves) {
   EXPECT_EQ(lr.members[1].error, ErrorCode::kUnknownMemberId);
   EXPECT_EQ(lr.members[2].error, ErrorCode::kNone);
   EXPECT_EQ(Describe("g").group_state, "Empty");
+  EXPECT_EQ(Describe("g").protocol_type, "consumer");
+  EXPECT_EQ(Describe("g").members.size(), 0u);
 }
 
 TEST_F(CoordinatorTest, SessionTimeoutRemovesSilentMember) {
