@@ -75,7 +75,7 @@ TEST(CoordinatorRandom, InvariantsHoldOverRandomOperations) {
     };
     std::map<int32_t, GenInfo> gens;
     int32_t max_gen = 0;
-    int callbacks_out = 0;
+    std::atomic<int> callbacks_out{0};  // commit answers come from the offsets sync thread
     auto on_join = [&](size_t ci) {
       return [&, ci](JoinGroupResponse r) {
         --callbacks_out;
