@@ -170,13 +170,33 @@ struct AuthorizeParams {
   }
 };
 
-net::Response Page(int status, std::string_view title, std::string_view body_html) {
+// The origin (scheme://host[:port]) of an absolute URL, or "" when it has none.
+std::string OriginOf(std::string_view url) {
+  size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return "";
+  size_t end = url.find_first_of("/?#", scheme_end + 3);
+  return std::string(url.substr(0, end));
+}
+
+// `form_target` is the origin a form on the page may end at: a form post answered with a redirect to
+// the application (the code) is checked against form-action by browsers, so the application's
+// (already validated) redirect URI origin must be allowed beside 'self'. `script` loads the page script
+// /oauth/signin.js (passkeys); no inline script is ever allowed.
+net::Response Page(int status, std::string_view title, std::string_view body_html,
+                   std::string_view form_target = {}, bool script = false) {
   std::string html = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
-                     "</title></head><body>\n<h1>" + HtmlEscape(title) + "</h1>\n" + std::string(body_html) +
+                     "</title>" + (script ? "<script src=\"/oauth/signin.js\" defer></script>" : "") +
+                     "</head><body>\n<h1>" + HtmlEscape(title) + "</h1>\n" + std::string(body_html) +
                      "</body></html>\n";
   net::Response r(status, std::move(html), "text/html; charset=utf-8");
   r.headers.Set("X-Frame-Options", "DENY");
-  r.headers.Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'");
+  std::string csp = "default-src 'none'; form-action 'self'";
+  // Only a plain origin is copied into the header (it came from a registered redirect URI).
+  if (!form_target.empty() && form_target.find_first_of(" ;,'\"\r\n") == std::string_view::npos)
+    csp += " " + std::string(form_target);
+  if (script) csp += "; script-src 'self'; connect-src 'self'";
+  csp += "; frame-ancestors 'none'";
+  r.headers.Set("Content-Security-Policy", csp);
   return NoStore(std::move(r));
 }
 
@@ -190,8 +210,70 @@ net::Response SignInPage(int status, const AuthorizeParams& p, std::string_view 
           "\" required></label>\n<label>Password <input type=\"password\" name=\"password\" "
           "autocomplete=\"current-password\" required></label>\n<button type=\"submit\">Sign "
           "in</button>\n</form>\n";
-  return Page(status, "Sign in", body);
+  // Passkeys: signin.js fetches options from /oauth/passkey/options, asks the browser, fills `handle`
+  // and `credential` and posts this form (the same authorization parameters and csrf token).
+  body += "<form id=\"passkey-form\" method=\"post\" action=\"/oauth/authorize/passkey\">\n" + p.Hidden() +
+          "<input type=\"hidden\" name=\"handle\" value=\"\">\n<input type=\"hidden\" name=\"credential\" "
+          "value=\"\">\n<button type=\"button\" id=\"passkey\" hidden>Sign in with a passkey</button>\n"
+          "<p id=\"passkey-error\" role=\"alert\" hidden></p>\n</form>\n";
+  return Page(status, "Sign in", body, OriginOf(p.redirect_uri), /*script=*/true);
 }
+
+// The sign-in page's only script (served from /oauth/signin.js; the page's CSP allows no inline
+// script). Shows the passkey button when the browser has WebAuthn; on click: options, the browser's
+// ceremony, then the form post. A cancelled or failed ceremony shows a message and leaves the page.
+constexpr std::string_view kSignInScript = R"js('use strict';
+(() => {
+  const button = document.getElementById('passkey');
+  const form = document.getElementById('passkey-form');
+  const error = document.getElementById('passkey-error');
+  if (!button || !form || !window.PublicKeyCredential || !navigator.credentials) return;
+  const fromB64u = (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0)).buffer;
+  const toB64u = (b) => btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  const parse = (o) => PublicKeyCredential.parseRequestOptionsFromJSON
+    ? PublicKeyCredential.parseRequestOptionsFromJSON(o)
+    : Object.assign({}, o, {
+        challenge: fromB64u(o.challenge),
+        allowCredentials: (o.allowCredentials || []).map((c) => Object.assign({}, c, { id: fromB64u(c.id) })),
+      });
+  const json = (c) => {
+    if (typeof c.toJSON === 'function') return c.toJSON();
+    const r = c.response;
+    return {
+      id: c.id, rawId: toB64u(c.rawId), type: c.type, clientExtensionResults: c.getClientExtensionResults(),
+      authenticatorAttachment: c.authenticatorAttachment || undefined,
+      response: {
+        clientDataJSON: toB64u(r.clientDataJSON), authenticatorData: toB64u(r.authenticatorData),
+        signature: toB64u(r.signature), userHandle: r.userHandle ? toB64u(r.userHandle) : undefined,
+      },
+    };
+  };
+  const fail = (text) => { error.textContent = text; error.hidden = false; button.disabled = false; };
+  button.hidden = false;
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    error.hidden = true;
+    let options;
+    try {
+      const r = await fetch('/oauth/passkey/options', { method: 'POST', credentials: 'same-origin' });
+      if (!r.ok) throw new Error(String(r.status));
+      options = await r.json();
+    } catch (e) {
+      return fail('Passkey sign-in is unavailable. Try again later or use your password.');
+    }
+    let credential;
+    try {
+      credential = await navigator.credentials.get({ publicKey: parse(options.publicKey) });
+    } catch (e) {
+      return fail('The passkey sign-in was cancelled or did not succeed. Try again or use your password.');
+    }
+    if (!credential) return fail('No passkey was chosen.');
+    form.elements.handle.value = options.handle;
+    form.elements.credential.value = JSON.stringify(json(credential));
+    form.submit();
+  });
+})();
+)js";
 
 class AuthService final : public services::Service {
  public:
@@ -683,6 +765,15 @@ class AuthService final : public services::Service {
               [this](db::Connection& c, net::Request& q) { return AuthorizeTotp(c, q); });
         },
         opts("auth_signin_totp"));
+    router.AddSync(
+        net::Method::kGet, "/oauth/signin.js",
+        [](net::Request&) {
+          net::Response r(200, std::string(kSignInScript), "text/javascript; charset=utf-8");
+          r.headers.Set("Cache-Control", "max-age=300");
+          r.headers.Set("X-Content-Type-Options", "nosniff");
+          return r;
+        },
+        opts("auth_signin_script"));
     router.Add(
         net::Method::kPost, "/oauth/passkey/options",
         [this](net::Request&& req, net::Responder r) {
@@ -910,7 +1001,7 @@ class AuthService final : public services::Service {
         HtmlEscape(*token) +
         "\">\n<label>Code <input name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
         "required></label>\n<button type=\"submit\">Continue</button>\n</form>\n";
-    return Page(status, "Second factor", body);
+    return Page(status, "Second factor", body, OriginOf(p.redirect_uri));
   }
 
   net::Response AuthorizeTotp(db::Connection& c, net::Request& q) {
