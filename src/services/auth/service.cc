@@ -1135,7 +1135,7 @@ class AuthService final : public services::Service {
     };
     auto state = q.QueryParam("state");
     auto code = q.QueryParam("code");
-    if (!state || !code) return fail("The provider's answer lacks a code or state.");
+    if (!state) return fail("The provider's answer lacks a state.");
     int64_t now = clock_->UnixMicros() / 1'000'000;
     auto rows = c.Exec(
         "DELETE FROM auth_challenges WHERE challenge_hash = $1 AND kind = 'sso' AND expires_at > $2 "
@@ -1143,6 +1143,12 @@ class AuthService final : public services::Service {
         db::Params(HashHex(*state), now));
     if (!rows.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
     if (rows->empty()) return fail("This sign-on expired or was already used.");
+    // The state is used up from here on, whatever the answer (RFC 6749 section 4.1.2.1 errors too).
+    if (auto error = q.QueryParam("error")) {
+      log::Info("auth", "the sign-on provider answered an error", {{"error", error->substr(0, 64)}});
+      return fail("The sign-on provider did not sign you in.");
+    }
+    if (!code) return fail("The provider's answer lacks a code.");
     json payload = json::parse(rows->Text(0, 0), nullptr, false);
     std::map<std::string, std::string, std::less<>> m;
     if (payload.is_object()) {
@@ -1157,6 +1163,11 @@ class AuthService final : public services::Service {
     auto provider = GetSsoProvider(c, *storage_key_, m["org"]);
     if (!provider.ok() || !*provider || client->org != m["org"])
       return fail("This organisation has no sign-on provider.");
+    // RFC 9207 (mix-up defence): an answer that names its issuer must name this provider.
+    if (auto iss = q.QueryParam("iss"); iss && *iss != (*provider)->issuer) {
+      log::Warn("auth", "sign-on answer from another issuer", {{"org", client->org}});
+      return fail("The answer came from another provider.");
+    }
     auto meta = Discover((*provider)->issuer);
     if (!meta.ok()) return Page(502, "Provider unavailable", "<p>The sign-on provider is unavailable.</p>");
     net::ClientRequest token_request;
