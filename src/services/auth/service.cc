@@ -18,6 +18,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/problem.h"
+#include "services/auth/factors.h"
 #include "services/auth/form.h"
 #include "services/auth/grants.h"
 #include "services/auth/keys.h"
@@ -102,6 +103,7 @@ net::Response StatusProblem(const Status& s, const net::Request& req) {
     case Code::kNotFound:
       return Problem(404, s.message(), req);
     case Code::kAlreadyExists:
+    case Code::kFailedPrecondition:
       return Problem(409, s.message(), req);
     case Code::kInvalidArgument:
       return Problem(400, s.message(), req);
@@ -1312,6 +1314,62 @@ class AuthService final : public services::Service {
     return (*claims)->org;
   }
 
+  // Who an admin request acts as, for the record: "admin-token:<name>" or "user:<sub>".
+  std::string ActorOf(db::Connection& c, const net::Request& q) {
+    std::string_view bearer = BearerOf(q);
+    if (bearer.starts_with("gva_")) {
+      auto rows = c.ExecPrepared("SELECT name FROM auth_admin_tokens WHERE token_hash = $1",
+                                 db::Params(HashHex(bearer)));
+      return "admin-token:" + std::string(rows.ok() && !rows->empty() ? rows->Text(0, 0) : "");
+    }
+    auto claims = checker_->Check(bearer, provider_options_.default_audience);
+    return claims.ok() ? "user:" + (*claims)->sub : "unknown";
+  }
+
+  static json FactorJson(const Factor& f) {
+    json j = {{"kind", FactorKindName(f.kind)}};
+    if (!f.id.empty()) j["id"] = f.id;
+    if (f.kind == FactorKind::kTotp) j["confirmed"] = f.confirmed;
+    if (f.kind == FactorKind::kPasskey) {
+      j["algorithm"] = f.algorithm;
+      j["created_at"] = f.created_at;
+      j["last_used_at"] = f.last_used_at ? json(*f.last_used_at) : json(nullptr);
+    }
+    return j;
+  }
+
+  // DELETE .../factors/{kind}[/{id}]?force=true&reason=...
+  net::Response RemoveFactorRoute(db::Connection& c, net::Request& q, std::string_view kind_name,
+                                  std::string_view passkey_id) {
+    auto user = GetUser(c, q.Param("user_id"));
+    if (!user.ok() || user->org != q.Param("org"))
+      return Problem(404, "no such user in this organisation", q);
+    auto kind = ParseRemovableFactorKind(kind_name);
+    if (!kind.ok()) return StatusProblem(kind.status(), q);
+    if ((*kind == FactorKind::kPasskey) != !passkey_id.empty())
+      return Problem(404, "a passkey is named by its id: .../factors/passkey/{id}", q);
+    auto force = q.QueryParam("force");
+    RemoveFactorRequest request{.user_id = user->user_id,
+                                .kind = *kind,
+                                .passkey_id = std::string(passkey_id),
+                                .force = force && (*force == "true" || *force == "1"),
+                                .actor = ActorOf(c, q),
+                                .reason = q.QueryParam("reason").value_or("")};
+    int64_t now = clock_->UnixMicros() / 1'000'000;
+    // A revoked family's sid must outlive every access token of it.
+    auto removed = RemoveFactor(c, request, now, now + provider_options_.access_lifetime.count() + 60);
+    if (!removed.ok()) return StatusProblem(removed.status(), q);
+    if (removed->refresh_families_revoked > 0) (void)ReloadRevocations(c);
+    return NoStore(net::JsonResponse(json{
+        {"user_id", user->user_id},
+        {"removed", FactorKindName(*kind)},
+        {"id", std::string(passkey_id)},
+        {"forced", removed->was_last},
+        {"sessions_ended", removed->sessions_ended},
+        {"refresh_families_revoked", removed->refresh_families_revoked},
+        {"event", removed->event}}.dump()));
+  }
+
   using AdminBody = std::function<net::Response(db::Connection&, net::Request&, const json&)>;
 
   void AddAdmin(net::Router& router, net::Method m, std::string pattern, bool global_only, AdminBody body) {
@@ -1409,6 +1467,40 @@ class AuthService final : public services::Service {
                if (!s.ok()) return StatusProblem(s, q);
                return net::JsonResponse(
                    json{{"user_id", q.Param("user_id")}, {"disabled", in.value("disabled", true)}}.dump());
+             });
+    AddAdmin(
+        router, net::Method::kGet, "/v1/auth/orgs/{org}/users/{user_id}/factors", false,
+        [](db::Connection& c, net::Request& q, const json&) {
+          auto u = GetUser(c, q.Param("user_id"));
+          if (!u.ok() || u->org != q.Param("org"))
+            return Problem(404, "no such user in this organisation", q);
+          auto factors = ListFactors(c, u->user_id);
+          if (!factors.ok()) return StatusProblem(factors.status(), q);
+          auto events = ListFactorEvents(c, u->user_id, 50);
+          if (!events.ok()) return StatusProblem(events.status(), q);
+          json fs = json::array(), es = json::array();
+          for (const auto& f : *factors) fs.push_back(FactorJson(f));
+          for (const auto& e : *events) {
+            es.push_back({{"seq", e.seq},
+                          {"at", e.at},
+                          {"action", e.action},
+                          {"factor", e.factor},
+                          {"id", e.factor_id},
+                          {"actor", e.actor},
+                          {"forced", e.forced},
+                          {"reason", e.reason},
+                          {"sessions_ended", e.sessions_ended},
+                          {"refresh_families_revoked", e.refresh_families_revoked}});
+          }
+          return net::JsonResponse(json{{"user_id", u->user_id}, {"factors", fs}, {"events", es}}.dump());
+        });
+    AddAdmin(router, net::Method::kDelete, "/v1/auth/orgs/{org}/users/{user_id}/factors/{kind}", false,
+             [this](db::Connection& c, net::Request& q, const json&) {
+               return RemoveFactorRoute(c, q, q.Param("kind"), "");
+             });
+    AddAdmin(router, net::Method::kDelete, "/v1/auth/orgs/{org}/users/{user_id}/factors/{kind}/{id}", false,
+             [this](db::Connection& c, net::Request& q, const json&) {
+               return RemoveFactorRoute(c, q, q.Param("kind"), q.Param("id"));
              });
     AddAdmin(
         router, net::Method::kPost, "/v1/auth/orgs/{org}/groups", false,

@@ -8,10 +8,14 @@
 //     user, and the counter moves;
 //   - refusals: the user not verified (the browser refuses since the server asks for UV; and when the
 //     page is tampered to ask without UV, the server refuses), a passkey the server does not know, and
-//     a cancelled ceremony (no passkey left): the page says so and no code is issued.
+//     a cancelled ceremony (no passkey left): the page says so and no code is issued;
+//   - an administrator removes the passkey (admin API): the session cookie, refresh and access tokens
+//     of the user end, the passkey is refused; the last factor only goes with force; the record (also
+//     through `govern auth factor list` when SIGNIN_DATA_DIR and GOVERN are set).
 import { chromium } from 'playwright-core';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import { execFileSync } from 'node:child_process';
 
 const [base, adminToken] = process.argv.slice(2);
 let checks = 0;
@@ -51,13 +55,14 @@ check(org.status === 201 && user.status === 201 && web.status === 201, 'admin AP
 const clientId = web.json.client_id;
 
 // An authorization request with fresh PKCE and state; prompt=login so the page shows even with a session.
-function authorizeUrl() {
+function authorizeUrl(prompt = 'login') {
   const verifier = b64u(randomBytes(32));
   const state = b64u(randomBytes(16));
   const u = new URL('/oauth/authorize', base);
   u.search = new URLSearchParams({
     response_type: 'code', client_id: clientId, redirect_uri: redirect, scope: 'openid email', state,
-    code_challenge: b64u(createHash('sha256').update(verifier).digest()), code_challenge_method: 'S256', prompt: 'login',
+    code_challenge: b64u(createHash('sha256').update(verifier).digest()), code_challenge_method: 'S256',
+    ...(prompt ? { prompt } : {}),
   }).toString();
   return { url: u.toString(), verifier, state };
 }
@@ -186,6 +191,65 @@ try {
   await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: { ...creds[0], signCount: counts[1] } });
   const again = await passkeySignIn();
   check(again.tokens && again.info.sub === sub, 'the registered passkey still signs in after the refusals', again.error);
+
+  // 8. An administrator removes the passkey (the password stays): the user's browser session, refresh
+  // tokens and access tokens end, and the passkey no longer signs in.
+  req = authorizeUrl(null);
+  await page.goto(req.url);
+  check(page.url().startsWith(redirect), 'before: the session cookie skips the sign-in page', page.url());
+  const userId = user.json.user_id;
+  const listed = await admin('GET', `/v1/auth/orgs/pk/users/${userId}/factors`);
+  const passkeyId = Buffer.from(creds[0].credentialId, 'base64').toString('base64url');
+  check(listed.status === 200 && listed.json.factors.map((f) => f.kind).join() === 'password,passkey' &&
+        listed.json.factors[1].id === passkeyId && listed.json.factors[1].last_used_at > 0,
+        'the admin API lists the password and the passkey (last used set)', listed.json);
+  const removed = await admin('DELETE', `/v1/auth/orgs/pk/users/${userId}/factors/passkey/${passkeyId}?reason=lost%20laptop`);
+  check(removed.status === 200 && removed.json.sessions_ended >= 1 && removed.json.refresh_families_revoked >= 1 && !removed.json.forced,
+        'the passkey is removed; sessions ended and refresh families revoked', removed);
+  const refresh = await fetch(new URL('/oauth/token', base), {
+    method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: again.tokens.refresh_token, client_id: clientId }),
+  });
+  check(refresh.status === 400 && (await refresh.json()).error === 'invalid_grant', 'the refresh token of that sign-in is refused');
+  const info = await fetch(new URL('/oauth/userinfo', base), { headers: { authorization: `Bearer ${again.tokens.access_token}` } });
+  check(info.status === 401, 'its access token is refused (sid in the revocation list)', info.status);
+  const revocations = await (await fetch(new URL('/oauth/revocations', base))).json();
+  check(Object.keys(revocations.sid || {}).length >= 1, 'the revocation list services pull names the families', revocations);
+  req = authorizeUrl(null);
+  await page.goto(req.url);
+  check(!page.url().startsWith(redirect) && (await page.isVisible('#passkey')), 'after: the old session cookie no longer signs in', page.url());
+  await cdp.send('WebAuthn.clearCredentials', { authenticatorId });
+  await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: { ...creds[0], signCount: counts[1] + 10 } });
+  [nav] = await Promise.all([page.waitForNavigation(), page.click('#passkey')]);
+  await stayed('the removed passkey', '#error', { value: nav && nav.status(), want: 401 });
+
+  // 9. The password is now the last way in: refused without force, removed with it; the record.
+  const last = await admin('DELETE', `/v1/auth/orgs/pk/users/${userId}/factors/password`);
+  check(last.status === 409 && /last way to sign in/.test(last.json.detail), 'removing the last way to sign in needs force', last);
+  const forced = await admin('DELETE', `/v1/auth/orgs/pk/users/${userId}/factors/password?force=true&reason=offboarding`);
+  check(forced.status === 200 && forced.json.forced === true, 'with force the last factor goes', forced);
+  const after = await admin('GET', `/v1/auth/orgs/pk/users/${userId}/factors`);
+  check(after.json.factors.length === 0 && after.json.events.length === 2 &&
+        after.json.events[0].factor === 'password' && after.json.events[0].forced && after.json.events[0].reason === 'offboarding' &&
+        after.json.events[1].factor === 'passkey' && after.json.events[1].id === passkeyId && after.json.events[1].actor === 'admin-token:e2e' &&
+        after.json.events[1].reason === 'lost laptop',
+        'every removal is in the record with actor and reason', after.json);
+  const missing = await admin('DELETE', `/v1/auth/orgs/pk/users/${userId}/factors/totp`);
+  check(missing.status === 404, 'removing a factor the user lacks is 404', missing);
+  const other = await admin('DELETE', `/v1/auth/orgs/other/users/${userId}/factors/totp`);
+  check(other.status === 404, 'the user is looked up within the organisation', other.status);
+  if (process.env.GOVERN && process.env.SIGNIN_DATA_DIR) {
+    const out = execFileSync(process.env.GOVERN, ['--data-dir', process.env.SIGNIN_DATA_DIR, 'auth', 'factor', 'list', '--org', 'pk', userId]);
+    const cli = JSON.parse(out.toString());
+    check(cli.factors.length === 0 && cli.events.length === 2 && cli.events[0].seq === after.json.events[0].seq,
+          '`govern auth factor list` shows the same record', cli);
+    let code = 0;
+    try {
+      execFileSync(process.env.GOVERN, ['--data-dir', process.env.SIGNIN_DATA_DIR, 'auth', 'factor', 'remove', '--org', 'pk', '--kind', 'totp', userId], { stdio: 'pipe' });
+    } catch (e) {
+      code = e.status;
+    }
+    check(code === 1, '`govern auth factor remove` of a missing factor exits 1', code);
+  }
 } finally {
   await browser.close();
   app.close();

@@ -41,7 +41,7 @@ grep -q "is up" "$work/serve.out" || fail "govern serve auth did not come up"
 admin="$("$GOVERN" --data-dir "$data" auth admin-token --name e2e 2>>"$work/cli.log" |
   node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).admin_token))')"
 [ -n "$admin" ] || fail "govern auth admin-token"
-CHROMIUM="$chromium" node signin.mjs "http://localhost:$port" "$admin" || fail "passkey sign-in steps failed"
+CHROMIUM="$chromium" SIGNIN_DATA_DIR="$data" node signin.mjs "http://localhost:$port" "$admin" || fail "passkey sign-in steps failed"
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "govern serve auth exited $? on SIGTERM"
 serve_pid=""
