@@ -402,6 +402,17 @@ class AuthService final : public services::Service {
            .default_value = "RS256",
            .help = "Algorithm of the published key ring (ID tokens). OIDC clients expect RS256 by default.",
            .choices = {"RS256", "ES256", "EdDSA"}});
+    s.Add({.key = "auth.access_token_signing",
+           .type = Type::kEnum,
+           .default_value = "published",
+           .help = "How access tokens for auth.default_audience (Govern's own services) are signed. "
+                   "'published': with the published ring (auth.id_token_alg), so any service checks them "
+                   "with the JWKS alone (tokens::TrustRefresher on /.well-known/jwks.json; cached checks "
+                   "~0.5 us, the first sight of a token one signature verification). 'internal': HS256 "
+                   "with the internal ring (a check without a signature verification, ~2 us), which only "
+                   "services holding that ring can check; there is no distribution of it yet, so use it "
+                   "only where the checking services load the ring themselves (docs/tokens.md).",
+           .choices = {"published", "internal"}});
     s.Add({.key = "auth.storage_key",
            .type = Type::kString,
            .default_value = "",
@@ -440,6 +451,7 @@ class AuthService final : public services::Service {
     rotation_ = {secs("auth.rotation.period"), secs("auth.rotation.publish_ahead"),
                  secs("auth.rotation.keep_after")};
     GOVERN_ASSIGN_OR_RETURN(id_alg_, tokens::ParseAlg(cfg.GetString("auth.id_token_alg")));
+    internal_access_ = cfg.GetString("auth.access_token_signing") == "internal";
     auto key = LoadStorageKey(cfg.GetString("auth.storage_key"), ctx.data_dir + "/auth");
     if (!key.ok()) return key.status().WithContext("auth: storage key");
     storage_key_.emplace(std::move(*key));
@@ -540,13 +552,14 @@ class AuthService final : public services::Service {
     if (!jwks.ok()) return jwks.status();
     if (first) {
       issuer_ = std::make_unique<tokens::Issuer>(tokens::IssuerOptions{provider_options_.issuer},
-                                                 rings->access, rings->id, *clock_);
+                                                 internal_access_ ? rings->access : rings->id, rings->id,
+                                                 *clock_);
       external_ = std::make_unique<tokens::Issuer>(tokens::IssuerOptions{provider_options_.issuer}, rings->id,
                                                    rings->id, *clock_);
       checker_ = std::make_unique<tokens::Checker>(tokens::CheckerOptions{.issuer = provider_options_.issuer},
                                                    keyset, *clock_);
     } else {
-      issuer_->SetRings(rings->access, rings->id);
+      issuer_->SetRings(internal_access_ ? rings->access : rings->id, rings->id);
       external_->SetRings(rings->id, rings->id);
       checker_->SetKeys(keyset);  // also drops keys past their overlap at once
     }
@@ -1565,6 +1578,9 @@ class AuthService final : public services::Service {
   const Clock* clock_ = nullptr;
   tokens::RotationPolicy rotation_;
   tokens::Alg id_alg_ = tokens::Alg::kRS256;
+  // auth.access_token_signing: HS256 internal ring for the default audience (else the published ring).
+  // The checker trusts both rings either way, so tokens issued before a switch stay valid.
+  bool internal_access_ = false;
   std::optional<crypto::Aes256GcmKey> storage_key_;
   PasswordPolicy password_;
   bool trust_forwarded_ = false;
