@@ -1,8 +1,12 @@
 // `govern auth ...`: organisations, users, groups, clients and admin tokens from the command line.
 #include "cli/auth_cmd.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +14,7 @@
 #include "crypto/password.h"
 #include "db/connection.h"
 #include "db/migrator.h"
+#include "services/auth/factors.h"
 #include "services/auth/schema.h"
 #include "services/auth/store.h"
 
@@ -126,6 +131,22 @@ AuthCommand::AuthCommand(CLI::App& app) {
   client_create_->add_option("--redirect-uri", redirects_, "An exact redirect URI (repeatable; apps)");
   client_list_ = client->add_subcommand("list", "List an organisation's clients (never secrets)");
   client_list_->add_option("--org", org_, "Organisation")->required();
+
+  CLI::App* factor = auth_->add_subcommand("factor", "A user's sign-in factors (password, TOTP, passkeys)");
+  factor->require_subcommand(1);
+  factor_list_ = factor->add_subcommand("list", "List a user's factors and the record of removals");
+  factor_list_->add_option("--org", org_, "Organisation")->required();
+  factor_list_->add_option("user_id", arg_, "usr_...")->required();
+  factor_remove_ = factor->add_subcommand(
+      "remove", "Remove a factor; ends the user's sessions and revokes their refresh tokens");
+  factor_remove_->add_option("--org", org_, "Organisation")->required();
+  factor_remove_->add_option("--kind", kind_, "password, totp or passkey")
+      ->required()
+      ->check(CLI::IsMember({"password", "totp", "passkey"}));
+  factor_remove_->add_option("--id", factor_id_, "The passkey's credential id (base64url, from factor list)");
+  factor_remove_->add_flag("--force", force_, "Allow removing the user's last way to sign in");
+  factor_remove_->add_option("--reason", reason_, "Why (kept in the record)");
+  factor_remove_->add_option("user_id", arg_, "usr_...")->required();
 }
 
 bool AuthCommand::parsed() const { return auth_->parsed(); }
@@ -204,6 +225,62 @@ int AuthCommand::Run(const config::Config& cfg) {
     json out = json::array();
     for (const auto& cl : *clients) out.push_back(ClientJson(cl));
     return Print({{"clients", out}});
+  }
+  if (factor_list_->parsed() || factor_remove_->parsed()) {
+    auto u = auth::GetUser(c, arg_);
+    if (!u.ok() || u->org != org_) return Fail(NotFound("no user " + arg_ + " in " + org_));
+    if (factor_list_->parsed()) {
+      auto factors = auth::ListFactors(c, arg_);
+      if (!factors.ok()) return Fail(factors.status());
+      auto events = auth::ListFactorEvents(c, arg_, 50);
+      if (!events.ok()) return Fail(events.status());
+      json fs = json::array(), es = json::array();
+      for (const auto& f : *factors) {
+        json j = {{"kind", auth::FactorKindName(f.kind)}};
+        if (!f.id.empty()) j["id"] = f.id;
+        if (f.kind == auth::FactorKind::kTotp) j["confirmed"] = f.confirmed;
+        if (f.kind == auth::FactorKind::kPasskey) j["created_at"] = f.created_at;
+        fs.push_back(j);
+      }
+      for (const auto& e : *events) {
+        es.push_back({{"seq", e.seq},
+                      {"at", e.at},
+                      {"factor", e.factor},
+                      {"id", e.factor_id},
+                      {"actor", e.actor},
+                      {"forced", e.forced},
+                      {"reason", e.reason}});
+      }
+      return Print({{"user_id", arg_}, {"factors", fs}, {"events", es}});
+    }
+    auto kind = auth::ParseRemovableFactorKind(kind_);
+    if (!kind.ok()) return Fail(kind.status());
+    if ((*kind == auth::FactorKind::kPasskey) != !factor_id_.empty())
+      return Fail(InvalidArgument("--id names a passkey, and only a passkey"));
+    const char* login = std::getenv("USER");
+    std::string actor = "cli:" + (login != nullptr && *login != '\0' ? std::string(login)
+                                                                     : "uid " + std::to_string(getuid()));
+    int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    auto lifetime =
+        std::chrono::duration_cast<std::chrono::seconds>(cfg.GetDuration("auth.access_token_lifetime"));
+    auto removed = auth::RemoveFactor(c, {arg_, *kind, factor_id_, force_, actor, reason_}, now,
+                                      now + lifetime.count() + 60);
+    if (!removed.ok()) {
+      if (removed.status().code() == Code::kFailedPrecondition)
+        std::fprintf(stderr, "govern: %s (--force)\n", removed.status().message().c_str());
+      else
+        Fail(removed.status());
+      return 1;
+    }
+    return Print({{"user_id", arg_},
+                  {"removed", kind_},
+                  {"id", factor_id_},
+                  {"forced", removed->was_last},
+                  {"sessions_ended", removed->sessions_ended},
+                  {"refresh_families_revoked", removed->refresh_families_revoked},
+                  {"event", removed->event}});
   }
   return 2;
 }

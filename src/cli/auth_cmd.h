@@ -14,6 +14,9 @@
 //                                                            prints the client id and (confidential) secret,
 //                                                            once
 //   govern auth client list --org O
+//   govern auth factor list --org O USER_ID                  the user's factors and the removal record
+//   govern auth factor remove --org O --kind password|totp|passkey [--id CREDENTIAL_ID] [--force]
+//                             [--reason R] USER_ID           removes one (services/auth/factors.h rules)
 //
 // Output is JSON, one object per command. Exit codes: 0 ok, 1 refused or failed, 2 bad usage.
 #pragma once
@@ -47,10 +50,14 @@ class AuthCommand {
   CLI::App* group_add_ = nullptr;
   CLI::App* client_create_ = nullptr;
   CLI::App* client_list_ = nullptr;
+  CLI::App* factor_list_ = nullptr;
+  CLI::App* factor_remove_ = nullptr;
   std::string org_, name_, email_, group_, kind_ = "agent", arg_;
   std::vector<std::string> scopes_, redirects_;
   bool password_stdin_ = false;
   bool public_ = false;
+  std::string factor_id_, reason_;
+  bool force_ = false;
 };
 
 }  // namespace govern::cli

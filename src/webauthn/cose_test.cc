@@ -11,6 +11,25 @@ namespace {
 using cbor::Value;
 using testing::TestKey;
 
+// ES256 signatures: only canonical DER (one encoding per signature); a BER long-form length or a
+// padded integer is refused even though OpenSSL alone might accept it.
+TEST(CoseTest, Es256RefusesNonCanonicalDer) {
+  TestKey k(Algorithm::kEs256);
+  auto key = PublicKey::FromCose(k.Cose());
+  ASSERT_TRUE(key.ok());
+  auto msg = testing::Bytes("message");
+  auto sig = k.Sign(msg);
+  ASSERT_TRUE(key->Verify(msg, sig).ok());
+  ASSERT_EQ(sig[0], 0x30);
+  ASSERT_LT(sig[1], 0x80);
+  std::vector<uint8_t> long_form = {0x30, 0x81};
+  long_form.insert(long_form.end(), sig.begin() + 1, sig.end());
+  EXPECT_EQ(key->Verify(msg, long_form).code(), Code::kUnauthenticated);
+  std::vector<uint8_t> trailing = sig;
+  trailing.push_back(0);
+  EXPECT_EQ(key->Verify(msg, trailing).code(), Code::kUnauthenticated);
+}
+
 TEST(CoseTest, VerifiesEachAlgorithm) {
   for (Algorithm alg : {Algorithm::kEs256, Algorithm::kEdDsa, Algorithm::kRs256}) {
     TestKey k(alg);
@@ -61,6 +80,10 @@ TEST(CoseTest, RefusesOtherKeys) {
       {Modified(ec.Cose(), -1, Value::Int(2)), "EC2 curve 2"},
       {Modified(ec.Cose(), -2, Value::Bytes(std::vector<uint8_t>(31, 1))), "32 bytes each"},
       {Modified(ec.Cose(), -3, Value::Bytes(std::vector<uint8_t>(32, 1))), "point refused"},
+      {Modified(cbor::Encode(Modified(ec.Cose(), -2, Value::Bytes(std::vector<uint8_t>(32, 0)))), -3,
+                Value::Bytes(std::vector<uint8_t>(32, 0))),
+       "point refused"},  // (0, 0): what an encoder might make of the point at infinity
+      {Modified(ec.Cose(), -2, Value::Bytes(std::vector<uint8_t>(32, 0xFF))), "point refused"},  // x >= p
       {Modified(ec.Cose(), -4, Value::Bytes(std::vector<uint8_t>(32, 1))), "private key part"},
       {Modified(ec.Cose(), -2, Value::Text("x")), "not a byte string"},
       {Modified(ed.Cose(), -1, Value::Int(7)), "OKP curve 7"},

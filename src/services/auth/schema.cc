@@ -176,6 +176,25 @@ CREATE TABLE auth_sso_links (
   user_id  text NOT NULL REFERENCES auth_users (user_id) ON DELETE CASCADE
 );
 )sql"},
+      {3, "auth factor removal log", R"sql(
+-- Every administrator change to a user's sign-in factors (factors.h), written in the transaction of
+-- the change. No foreign key: the record outlives the user.
+CREATE TABLE auth_factor_events (
+  seq              bigserial PRIMARY KEY,
+  at               bigint NOT NULL,
+  org              text NOT NULL,
+  user_id          text NOT NULL,
+  action           text NOT NULL,
+  factor           text NOT NULL,
+  factor_id        text NOT NULL DEFAULT '',
+  actor            text NOT NULL DEFAULT '',
+  forced           boolean NOT NULL DEFAULT false,
+  reason           text NOT NULL DEFAULT '',
+  sessions_ended   integer NOT NULL DEFAULT 0,
+  families_revoked integer NOT NULL DEFAULT 0
+);
+CREATE INDEX auth_factor_events_user ON auth_factor_events (user_id, seq);
+)sql"},
   };
 }
 

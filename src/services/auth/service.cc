@@ -18,6 +18,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/problem.h"
+#include "services/auth/factors.h"
 #include "services/auth/form.h"
 #include "services/auth/grants.h"
 #include "services/auth/keys.h"
@@ -102,6 +103,7 @@ net::Response StatusProblem(const Status& s, const net::Request& req) {
     case Code::kNotFound:
       return Problem(404, s.message(), req);
     case Code::kAlreadyExists:
+    case Code::kFailedPrecondition:
       return Problem(409, s.message(), req);
     case Code::kInvalidArgument:
       return Problem(400, s.message(), req);
@@ -170,13 +172,33 @@ struct AuthorizeParams {
   }
 };
 
-net::Response Page(int status, std::string_view title, std::string_view body_html) {
+// The origin (scheme://host[:port]) of an absolute URL, or "" when it has none.
+std::string OriginOf(std::string_view url) {
+  size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return "";
+  size_t end = url.find_first_of("/?#", scheme_end + 3);
+  return std::string(url.substr(0, end));
+}
+
+// `form_target` is the origin a form on the page may end at: a form post answered with a redirect to
+// the application (the code) is checked against form-action by browsers, so the application's
+// (already validated) redirect URI origin must be allowed beside 'self'. `script` loads the page script
+// /oauth/signin.js (passkeys); no inline script is ever allowed.
+net::Response Page(int status, std::string_view title, std::string_view body_html,
+                   std::string_view form_target = {}, bool script = false) {
   std::string html = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
-                     "</title></head><body>\n<h1>" + HtmlEscape(title) + "</h1>\n" + std::string(body_html) +
+                     "</title>" + (script ? "<script src=\"/oauth/signin.js\" defer></script>" : "") +
+                     "</head><body>\n<h1>" + HtmlEscape(title) + "</h1>\n" + std::string(body_html) +
                      "</body></html>\n";
   net::Response r(status, std::move(html), "text/html; charset=utf-8");
   r.headers.Set("X-Frame-Options", "DENY");
-  r.headers.Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'");
+  std::string csp = "default-src 'none'; form-action 'self'";
+  // Only a plain origin is copied into the header (it came from a registered redirect URI).
+  if (!form_target.empty() && form_target.find_first_of(" ;,'\"\r\n") == std::string_view::npos)
+    csp += " " + std::string(form_target);
+  if (script) csp += "; script-src 'self'; connect-src 'self'";
+  csp += "; frame-ancestors 'none'";
+  r.headers.Set("Content-Security-Policy", csp);
   return NoStore(std::move(r));
 }
 
@@ -190,8 +212,70 @@ net::Response SignInPage(int status, const AuthorizeParams& p, std::string_view 
           "\" required></label>\n<label>Password <input type=\"password\" name=\"password\" "
           "autocomplete=\"current-password\" required></label>\n<button type=\"submit\">Sign "
           "in</button>\n</form>\n";
-  return Page(status, "Sign in", body);
+  // Passkeys: signin.js fetches options from /oauth/passkey/options, asks the browser, fills `handle`
+  // and `credential` and posts this form (the same authorization parameters and csrf token).
+  body += "<form id=\"passkey-form\" method=\"post\" action=\"/oauth/authorize/passkey\">\n" + p.Hidden() +
+          "<input type=\"hidden\" name=\"handle\" value=\"\">\n<input type=\"hidden\" name=\"credential\" "
+          "value=\"\">\n<button type=\"button\" id=\"passkey\" hidden>Sign in with a passkey</button>\n"
+          "<p id=\"passkey-error\" role=\"alert\" hidden></p>\n</form>\n";
+  return Page(status, "Sign in", body, OriginOf(p.redirect_uri), /*script=*/true);
 }
+
+// The sign-in page's only script (served from /oauth/signin.js; the page's CSP allows no inline
+// script). Shows the passkey button when the browser has WebAuthn; on click: options, the browser's
+// ceremony, then the form post. A cancelled or failed ceremony shows a message and leaves the page.
+constexpr std::string_view kSignInScript = R"js('use strict';
+(() => {
+  const button = document.getElementById('passkey');
+  const form = document.getElementById('passkey-form');
+  const error = document.getElementById('passkey-error');
+  if (!button || !form || !window.PublicKeyCredential || !navigator.credentials) return;
+  const fromB64u = (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0)).buffer;
+  const toB64u = (b) => btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  const parse = (o) => PublicKeyCredential.parseRequestOptionsFromJSON
+    ? PublicKeyCredential.parseRequestOptionsFromJSON(o)
+    : Object.assign({}, o, {
+        challenge: fromB64u(o.challenge),
+        allowCredentials: (o.allowCredentials || []).map((c) => Object.assign({}, c, { id: fromB64u(c.id) })),
+      });
+  const json = (c) => {
+    if (typeof c.toJSON === 'function') return c.toJSON();
+    const r = c.response;
+    return {
+      id: c.id, rawId: toB64u(c.rawId), type: c.type, clientExtensionResults: c.getClientExtensionResults(),
+      authenticatorAttachment: c.authenticatorAttachment || undefined,
+      response: {
+        clientDataJSON: toB64u(r.clientDataJSON), authenticatorData: toB64u(r.authenticatorData),
+        signature: toB64u(r.signature), userHandle: r.userHandle ? toB64u(r.userHandle) : undefined,
+      },
+    };
+  };
+  const fail = (text) => { error.textContent = text; error.hidden = false; button.disabled = false; };
+  button.hidden = false;
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    error.hidden = true;
+    let options;
+    try {
+      const r = await fetch('/oauth/passkey/options', { method: 'POST', credentials: 'same-origin' });
+      if (!r.ok) throw new Error(String(r.status));
+      options = await r.json();
+    } catch (e) {
+      return fail('Passkey sign-in is unavailable. Try again later or use your password.');
+    }
+    let credential;
+    try {
+      credential = await navigator.credentials.get({ publicKey: parse(options.publicKey) });
+    } catch (e) {
+      return fail('The passkey sign-in was cancelled or did not succeed. Try again or use your password.');
+    }
+    if (!credential) return fail('No passkey was chosen.');
+    form.elements.handle.value = options.handle;
+    form.elements.credential.value = JSON.stringify(json(credential));
+    form.submit();
+  });
+})();
+)js";
 
 class AuthService final : public services::Service {
  public:
@@ -318,6 +402,17 @@ class AuthService final : public services::Service {
            .default_value = "RS256",
            .help = "Algorithm of the published key ring (ID tokens). OIDC clients expect RS256 by default.",
            .choices = {"RS256", "ES256", "EdDSA"}});
+    s.Add({.key = "auth.access_token_signing",
+           .type = Type::kEnum,
+           .default_value = "published",
+           .help = "How access tokens for auth.default_audience (Govern's own services) are signed. "
+                   "'published': with the published ring (auth.id_token_alg), so any service checks them "
+                   "with the JWKS alone (tokens::TrustRefresher on /.well-known/jwks.json; cached checks "
+                   "~0.5 us, the first sight of a token one signature verification). 'internal': HS256 "
+                   "with the internal ring (a check without a signature verification, ~2 us), which only "
+                   "services holding that ring can check; there is no distribution of it yet, so use it "
+                   "only where the checking services load the ring themselves (docs/tokens.md).",
+           .choices = {"published", "internal"}});
     s.Add({.key = "auth.storage_key",
            .type = Type::kString,
            .default_value = "",
@@ -356,6 +451,7 @@ class AuthService final : public services::Service {
     rotation_ = {secs("auth.rotation.period"), secs("auth.rotation.publish_ahead"),
                  secs("auth.rotation.keep_after")};
     GOVERN_ASSIGN_OR_RETURN(id_alg_, tokens::ParseAlg(cfg.GetString("auth.id_token_alg")));
+    internal_access_ = cfg.GetString("auth.access_token_signing") == "internal";
     auto key = LoadStorageKey(cfg.GetString("auth.storage_key"), ctx.data_dir + "/auth");
     if (!key.ok()) return key.status().WithContext("auth: storage key");
     storage_key_.emplace(std::move(*key));
@@ -456,13 +552,14 @@ class AuthService final : public services::Service {
     if (!jwks.ok()) return jwks.status();
     if (first) {
       issuer_ = std::make_unique<tokens::Issuer>(tokens::IssuerOptions{provider_options_.issuer},
-                                                 rings->access, rings->id, *clock_);
+                                                 internal_access_ ? rings->access : rings->id, rings->id,
+                                                 *clock_);
       external_ = std::make_unique<tokens::Issuer>(tokens::IssuerOptions{provider_options_.issuer}, rings->id,
                                                    rings->id, *clock_);
       checker_ = std::make_unique<tokens::Checker>(tokens::CheckerOptions{.issuer = provider_options_.issuer},
                                                    keyset, *clock_);
     } else {
-      issuer_->SetRings(rings->access, rings->id);
+      issuer_->SetRings(internal_access_ ? rings->access : rings->id, rings->id);
       external_->SetRings(rings->id, rings->id);
       checker_->SetKeys(keyset);  // also drops keys past their overlap at once
     }
@@ -683,6 +780,15 @@ class AuthService final : public services::Service {
               [this](db::Connection& c, net::Request& q) { return AuthorizeTotp(c, q); });
         },
         opts("auth_signin_totp"));
+    router.AddSync(
+        net::Method::kGet, "/oauth/signin.js",
+        [](net::Request&) {
+          net::Response r(200, std::string(kSignInScript), "text/javascript; charset=utf-8");
+          r.headers.Set("Cache-Control", "max-age=300");
+          r.headers.Set("X-Content-Type-Options", "nosniff");
+          return r;
+        },
+        opts("auth_signin_script"));
     router.Add(
         net::Method::kPost, "/oauth/passkey/options",
         [this](net::Request&& req, net::Responder r) {
@@ -910,7 +1016,7 @@ class AuthService final : public services::Service {
         HtmlEscape(*token) +
         "\">\n<label>Code <input name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
         "required></label>\n<button type=\"submit\">Continue</button>\n</form>\n";
-    return Page(status, "Second factor", body);
+    return Page(status, "Second factor", body, OriginOf(p.redirect_uri));
   }
 
   net::Response AuthorizeTotp(db::Connection& c, net::Request& q) {
@@ -1044,7 +1150,7 @@ class AuthService final : public services::Service {
     };
     auto state = q.QueryParam("state");
     auto code = q.QueryParam("code");
-    if (!state || !code) return fail("The provider's answer lacks a code or state.");
+    if (!state) return fail("The provider's answer lacks a state.");
     int64_t now = clock_->UnixMicros() / 1'000'000;
     auto rows = c.Exec(
         "DELETE FROM auth_challenges WHERE challenge_hash = $1 AND kind = 'sso' AND expires_at > $2 "
@@ -1052,6 +1158,12 @@ class AuthService final : public services::Service {
         db::Params(HashHex(*state), now));
     if (!rows.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
     if (rows->empty()) return fail("This sign-on expired or was already used.");
+    // The state is used up from here on, whatever the answer (RFC 6749 section 4.1.2.1 errors too).
+    if (auto error = q.QueryParam("error")) {
+      log::Info("auth", "the sign-on provider answered an error", {{"error", error->substr(0, 64)}});
+      return fail("The sign-on provider did not sign you in.");
+    }
+    if (!code) return fail("The provider's answer lacks a code.");
     json payload = json::parse(rows->Text(0, 0), nullptr, false);
     std::map<std::string, std::string, std::less<>> m;
     if (payload.is_object()) {
@@ -1066,6 +1178,11 @@ class AuthService final : public services::Service {
     auto provider = GetSsoProvider(c, *storage_key_, m["org"]);
     if (!provider.ok() || !*provider || client->org != m["org"])
       return fail("This organisation has no sign-on provider.");
+    // RFC 9207 (mix-up defence): an answer that names its issuer must name this provider.
+    if (auto iss = q.QueryParam("iss"); iss && *iss != (*provider)->issuer) {
+      log::Warn("auth", "sign-on answer from another issuer", {{"org", client->org}});
+      return fail("The answer came from another provider.");
+    }
     auto meta = Discover((*provider)->issuer);
     if (!meta.ok()) return Page(502, "Provider unavailable", "<p>The sign-on provider is unavailable.</p>");
     net::ClientRequest token_request;
@@ -1210,6 +1327,62 @@ class AuthService final : public services::Service {
     return (*claims)->org;
   }
 
+  // Who an admin request acts as, for the record: "admin-token:<name>" or "user:<sub>".
+  std::string ActorOf(db::Connection& c, const net::Request& q) {
+    std::string_view bearer = BearerOf(q);
+    if (bearer.starts_with("gva_")) {
+      auto rows = c.ExecPrepared("SELECT name FROM auth_admin_tokens WHERE token_hash = $1",
+                                 db::Params(HashHex(bearer)));
+      return "admin-token:" + std::string(rows.ok() && !rows->empty() ? rows->Text(0, 0) : "");
+    }
+    auto claims = checker_->Check(bearer, provider_options_.default_audience);
+    return claims.ok() ? "user:" + (*claims)->sub : "unknown";
+  }
+
+  static json FactorJson(const Factor& f) {
+    json j = {{"kind", FactorKindName(f.kind)}};
+    if (!f.id.empty()) j["id"] = f.id;
+    if (f.kind == FactorKind::kTotp) j["confirmed"] = f.confirmed;
+    if (f.kind == FactorKind::kPasskey) {
+      j["algorithm"] = f.algorithm;
+      j["created_at"] = f.created_at;
+      j["last_used_at"] = f.last_used_at ? json(*f.last_used_at) : json(nullptr);
+    }
+    return j;
+  }
+
+  // DELETE .../factors/{kind}[/{id}]?force=true&reason=...
+  net::Response RemoveFactorRoute(db::Connection& c, net::Request& q, std::string_view kind_name,
+                                  std::string_view passkey_id) {
+    auto user = GetUser(c, q.Param("user_id"));
+    if (!user.ok() || user->org != q.Param("org"))
+      return Problem(404, "no such user in this organisation", q);
+    auto kind = ParseRemovableFactorKind(kind_name);
+    if (!kind.ok()) return StatusProblem(kind.status(), q);
+    if ((*kind == FactorKind::kPasskey) != !passkey_id.empty())
+      return Problem(404, "a passkey is named by its id: .../factors/passkey/{id}", q);
+    auto force = q.QueryParam("force");
+    RemoveFactorRequest request{.user_id = user->user_id,
+                                .kind = *kind,
+                                .passkey_id = std::string(passkey_id),
+                                .force = force && (*force == "true" || *force == "1"),
+                                .actor = ActorOf(c, q),
+                                .reason = q.QueryParam("reason").value_or("")};
+    int64_t now = clock_->UnixMicros() / 1'000'000;
+    // A revoked family's sid must outlive every access token of it.
+    auto removed = RemoveFactor(c, request, now, now + provider_options_.access_lifetime.count() + 60);
+    if (!removed.ok()) return StatusProblem(removed.status(), q);
+    if (removed->refresh_families_revoked > 0) (void)ReloadRevocations(c);
+    return NoStore(net::JsonResponse(json{
+        {"user_id", user->user_id},
+        {"removed", FactorKindName(*kind)},
+        {"id", std::string(passkey_id)},
+        {"forced", removed->was_last},
+        {"sessions_ended", removed->sessions_ended},
+        {"refresh_families_revoked", removed->refresh_families_revoked},
+        {"event", removed->event}}.dump()));
+  }
+
   using AdminBody = std::function<net::Response(db::Connection&, net::Request&, const json&)>;
 
   void AddAdmin(net::Router& router, net::Method m, std::string pattern, bool global_only, AdminBody body) {
@@ -1309,6 +1482,40 @@ class AuthService final : public services::Service {
                    json{{"user_id", q.Param("user_id")}, {"disabled", in.value("disabled", true)}}.dump());
              });
     AddAdmin(
+        router, net::Method::kGet, "/v1/auth/orgs/{org}/users/{user_id}/factors", false,
+        [](db::Connection& c, net::Request& q, const json&) {
+          auto u = GetUser(c, q.Param("user_id"));
+          if (!u.ok() || u->org != q.Param("org"))
+            return Problem(404, "no such user in this organisation", q);
+          auto factors = ListFactors(c, u->user_id);
+          if (!factors.ok()) return StatusProblem(factors.status(), q);
+          auto events = ListFactorEvents(c, u->user_id, 50);
+          if (!events.ok()) return StatusProblem(events.status(), q);
+          json fs = json::array(), es = json::array();
+          for (const auto& f : *factors) fs.push_back(FactorJson(f));
+          for (const auto& e : *events) {
+            es.push_back({{"seq", e.seq},
+                          {"at", e.at},
+                          {"action", e.action},
+                          {"factor", e.factor},
+                          {"id", e.factor_id},
+                          {"actor", e.actor},
+                          {"forced", e.forced},
+                          {"reason", e.reason},
+                          {"sessions_ended", e.sessions_ended},
+                          {"refresh_families_revoked", e.refresh_families_revoked}});
+          }
+          return net::JsonResponse(json{{"user_id", u->user_id}, {"factors", fs}, {"events", es}}.dump());
+        });
+    AddAdmin(router, net::Method::kDelete, "/v1/auth/orgs/{org}/users/{user_id}/factors/{kind}", false,
+             [this](db::Connection& c, net::Request& q, const json&) {
+               return RemoveFactorRoute(c, q, q.Param("kind"), "");
+             });
+    AddAdmin(router, net::Method::kDelete, "/v1/auth/orgs/{org}/users/{user_id}/factors/{kind}/{id}", false,
+             [this](db::Connection& c, net::Request& q, const json&) {
+               return RemoveFactorRoute(c, q, q.Param("kind"), q.Param("id"));
+             });
+    AddAdmin(
         router, net::Method::kPost, "/v1/auth/orgs/{org}/groups", false,
         [](db::Connection& c, net::Request& q, const json& in) {
           Status s = CreateGroup(c, q.Param("org"), in.value("name", ""));
@@ -1371,6 +1578,9 @@ class AuthService final : public services::Service {
   const Clock* clock_ = nullptr;
   tokens::RotationPolicy rotation_;
   tokens::Alg id_alg_ = tokens::Alg::kRS256;
+  // auth.access_token_signing: HS256 internal ring for the default audience (else the published ring).
+  // The checker trusts both rings either way, so tokens issued before a switch stay valid.
+  bool internal_access_ = false;
   std::optional<crypto::Aes256GcmKey> storage_key_;
   PasswordPolicy password_;
   bool trust_forwarded_ = false;

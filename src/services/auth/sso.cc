@@ -1,6 +1,8 @@
 // Outside OIDC providers: settings, ID token checks, user matching.
 #include "services/auth/sso.h"
 
+#include <nlohmann/json.hpp>
+
 #include "crypto/bytes.h"
 #include "crypto/encoding.h"
 #include "db/connection.h"
@@ -58,6 +60,16 @@ Result<IdTokenClaims> VerifyOutsideIdToken(std::string_view id_token, std::strin
   if (!claims.ok()) return Unauthenticated("the ID token's claims are malformed");
   if (claims->iss != issuer) return Unauthenticated("the ID token is from another issuer");
   if (!claims->HasAudience(client_id)) return Unauthenticated("the ID token is for another client");
+  {
+    // OIDC Core 3.1.3.7 steps 4-5: with several audiences an azp must be there, and an azp must be us.
+    auto raw = nlohmann::json::parse(parsed->payload, nullptr, false);
+    auto azp = raw.is_object() ? raw.find("azp") : raw.end();
+    bool has_azp = raw.is_object() && azp != raw.end();
+    if (has_azp && (!azp->is_string() || azp->get<std::string>() != client_id))
+      return Unauthenticated("the ID token was issued to another party (azp)");
+    if (claims->aud.size() > 1 && !has_azp)
+      return Unauthenticated("the ID token has several audiences and no azp");
+  }
   if (claims->exp == 0 || claims->exp + 60 < now_s) return Unauthenticated("the ID token expired");
   if (claims->sub.empty()) return Unauthenticated("the ID token names no subject");
   if (expected_nonce.empty() || !crypto::ConstantTimeEquals(claims->nonce, expected_nonce))
