@@ -44,7 +44,7 @@ void Syncer::Loop() {
     std::unordered_set<SyncFile*> synced;
     Status status;
     for (const Pending& p : round) {
-      if (!synced.insert(p.file.get()).second) continue;
+      if (!p.file || !synced.insert(p.file.get()).second) continue;
       if (::fdatasync(p.file->fd()) != 0 && status.ok())
         status = Internal(std::string("fdatasync: ") + std::strerror(errno));
       syncs_.fetch_add(1, std::memory_order_relaxed);

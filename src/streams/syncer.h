@@ -43,7 +43,8 @@ class Syncer {
   Syncer& operator=(const Syncer&) = delete;
 
   // Calls `done` once every write to `file` made before this call is durable (fdatasync returned), or
-  // with the error when the sync failed.
+  // with the error when the sync failed. A null `file` syncs nothing: `done` runs after every earlier
+  // request's callback (a way to release what those callbacks point into).
   void Request(std::shared_ptr<SyncFile> file, std::function<void(Status)> done);
 
   uint64_t syncs() const { return syncs_.load(std::memory_order_relaxed); }
