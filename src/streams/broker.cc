@@ -930,5 +930,6 @@ std::vector<std::string> Broker::Topics() const {
   return out;
 }
 uint64_t Broker::syncs() const { return impl_->syncer ? impl_->syncer->syncs() : 0; }
+uint64_t Broker::sync_rounds() const { return impl_->syncer ? impl_->syncer->rounds() : 0; }
 
 }  // namespace govern::streams

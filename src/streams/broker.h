@@ -97,7 +97,8 @@ class Broker {
   // The partition's log, or null. For tools and tests.
   std::shared_ptr<PartitionLog> Partition(const std::string& topic, int32_t partition) const;
   std::vector<std::string> Topics() const;
-  uint64_t syncs() const;
+  uint64_t syncs() const;        // fdatasync calls so far
+  uint64_t sync_rounds() const;  // group-commit rounds so far (each covers every waiting produce)
 
  private:
   class Impl;

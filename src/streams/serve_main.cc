@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   int sig;
   sigwait(&set, &sig);
+  uint64_t syncs = broker.syncs(), rounds = broker.sync_rounds();
   broker.Stop();
+  std::fprintf(stderr, "syncs %llu rounds %llu\n", static_cast<unsigned long long>(syncs),
+               static_cast<unsigned long long>(rounds));
   return 0;
 }

@@ -37,7 +37,9 @@ class SyncFile {
 
 class Syncer {
  public:
-  Syncer();
+  // `parallel`: how many files one round syncs at once. Concurrent fdatasyncs on one file system share
+  // its journal commits, so a round over several partitions' segments costs about one sync, not one each.
+  explicit Syncer(int parallel = 8);
   ~Syncer();  // completes every request still pending (after a final sync), then joins
   Syncer(const Syncer&) = delete;
   Syncer& operator=(const Syncer&) = delete;
@@ -56,6 +58,9 @@ class Syncer {
     std::function<void(Status)> done;
   };
   void Loop();
+  void Helper();
+  // Syncs every file of one round, `parallel` at a time; the first error, or ok.
+  Status SyncAll(const std::vector<SyncFile*>& files);
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -64,6 +69,16 @@ class Syncer {
   std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> rounds_{0};
   std::thread thread_;
+
+  // The helpers of one round: they take files from work_ by index until none are left.
+  std::mutex work_mu_;
+  std::condition_variable work_cv_, work_done_cv_;
+  const std::vector<SyncFile*>* work_ = nullptr;
+  size_t next_ = 0, remaining_ = 0;
+  uint64_t generation_ = 0;
+  bool work_stop_ = false;
+  Status work_status_;
+  std::vector<std::thread> helpers_;
 };
 
 }  // namespace govern::streams
