@@ -1,12 +1,12 @@
 /* The few definitions rdkafka_performance.c takes from librdkafka's unshipped src/rd.h and rdtime.h. */
 #pragma once
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 typedef int64_t rd_ts_t;
 static __inline rd_ts_t rd_clock(void) {

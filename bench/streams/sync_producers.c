@@ -19,7 +19,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 struct worker {
   int id;
   long records;
-  double *lat;
+  double* lat;
   long nlat, cap;
 };
 
@@ -29,7 +29,7 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+static void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque) {
   (void)rk;
   (void)opaque;
   if (m->err) {
@@ -39,21 +39,21 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   }
 }
 
-static void *run(void *arg) {
-  struct worker *w = arg;
+static void* run(void* arg) {
+  struct worker* w = arg;
   char err[256];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "bootstrap.servers", brokers, err, sizeof err);
   rd_kafka_conf_set(conf, "acks", "all", err, sizeof err);
   rd_kafka_conf_set(conf, "linger.ms", "1000", err, sizeof err); /* flush sends the batch at once */
   rd_kafka_conf_set(conf, "batch.num.messages", "100000", err, sizeof err);
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (!rk) {
     fprintf(stderr, "%s\n", err);
     exit(2);
   }
-  char *value = malloc((size_t)size);
+  char* value = malloc((size_t)size);
   memset(value, 'v', (size_t)size);
   int partition = w->id % partitions;
   /* Warm up: metadata and connection. */
@@ -80,12 +80,12 @@ static void *run(void *arg) {
   return NULL;
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
+static int cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc != 8) {
     fprintf(stderr, "usage: %s BROKERS TOPIC PARTITIONS THREADS BATCH SIZE SECONDS\n", argv[0]);
     return 2;
@@ -97,8 +97,8 @@ int main(int argc, char **argv) {
   batch = atoi(argv[5]);
   size = atoi(argv[6]);
   seconds = atof(argv[7]);
-  struct worker *ws = calloc((size_t)threads, sizeof *ws);
-  pthread_t *ts = calloc((size_t)threads, sizeof *ts);
+  struct worker* ws = calloc((size_t)threads, sizeof *ws);
+  pthread_t* ts = calloc((size_t)threads, sizeof *ts);
   double t0 = now();
   for (int i = 0; i < threads; i++) {
     ws[i].id = i;
@@ -111,7 +111,7 @@ int main(int argc, char **argv) {
     n += ws[i].nlat;
   }
   double elapsed = now() - t0;
-  double *all = malloc((size_t)(n ? n : 1) * sizeof(double));
+  double* all = malloc((size_t)(n ? n : 1) * sizeof(double));
   long k = 0;
   for (int i = 0; i < threads; i++)
     for (long j = 0; j < ws[i].nlat; j++) all[k++] = ws[i].lat[j];
@@ -119,7 +119,9 @@ int main(int argc, char **argv) {
   double p50 = n ? all[n / 2] : 0, p99 = n ? all[(long)((double)n * 0.99)] : 0;
   /* elapsed includes the warm-up connection of every producer; records/s is over the timed window. */
   (void)elapsed;
-  printf("records/s %.0f  MB/s %.1f  batch p50 %.1f ms  p99 %.1f ms  (%ld records, %ld batches, %ld errors)\n",
-         (double)records / seconds, (double)records * size / seconds / 1e6, p50 * 1e3, p99 * 1e3, records, n, errors);
+  printf(
+      "records/s %.0f  MB/s %.1f  batch p50 %.1f ms  p99 %.1f ms  (%ld records, %ld batches, %ld errors)\n",
+      (double)records / seconds, (double)records * size / seconds / 1e6, p50 * 1e3, p99 * 1e3, records, n,
+      errors);
   return errors ? 1 : 0;
 }

@@ -917,6 +917,7 @@ void Broker::Stop() {
   if (impl_) impl_->Stop();
 }
 uint16_t Broker::port() const { return impl_->bound_port; }
+const BrokerOptions& Broker::options() const { return impl_->opts; }
 Status Broker::CreateTopic(const std::string& name, int32_t partitions) {
   return impl_->CreateTopic(name, partitions);
 }

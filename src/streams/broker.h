@@ -93,6 +93,8 @@ class Broker {
   void Stop();
 
   uint16_t port() const;  // the bound port, after Start
+  // As given, with advertised_host filled in (FindCoordinator answers with node_id, host and port()).
+  const BrokerOptions& options() const;
   Status CreateTopic(const std::string& name, int32_t partitions);
   // The partition's log, or null. For tools and tests.
   std::shared_ptr<PartitionLog> Partition(const std::string& topic, int32_t partition) const;

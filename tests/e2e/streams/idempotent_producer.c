@@ -10,19 +10,20 @@
 
 static long acked = 0, failed = 0;
 
-static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+static void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque) {
   (void)rk;
   (void)opaque;
   if (m->err) {
     failed++;
-    printf("failed %.*s %s\n", (int)m->len, (const char *)m->payload, rd_kafka_err2str(m->err));
+    printf("failed %.*s %s\n", (int)m->len, (const char*)m->payload, rd_kafka_err2str(m->err));
   } else {
     acked++;
-    printf("acked %d %lld %.*s\n", (int)m->partition, (long long)m->offset, (int)m->len, (const char *)m->payload);
+    printf("acked %d %lld %.*s\n", (int)m->partition, (long long)m->offset, (int)m->len,
+           (const char*)m->payload);
   }
 }
 
-static void set(rd_kafka_conf_t *conf, const char *k, const char *v) {
+static void set(rd_kafka_conf_t* conf, const char* k, const char* v) {
   char err[256];
   if (rd_kafka_conf_set(conf, k, v, err, sizeof err) != RD_KAFKA_CONF_OK) {
     fprintf(stderr, "%s: %s\n", k, err);
@@ -30,7 +31,7 @@ static void set(rd_kafka_conf_t *conf, const char *k, const char *v) {
   }
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: %s BROKERS TOPIC COUNT PREFIX\n", argv[0]);
     return 2;
@@ -38,7 +39,7 @@ int main(int argc, char **argv) {
   long count = atol(argv[3]);
   setvbuf(stdout, NULL, _IOLBF, 0); /* the kill test watches progress */
   char err[512];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", argv[1]);
   set(conf, "enable.idempotence", "true");
   set(conf, "acks", "all");
@@ -48,7 +49,7 @@ int main(int argc, char **argv) {
   set(conf, "reconnect.backoff.ms", "20");
   set(conf, "reconnect.backoff.max.ms", "200");
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (!rk) {
     fprintf(stderr, "rd_kafka_new: %s\n", err);
     return 2;
@@ -57,8 +58,9 @@ int main(int argc, char **argv) {
   for (long i = 0; i < count; i++) {
     int n = snprintf(value, sizeof value, "%s-%ld", argv[4], i);
     for (;;) {
-      rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(argv[2]), RD_KAFKA_V_VALUE(value, (size_t)n),
-                                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+      rd_kafka_resp_err_t e =
+          rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(argv[2]), RD_KAFKA_V_VALUE(value, (size_t)n),
+                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(rk, 10);
         continue;

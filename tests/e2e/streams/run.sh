@@ -80,12 +80,24 @@ kcat -b "$B" -L >/dev/null 2>&1 || fail "kcat after bad input"
 # 5. SIGKILL under load, several times: every acknowledged record present at its offset, none twice.
 "$STREAMS_PRODUCER" "$B" killed 300000 kill > acked-kill 2> producer-kill.log &
 producer_pid=$!
+# Each kill waits for fresh acknowledgements since the last restart, so every kill lands under load.
+last=0
+kills=0
 for i in 1 2 3 4 5; do
-  sleep 0.2
+  for _ in $(seq 400); do
+    n="$(grep -c '^acked' acked-kill || true)"
+    [ "$n" -ge $((last + 15000)) ] && break
+    kill -0 "$producer_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -0 "$producer_pid" 2>/dev/null || { echo "note: producer finished before kill $i"; break; }
   kill -9 "$broker_pid"; wait "$broker_pid" 2>/dev/null || true
-  echo "SIGKILL $i after $(grep -c '^acked' acked-kill || true) acknowledgements"
+  echo "SIGKILL $i after $n acknowledgements"
   start_broker
+  last="$n"
+  kills=$((kills + 1))
 done
+[ "$kills" -ge 3 ] || fail "SIGKILL under load: only $kills kills landed while the producer ran"
 wait "$producer_pid" || echo "note: producer reported unacknowledged records ($(tail -1 producer-kill.log))"
 kcat -b "$B" -C -t killed -o beginning -e -q -X check.crcs=true -f '%p %o %s\n' > consumed-kill
 python3 "$here/check_acked.py" acked-kill consumed-kill kill- || fail "SIGKILL under load: acknowledged records"
