@@ -13,8 +13,10 @@ SyncFile::~SyncFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Syncer::Syncer(int parallel) : thread_([this] { Loop(); }) {
+Syncer::Syncer(int parallel, std::function<int(int fd)> sync_fn)
+    : sync_fn_(sync_fn ? std::move(sync_fn) : [](int fd) { return ::fdatasync(fd); }) {
   for (int i = 1; i < parallel; i++) helpers_.emplace_back([this] { Helper(); });
+  thread_ = std::thread([this] { Loop(); });  // last: it uses every member above
 }
 
 Syncer::~Syncer() {
@@ -32,12 +34,10 @@ Syncer::~Syncer() {
   for (auto& t : helpers_) t.join();
 }
 
-namespace {
-Status SyncOne(SyncFile* f) {
-  if (::fdatasync(f->fd()) != 0) return Internal(std::string("fdatasync: ") + std::strerror(errno));
+Status Syncer::SyncOne(SyncFile* f) {
+  if (sync_fn_(f->fd()) != 0) return Internal(std::string("fdatasync: ") + std::strerror(errno));
   return OkStatus();
 }
-}  // namespace
 
 void Syncer::Helper() {
   uint64_t seen = 0;

@@ -39,7 +39,8 @@ class Syncer {
  public:
   // `parallel`: how many files one round syncs at once. Concurrent fdatasyncs on one file system share
   // its journal commits, so a round over several partitions' segments costs about one sync, not one each.
-  explicit Syncer(int parallel = 8);
+  // `sync_fn` makes one file durable (fdatasync; a test passes its own to watch what was durable when).
+  explicit Syncer(int parallel = 8, std::function<int(int fd)> sync_fn = nullptr);
   ~Syncer();  // completes every request still pending (after a final sync), then joins
   Syncer(const Syncer&) = delete;
   Syncer& operator=(const Syncer&) = delete;
@@ -61,7 +62,9 @@ class Syncer {
   void Helper();
   // Syncs every file of one round, `parallel` at a time; the first error, or ok.
   Status SyncAll(const std::vector<SyncFile*>& files);
+  Status SyncOne(SyncFile* f);
 
+  std::function<int(int)> sync_fn_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Pending> pending_;
