@@ -289,6 +289,55 @@ TEST_F(BrokerTest, ProduceFetchListOffsetsAndIdempotence) {
   }
 }
 
+TEST_F(BrokerTest, VersionsBelowTheServedRangeGetUnsupportedVersion) {
+  ASSERT_TRUE(broker_->CreateTopic("old", 1).ok());
+  Client c(broker_->port());
+  // Produce v2: no transactional id; the answer in the v2 format with error 35 and nothing stored.
+  std::string v3 = ProduceBody("old", 0, BuildBatch({"x"}, 1));
+  c.Send(api::kProduce, 2, 1, std::string_view(v3).substr(2));
+  auto resp = c.Receive();
+  ASSERT_TRUE(resp);
+  Reader r(*resp);
+  r.Int32();
+  EXPECT_EQ(r.ArrayCount(), 1);
+  EXPECT_EQ(r.String(), "old");
+  EXPECT_EQ(r.ArrayCount(), 1);
+  EXPECT_EQ(r.Int32(), 0);
+  EXPECT_EQ(r.Int16(), kerr::kUnsupportedVersion);
+  r.Int64();
+  r.Int64();  // log append time (v2)
+  r.Int32();  // throttle
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.remaining(), 0u);
+  EXPECT_EQ(broker_->Partition("old", 0)->log_end_offset(), 0);
+
+  // Fetch v0: replica, max wait, min bytes, topics (partition, offset, max bytes).
+  Writer f;
+  f.Int32(-1);
+  f.Int32(0);
+  f.Int32(0);
+  f.ArrayCount(1);
+  f.String("old");
+  f.ArrayCount(1);
+  f.Int32(0);
+  f.Int64(0);
+  f.Int32(1024);
+  c.Send(api::kFetch, 0, 2, f.str());
+  resp = c.Receive();
+  ASSERT_TRUE(resp);
+  Reader fr(*resp);
+  fr.Int32();
+  EXPECT_EQ(fr.ArrayCount(), 1);
+  fr.String();
+  EXPECT_EQ(fr.ArrayCount(), 1);
+  fr.Int32();
+  EXPECT_EQ(fr.Int16(), kerr::kUnsupportedVersion);
+  fr.Int64();
+  fr.NullableBytes();
+  EXPECT_TRUE(fr.ok());
+  EXPECT_EQ(fr.remaining(), 0u);
+}
+
 TEST_F(BrokerTest, LongPollWokenByAppend) {
   ASSERT_TRUE(broker_->CreateTopic("lp", 1).ok());
   Client consumer(broker_->port());
