@@ -2,13 +2,16 @@
 #include "streams/broker.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +96,11 @@ class Broker::Impl {
   std::map<int16_t, ApiSpec> apis;
   uint16_t bound_port = 0;
   bool started = false;
+  int lock_fd = -1;
+  void ReleaseLock() {
+    if (lock_fd >= 0) ::close(lock_fd);
+    lock_fd = -1;
+  }
 
   mutable std::shared_mutex topics_mu;
   std::map<std::string, std::shared_ptr<Topic>, std::less<>> topics;
@@ -268,6 +276,11 @@ Status Broker::Impl::Start() {
   std::error_code fec;
   fs::create_directories(opts.data_dir, fec);
   if (fec) return Internal("streams: create " + opts.data_dir + ": " + fec.message());
+  // One broker per data directory: two writing the same logs would interleave batches.
+  lock_fd = ::open((opts.data_dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) return Internal("streams: open " + opts.data_dir + "/.lock: " + std::strerror(errno));
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0)
+    return FailedPrecondition("streams: another broker is using " + opts.data_dir);
   syncer = std::make_unique<Syncer>();
   {
     std::ifstream in(opts.data_dir + "/producer-id-block");
@@ -300,6 +313,7 @@ Status Broker::Impl::Start() {
 void Broker::Impl::Stop() {
   if (!started) {
     syncer.reset();
+    ReleaseLock();
     return;
   }
   started = false;
@@ -327,6 +341,7 @@ void Broker::Impl::Stop() {
   topics.clear();
   std::lock_guard<std::mutex> cl(conns_mu);
   conns.clear();
+  ReleaseLock();
 }
 
 void Broker::Impl::Accept() {

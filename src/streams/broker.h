@@ -87,7 +87,8 @@ class Broker {
   // Adds or replaces the handler of one API key. Only before Start.
   void RegisterApi(int16_t api_key, ApiSpec spec);
 
-  // Opens every partition under data_dir (recovering each), binds and starts serving.
+  // Locks data_dir (FailedPrecondition when another broker holds it), opens every partition under it
+  // (recovering each), binds and starts serving.
   Status Start();
   // Stops accepting, closes connections, waits for pending syncs, closes the logs.
   void Stop();

@@ -488,6 +488,13 @@ TEST_F(BrokerTest, TopicsSurviveRestartAndProducerIdsStayUnique) {
   EXPECT_EQ(dr.Int16(), 0);
   EXPECT_TRUE(broker_->Topics().empty());
   EXPECT_FALSE(fs::exists(dir_ + "/made-0"));
+
+  // A second broker on the same directory is refused while the first runs.
+  BrokerOptions o;
+  o.listen_port = 0;
+  o.data_dir = dir_;
+  Broker second(o);
+  EXPECT_EQ(second.Start().code(), Code::kFailedPrecondition);
 }
 
 }  // namespace
