@@ -6,6 +6,7 @@
 #include "services/policy/agent.h"
 #include "services/policy/server.h"
 #include "services/service.h"
+#include "services/streams/service.h"
 #include "services/telemetry/service.h"
 
 namespace govern::services {
@@ -34,6 +35,10 @@ const std::vector<Registration>& Registry() {
        "authoritative DNS (UDP/TCP, online DNSSEC) over zones in PostgreSQL, changed by an HTTP API; replicas "
        "follow changes by LISTEN/NOTIFY",
        &dns_service::NewDnsService},
+      {"streams",
+       "Kafka-compatible broker: topics of partitions in segment logs, every produce on disk before it is "
+       "acknowledged",
+       &streams_service::NewStreamsService},
   };
   return registry;
 }
