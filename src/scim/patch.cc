@@ -324,15 +324,14 @@ class Patcher {
       }
     }
     if (any || op == Op::kRemove) return Error::Ok();
-    // Nothing matched: make the element when the filter says what it is (Entra's emails[type eq "work"]).
+    // Nothing matched. RFC 7644 3.5.2.3 says noTarget; but Entra sets emails[type eq "work"].value on a
+    // user without a work email and expects it made, so a filter.sub path whose filter says what the
+    // element is (eq terms joined by and) creates it.
     nlohmann::json element = nlohmann::json::object();
-    if (!EqualityTerms(*t.filter, &element))
+    if (t.filter_sub == nullptr || !EqualityTerms(*t.filter, &element)) {
       return NoTarget("no value of " + attr.name + " matches the filter");
-    if (t.filter_sub != nullptr) {
-      element[t.filter_sub->name] = v;
-    } else if (v.is_object()) {
-      element.update(v);
     }
+    element[t.filter_sub->name] = v;
     nlohmann::json normalized;
     Error e = NormalizeValue(attr, element, true, true, &normalized);
     if (!e.ok()) return e;

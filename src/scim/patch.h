@@ -7,8 +7,9 @@
 //  - booleans as strings ("True", "False": Entra) for boolean attributes;
 //  - dotted and URN-prefixed attribute names inside a path-less value ({"name.givenName": "x"}: Entra);
 //  - member removal by value: {"op":"Remove","path":"members","value":[{"value":"id"}]} (Entra);
-//  - add/replace with a filter path that matches nothing creates the element when the filter is a
-//    conjunction of eq comparisons (emails[type eq "work"].value: Entra), otherwise 400 noTarget.
+//  - add/replace through "attr[filter].sub" that matches nothing creates the element when the filter
+//    is a conjunction of eq comparisons (emails[type eq "work"].value: Entra); any other filter path
+//    that matches nothing is 400 noTarget (RFC 7644 section 3.5.2.3).
 // Errors: invalidSyntax (malformed body or op), invalidPath (unknown or malformed path), noTarget
 // (remove without path, or a filter that selects nothing), mutability (readOnly, or changing an
 // immutable value), invalidValue (wrong type, removing a required attribute).
