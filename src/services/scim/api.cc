@@ -260,6 +260,7 @@ struct Api::Impl {
         return ErrorResponse(scim::Error{405, "", "method not allowed"});
     }
     if (!err.ok()) return ErrorResponse(err);
+    if (out.is_null()) return net::Response(204, "", kContentType);  // a members-only group PATCH
     if (method == net::Method::kGet) {
       if (auto none = c.req.headers.Get("If-None-Match"); none && *none == out["meta"].value("version", "")) {
         net::Response r(304, "", kContentType);

@@ -254,22 +254,30 @@ TEST_F(ScimApiTest, GroupsWriteAuthMemberships) {
   Reply add = Send(
       net::Method::kPatch, "/Groups/" + gid,
       json::parse(R"({"Operations":[{"op":"add","path":"members","value":[{"value":")" + bob + R"("}]}]})"));
-  ASSERT_EQ(add.status, 200) << add.body.dump();
-  EXPECT_EQ(add.body["members"].size(), 2u);
+  ASSERT_EQ(add.status, 204) << add.body.dump();  // members-only PATCH: no body
+  EXPECT_EQ(Send(net::Method::kGet, "/Groups/" + gid).body["members"].size(), 2u);
   Reply user = Send(net::Method::kGet, "/Users/" + bob);
   ASSERT_EQ(user.body["groups"].size(), 1u);
   EXPECT_EQ(user.body["groups"][0]["value"], gid);
   Reply remove = Send(net::Method::kPatch, "/Groups/" + gid,
                       json::parse(R"({"Operations":[{"op":"Remove","path":"members","value":[{"value":")" +
                                   alice + R"("}]}]})"));
-  ASSERT_EQ(remove.status, 200);
+  ASSERT_EQ(remove.status, 204);
   EXPECT_EQ(Count("SELECT count(*) FROM auth_memberships WHERE org = 'acme' AND name = 'Engineering'", {}),
             1);
   // The RFC form.
   Reply remove2 =
       Send(net::Method::kPatch, "/Groups/" + gid,
            json::parse(R"({"Operations":[{"op":"remove","path":"members[value eq \")" + bob + R"(\"]"}]})"));
-  ASSERT_EQ(remove2.status, 200);
+  ASSERT_EQ(remove2.status, 204);
+  // Removing again is not an error, and changes nothing.
+  Reply version = Send(net::Method::kGet, "/Groups/" + gid);
+  EXPECT_EQ(
+      Send(net::Method::kPatch, "/Groups/" + gid,
+           json::parse(R"({"Operations":[{"op":"remove","path":"members[value eq \")" + bob + R"(\"]"}]})"))
+          .status,
+      204);
+  EXPECT_EQ(Send(net::Method::kGet, "/Groups/" + gid).headers.Get("ETag"), version.headers.Get("ETag"));
   EXPECT_EQ(Count("SELECT count(*) FROM auth_memberships WHERE org = 'acme'", {}), 0);
 
   // A rename moves the auth group; members stay.

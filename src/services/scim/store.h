@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -71,6 +72,8 @@ class Store {
   scim::Error Replace(const std::string& org, const scim::ResourceType& type, const std::string& id,
                       const nlohmann::json& body, const std::string& if_match, const std::string& key_id,
                       nlohmann::json* out);
+  // A group PATCH that only adds and removes members runs without reading the member list and leaves
+  // `out` null: the API answers 204 No Content (RFC 7644 section 3.5.2), as IdPs accept.
   scim::Error Patch(const std::string& org, const scim::ResourceType& type, const std::string& id,
                     const nlohmann::json& request, const std::string& if_match, const std::string& key_id,
                     nlohmann::json* out);
@@ -84,6 +87,9 @@ class Store {
 
  private:
   struct Row;
+  scim::Error PatchMembers(const std::string& org, const std::string& id, const std::set<std::string>& adds,
+                           const std::set<std::string>& removes, const std::string& if_match,
+                           const std::string& key_id);
   scim::Error EnsureOrg(db::Connection& c, const std::string& org);
   scim::Error Write(const std::string& org, const scim::ResourceType& type, const std::string& id,
                     const std::string& if_match, const std::string& key_id, const char* action,
