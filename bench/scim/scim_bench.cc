@@ -14,11 +14,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "db/connection.h"
 #include "db/local_cluster.h"
@@ -77,8 +76,9 @@ json AddMember(const std::string& id) {
 }
 
 json Resync(int i) {
-  return {{"schemas", {govern::scim::kPatchOpSchema}},
-          {"Operations", {{{"op", "Replace"}, {"path", "title"}, {"value", "Engineer " + std::to_string(i)}}}}};
+  return {
+      {"schemas", {govern::scim::kPatchOpSchema}},
+      {"Operations", {{{"op", "Replace"}, {"path", "title"}, {"value", "Engineer " + std::to_string(i)}}}}};
 }
 
 void Print(const char* row, int users, double secs, int failures) {
@@ -87,14 +87,15 @@ void Print(const char* row, int users, double secs, int failures) {
   std::fflush(stdout);
 }
 
-std::unique_ptr<govern::db::Pool> FreshDatabase(govern::db::LocalCluster& cluster, const std::string& name, int size) {
+std::unique_ptr<govern::db::Pool> FreshDatabase(govern::db::LocalCluster& cluster, const std::string& name,
+                                                int size) {
   auto admin = govern::db::Connection::Connect(cluster.ConnInfo());
   if (!admin.ok()) return nullptr;
   (void)(*admin)->Exec("DROP DATABASE IF EXISTS " + name);
   if (!cluster.EnsureDatabase(name).ok()) return nullptr;
   auto pool = govern::db::Pool::Create({.conninfo = cluster.ConnInfo(name), .max_size = size});
   if (!pool.ok()) return nullptr;
-  if (!govern::db::Migrator("auth", govern::auth_service::Migrations()).Apply(**pool).ok()) return nullptr;
+  if (!govern::scim_service::PrepareAuthTables(**pool).ok()) return nullptr;
   if (!govern::db::Migrator("scim", govern::scim_service::Migrations()).Apply(**pool).ok()) return nullptr;
   return std::move(*pool);
 }
@@ -112,7 +113,8 @@ int main(int argc, char** argv) {
     if (a == "--rows") rows = argv[i + 1];
   }
   if (dir.empty()) {
-    std::fprintf(stderr, "usage: scim_bench --dir <pg data dir> [--users N] [--streams 16] [--rows store,http,raw]\n");
+    std::fprintf(
+        stderr, "usage: scim_bench --dir <pg data dir> [--users N] [--streams 16] [--rows store,http,raw]\n");
     return 2;
   }
   govern::db::LocalCluster cluster(
@@ -145,13 +147,16 @@ int main(int argc, char** argv) {
       govern::net::HttpClient client;
       if (http) {
         auto conn = pool->Checkout();
-        key = *govern::service_keys::CreateKey(**conn, govern::scim_service::ScimKeyTable(), "bench", "sync", "bench");
-        keys = std::make_unique<govern::service_keys::KeyCache>(pool.get(), govern::scim_service::ScimKeyTable());
-        api = std::make_unique<govern::scim_service::Api>(&store, keys.get(),
-                                                          govern::scim_service::ApiOptions{.threads = streams});
+        key = *govern::service_keys::CreateKey(**conn, govern::scim_service::ScimKeyTable(), "bench", "sync",
+                                               "bench");
+        keys = std::make_unique<govern::service_keys::KeyCache>(pool.get(),
+                                                                govern::scim_service::ScimKeyTable());
+        api = std::make_unique<govern::scim_service::Api>(
+            &store, keys.get(), govern::scim_service::ApiOptions{.threads = streams});
         govern::net::Router router;
         api->AddRoutes(router);
-        server = std::make_unique<govern::net::Server>(govern::net::ServerConfig{.workers = 1}, std::move(router));
+        server =
+            std::make_unique<govern::net::Server>(govern::net::ServerConfig{.workers = 1}, std::move(router));
         if (!server->Start().ok()) return 1;
         base = "http://127.0.0.1:" + std::to_string(server->port()) + "/scim/v2";
       }
@@ -180,7 +185,9 @@ int main(int argc, char** argv) {
         if (!store.Create("bench", user_type, UserBody(i), "", &out).ok()) return false;
         ids[static_cast<size_t>(i)] = out["id"];
         json none;
-        return store.Patch("bench", group_type, groups[static_cast<size_t>(i % 16)], AddMember(out["id"]), "", "", &none)
+        return store
+            .Patch("bench", group_type, groups[static_cast<size_t>(i % 16)], AddMember(out["id"]), "", "",
+                   &none)
             .ok();
       });
       Print(http ? "created + membership, HTTP included" : "created + membership, HTTP excluded", users, secs,
@@ -192,8 +199,8 @@ int main(int argc, char** argv) {
         json out;
         return store.Patch("bench", user_type, id, Resync(i), "", "", &out).ok();
       });
-      Print(http ? "updated (re-sync PATCH), HTTP included" : "updated (re-sync PATCH), HTTP excluded", users, secs,
-            failures);
+      Print(http ? "updated (re-sync PATCH), HTTP included" : "updated (re-sync PATCH), HTTP excluded", users,
+            secs, failures);
       if (server) server->Stop();
       api.reset();
       if (keys) keys->Shutdown();
@@ -220,22 +227,26 @@ int main(int argc, char** argv) {
       std::string name = "user" + std::to_string(i) + "@bench.test";
       return (*lease)
           ->Transact([&](govern::db::Connection& tx) -> govern::Status {
-            GOVERN_RETURN_IF_ERROR(tx.ExecPrepared("INSERT INTO scim_resources (id, org, kind, name, body) VALUES ($1, "
-                                                   "'bench', 'User', $2, $3::jsonb)",
-                                                   govern::db::Params(id, name, body))
-                                       .status());
-            GOVERN_RETURN_IF_ERROR(tx.ExecPrepared("INSERT INTO auth_users (user_id, org, email, subject) VALUES ($1, "
-                                                   "'bench', $2, $1)",
-                                                   govern::db::Params(id, name))
-                                       .status());
-            GOVERN_RETURN_IF_ERROR(tx.ExecPrepared("INSERT INTO auth_memberships (org, name, user_id) VALUES ('bench', "
-                                                   "$1, $2)",
-                                                   govern::db::Params("group" + std::to_string(i % 16), id))
-                                       .status());
+            GOVERN_RETURN_IF_ERROR(
+                tx.ExecPrepared("INSERT INTO scim_resources (id, org, kind, name, body) VALUES ($1, "
+                                "'bench', 'User', $2, $3::jsonb)",
+                                govern::db::Params(id, name, body))
+                    .status());
+            GOVERN_RETURN_IF_ERROR(
+                tx.ExecPrepared("INSERT INTO auth_users (user_id, org, email, subject) VALUES ($1, "
+                                "'bench', $2, $1)",
+                                govern::db::Params(id, name))
+                    .status());
+            GOVERN_RETURN_IF_ERROR(
+                tx.ExecPrepared("INSERT INTO auth_memberships (org, name, user_id) VALUES ('bench', "
+                                "$1, $2)",
+                                govern::db::Params("group" + std::to_string(i % 16), id))
+                    .status());
             return tx
-                .ExecPrepared("INSERT INTO scim_changes (org, kind, id, action, version) VALUES ('bench', 'User', $1, "
-                              "'create', 1)",
-                              govern::db::Params(id))
+                .ExecPrepared(
+                    "INSERT INTO scim_changes (org, kind, id, action, version) VALUES ('bench', 'User', $1, "
+                    "'create', 1)",
+                    govern::db::Params(id))
                 .status();
           })
           .ok();

@@ -35,7 +35,7 @@ class ScimApiTest : public ::testing::Test {
     auto pool = db::Pool::Create({.conninfo = db_->conninfo(), .max_size = 8});
     ASSERT_TRUE(pool.ok()) << pool.status().message();
     pool_ = std::move(*pool);
-    ASSERT_TRUE(db::Migrator("auth", auth_service::Migrations()).Apply(*pool_).ok());
+    ASSERT_TRUE(PrepareAuthTables(*pool_).ok());
     auto applied = db::Migrator("scim", Migrations()).Apply(*pool_);
     ASSERT_TRUE(applied.ok()) << applied.status().message();
     acme_ = *service_keys::CreateKey(Conn(), ScimKeyTable(), "acme", "sync", "okta");

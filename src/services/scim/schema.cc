@@ -1,12 +1,25 @@
 // The scim service's migrations.
 #include "services/scim/schema.h"
 
+#include "db/connection.h"
+#include "db/pool.h"
+#include "services/auth/schema.h"
+
 namespace govern::scim_service {
 
 const service_keys::KeyTable& ScimKeyTable() {
   static const service_keys::KeyTable* t = new service_keys::KeyTable{
       .table = "scim_keys", .prefix = "gvs", .scopes = {"sync"}, .log_component = "scim"};
   return *t;
+}
+
+Status PrepareAuthTables(db::Pool& pool) {
+  auto applied = db::Migrator("auth", auth_service::Migrations()).Apply(pool);
+  if (!applied.ok()) return applied.status();
+  auto lease = pool.Checkout();
+  if (!lease.ok()) return lease.status();
+  return (*lease)->ExecScript(
+      "CREATE INDEX IF NOT EXISTS scim_auth_memberships_user ON auth_memberships (user_id)");
 }
 
 std::vector<db::Migration> Migrations() {

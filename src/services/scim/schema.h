@@ -9,12 +9,22 @@
 
 #include <vector>
 
+#include "base/status.h"
 #include "db/migrator.h"
 #include "services/keys/keys.h"
+
+namespace govern::db {
+class Pool;
+}  // namespace govern::db
 
 namespace govern::scim_service {
 
 std::vector<db::Migration> Migrations();
+
+// Applies the auth service's migrations (the tables SCIM writes; a no-op when auth already did) and
+// adds the index SCIM needs on them (auth_memberships by user, for a user's groups). Called at Start,
+// since the runner applies scim's migrations without auth's when auth is not selected.
+Status PrepareAuthTables(db::Pool& pool);
 
 // scim_keys, prefix "gvs", one scope "sync".
 const service_keys::KeyTable& ScimKeyTable();

@@ -79,8 +79,7 @@ class ScimService final : public services::Service {
     if (ctx.db == nullptr) return FailedPrecondition("scim needs PostgreSQL (the directory lives there)");
     const config::Config& cfg = *ctx.config;
     // SCIM writes auth's tables: make sure they exist even when auth runs elsewhere or later.
-    auto applied = db::Migrator("auth", auth_service::Migrations()).Apply(*ctx.db);
-    if (!applied.ok()) return applied.status().WithContext("scim: auth tables");
+    GOVERN_RETURN_IF_ERROR(PrepareAuthTables(*ctx.db).WithContext("scim: auth tables"));
     keys_ = std::make_unique<service_keys::KeyCache>(ctx.db, ScimKeyTable(),
                                                      service_keys::KeyCacheOptions{.clock = ctx.clock});
     store_ = std::make_unique<Store>(

@@ -277,8 +277,10 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
     err = Error::Ok();
     auto ins = tx.ExecPrepared(
         "INSERT INTO scim_resources (id, org, kind, name, external_id, active, body) VALUES ($1, $2, $3, $4, "
-        "$5, $6, "
-        "$7::jsonb)",
+        "$5, "
+        "$6, $7::jsonb) RETURNING id, name, body::text, version, "
+        "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+        "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active",
         db::Params(id, org, type.name, name, external, active, stored.dump()));
     if (!ins.ok() && ins.status().code() == Code::kAlreadyExists) {
       err = scim::UniquenessError(std::string(IsUser(type) ? "userName" : "displayName") + " \"" +
@@ -286,6 +288,7 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
       return Refused();
     }
     GOVERN_RETURN_IF_ERROR(ins.status());
+    *out = Build(type, ReadRows<Row>(*ins).front());  // a new user is in no group yet
     if (IsUser(type)) {
       auto u = tx.ExecPrepared(
           "INSERT INTO auth_users (user_id, org, email, subject, display_name, disabled) VALUES ($1, $2, $3, "
@@ -316,6 +319,7 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
   });
   if (!err.ok()) return err;
   if (!s.ok()) return Db(s);
+  if (IsUser(type)) return Error::Ok();
   return Get(org, type, id, out);
 }
 
