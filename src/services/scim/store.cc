@@ -379,8 +379,9 @@ Error Store::Write(const std::string& org, const scim::ResourceType& type, const
     if (next.contains("externalId")) external = next["externalId"].get<std::string>();
     auto up = tx.ExecPrepared(
         "UPDATE scim_resources SET name = $2, external_id = $3, active = $4, body = $5::jsonb, version = "
-        "version + 1, "
-        "updated_at = now() WHERE id = $1",
+        "version + 1, updated_at = now() WHERE id = $1 RETURNING id, name, body::text, version, "
+        "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+        "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active",
         db::Params(id, name, external, active, body.dump()));
     if (!up.ok() && up.status().code() == Code::kAlreadyExists) {
       err = scim::UniquenessError(std::string(IsUser(type) ? "userName" : "displayName") + " \"" +
@@ -388,19 +389,23 @@ Error Store::Write(const std::string& org, const scim::ResourceType& type, const
       return Refused();
     }
     GOVERN_RETURN_IF_ERROR(up.status());
+    bool auth_changed =
+        EmailOf(next) != EmailOf(current) || DisplayOf(next) != DisplayOf(current) || active != row.active;
     if (IsUser(type)) {
-      auto u = tx.ExecPrepared(
-          "UPDATE auth_users SET email = $2, display_name = $3, disabled = $4 WHERE user_id = $1",
-          db::Params(id, EmailOf(next), DisplayOf(next).substr(0, 200), !active));
-      if (!u.ok() && u.status().code() == Code::kAlreadyExists) {
-        err = scim::UniquenessError("another user of this organisation has the email " +
-                                    EmailOf(next).substr(0, 200));
-        return Refused();
-      }
-      GOVERN_RETURN_IF_ERROR(u.status());
-      if (!active && row.active) {
-        GOVERN_RETURN_IF_ERROR(
-            RevokeUser(tx, org, id, clock_->UnixMicros() / 1000000 + options_.revocation_keep_seconds));
+      if (auth_changed) {
+        auto u = tx.ExecPrepared(
+            "UPDATE auth_users SET email = $2, display_name = $3, disabled = $4 WHERE user_id = $1",
+            db::Params(id, EmailOf(next), DisplayOf(next).substr(0, 200), !active));
+        if (!u.ok() && u.status().code() == Code::kAlreadyExists) {
+          err = scim::UniquenessError("another user of this organisation has the email " +
+                                      EmailOf(next).substr(0, 200));
+          return Refused();
+        }
+        GOVERN_RETURN_IF_ERROR(u.status());
+        if (!active && row.active) {
+          GOVERN_RETURN_IF_ERROR(
+              RevokeUser(tx, org, id, clock_->UnixMicros() / 1000000 + options_.revocation_keep_seconds));
+        }
       }
     } else {
       if (name != row.name) {
@@ -438,9 +443,7 @@ Error Store::Write(const std::string& org, const scim::ResourceType& type, const
                         "($1, $2, $3, $4, $5, $6)",
                         db::Params(org, type.name, id, action, row.version + 1, key_id))
             .status());
-    GOVERN_ASSIGN_OR_RETURN(db::Rows fresh,
-                            tx.ExecPrepared(std::string(kColumns) + "WHERE id = $1", db::Params(id)));
-    json r = Build(type, ReadRows<Row>(fresh).front());
+    json r = Build(type, ReadRows<Row>(*up).front());
     GOVERN_RETURN_IF_ERROR(Complete(tx, type, org, &r));
     *out = std::move(r);
     return OkStatus();
