@@ -5,6 +5,7 @@
 #include "services/dns/service.h"
 #include "services/policy/agent.h"
 #include "services/policy/server.h"
+#include "services/scim/service.h"
 #include "services/service.h"
 #include "services/streams/service.h"
 #include "services/telemetry/service.h"
@@ -24,6 +25,9 @@ const std::vector<Registration>& Registry() {
        "sign-in and tokens: OAuth 2.1 / OIDC provider (code + PKCE, client credentials for agents, rotating "
        "refresh, token exchange), users, groups and clients in PostgreSQL",
        &auth_service::NewAuthService},
+      {"scim",
+       "directory sync: SCIM 2.0 Users and Groups from Okta, Entra and others into the auth directory (HTTP)",
+       &scim_service::NewScimService},
       {"policy-agent",
        "policy sidecar: fetches signed bundles, decides Cedar requests over loopback HTTP and a Unix socket",
        &policy_service::NewPolicyAgent},

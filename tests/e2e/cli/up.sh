@@ -32,7 +32,7 @@ start_up() {
   local name="$1"
   # Each instance gets its own ports and telemetry WAL (one WAL has one writer: its lock).
   "$GOVERN" up --data-dir "$data" --set admin.listen=127.0.0.1:0 --set telemetry.listen=127.0.0.1:0 \
-    --set policy.server.listen=127.0.0.1:0 --set auth.listen=127.0.0.1:0 --set audit.listen=127.0.0.1:0 \
+    --set policy.server.listen=127.0.0.1:0 --set auth.listen=127.0.0.1:0 --set audit.listen=127.0.0.1:0 --set scim.listen=127.0.0.1:0 \
     --set streams.listen=127.0.0.1:0 --set streams.data_dir="$work/$name-streams" \
     --set telemetry.wal_dir="$work/$name-wal" >"$work/$name.out" 2>"$work/$name.log" &
   local pid=$!

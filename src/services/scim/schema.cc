@@ -1,0 +1,60 @@
+// The scim service's migrations.
+#include "services/scim/schema.h"
+
+#include "db/connection.h"
+#include "db/pool.h"
+#include "services/auth/schema.h"
+
+namespace govern::scim_service {
+
+const service_keys::KeyTable& ScimKeyTable() {
+  static const service_keys::KeyTable* t = new service_keys::KeyTable{
+      .table = "scim_keys", .prefix = "gvs", .scopes = {"sync"}, .log_component = "scim"};
+  return *t;
+}
+
+Status PrepareAuthTables(db::Pool& pool) {
+  auto applied = db::Migrator("auth", auth_service::Migrations()).Apply(pool);
+  if (!applied.ok()) return applied.status();
+  auto lease = pool.Checkout();
+  if (!lease.ok()) return lease.status();
+  return (*lease)->ExecScript(
+      "CREATE INDEX IF NOT EXISTS scim_auth_memberships_user ON auth_memberships (user_id)");
+}
+
+std::vector<db::Migration> Migrations() {
+  return {
+      {1, "scim resources, change log and keys",
+       R"sql(
+CREATE TABLE scim_resources (
+  id          text PRIMARY KEY,
+  org         text NOT NULL,
+  kind        text NOT NULL CHECK (kind IN ('User', 'Group')),
+  name        text NOT NULL,            -- userName or displayName: unique per organisation, any case
+  external_id text,
+  active      boolean NOT NULL DEFAULT true,
+  body        jsonb NOT NULL,           -- the normalized resource without id and meta
+  version     bigint NOT NULL DEFAULT 1,
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX scim_resources_name ON scim_resources (org, kind, lower(name));
+CREATE INDEX scim_resources_external ON scim_resources (org, kind, external_id);
+CREATE INDEX scim_resources_list ON scim_resources (org, kind, created_at, id);
+-- Every change, in order: what the directory's history is made of.
+CREATE TABLE scim_changes (
+  seq         bigserial PRIMARY KEY,
+  org         text NOT NULL,
+  at          timestamptz NOT NULL DEFAULT now(),
+  kind        text NOT NULL,
+  id          text NOT NULL,
+  action      text NOT NULL CHECK (action IN ('create', 'replace', 'patch', 'delete')),
+  version     bigint NOT NULL,
+  key_id      text NOT NULL DEFAULT ''
+);
+CREATE INDEX scim_changes_org ON scim_changes (org, seq);
+)sql" + service_keys::TableSql(ScimKeyTable())},
+  };
+}
+
+}  // namespace govern::scim_service

@@ -1,0 +1,761 @@
+// The SCIM store: scim_resources plus the auth directory, one transaction per change.
+#include "services/scim/store.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "crypto/random.h"
+#include "db/connection.h"
+#include "db/pool.h"
+#include "scim/filter.h"
+#include "scim/patch.h"
+#include "scim/resource.h"
+
+namespace govern::scim_service {
+
+using nlohmann::json;
+using scim::Error;
+
+namespace {
+
+constexpr const char* kColumns =
+    "SELECT id, name, body::text, version, "
+    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+    "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active FROM "
+    "scim_resources ";
+
+// The sentinel a transaction body returns after recording a SCIM error, so the transaction rolls back
+// without being retried.
+Status Refused() { return InvalidArgument("scim refused"); }
+
+Error Db(const Status& s) {
+  if (s.code() == Code::kAlreadyExists) return scim::UniquenessError("a resource with this name exists");
+  return scim::Unavailable503("the directory database is unavailable: " + s.message());
+}
+
+std::string NewId() {
+  uint8_t b[16];
+  if (!crypto::RandomBytes(b).ok()) return {};
+  b[6] = static_cast<uint8_t>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<uint8_t>((b[8] & 0x3f) | 0x80);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += hex[b[i] >> 4];
+    out += hex[b[i] & 15];
+  }
+  return out;
+}
+
+std::string EmailOf(const json& user) {
+  const json* emails = scim::FindMember(user, "emails");
+  if (emails != nullptr && emails->is_array()) {
+    for (const json& e : *emails) {
+      if (e.value("primary", false) && e.contains("value")) return e["value"].get<std::string>();
+    }
+    for (const json& e : *emails) {
+      if (e.contains("value")) return e["value"].get<std::string>();
+    }
+  }
+  return user.value("userName", "");
+}
+
+std::string DisplayOf(const json& user) {
+  if (user.contains("displayName")) return user["displayName"].get<std::string>();
+  if (user.contains("name") && user["name"].contains("formatted"))
+    return user["name"]["formatted"].get<std::string>();
+  return user.value("userName", "");
+}
+
+std::string NameOf(const scim::ResourceType& type, const json& r) {
+  return r.value(type.name == "User" ? "userName" : "displayName", "");
+}
+
+bool IsUser(const scim::ResourceType& type) { return type.name == "User"; }
+
+}  // namespace
+
+struct Store::Row {
+  std::string id, name;
+  json body;
+  int64_t version = 0;
+  std::string created, updated;
+  bool active = true;
+};
+
+namespace {
+
+template <typename RowT>
+std::vector<RowT> ReadRows(const db::Rows& r) {
+  std::vector<RowT> out;
+  out.reserve(static_cast<size_t>(r.size()));
+  for (int i = 0; i < r.size(); ++i) {
+    RowT row;
+    row.id = r.Text(i, 0);
+    row.name = r.Text(i, 1);
+    row.body = json::parse(r.Text(i, 2), nullptr, false);
+    row.version = *r.Int64(i, 3);
+    row.created = r.Text(i, 4);
+    row.updated = r.Text(i, 5);
+    row.active = *r.Bool(i, 6);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+template <typename RowT>
+json Build(const scim::ResourceType& type, const RowT& row) {
+  json r = row.body;
+  r["id"] = row.id;
+  r["meta"] = {{"resourceType", type.name},
+               {"created", row.created},
+               {"lastModified", row.updated},
+               {"version", Store::ETag(row.version)}};
+  return r;
+}
+
+// Members of one group, or of every group of the organisation (group == nullptr): name -> members.
+Result<std::map<std::string, json>> LoadMembers(db::Connection& c, const std::string& org,
+                                                const std::string* group) {
+  std::string sql =
+      "SELECT m.name, m.user_id, COALESCE(u.body->>'displayName', u.name, '') FROM auth_memberships m "
+      "LEFT JOIN scim_resources u ON u.id = m.user_id WHERE m.org = $1";
+  db::Params params(org);
+  if (group != nullptr) {
+    sql += " AND m.name = $2";
+    params.Add(*group);
+  }
+  sql += " ORDER BY m.name, m.user_id";
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c.ExecPrepared(sql, params));
+  std::map<std::string, json> out;
+  for (int i = 0; i < rows.size(); ++i) {
+    json m = {{"value", std::string(rows.Text(i, 1))}};
+    if (!rows.Text(i, 2).empty()) m["display"] = std::string(rows.Text(i, 2));
+    auto& list = out[std::string(rows.Text(i, 0))];
+    if (list.is_null()) list = json::array();
+    list.push_back(std::move(m));
+  }
+  return out;
+}
+
+// The groups of one user, or of every user of the organisation (user == nullptr): user id -> groups.
+Result<std::map<std::string, json>> LoadGroups(db::Connection& c, const std::string& org,
+                                               const std::string* user) {
+  std::string sql =
+      "SELECT m.user_id, g.id, g.name FROM auth_memberships m JOIN scim_resources g ON g.org = m.org AND "
+      "g.kind = 'Group' AND g.name = m.name WHERE m.org = $1";
+  db::Params params(org);
+  if (user != nullptr) {
+    sql += " AND m.user_id = $2";
+    params.Add(*user);
+  }
+  sql += " ORDER BY m.user_id, g.name";
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c.ExecPrepared(sql, params));
+  std::map<std::string, json> out;
+  for (int i = 0; i < rows.size(); ++i) {
+    auto& list = out[std::string(rows.Text(i, 0))];
+    if (list.is_null()) list = json::array();
+    list.push_back({{"value", std::string(rows.Text(i, 1))},
+                    {"display", std::string(rows.Text(i, 2))},
+                    {"type", "direct"}});
+  }
+  return out;
+}
+
+// Adds members (groups) or groups (users) to one resource.
+Status Complete(db::Connection& c, const scim::ResourceType& type, const std::string& org, json* r) {
+  if (IsUser(type)) {
+    std::string id = (*r)["id"];
+    GOVERN_ASSIGN_OR_RETURN(auto groups, LoadGroups(c, org, &id));
+    if (groups.count(id) != 0u) (*r)["groups"] = groups[id];
+  } else {
+    std::string name = (*r)["displayName"];
+    GOVERN_ASSIGN_OR_RETURN(auto members, LoadMembers(c, org, &name));
+    if (members.count(name) != 0u) (*r)["members"] = members[name];
+  }
+  return OkStatus();
+}
+
+// Revokes every refresh-token family of the user and ends their sessions (auth's own tables).
+Status RevokeUser(db::Connection& c, const std::string& org, const std::string& user_id, int64_t until) {
+  GOVERN_RETURN_IF_ERROR(
+      c.ExecPrepared("WITH r AS (UPDATE auth_refresh_families f SET revoked = true FROM auth_users u WHERE "
+                     "u.user_id = $2 "
+                     "AND f.org = $1 AND f.subject = u.subject AND NOT f.revoked RETURNING f.family) "
+                     "INSERT INTO auth_revocations (kind, id, expires_at) SELECT 'sid', family, $3 FROM r "
+                     "ON CONFLICT (kind, id) DO NOTHING",
+                     db::Params(org, user_id, until))
+          .status());
+  return c.ExecPrepared("DELETE FROM auth_sessions WHERE user_id = $1", db::Params(user_id)).status();
+}
+
+std::set<std::string> MemberIds(const json& r) {
+  std::set<std::string> out;
+  const json* m = scim::FindMember(r, "members");
+  if (m != nullptr && m->is_array()) {
+    for (const json& e : *m) {
+      if (e.contains("value") && e["value"].is_string()) out.insert(e["value"].get<std::string>());
+    }
+  }
+  return out;
+}
+
+// The stored body: the resource without what lives elsewhere.
+json BodyOf(const json& r) {
+  json body = r;
+  body.erase("id");
+  body.erase("meta");
+  body.erase("members");
+  body.erase("groups");
+  body.erase("password");  // writeOnly and never stored: people sign in through the IdP (docs/scim.md)
+  return body;
+}
+
+// Adds users to a group; 400 invalidValue naming a member that is not a user of the organisation.
+Error AddMembers(db::Connection& c, const std::string& org, const std::string& group,
+                 const std::set<std::string>& ids) {
+  for (const std::string& id : ids) {
+    auto rows = c.ExecPrepared(
+        "INSERT INTO auth_memberships (org, name, user_id) SELECT $1, $2, id FROM scim_resources "
+        "WHERE id = $3 AND org = $1 AND kind = 'User' ON CONFLICT DO NOTHING",
+        db::Params(org, group, id));
+    if (!rows.ok()) return Db(rows.status());
+    if (rows->affected() == 0) {
+      auto exists =
+          c.ExecPrepared("SELECT 1 FROM auth_memberships WHERE org = $1 AND name = $2 AND user_id = $3",
+                         db::Params(org, group, id));
+      if (!exists.ok()) return Db(exists.status());
+      if (exists->empty())
+        return scim::InvalidValue("member \"" + id.substr(0, 100) + "\" is not a user of this organisation");
+    }
+  }
+  return Error::Ok();
+}
+
+}  // namespace
+
+Store::Store(db::Pool* pool, StoreOptions options)
+    : pool_(pool), options_(options), clock_(options.clock != nullptr ? options.clock : &Clock::Real()) {}
+
+std::string Store::ETag(int64_t version) { return "W/\"" + std::to_string(version) + "\""; }
+
+Error Store::EnsureOrg(db::Connection& c, const std::string& org) {
+  {
+    std::lock_guard lk(mu_);
+    if (known_orgs_.count(org) != 0u) return Error::Ok();
+  }
+  auto rows =
+      c.ExecPrepared("INSERT INTO auth_orgs (org) VALUES ($1) ON CONFLICT DO NOTHING", db::Params(org));
+  if (!rows.ok()) return Db(rows.status());
+  std::lock_guard lk(mu_);
+  known_orgs_.insert(org);
+  return Error::Ok();
+}
+
+Error Store::Create(const std::string& org, const scim::ResourceType& type, const json& body,
+                    const std::string& key_id, json* out) {
+  json r;
+  Error err = scim::NormalizeResource(type, body, &r);
+  if (!err.ok()) return err;
+  std::string id = NewId();
+  if (id.empty()) return scim::ServerError("no randomness for an id");
+  std::string name = NameOf(type, r);
+  std::set<std::string> members = MemberIds(r);
+  json stored = BodyOf(r);
+  std::optional<std::string> external;
+  if (r.contains("externalId")) external = r["externalId"].get<std::string>();
+  bool active = r.value("active", true);
+  auto lease = pool_->Checkout();
+  if (!lease.ok()) return Db(lease.status());
+  db::Connection& c = **lease;
+  err = EnsureOrg(c, org);
+  if (!err.ok()) return err;
+  Status s = c.Transact([&](db::Connection& tx) -> Status {
+    err = Error::Ok();
+    auto ins = tx.ExecPrepared(
+        "INSERT INTO scim_resources (id, org, kind, name, external_id, active, body) VALUES ($1, $2, $3, $4, "
+        "$5, "
+        "$6, $7::jsonb) RETURNING id, name, body::text, version, "
+        "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+        "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active",
+        db::Params(id, org, type.name, name, external, active, stored.dump()));
+    if (!ins.ok() && ins.status().code() == Code::kAlreadyExists) {
+      err = scim::UniquenessError(std::string(IsUser(type) ? "userName" : "displayName") + " \"" +
+                                  name.substr(0, 200) + "\" is taken");
+      return Refused();
+    }
+    GOVERN_RETURN_IF_ERROR(ins.status());
+    *out = Build(type, ReadRows<Row>(*ins).front());  // a new user is in no group yet
+    if (IsUser(type)) {
+      auto u = tx.ExecPrepared(
+          "INSERT INTO auth_users (user_id, org, email, subject, display_name, disabled) VALUES ($1, $2, $3, "
+          "$1, $4, $5)",
+          db::Params(id, org, EmailOf(r), DisplayOf(r).substr(0, 200), !active));
+      if (!u.ok() && u.status().code() == Code::kAlreadyExists) {
+        err = scim::UniquenessError("another user of this organisation has the email " +
+                                    EmailOf(r).substr(0, 200));
+        return Refused();
+      }
+      GOVERN_RETURN_IF_ERROR(u.status());
+    } else {
+      auto g = tx.ExecPrepared("INSERT INTO auth_groups (org, name) VALUES ($1, $2)", db::Params(org, name));
+      if (!g.ok() && g.status().code() == Code::kAlreadyExists) {
+        err = scim::UniquenessError("a group named \"" + name.substr(0, 200) + "\" exists");
+        return Refused();
+      }
+      GOVERN_RETURN_IF_ERROR(g.status());
+      err = AddMembers(tx, org, name, members);
+      if (!err.ok()) return Refused();
+    }
+    GOVERN_RETURN_IF_ERROR(
+        tx.ExecPrepared("INSERT INTO scim_changes (org, kind, id, action, version, key_id) VALUES "
+                        "($1, $2, $3, 'create', 1, $4)",
+                        db::Params(org, type.name, id, key_id))
+            .status());
+    return OkStatus();
+  });
+  if (!err.ok()) return err;
+  if (!s.ok()) return Db(s);
+  if (IsUser(type)) return Error::Ok();
+  return Get(org, type, id, out);
+}
+
+Error Store::Get(const std::string& org, const scim::ResourceType& type, const std::string& id, json* out) {
+  auto lease = pool_->Checkout();
+  if (!lease.ok()) return Db(lease.status());
+  auto rows = (*lease)->ExecPrepared(std::string(kColumns) + "WHERE id = $1 AND org = $2 AND kind = $3",
+                                     db::Params(id, org, type.name));
+  if (!rows.ok()) return Db(rows.status());
+  if (rows->empty()) return scim::NotFoundError(type.name + " " + id.substr(0, 100) + " not found");
+  json r = Build(type, ReadRows<Row>(*rows).front());
+  Status s = Complete(**lease, type, org, &r);
+  if (!s.ok()) return Db(s);
+  *out = std::move(r);
+  return Error::Ok();
+}
+
+Error Store::Write(const std::string& org, const scim::ResourceType& type, const std::string& id,
+                   const std::string& if_match, const std::string& key_id, const char* action,
+                   const std::function<Error(json* resource)>& change, json* out) {
+  auto lease = pool_->Checkout();
+  if (!lease.ok()) return Db(lease.status());
+  Error err;
+  Status s = (*lease)->Transact([&](db::Connection& tx) -> Status {
+    err = Error::Ok();
+    GOVERN_ASSIGN_OR_RETURN(
+        db::Rows rows,
+        tx.ExecPrepared(std::string(kColumns) + "WHERE id = $1 AND org = $2 AND kind = $3 FOR UPDATE",
+                        db::Params(id, org, type.name)));
+    if (rows.empty()) {
+      err = scim::NotFoundError(type.name + " " + id.substr(0, 100) + " not found");
+      return Refused();
+    }
+    Row row = ReadRows<Row>(rows).front();
+    if (!if_match.empty() && if_match != "*" && if_match != ETag(row.version)) {
+      err = scim::PreconditionFailed("the resource changed: its version is " + ETag(row.version));
+      return Refused();
+    }
+    json current = Build(type, row);
+    if (!IsUser(type)) {
+      GOVERN_ASSIGN_OR_RETURN(auto members, LoadMembers(tx, org, &row.name));
+      if (members.count(row.name) != 0u) current["members"] = members[row.name];
+    }
+    json next = current;
+    err = change(&next);
+    if (!err.ok()) return Refused();
+    next["id"] = row.id;
+    std::string name = NameOf(type, next);
+    json body = BodyOf(next);
+    std::set<std::string> before = MemberIds(current), after = MemberIds(next);
+    if (body == row.body && before == after) {  // nothing to write (an IdP re-sending the same state)
+      *out = current;
+      return OkStatus();
+    }
+    bool active = next.value("active", true);
+    std::optional<std::string> external;
+    if (next.contains("externalId")) external = next["externalId"].get<std::string>();
+    auto up = tx.ExecPrepared(
+        "UPDATE scim_resources SET name = $2, external_id = $3, active = $4, body = $5::jsonb, version = "
+        "version + 1, updated_at = now() WHERE id = $1 RETURNING id, name, body::text, version, "
+        "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+        "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active",
+        db::Params(id, name, external, active, body.dump()));
+    if (!up.ok() && up.status().code() == Code::kAlreadyExists) {
+      err = scim::UniquenessError(std::string(IsUser(type) ? "userName" : "displayName") + " \"" +
+                                  name.substr(0, 200) + "\" is taken");
+      return Refused();
+    }
+    GOVERN_RETURN_IF_ERROR(up.status());
+    bool auth_changed =
+        EmailOf(next) != EmailOf(current) || DisplayOf(next) != DisplayOf(current) || active != row.active;
+    if (IsUser(type)) {
+      if (auth_changed) {
+        auto u = tx.ExecPrepared(
+            "UPDATE auth_users SET email = $2, display_name = $3, disabled = $4 WHERE user_id = $1",
+            db::Params(id, EmailOf(next), DisplayOf(next).substr(0, 200), !active));
+        if (!u.ok() && u.status().code() == Code::kAlreadyExists) {
+          err = scim::UniquenessError("another user of this organisation has the email " +
+                                      EmailOf(next).substr(0, 200));
+          return Refused();
+        }
+        GOVERN_RETURN_IF_ERROR(u.status());
+        if (!active && row.active) {
+          GOVERN_RETURN_IF_ERROR(
+              RevokeUser(tx, org, id, clock_->UnixMicros() / 1000000 + options_.revocation_keep_seconds));
+        }
+      }
+    } else {
+      if (name != row.name) {
+        auto g =
+            tx.ExecPrepared("INSERT INTO auth_groups (org, name) VALUES ($1, $2)", db::Params(org, name));
+        if (!g.ok() && g.status().code() == Code::kAlreadyExists) {
+          err = scim::UniquenessError("a group named \"" + name.substr(0, 200) + "\" exists");
+          return Refused();
+        }
+        GOVERN_RETURN_IF_ERROR(g.status());
+        GOVERN_RETURN_IF_ERROR(
+            tx.ExecPrepared("UPDATE auth_memberships SET name = $3 WHERE org = $1 AND name = $2",
+                            db::Params(org, row.name, name))
+                .status());
+        GOVERN_RETURN_IF_ERROR(
+            tx.ExecPrepared("DELETE FROM auth_groups WHERE org = $1 AND name = $2", db::Params(org, row.name))
+                .status());
+      }
+      for (const std::string& gone : before) {
+        if (after.count(gone) != 0u) continue;
+        GOVERN_RETURN_IF_ERROR(
+            tx.ExecPrepared("DELETE FROM auth_memberships WHERE org = $1 AND name = $2 AND user_id = $3",
+                            db::Params(org, name, gone))
+                .status());
+      }
+      std::set<std::string> added;
+      for (const std::string& m : after) {
+        if (before.count(m) == 0u) added.insert(m);
+      }
+      err = AddMembers(tx, org, name, added);
+      if (!err.ok()) return Refused();
+    }
+    GOVERN_RETURN_IF_ERROR(
+        tx.ExecPrepared("INSERT INTO scim_changes (org, kind, id, action, version, key_id) VALUES "
+                        "($1, $2, $3, $4, $5, $6)",
+                        db::Params(org, type.name, id, action, row.version + 1, key_id))
+            .status());
+    json r = Build(type, ReadRows<Row>(*up).front());
+    GOVERN_RETURN_IF_ERROR(Complete(tx, type, org, &r));
+    *out = std::move(r);
+    return OkStatus();
+  });
+  if (!err.ok()) return err;
+  if (!s.ok()) return Db(s);
+  if (IsUser(type) && !out->contains("groups")) {
+    // An unchanged user answered from `current`, which has no groups yet.
+    json full;
+    if (Get(org, type, id, &full).ok()) *out = std::move(full);
+  }
+  return Error::Ok();
+}
+
+Error Store::Replace(const std::string& org, const scim::ResourceType& type, const std::string& id,
+                     const json& body, const std::string& if_match, const std::string& key_id, json* out) {
+  json normalized;
+  Error err = scim::NormalizeResource(type, body, &normalized);
+  if (!err.ok()) return err;
+  return Write(
+      org, type, id, if_match, key_id, "replace",
+      [&](json* r) {
+        *r = normalized;
+        return Error::Ok();
+      },
+      out);
+}
+
+namespace {
+
+// A group PATCH that only adds and removes members (what IdPs send for every assignment): the member
+// ids to add and remove, so it can run without reading the group's whole member list. False for
+// anything else.
+bool MemberOnlyPatch(const json& request, std::set<std::string>* adds, std::set<std::string>* removes) {
+  const json* ops = request.is_object() ? scim::FindMember(request, "Operations") : nullptr;
+  if (ops == nullptr || !ops->is_array() || ops->empty() || ops->size() > scim::kMaxPatchOperations)
+    return false;
+  if (const json* schemas = scim::FindMember(request, "schemas")) {
+    if (!schemas->is_array() || schemas->size() != 1 || (*schemas)[0] != scim::kPatchOpSchema) return false;
+  }
+  for (const json& op : *ops) {
+    if (!op.is_object()) return false;
+    const json* name = scim::FindMember(op, "op");
+    const json* path = scim::FindMember(op, "path");
+    const json* value = scim::FindMember(op, "value");
+    if (name == nullptr || !name->is_string() || path == nullptr || !path->is_string()) return false;
+    bool add = scim::EqualsIgnoreCase(name->get<std::string>(), "add");
+    bool remove = scim::EqualsIgnoreCase(name->get<std::string>(), "remove");
+    const std::string& p = path->get_ref<const std::string&>();
+    auto value_ids = [&](std::set<std::string>* into) {
+      if (value == nullptr || !value->is_array()) return false;
+      for (const json& m : *value) {
+        const json* v = m.is_object() ? scim::FindMember(m, "value") : nullptr;
+        if (v == nullptr || !v->is_string()) return false;
+        for (auto it = m.begin(); it != m.end(); ++it) {
+          if (!scim::GroupSchema().Find("members")->Sub(it.key())) return false;
+        }
+        into->insert(v->get<std::string>());
+      }
+      return true;
+    };
+    if (scim::EqualsIgnoreCase(p, "members")) {
+      if (add && value_ids(adds)) continue;
+      if (remove && value_ids(removes)) continue;
+      return false;
+    }
+    // remove members[value eq "id"]
+    if (!remove || p.size() < 9 || !scim::EqualsIgnoreCase(p.substr(0, 8), "members[") || p.back() != ']')
+      return false;
+    std::unique_ptr<scim::Filter> f;
+    if (!scim::ParseValueFilter(scim::GroupResourceType(), *scim::GroupSchema().Find("members"),
+                                std::string_view(p).substr(8, p.size() - 9), &f)
+             .ok()) {
+      return false;
+    }
+    if (f->kind != scim::Filter::Kind::kCompare || f->op != scim::CompareOp::kEq || !f->value.is_string() ||
+        f->path.attr->name != "value") {
+      return false;
+    }
+    removes->insert(f->value.get<std::string>());
+  }
+  for (const std::string& id : *adds) {
+    if (removes->count(id) != 0u) return false;  // order would matter: take the general path
+  }
+  return true;
+}
+
+}  // namespace
+
+Error Store::Patch(const std::string& org, const scim::ResourceType& type, const std::string& id,
+                   const json& request, const std::string& if_match, const std::string& key_id, json* out) {
+  std::set<std::string> adds, removes;
+  if (!IsUser(type) && MemberOnlyPatch(request, &adds, &removes)) {
+    *out = json();
+    return PatchMembers(org, id, adds, removes, if_match, key_id);
+  }
+  return Write(
+      org, type, id, if_match, key_id, "patch", [&](json* r) { return scim::ApplyPatch(type, request, r); },
+      out);
+}
+
+Error Store::PatchMembers(const std::string& org, const std::string& id, const std::set<std::string>& adds,
+                          const std::set<std::string>& removes, const std::string& if_match,
+                          const std::string& key_id) {
+  auto lease = pool_->Checkout();
+  if (!lease.ok()) return Db(lease.status());
+  Error err;
+  Status s = (*lease)->Transact([&](db::Connection& tx) -> Status {
+    err = Error::Ok();
+    GOVERN_ASSIGN_OR_RETURN(
+        db::Rows rows,
+        tx.ExecPrepared("SELECT name, version FROM scim_resources WHERE id = $1 AND org = $2 AND kind = "
+                        "'Group' FOR UPDATE",
+                        db::Params(id, org)));
+    if (rows.empty()) {
+      err = scim::NotFoundError("Group " + id.substr(0, 100) + " not found");
+      return Refused();
+    }
+    std::string name(rows.Text(0, 0));
+    int64_t version = *rows.Int64(0, 1);
+    if (!if_match.empty() && if_match != "*" && if_match != ETag(version)) {
+      err = scim::PreconditionFailed("the resource changed: its version is " + ETag(version));
+      return Refused();
+    }
+    int64_t changed = 0;
+    for (const std::string& gone : removes) {
+      GOVERN_ASSIGN_OR_RETURN(
+          db::Rows d,
+          tx.ExecPrepared("DELETE FROM auth_memberships WHERE org = $1 AND name = $2 AND user_id = $3",
+                          db::Params(org, name, gone)));
+      changed += d.affected();
+    }
+    for (const std::string& m : adds) {
+      GOVERN_ASSIGN_OR_RETURN(
+          db::Rows a, tx.ExecPrepared("INSERT INTO auth_memberships (org, name, user_id) SELECT $1, $2, "
+                                      "id FROM scim_resources WHERE id = $3 AND org = $1 AND kind = "
+                                      "'User' ON CONFLICT DO NOTHING",
+                                      db::Params(org, name, m)));
+      if (a.affected() > 0) {
+        ++changed;
+        continue;
+      }
+      GOVERN_ASSIGN_OR_RETURN(
+          db::Rows known,
+          tx.ExecPrepared("SELECT 1 FROM scim_resources WHERE id = $1 AND org = $2 AND kind = 'User'",
+                          db::Params(m, org)));
+      if (known.empty()) {
+        err = scim::InvalidValue("member \"" + m.substr(0, 100) + "\" is not a user of this organisation");
+        return Refused();
+      }
+    }
+    if (changed == 0) return OkStatus();
+    GOVERN_RETURN_IF_ERROR(
+        tx.ExecPrepared("UPDATE scim_resources SET version = version + 1, updated_at = now() WHERE id = $1",
+                        db::Params(id))
+            .status());
+    return tx
+        .ExecPrepared(
+            "INSERT INTO scim_changes (org, kind, id, action, version, key_id) VALUES ($1, 'Group', $2, "
+            "'patch', "
+            "$3, $4)",
+            db::Params(org, id, version + 1, key_id))
+        .status();
+  });
+  if (!err.ok()) return err;
+  if (!s.ok()) return Db(s);
+  return Error::Ok();
+}
+
+Error Store::Delete(const std::string& org, const scim::ResourceType& type, const std::string& id,
+                    const std::string& if_match, const std::string& key_id) {
+  auto lease = pool_->Checkout();
+  if (!lease.ok()) return Db(lease.status());
+  Error err;
+  Status s = (*lease)->Transact([&](db::Connection& tx) -> Status {
+    err = Error::Ok();
+    GOVERN_ASSIGN_OR_RETURN(
+        db::Rows rows,
+        tx.ExecPrepared(std::string(kColumns) + "WHERE id = $1 AND org = $2 AND kind = $3 FOR UPDATE",
+                        db::Params(id, org, type.name)));
+    if (rows.empty()) {
+      err = scim::NotFoundError(type.name + " " + id.substr(0, 100) + " not found");
+      return Refused();
+    }
+    Row row = ReadRows<Row>(rows).front();
+    if (!if_match.empty() && if_match != "*" && if_match != ETag(row.version)) {
+      err = scim::PreconditionFailed("the resource changed: its version is " + ETag(row.version));
+      return Refused();
+    }
+    if (IsUser(type)) {
+      GOVERN_RETURN_IF_ERROR(
+          RevokeUser(tx, org, id, clock_->UnixMicros() / 1000000 + options_.revocation_keep_seconds));
+      GOVERN_RETURN_IF_ERROR(
+          tx.ExecPrepared("DELETE FROM auth_users WHERE user_id = $1", db::Params(id)).status());
+    } else {
+      GOVERN_RETURN_IF_ERROR(
+          tx.ExecPrepared("DELETE FROM auth_groups WHERE org = $1 AND name = $2", db::Params(org, row.name))
+              .status());
+    }
+    GOVERN_RETURN_IF_ERROR(
+        tx.ExecPrepared("DELETE FROM scim_resources WHERE id = $1", db::Params(id)).status());
+    return tx
+        .ExecPrepared(
+            "INSERT INTO scim_changes (org, kind, id, action, version, key_id) VALUES ($1, $2, $3, 'delete', "
+            "$4, $5)",
+            db::Params(org, type.name, id, row.version + 1, key_id))
+        .status();
+  });
+  if (!err.ok()) return err;
+  if (!s.ok()) return Db(s);
+  return Error::Ok();
+}
+
+Error Store::Search(const std::string& org, const scim::ResourceType& type, const SearchQuery& q,
+                    SearchResult* out) {
+  std::unique_ptr<scim::Filter> filter;
+  if (!q.filter.empty()) {
+    Error err = scim::ParseFilter(type, q.filter, &filter);
+    if (!err.ok()) return err;
+  }
+  scim::AttrPath sort_by;
+  if (!q.sort_by.empty()) {
+    Error err = scim::ParseSortBy(type, q.sort_by, &sort_by);
+    if (!err.ok()) return err;
+  }
+  int64_t start = std::max<int64_t>(q.start_index, 1);
+  int64_t count = std::max<int64_t>(q.count, 0);
+  auto lease = pool_->Checkout();
+  if (!lease.ok()) return Db(lease.status());
+  db::Connection& c = **lease;
+  *out = SearchResult{};
+
+  if (filter == nullptr && q.sort_by.empty()) {
+    // Plain paging in creation order: straight from the index.
+    auto total = c.ExecPrepared("SELECT count(*) FROM scim_resources WHERE org = $1 AND kind = $2",
+                                db::Params(org, type.name));
+    if (!total.ok()) return Db(total.status());
+    out->total = *total->Int64(0, 0);
+    if (count == 0) return Error::Ok();
+    auto rows = c.ExecPrepared(
+        std::string(kColumns) + "WHERE org = $1 AND kind = $2 ORDER BY created_at, id OFFSET $3 LIMIT $4",
+        db::Params(org, type.name, start - 1, count));
+    if (!rows.ok()) return Db(rows.status());
+    for (const Row& row : ReadRows<Row>(*rows)) {
+      json r = Build(type, row);
+      Status s = Complete(c, type, org, &r);
+      if (!s.ok()) return Db(s);
+      out->resources.push_back(std::move(r));
+    }
+    return Error::Ok();
+  }
+
+  // Candidates: by index when the filter is one eq on an indexed attribute (what IdPs send), else all.
+  std::string sql = std::string(kColumns) + "WHERE org = $1 AND kind = $2";
+  db::Params params(org, type.name);
+  if (filter != nullptr && filter->kind == scim::Filter::Kind::kCompare &&
+      filter->op == scim::CompareOp::kEq && filter->value.is_string() && filter->path.extension == nullptr &&
+      filter->path.sub == nullptr) {
+    const std::string& attr = filter->path.attr->name;
+    if (attr == (IsUser(type) ? "userName" : "displayName")) {
+      sql += " AND lower(name) = lower($3)";
+      params.Add(filter->value.get<std::string>());
+    } else if (attr == "externalId") {
+      sql += " AND external_id = $3";
+      params.Add(filter->value.get<std::string>());
+    } else if (attr == "id") {
+      sql += " AND id = $3";
+      params.Add(filter->value.get<std::string>());
+    }
+  }
+  sql += " ORDER BY created_at, id LIMIT " + std::to_string(options_.max_scan + 1);
+  auto rows = c.ExecPrepared(sql, params);
+  if (!rows.ok()) return Db(rows.status());
+  if (static_cast<size_t>(rows->size()) > options_.max_scan) {
+    return scim::TooMany("the filter would be evaluated over more than " + std::to_string(options_.max_scan) +
+                         " resources: filter on userName, externalId or id");
+  }
+  std::vector<Row> candidates = ReadRows<Row>(*rows);
+  std::map<std::string, json> extra;  // members by group name, or groups by user id
+  bool need_extra = !IsUser(type) || q.filter.find("groups") != std::string::npos ||
+                    q.filter.find("Groups") != std::string::npos ||
+                    q.sort_by.find("groups") != std::string::npos;
+  if (need_extra && candidates.size() > 20) {
+    auto loaded = IsUser(type) ? LoadGroups(c, org, nullptr) : LoadMembers(c, org, nullptr);
+    if (!loaded.ok()) return Db(loaded.status());
+    extra = std::move(*loaded);
+  }
+  std::vector<json> matched;
+  for (const Row& row : candidates) {
+    json r = Build(type, row);
+    if (need_extra) {
+      if (candidates.size() > 20) {
+        auto it = extra.find(IsUser(type) ? row.id : row.name);
+        if (it != extra.end()) r[IsUser(type) ? "groups" : "members"] = it->second;
+      } else {
+        Status s = Complete(c, type, org, &r);
+        if (!s.ok()) return Db(s);
+      }
+    }
+    if (filter == nullptr || scim::Matches(*filter, r)) matched.push_back(std::move(r));
+  }
+  if (!q.sort_by.empty()) scim::SortResources(sort_by, q.descending, &matched);
+  out->total = static_cast<int64_t>(matched.size());
+  for (int64_t i = start - 1; i < out->total && static_cast<int64_t>(out->resources.size()) < count; ++i) {
+    json r = std::move(matched[static_cast<size_t>(i)]);
+    if (IsUser(type) && !need_extra) {
+      Status s = Complete(c, type, org, &r);
+      if (!s.ok()) return Db(s);
+    }
+    out->resources.push_back(std::move(r));
+  }
+  return Error::Ok();
+}
+
+}  // namespace govern::scim_service

@@ -1,0 +1,105 @@
+// Store: SCIM Users and Groups of every organisation in PostgreSQL, written together with the auth
+// service's directory so that sign-in follows provisioning.
+//
+// A User is a row of scim_resources and a row of auth_users with the same id (email: the primary email,
+// else the first, else userName; subject: the id; disabled = !active). A Group is a row of
+// scim_resources and of auth_groups (name = displayName); its members are auth_memberships. Every
+// change is one transaction that also appends to scim_changes; deactivating or deleting a user in it
+// also revokes the user's refresh-token families (auth_refresh_families.revoked and a 'sid' row in
+// auth_revocations, which services pull) and ends their browser sessions, so a leaver can neither sign
+// in nor refresh from the moment the answer is sent.
+//
+// Results are full SCIM resources (id, meta with created/lastModified/version, a user's groups, a
+// group's members) without meta.location, which the HTTP layer adds. Failures are scim::Error values
+// (404, 409 uniqueness, 412 for a stale If-Match, 400s from govern_scim, 503 when PostgreSQL fails).
+//
+// Thread-safe: each call checks a connection out of the pool. Calls block on PostgreSQL: never call
+// them on an event loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "scim/error.h"
+#include "scim/schema.h"
+
+namespace govern::db {
+class Pool;
+class Connection;
+}  // namespace govern::db
+
+namespace govern::scim_service {
+
+struct StoreOptions {
+  // Most resources a filter is evaluated over in memory when it cannot use an index (a larger
+  // organisation gets 400 tooMany for such filters).
+  size_t max_scan = 500000;
+  // How long a revocation of a deactivated user's token families stays listed (covers every access
+  // token issued before it).
+  int64_t revocation_keep_seconds = 86400;
+  const Clock* clock = nullptr;  // nullptr: Clock::Real()
+};
+
+struct SearchQuery {
+  std::string filter;   // empty: every resource
+  std::string sort_by;  // empty: creation order
+  bool descending = false;
+  int64_t start_index = 1;  // 1-based (RFC 7644 section 3.4.2.4); < 1 is read as 1
+  int64_t count = 100;      // 0: only totalResults
+};
+
+struct SearchResult {
+  int64_t total = 0;
+  std::vector<nlohmann::json> resources;  // the page
+};
+
+class Store {
+ public:
+  Store(db::Pool* pool, StoreOptions options = {});
+
+  scim::Error Create(const std::string& org, const scim::ResourceType& type, const nlohmann::json& body,
+                     const std::string& key_id, nlohmann::json* out);
+  scim::Error Get(const std::string& org, const scim::ResourceType& type, const std::string& id,
+                  nlohmann::json* out);
+  // PUT. `if_match`: the ETag the client holds (W/"n"), or empty.
+  scim::Error Replace(const std::string& org, const scim::ResourceType& type, const std::string& id,
+                      const nlohmann::json& body, const std::string& if_match, const std::string& key_id,
+                      nlohmann::json* out);
+  // A group PATCH that only adds and removes members runs without reading the member list and leaves
+  // `out` null: the API answers 204 No Content (RFC 7644 section 3.5.2), as IdPs accept.
+  scim::Error Patch(const std::string& org, const scim::ResourceType& type, const std::string& id,
+                    const nlohmann::json& request, const std::string& if_match, const std::string& key_id,
+                    nlohmann::json* out);
+  scim::Error Delete(const std::string& org, const scim::ResourceType& type, const std::string& id,
+                     const std::string& if_match, const std::string& key_id);
+  scim::Error Search(const std::string& org, const scim::ResourceType& type, const SearchQuery& query,
+                     SearchResult* out);
+
+  // W/"<version>"
+  static std::string ETag(int64_t version);
+
+ private:
+  struct Row;
+  scim::Error PatchMembers(const std::string& org, const std::string& id, const std::set<std::string>& adds,
+                           const std::set<std::string>& removes, const std::string& if_match,
+                           const std::string& key_id);
+  scim::Error EnsureOrg(db::Connection& c, const std::string& org);
+  scim::Error Write(const std::string& org, const scim::ResourceType& type, const std::string& id,
+                    const std::string& if_match, const std::string& key_id, const char* action,
+                    const std::function<scim::Error(nlohmann::json* resource)>& change, nlohmann::json* out);
+
+  db::Pool* pool_;
+  StoreOptions options_;
+  const Clock* clock_;
+  std::mutex mu_;
+  std::set<std::string> known_orgs_;  // organisations known to exist in auth_orgs
+};
+
+}  // namespace govern::scim_service
