@@ -13,7 +13,7 @@
 // Frames larger than max_request_bytes, unparsable headers or bodies, unknown API keys and versions
 // above the advertised range close that connection; other connections are unaffected.
 //
-// More APIs (the consumer-group coordinator) plug in with RegisterApi before Start. Thread-safe after
+// More APIs plug in with RegisterApi before Start (the consumer-group APIs: group_api.h). Thread-safe after
 // Start; Start and Stop from one thread.
 #pragma once
 
