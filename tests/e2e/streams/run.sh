@@ -129,7 +129,7 @@ kill -0 "$broker_pid" 2>/dev/null || fail "broker died on bad input"
 kcat -b "$B" -L >/dev/null 2>&1 || fail "kcat after bad input"
 
 # 5. SIGKILL under load, several times: every acknowledged record present at its offset, none twice.
-"$STREAMS_PRODUCER" "$B" killed 300000 kill > acked-kill 2> producer-kill.log &
+"$STREAMS_PRODUCER" "$B" killed 500000 kill > acked-kill 2> producer-kill.log &
 producer_pid=$!
 # Each kill waits for fresh acknowledgements since the last restart, so every kill lands under load.
 last=0
@@ -152,7 +152,7 @@ done
 wait "$producer_pid" || echo "note: producer reported unacknowledged records ($(tail -1 producer-kill.log))"
 kcat -b "$B" -C -t killed -o beginning -e -q -X check.crcs=true -f '%p %o %s\n' > consumed-kill
 python3 "$here/check_acked.py" acked-kill consumed-kill kill- || fail "SIGKILL under load: acknowledged records"
-grep -q "acked 300000 failed 0" producer-kill.log || fail "SIGKILL under load: not every record acknowledged: $(tail -1 producer-kill.log)"
+grep -q "acked 500000 failed 0" producer-kill.log || fail "SIGKILL under load: not every record acknowledged: $(tail -1 producer-kill.log)"
 
 if [ "$failures" -ne 0 ]; then
   echo "--- broker log (tail)" >&2; tail -30 "$work/broker.log" >&2
