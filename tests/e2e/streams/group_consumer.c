@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   for (long i = 0; i < 3; i++) pthread_create(&t[i], NULL, run, (void*)(i + 1));
   for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
   fflush(stdout);
-  fprintf(stderr, "printed %ld assignments %d errors %d\n", atomic_load(&printed), atomic_load(&assigns_after_leave),
-          atomic_load(&errors));
+  fprintf(stderr, "printed %ld assignments %d errors %d\n", atomic_load(&printed),
+          atomic_load(&assigns_after_leave), atomic_load(&errors));
   return atomic_load(&printed) == total && atomic_load(&errors) == 0 ? 0 : 1;
 }
