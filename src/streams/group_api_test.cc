@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "streams/wire.h"
 
@@ -148,6 +150,17 @@ class GroupApiTest : public ::testing::Test {
     EXPECT_EQ(second.members, 1);
     EXPECT_EQ(second.generation, 1);
     return second.member;
+  }
+  // Waits (bounded) until the coordinator shows `group` in `state`: another connection's request has been
+  // served.
+  void WaitForState(const std::string& group, const std::string& state) {
+    for (int i = 0; i < 2000; i++) {
+      groups::DescribeGroupsRequest q;
+      q.groups = {group};
+      if (api_->coordinator().DescribeGroups(q).groups[0].group_state == state) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    FAIL() << group << " never reached " << state;
   }
   std::string CommitBody(std::string_view group, int32_t gen, std::string_view member, int64_t offset) {
     Writer w;
@@ -342,6 +355,7 @@ TEST_F(GroupApiTest, WaitingJoinKeepsRequestOrder) {
   std::string mb = ParseJoin(*b.Receive(1)).member;
   b.Send(api::kJoinGroup, 5, 2, JoinBody("g2", mb));
   b.Send(api::kListGroups, 2, 3, "");
+  WaitForState("g2", "PreparingRebalance");
   // The first member learns of the rebalance and rejoins; then both answers come, b's in order.
   {
     Writer w;
@@ -381,6 +395,7 @@ TEST_F(GroupApiTest, ShutdownAnswersWaitingJoin) {
   b.Send(api::kJoinGroup, 5, 1, JoinBody("g3", ""));
   std::string mb = ParseJoin(*b.Receive(1)).member;
   b.Send(api::kJoinGroup, 5, 2, JoinBody("g3", mb));
+  WaitForState("g3", "PreparingRebalance");  // b's join is waiting for a
   api_->Shutdown();
   auto jb = ParseJoin(*b.Receive(2));
   EXPECT_EQ(jb.error, 16);  // NOT_COORDINATOR
