@@ -122,7 +122,11 @@ class Broker::Impl {
 // thread and their replies are posted back to it, slotted into request order.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Broker::Impl& broker, tcp::socket socket) : broker_(broker), socket_(std::move(socket)) {}
+  Connection(Broker::Impl& broker, tcp::socket socket) : broker_(broker), socket_(std::move(socket)) {
+    boost::system::error_code ec;
+    auto ep = socket_.remote_endpoint(ec);
+    if (!ec) peer_ = ep.address().to_string();
+  }
 
   void Start() {
     asio::post(socket_.get_executor(), [self = shared_from_this()] { self->ReadSize(); });
@@ -151,7 +155,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void ReadSize() {
     if (closed_) return;
-    if (slots_.size() >= broker_.opts.max_inflight_per_connection) {
+    if (slots_.size() >= broker_.opts.max_inflight_per_connection || holding_) {
       paused_ = true;  // resumed by Flush once replies drain
       return;
     }
@@ -199,7 +203,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     uint64_t seq = first_seq_ + slots_.size();
     slots_.push_back({.correlation_id = header->correlation_id,
                       .flexible_header = flexible && peek->api_key != api::kApiVersions});
-    Request req{*header, std::move(frame)};
+    if (api->second.pause_reading) {
+      holding_ = true;
+      hold_seq_ = seq;
+    }
+    Request req{*header, std::move(frame), peer_};
     auto self = shared_from_this();
     api->second.handler(req, [self, seq](Reply reply) {
       asio::post(self->socket_.get_executor(),
@@ -234,8 +242,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
       slots_.pop_front();
       first_seq_++;
     }
+    if (holding_ && first_seq_ > hold_seq_) holding_ = false;
     Write();
-    if (paused_ && slots_.size() < broker_.opts.max_inflight_per_connection && !closing_) {
+    if (paused_ && !holding_ && slots_.size() < broker_.opts.max_inflight_per_connection && !closing_) {
       paused_ = false;
       ReadSize();
     }
@@ -264,8 +273,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   char size_buf_[4];
   std::deque<Slot> slots_;
   uint64_t first_seq_ = 0;
+  uint64_t hold_seq_ = 0;  // with holding_: reading resumes once this request is answered
+  std::string peer_;
   std::string out_, pending_out_;
-  bool writing_ = false, paused_ = false, closing_ = false, closed_ = false;
+  bool writing_ = false, paused_ = false, closing_ = false, closed_ = false, holding_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 // Frames larger than max_request_bytes, unparsable headers or bodies, unknown API keys and versions
 // above the advertised range close that connection; other connections are unaffected.
 //
-// More APIs (the consumer-group coordinator) plug in with RegisterApi before Start. Thread-safe after
+// More APIs plug in with RegisterApi before Start (the consumer-group APIs: group_api.h). Thread-safe after
 // Start; Start and Stop from one thread.
 #pragma once
 
@@ -52,6 +52,7 @@ struct BrokerOptions {
 struct Request {
   RequestHeader header;
   std::shared_ptr<const std::string> frame;
+  std::string client_host;  // the peer's IP address
 };
 
 // What a handler answers: a response body (the broker adds the size, correlation id and header tags), no
@@ -73,6 +74,9 @@ struct ApiSpec {
   int16_t max_version = 0;                  // advertised maximum; higher versions close the connection
   int16_t first_flexible_version = 0x7fff;  // request header v2 / response header v1 from here
   std::function<void(const Request&, Respond)> handler;
+  // Read no further request from the connection until this one is answered (Kafka does so for every
+  // request; here only for those that may wait long, such as JoinGroup).
+  bool pause_reading = false;
 };
 
 class Connection;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "streams/group_api.h"
 #include "streams/messages.h"
 
 using namespace govern::streams;
@@ -38,6 +39,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case api::kInitProducerId:
       (void)ParseInitProducerIdRequest(h->body, v);
+      break;
+    case api::kFindCoordinator:
+      (void)groupwire::DecodeFindCoordinator(h->body, v);
+      break;
+    case api::kJoinGroup:
+      (void)groupwire::DecodeJoinGroup(h->body, v);
+      break;
+    case api::kSyncGroup:
+      (void)groupwire::DecodeSyncGroup(h->body, v);
+      break;
+    case api::kHeartbeat:
+      (void)groupwire::DecodeHeartbeat(h->body, v);
+      break;
+    case api::kLeaveGroup:
+      (void)groupwire::DecodeLeaveGroup(h->body, v);
+      break;
+    case api::kOffsetCommit:
+      (void)groupwire::DecodeOffsetCommit(h->body, v);
+      break;
+    case api::kOffsetFetch:
+      (void)groupwire::DecodeOffsetFetch(h->body, v);
+      break;
+    case api::kDescribeGroups:
+      (void)groupwire::DecodeDescribeGroups(h->body, v);
+      break;
+    case api::kListGroups:
+      (void)groupwire::DecodeListGroups(h->body, v);
       break;
     default:
       break;

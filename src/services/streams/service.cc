@@ -4,6 +4,7 @@
 #include "base/log.h"
 #include "services/http_config.h"
 #include "streams/broker.h"
+#include "streams/group_api.h"
 
 namespace govern::streams_service {
 
@@ -79,6 +80,50 @@ class StreamsService final : public services::Service {
            .help = "Network threads.",
            .min = 1,
            .max = 256});
+    // The consumer-group coordinator (Kafka's group.* and offsets.* broker settings).
+    s.Add({.key = "streams.groups.min_session_timeout",
+           .type = Type::kDuration,
+           .default_value = "6s",
+           .help = "Shortest session timeout a member may ask for (group.min.session.timeout.ms).",
+           .min = 1});
+    s.Add({.key = "streams.groups.max_session_timeout",
+           .type = Type::kDuration,
+           .default_value = "30m",
+           .help = "Longest session timeout a member may ask for (group.max.session.timeout.ms).",
+           .min = 1,
+           .max = INT32_MAX});
+    s.Add({.key = "streams.groups.initial_rebalance_delay",
+           .type = Type::kDuration,
+           .default_value = "3s",
+           .help = "The first rebalance of an empty group waits this long for more members.",
+           .min = 0,
+           .max = INT32_MAX});
+    s.Add({.key = "streams.groups.max_size",
+           .type = Type::kInt,
+           .default_value = "1000",
+           .help = "Most members in one group (GROUP_MAX_SIZE_REACHED beyond).",
+           .min = 1,
+           .max = 1000000});
+    s.Add({.key = "streams.groups.offsets_retention",
+           .type = Type::kDuration,
+           .default_value = "168h",
+           .help = "Committed offsets of a group without members expire this long after it emptied.",
+           .min = 1});
+    s.Add({.key = "streams.groups.offsets_retention_check_interval",
+           .type = Type::kDuration,
+           .default_value = "10m",
+           .help = "How often expired offsets and empty groups are looked for.",
+           .min = 1});
+    s.Add({.key = "streams.groups.max_metadata_bytes",
+           .type = Type::kBytes,
+           .default_value = "4096",
+           .help = "Longest metadata string of a committed offset (OFFSET_METADATA_TOO_LARGE beyond).",
+           .min = 0,
+           .max = 1 << 20});
+    s.Add({.key = "streams.groups.allow_static_membership",
+           .type = Type::kBool,
+           .default_value = "true",
+           .help = "Accept group.instance.id (static members, KIP-345)."});
   }
 
   Status Start(const services::Context& ctx) override {
@@ -103,7 +148,28 @@ class StreamsService final : public services::Service {
     o.threads = static_cast<int>(c.GetInt("streams.threads"));
     host_ = o.listen_host;
     broker_ = std::make_unique<streams::Broker>(o);
-    GOVERN_RETURN_IF_ERROR(broker_->Start());
+    streams::groups::CoordinatorOptions g;
+    g.min_session_timeout_ms =
+        static_cast<int32_t>(c.GetDuration("streams.groups.min_session_timeout").count());
+    g.max_session_timeout_ms =
+        static_cast<int32_t>(c.GetDuration("streams.groups.max_session_timeout").count());
+    g.initial_rebalance_delay_ms =
+        static_cast<int32_t>(c.GetDuration("streams.groups.initial_rebalance_delay").count());
+    g.max_group_size = static_cast<int32_t>(c.GetInt("streams.groups.max_size"));
+    g.offsets_retention_ms = c.GetDuration("streams.groups.offsets_retention").count();
+    g.offsets_retention_check_interval_ms =
+        c.GetDuration("streams.groups.offsets_retention_check_interval").count();
+    g.max_metadata_bytes = static_cast<int32_t>(c.GetBytes("streams.groups.max_metadata_bytes"));
+    g.allow_static_membership = c.GetBool("streams.groups.allow_static_membership");
+    if (g.min_session_timeout_ms > g.max_session_timeout_ms)
+      return InvalidArgument("streams.groups.min_session_timeout exceeds streams.groups.max_session_timeout");
+    GOVERN_ASSIGN_OR_RETURN(groups_, streams::GroupApi::Attach(*broker_, g));
+    Status started = broker_->Start();
+    if (!started.ok()) {
+      groups_.reset();
+      broker_.reset();
+      return started;
+    }
     return OkStatus();
   }
 
@@ -113,12 +179,16 @@ class StreamsService final : public services::Service {
   }
 
   void Stop() override {
+    // Waiting joins are answered and commits made durable while their connections are still open.
+    if (groups_) groups_->Shutdown();
     if (broker_) broker_->Stop();
+    groups_.reset();
     broker_.reset();
   }
 
  private:
   std::unique_ptr<streams::Broker> broker_;
+  std::unique_ptr<streams::GroupApi> groups_;
   std::string host_;
 };
 

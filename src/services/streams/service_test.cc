@@ -1,5 +1,6 @@
 // The streams service from its configuration: starts a broker on the configured address and data
-// directory, reports its endpoint, keeps topics across a restart, and refuses a bad listen address.
+// directory with its group coordinator, reports its endpoint, and refuses a bad listen address and
+// inverted session-timeout bounds.
 #include "services/streams/service.h"
 
 #include <gtest/gtest.h>
@@ -40,12 +41,19 @@ TEST(StreamsService, StartsFromConfig) {
   EXPECT_EQ(eps[0].protocol, "kafka");
   EXPECT_NE(eps[0].address, "127.0.0.1:0");
   EXPECT_TRUE(fs::is_directory(dir + "/streams"));
+  EXPECT_TRUE(fs::is_directory(dir + "/streams/groups"));  // the group coordinator's offsets
   svc->Stop();
   svc->Stop();  // twice is harmless
   EXPECT_TRUE(svc->Endpoints().empty());
 
   EXPECT_FALSE(Load(schema, {{"streams.listen", "not an address"}}).ok());
   EXPECT_FALSE(Load(schema, {{"streams.default_partitions", "0"}}).ok());
+  auto inverted = Load(schema, {{"streams.listen", "127.0.0.1:0"},
+                                {"streams.groups.min_session_timeout", "10m"},
+                                {"streams.groups.max_session_timeout", "1m"}});
+  ASSERT_TRUE(inverted.ok());
+  ctx.config = &*inverted;
+  EXPECT_FALSE(svc->Start(ctx).ok());
   fs::remove_all(dir);
 }
 
