@@ -19,12 +19,12 @@
 // COMMIT in a second round trip. With flush_outside_lock (the default) that COMMIT does not wait for
 // the WAL flush, so the head locks are released at once, and a durability barrier follows on the same
 // connection: a transaction that takes an xid and commits with synchronous_commit on, which returns
-// only once the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way callbacks run only after
-// the batch's commit is flushed: an entry is acknowledged only once it is durable. A later transaction
-// (another replica's) may build on a commit that is not flushed yet; its own commit comes later in the
-// WAL, so it can never be durable without it. A failed flush fails only its own requests (Unavailable);
-// they may be retried with the same idempotency keys. Nothing here must be unique per process: any
-// number of Batchers, in any number of processes, may append to one database at once.
+// only once the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way
+// callbacks run only after the batch's commit is flushed: an entry is acknowledged only once it is durable. A
+// later transaction (another replica's) may build on a commit that is not flushed yet; its own commit comes
+// later in the WAL, so it can never be durable without it. A failed flush fails only its own requests
+// (Unavailable); they may be retried with the same idempotency keys. Nothing here must be unique per process:
+// any number of Batchers, in any number of processes, may append to one database at once.
 //
 // Thread-safe. Callbacks run on the Batcher's flush threads: keep them short.
 #pragma once
