@@ -11,7 +11,11 @@
 // one transaction and one round trip: lock the head of the batch's oldest request (waiting for it if
 // another transaction holds it), lock the batch's other heads only if they are free (FOR UPDATE SKIP
 // LOCKED; the requests of busy heads go back to the front of the lane for its next batch), and look up
-// the idempotency keys already stored (a retried append gets the original entry back). A transaction
+// the idempotency keys already stored (a retried append gets the original entry back). Appends for
+// the heads it now holds that queued in the lane meanwhile (while it waited for a busy head) join the
+// batch late, up to max_batch: one lock hold carries them instead of a later one. Their keys were not
+// looked up; one stored already (a retry) fails the INSERT with a unique violation, and the batch runs
+// once more with every key looked up, none joining late. A transaction
 // never waits for a lock while it holds one, so transactions of several replicas over overlapping
 // organisations neither queue behind each other in chains nor deadlock. Then compute seq, prev_hash,
 // entry_hash and the Merkle compact range in C++ (the columns that do not depend on seq were encoded
@@ -89,8 +93,9 @@ class Batcher {
     uint64_t entries_written = 0;
     uint64_t entries_existing = 0;
     uint64_t batches_failed = 0;
-    uint64_t requests = 0;  // requests in successful batches
-    uint64_t orgs = 0;      // organisations per batch, summed
+    uint64_t requests = 0;       // requests in successful batches
+    uint64_t late_requests = 0;  // of them, requests that joined while their batch held the locks
+    uint64_t orgs = 0;           // organisations per batch, summed
     uint64_t max_batch_entries = 0;
     uint64_t queue_us = 0;    // oldest request's wait in the queue before its batch started
     uint64_t lock_us = 0;     // BEGIN + head locks + key lookup round trip (includes lock waits)
