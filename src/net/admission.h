@@ -12,14 +12,20 @@ namespace govern::net {
 
 // What a request is, for shedding: health probes are never shed, interactive work (sign-in, a
 // person waiting) keeps headroom, bulk work (batch ingest, exports) gives way first.
-enum class RequestClass : uint8_t { kHealth = 0, kInteractive = 1, kNormal = 2, kBulk = 3 };
+//
+// kOwnBound: work that bounds itself and must not be shed by the adaptive limit, because it gets
+// cheaper per request the more of it waits (appends batched into group commits: the limit would
+// read their rising latency as overload and shed most of them). The server never asks Admission
+// about such a request; the route's RouteOptions::max_in_flight bounds it instead (over it: 503 +
+// Retry-After at once), and the handler may refuse more by its own measure (a queue bound).
+enum class RequestClass : uint8_t { kHealth = 0, kInteractive = 1, kNormal = 2, kBulk = 3, kOwnBound = 4 };
 
 // Returned by TryAdmit. Passed back to Release when the request is done; `admitted` false means shed.
 struct AdmissionTicket {
   bool admitted = false;
   RequestClass cls = RequestClass::kNormal;
-  uint32_t org_slot = 0;     // implementation-defined: which organisation's share this holds
-  int64_t start_nanos = 0;   // monotonic time of admission, for the limit's latency samples
+  uint32_t org_slot = 0;    // implementation-defined: which organisation's share this holds
+  int64_t start_nanos = 0;  // monotonic time of admission, for the limit's latency samples
 };
 
 class Admission {

@@ -162,4 +162,11 @@ void Responder::Send(Response&& response) {
   sink->Deliver(seq_, std::move(response));
 }
 
+BodyStream Responder::Stream(Response&& head, const StreamOptions& options) {
+  if (!sink_) return BodyStream();
+  std::shared_ptr<ResponseSink> sink = std::move(sink_);
+  sink_.reset();
+  return sink->OpenStream(seq_, std::move(head), options);
+}
+
 }  // namespace govern::net

@@ -24,6 +24,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
+#include <charconv>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "base/log.h"
 #include "net/http_wire.h"
 #include "net/problem.h"
+#include "net/stream_state.h"
 
 namespace govern::net {
 
@@ -54,6 +56,7 @@ struct RouteStats {
   std::string method;
   std::unique_ptr<std::atomic<uint64_t>[]> by_status;
   Histogram* latency = nullptr;
+  std::unique_ptr<std::atomic<int64_t>> in_flight = std::make_unique<std::atomic<int64_t>>(0);
 };
 
 }  // namespace
@@ -145,6 +148,7 @@ namespace {
 template <class Stream>
 class Connection final : public ConnBase,
                          public ResponseSink,
+                         public internal::StreamDriver,
                          public std::enable_shared_from_this<Connection<Stream>> {
  public:
   static constexpr bool kTls =
@@ -155,6 +159,11 @@ class Connection final : public ConnBase,
         s_(w->server),
         stream_(std::move(stream)),
         reader_(static_cast<uint32_t>(s_->cfg.max_header_bytes)) {}
+
+  void SetPeer(std::string ip, uint16_t port) {
+    peer_ip_ = std::move(ip);
+    peer_port_ = port;
+  }
 
   void Start() {
     auto now = w_->coarse_now;
@@ -184,6 +193,43 @@ class Connection final : public ConnBase,
     });
   }
 
+  // Called from any thread by Responder::Stream. The head goes out from the event loop; until then (and
+  // whenever the socket is slower than the producer) the written bytes wait in the stream's state.
+  BodyStream OpenStream(uint64_t seq, Response&& head, const StreamOptions& options) override {
+    auto state = std::make_shared<internal::StreamState>(options);
+    if (!head.body.empty()) {
+      state->Write(head.body);  // no driver yet: nothing to wake, the head's write pumps it
+      head.body.clear();
+    }
+    // If the loop is stopped and drops the task unrun, the stream must still close for its producer.
+    struct CloseUnlessStarted {
+      std::shared_ptr<internal::StreamState> state;
+      bool started = false;
+      ~CloseUnlessStarted() {
+        if (!started) state->Close();
+      }
+    };
+    auto guard = std::make_shared<CloseUnlessStarted>();  // built in place: a temporary would close
+    guard->state = state;
+    auto start = [self = this->shared_from_this(), seq, head = std::move(head), guard]() mutable {
+      guard->started = true;
+      self->OnStreamStart(seq, std::move(head), guard->state);
+    };
+    if (!w_->stopped.load(std::memory_order_acquire)) {
+      if (w_->ioc.get_executor().running_in_this_thread()) {
+        start();
+      } else {
+        asio::post(w_->ioc, std::move(start));
+      }
+    }
+    return BodyStream(std::move(state));
+  }
+
+  void Wake() override {
+    if (w_->stopped.load(std::memory_order_acquire)) return;
+    asio::post(w_->ioc, [self = this->shared_from_this()] { self->Pump(); });
+  }
+
   void OnTick(SteadyClock::time_point now) override {
     if (now < deadline_) return;
     switch (state_) {
@@ -208,13 +254,25 @@ class Connection final : public ConnBase,
   }
 
   void OnDrain() override {
-    if (state_ == State::kReading && idle_) Close();
+    if ((state_ == State::kReading && idle_) || state_ == State::kStreamEnded) Close();
   }
 
   void CloseNow() override { Close(); }
 
  private:
-  enum class State { kHandshake, kReading, kTimedOut, kHandling, kWriting, kLingering, kClosed };
+  // kStreaming: a streamed body is being sent (a read stays posted to notice the client leaving);
+  // kStreamEnded: the body is complete and that read is still posted: it begins the next request.
+  enum class State {
+    kHandshake,
+    kReading,
+    kTimedOut,
+    kHandling,
+    kWriting,
+    kStreaming,
+    kStreamEnded,
+    kLingering,
+    kClosed
+  };
 
   auto& Socket() { return beast::get_lowest_layer(stream_); }
 
@@ -250,6 +308,23 @@ class Connection final : public ConnBase,
   void OnRead(beast::error_code ec, size_t n) {
     reading_ = false;
     if (state_ == State::kClosed) return;
+    if (state_ == State::kStreaming) {
+      if (ec) return Close();  // the client went away (or reset): the producer sees the stream closed
+      // The start of a pipelined request: kept for after the stream. No further read is posted (so the
+      // buffer is not consumed under one); leaving is then noticed by a failing write.
+      buf_.commit(n);
+      return;
+    }
+    if (state_ == State::kLingering) {
+      if (ec) return Close();
+      buf_.clear();
+      return Discard();
+    }
+    if (state_ == State::kStreamEnded) {
+      if (ec) return Close();
+      buf_.commit(n);
+      return BeginRequest();
+    }
     if (ec) {
       if (state_ == State::kTimedOut) return RespondError(408, "the request was not received in time");
       return Close();  // EOF, reset: nothing to answer
@@ -270,7 +345,8 @@ class Connection final : public ConnBase,
       buf_.consume(consumed);
       switch (p) {
         case internal::RequestReader::Progress::kNeedMore:
-          return DoRead();
+          if (!reading_) DoRead();
+          return;
         case internal::RequestReader::Progress::kHeaderDone:
           if (!OnHeader()) return;
           continue;
@@ -334,6 +410,8 @@ class Connection final : public ConnBase,
     http10_ = reader_.version() == 10;
     Request req;
     reader_.TakeRequest(&req);
+    req.peer_ip = peer_ip_;
+    req.peer_port = peer_port_;
     req.params = std::move(params_);
     params_.clear();
     if (pending_error_) {
@@ -353,7 +431,21 @@ class Connection final : public ConnBase,
       return Complete(std::move(r));
     }
     try {
-      if (Admission* a = s_->cfg.admission) {
+      if (size_t max = route_->options.max_in_flight) {
+        auto& n = *s_->stats[route_->index].in_flight;
+        if (n.fetch_add(1, std::memory_order_relaxed) >= static_cast<int64_t>(max)) {
+          n.fetch_sub(1, std::memory_order_relaxed);
+          s_->shed->Inc();
+          Response r =
+              ProblemResponse(503, "too many requests of this kind in progress; retry later", req.path);
+          r.headers.Set("Retry-After", std::to_string(std::max(1, route_->options.retry_after_seconds)));
+          return Complete(std::move(r));
+        }
+        route_slot_held_ = true;
+      }
+      Admission* a = s_->cfg.admission;
+      if (route_->options.cls == RequestClass::kOwnBound) a = nullptr;  // bounded by the route itself
+      if (a) {
         std::string org = s_->cfg.org_of ? s_->cfg.org_of(req) : std::string();
         ticket_ = a->TryAdmit(route_->options.cls, org);
         if (!ticket_.admitted) {
@@ -392,6 +484,7 @@ class Connection final : public ConnBase,
       st.latency->Observe(std::chrono::duration<double>(SteadyClock::now() - started_).count());
     }
     started_ = SteadyClock::time_point();
+    ReleaseRouteSlot();
     if (in_flight_) {
       in_flight_ = false;
       s_->in_flight->Add(-1);
@@ -449,7 +542,7 @@ class Connection final : public ConnBase,
     Socket().shutdown(asio::socket_base::shutdown_send, ec);
     if (ec) return Close();
     buf_.clear();
-    Discard();
+    if (!reading_) Discard();  // else the read a stream left posted discards when it completes
   }
 
   void Discard() {
@@ -461,8 +554,116 @@ class Connection final : public ConnBase,
                              });
   }
 
+  // On the loop: the head of a streamed response, unless the request was answered (timed out) already.
+  void OnStreamStart(uint64_t seq, Response&& head, std::shared_ptr<internal::StreamState> state) {
+    if (state_ != State::kHandling || seq != seq_) {
+      state->Close();
+      return;
+    }
+    Finish(head.status);
+    int st = head.status;
+    stream_head_only_ = head_request_ || st < 200 || st == 204 || st == 304;
+    stream_chunked_ = !http10_;
+    close_after_ =
+        !keep_alive_ || s_->draining.load(std::memory_order_relaxed) || (http10_ && !stream_head_only_);
+    body_stream_ = std::move(state);
+    state_ = State::kStreaming;
+    head_.clear();
+    internal::AppendResponseHead(head_, head,
+                                 stream_chunked_ ? internal::kChunkedBody : internal::kBodyUntilClose,
+                                 close_after_, http10_ && !close_after_, w_->date);
+    if (stream_head_only_) body_stream_->Close();
+    // The stream holds the connection (strongly) until it is closed: between writes, with no read
+    // posted, nothing else does.
+    body_stream_->SetDriver(this->shared_from_this(), /*own=*/true);
+    stream_writing_ = true;
+    deadline_ = w_->coarse_now + s_->cfg.write_timeout;
+    asio::async_write(stream_, asio::buffer(head_),
+                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                        self->OnStreamWritten(ec, 0, false);
+                      });
+  }
+
+  // Sends what the stream has due, one write at a time.
+  void Pump() {
+    if (state_ != State::kStreaming || stream_writing_ || !body_stream_) return;
+    internal::StreamState::Batch b = body_stream_->Next();
+    if (b.abort) return Close();  // the client sees the body cut short
+    if (b.data.empty() && !b.finish) return;
+    size_t n = b.data.size();
+    chunk_ = std::move(b.data);
+    head_.clear();
+    tail_.clear();
+    if (stream_chunked_) {
+      if (n > 0) {
+        char hex[20];
+        auto r = std::to_chars(hex, hex + sizeof hex, n, 16);
+        head_.append(hex, r.ptr);
+        head_ += "\r\n";
+        tail_ = "\r\n";
+      }
+      if (b.finish) tail_ += "0\r\n\r\n";
+    } else if (n == 0) {
+      return EndStream();  // close-delimited: the end is the close
+    }
+    stream_writing_ = true;
+    deadline_ = w_->coarse_now + s_->cfg.write_timeout;
+    std::array<asio::const_buffer, 3> bufs{asio::buffer(head_), asio::buffer(chunk_), asio::buffer(tail_)};
+    asio::async_write(stream_, bufs,
+                      [self = this->shared_from_this(), n, fin = b.finish](beast::error_code ec, size_t) {
+                        self->OnStreamWritten(ec, n, fin);
+                      });
+  }
+
+  void OnStreamWritten(beast::error_code ec, size_t body_bytes, bool finished) {
+    if (state_ == State::kClosed) return;
+    if (ec) return Close();
+    stream_writing_ = false;
+    deadline_ = SteadyClock::time_point::max();          // an idle stream waits for its producer, untimed
+    if (body_bytes > 0) body_stream_->Sent(body_bytes);  // may run the producer's writable callbacks
+    if (state_ != State::kStreaming) return;             // a callback aborted and closed
+    if (finished || stream_head_only_) return EndStream();
+    // Watch for the client leaving, unless a pipelined request is already buffered (then the stream's
+    // end begins it at once, and no read may be outstanding then).
+    if (!reading_ && buf_.size() == 0) DoRead();
+    Pump();
+  }
+
+  void EndStream() {
+    auto self = this->shared_from_this();  // as in Close()
+    if (body_stream_) {
+      auto st = std::move(body_stream_);
+      st->Close();
+    }
+    chunk_.clear();
+    chunk_.shrink_to_fit();
+    if (close_after_) return Linger();
+    if (reading_) {
+      // The read posted during the stream is still out (so nothing is buffered): it begins the next
+      // request when it completes (a second read must not be posted).
+      state_ = State::kStreamEnded;
+      deadline_ = w_->coarse_now + s_->cfg.idle_timeout;
+      return;
+    }
+    BeginRequest();
+  }
+
+  void ReleaseRouteSlot() {
+    if (!route_slot_held_) return;
+    route_slot_held_ = false;
+    s_->stats[route_->index].in_flight->fetch_sub(1, std::memory_order_relaxed);
+  }
+
   void Close() {
     if (state_ == State::kClosed) return;
+    ReleaseRouteSlot();
+    // Closing the stream drops its reference to this connection, which may be the last (OnTick calls
+    // this through a raw pointer).
+    auto self = this->shared_from_this();
+    if (body_stream_) {
+      auto st = std::move(body_stream_);
+      st->Close();  // the producer learns the client is gone
+    }
     if (in_flight_ || ticket_held_) {
       // The client is gone (or the server is stopping) before the handler answered.
       if (in_flight_) {
@@ -498,6 +699,7 @@ class Connection final : public ConnBase,
   bool keep_alive_ = true;
   bool in_flight_ = false;
   bool ticket_held_ = false;
+  bool route_slot_held_ = false;  // counted in the route's in_flight (RouteOptions::max_in_flight)
   int pending_error_ = 0;
   std::string allow_;
   SteadyClock::time_point deadline_{};
@@ -508,7 +710,24 @@ class Connection final : public ConnBase,
   AdmissionTicket ticket_;
   std::string head_;
   std::string body_;
+  std::string peer_ip_;
+  uint16_t peer_port_ = 0;
+  // Streaming (state kStreaming).
+  std::shared_ptr<internal::StreamState> body_stream_;
+  std::string chunk_;
+  std::string tail_;
+  bool stream_writing_ = false;
+  bool stream_chunked_ = true;
+  bool stream_head_only_ = false;
 };
+
+// "203.0.113.7" or "2001:db8::1"; IPv4-mapped IPv6 peers as IPv4.
+std::string PeerIp(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).to_string();
+  }
+  return a.to_string();
+}
 
 }  // namespace
 
@@ -543,15 +762,24 @@ void ServerCore::OnAccepted(Worker* w, tcp::socket socket) {
     return;
   }
   socket.set_option(tcp::no_delay(true), ec);
+  std::string peer_ip;
+  uint16_t peer_port = 0;
+  tcp::endpoint remote = socket.remote_endpoint(ec);
+  if (!ec) {
+    peer_ip = PeerIp(remote.address());
+    peer_port = remote.port();
+  }
   connections->Add(1);
   open_connections.fetch_add(1, std::memory_order_relaxed);
   if (ssl) {
     using TlsStream = asio::ssl::stream<tcp::socket>;
     auto c = std::make_shared<Connection<TlsStream>>(w, TlsStream(std::move(socket), *ssl));
+    c->SetPeer(std::move(peer_ip), peer_port);
     w->Register(c.get());
     c->Start();
   } else {
     auto c = std::make_shared<Connection<tcp::socket>>(w, std::move(socket));
+    c->SetPeer(std::move(peer_ip), peer_port);
     w->Register(c.get());
     c->Start();
   }

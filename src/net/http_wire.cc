@@ -143,9 +143,13 @@ void AppendResponseHead(std::string& out, const Response& resp, size_t body_size
     out += "\r\n";
   }
   if (!HasNoBody(status)) {
-    out += "Content-Length: ";
-    AppendNumber(out, body_size);
-    out += "\r\n";
+    if (body_size == kChunkedBody) {
+      out += "Transfer-Encoding: chunked\r\n";
+    } else if (body_size != kBodyUntilClose) {
+      out += "Content-Length: ";
+      AppendNumber(out, body_size);
+      out += "\r\n";
+    }
   }
   if (!date.empty()) {
     out += "Date: ";

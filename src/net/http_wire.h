@@ -53,8 +53,13 @@ class RequestReader {
   std::string error_detail_;
 };
 
+// body_size values for a streamed body: "Transfer-Encoding: chunked", or no framing header at all (the
+// body ends when the connection closes: HTTP/1.0).
+inline constexpr size_t kChunkedBody = static_cast<size_t>(-1);
+inline constexpr size_t kBodyUntilClose = static_cast<size_t>(-2);
+
 // Appends the status line and header block of `resp` to `out`. The server owns Content-Length (from
-// `body_size`), Date and Connection; a handler's own values for those are ignored.
+// `body_size`), Transfer-Encoding, Date and Connection; a handler's own values for those are ignored.
 void AppendResponseHead(std::string& out, const Response& resp, size_t body_size, bool close,
                         bool http10_keep_alive, std::string_view date);
 

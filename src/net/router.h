@@ -23,6 +23,12 @@ struct RouteOptions {
   RequestClass cls = RequestClass::kNormal;
   size_t max_body_bytes = 0;  // 0: the server's default (ServerConfig::max_body_bytes)
   std::string name;           // label in /metrics; empty: the pattern
+  // The route's own bound on requests being handled at once in this server (counted from dispatch
+  // until the answer, or the head of a streamed answer, is handed over); 0: none. Over it the server
+  // answers 503 with Retry-After: retry_after_seconds at once, before the handler (and before
+  // admission). Applies to every class; it is the bound of a kOwnBound route.
+  size_t max_in_flight = 0;
+  int retry_after_seconds = 1;
 };
 
 struct Route {

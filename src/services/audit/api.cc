@@ -1,6 +1,8 @@
 // The audit HTTP API: authorisation, the append route into the Batcher, reads on the Api's threads.
 #include "services/audit/api.h"
 
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
@@ -61,16 +63,6 @@ net::Response StatusProblem(const Status& s, const net::Request& req) {
   }
 }
 
-std::string_view BearerKey(const net::Request& req) {
-  auto h = req.headers.Get("Authorization");
-  if (!h) return {};
-  std::string_view v = *h;
-  if (v.size() < 7 || !net::EqualsIgnoreCase(v.substr(0, 7), "Bearer ")) return {};
-  v.remove_prefix(7);
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  return v;
-}
-
 Result<int64_t> IntParam(const net::Request& req, std::string_view name, int64_t min, int64_t max,
                          std::optional<int64_t> dflt) {
   auto v = req.QueryParam(name);
@@ -107,6 +99,7 @@ struct Api::Impl {
   ApiOptions opt;
   const Clock* clock;
   std::unique_ptr<services::JobQueue> jobs;
+  std::atomic<int> active_exports{0};
 
   using Then = std::function<void(net::Request&&, net::Responder, const std::string& org)>;
 
@@ -115,10 +108,11 @@ struct Api::Impl {
   void Authorize(net::Request&& req, net::Responder out, std::string scope, Then then) {
     std::string org(req.Param("org"));
     if (Status s = service_keys::ValidateOrg(org); !s.ok()) return out.Send(Problem(400, s.message(), req));
-    std::string_view key = BearerKey(req);
-    if (key.empty()) {
+    std::optional<std::string_view> bearer = net::BearerToken(req);
+    if (!bearer) {
       return out.Send(Problem(401, "an API key is required (Authorization: Bearer gva_...)", req));
     }
+    std::string_view key = *bearer;
     auto shared = std::make_shared<std::pair<net::Request, net::Responder>>(std::move(req), std::move(out));
     std::string key_copy(key);
     keys->Verify(key_copy, [shared, org, scope = std::move(scope),
@@ -229,15 +223,71 @@ struct Api::Impl {
     return net::JsonResponse(std::move(body));
   }
 
-  net::Response ExportAll(db::Connection& c, const std::string& org, const net::Request& req) const {
-    std::string body;
-    Status s = Export(c, org, [&](std::string_view line) {
-      body.append(line);
-      body.push_back('\n');
-      return OkStatus();
+  // The export, streamed: written as PostgreSQL is read (pages from one snapshot), waiting whenever the
+  // client is export_buffer_bytes behind. A failure before the first line is a problem response; after
+  // it, the body is cut short (no terminating chunk), which the client sees as an incomplete export.
+  void ExportStream(net::Request&& req, net::Responder out, const std::string& org) {
+    int max = opt.max_exports > 0 ? opt.max_exports : std::max(1, opt.read_threads / 2);
+    if (active_exports.fetch_add(1) >= max) {
+      active_exports.fetch_sub(1);
+      return out.Send(Problem(503, "too many exports running; retry later", req));
+    }
+    auto shared = std::make_shared<std::pair<net::Request, net::Responder>>(std::move(req), std::move(out));
+    bool posted = jobs->Post([this, shared, org] {
+      RunExport(shared->first, std::move(shared->second), org);
+      active_exports.fetch_sub(1);
     });
-    if (!s.ok()) return StatusProblem(s, req);
-    return net::Response(200, std::move(body), "application/x-ndjson");
+    if (!posted) {
+      active_exports.fetch_sub(1);
+      shared->second.Send(Problem(503, "too many requests waiting; retry later", shared->first));
+    }
+  }
+
+  void RunExport(const net::Request& req, net::Responder out, const std::string& org) {
+    auto lease = pool->Checkout();
+    if (!lease.ok()) return out.Send(Problem(503, "the audit store is unavailable; retry later", req));
+    ApiOptions::ExportStats stats;
+    net::BodyStream stream;
+    bool started = false;
+    std::string buf;
+    Status s = Export(
+        **lease, org,
+        [&](std::string_view line) -> Status {
+          if (!started) {
+            started = true;
+            stream =
+                out.Stream(net::Response(200, "", "application/x-ndjson"),
+                           {.max_buffered_bytes = opt.export_buffer_bytes,
+                            .flush_bytes = std::min<size_t>(64 * 1024, opt.export_buffer_bytes / 2 + 1)});
+          }
+          // Back-pressure: the snapshot waits for the client (a client that stops reading is cut off
+          // by the server's write timeout, which closes the stream and ends this).
+          while (!stream.writable()) {
+            if (stream.closed()) return Cancelled("the client went away");
+            stream.WaitWritable(std::chrono::seconds(1));
+          }
+          buf.assign(line);
+          buf.push_back('\n');
+          if (!stream.Write(buf)) return Cancelled("the client went away");
+          ++stats.lines;
+          stats.bytes += buf.size();
+          return OkStatus();
+        },
+        opt.export_page_entries, &stats.pages);
+    stats.peak_buffered = stream.peak_buffered();
+    if (!started) {
+      // Nothing was sent yet: an ordinary answer (404 for an unknown organisation, 503 ...).
+      out.Send(s.ok() ? net::Response(200, "", "application/x-ndjson") : StatusProblem(s, req));
+    } else if (s.ok()) {
+      stream.Finish();
+      stats.completed = true;
+    } else {
+      if (s.code() != Code::kCancelled) {
+        log::Warn("audit", "export failed mid-way", {{"org", org}, {"error", s.message()}});
+      }
+      stream.Abort();
+    }
+    if (opt.on_export) opt.on_export(stats);
   }
 
   static net::Response Inclusion(db::Connection& c, const std::string& org, const net::Request& req) {
@@ -308,32 +358,39 @@ void Api::AddRoutes(net::Router& router) {
                    });
     };
   };
-  router.Add(
-      net::Method::kPost, "/v1/audit/{org}/entries",
-      [m](net::Request&& req, net::Responder out) {
-        m->Authorize(std::move(req), std::move(out), "append",
-                     [m](net::Request&& q, net::Responder r, const std::string& org) {
-                       m->Append(std::move(q), std::move(r), org);
-                     });
-      },
-      // Appends are admitted on the Batcher's own bound (BatcherOptions::max_queued: 503 +
-      // Retry-After only when that many entries wait), not on the adaptive latency limit:
-      // group commit gets faster as more appends wait, while the limit would shrink its
-      // window as their latency rises and shed most of them. kHealth is the class the limiter
-      // never sheds and takes no latency samples from (net/admission.h has no "self-bounded"
-      // class).
-      {.cls = net::RequestClass::kHealth, .max_body_bytes = m->opt.max_body_bytes, .name = "audit_append"});
+  router.Add(net::Method::kPost, "/v1/audit/{org}/entries",
+             [m](net::Request&& req, net::Responder out) {
+               m->Authorize(std::move(req), std::move(out), "append",
+                            [m](net::Request&& q, net::Responder r, const std::string& org) {
+                              m->Append(std::move(q), std::move(r), org);
+                            });
+             },
+             // Appends bound themselves (kOwnBound) instead of going through the adaptive latency limit:
+             // group commit gets faster as more appends wait, while the limit would shrink its window as
+             // their latency rises and shed most of them. The bounds: max_appends_in_flight requests (the
+             // server answers 503 + Retry-After beyond it) and the Batcher's queue of entries
+             // (BatcherOptions::max_queued: 503 + Retry-After).
+             {.cls = net::RequestClass::kOwnBound,
+              .max_body_bytes = m->opt.max_body_bytes,
+              .name = "audit_append",
+              .max_in_flight = m->opt.max_appends_in_flight,
+              .retry_after_seconds = 1});
   // One entry by seq: a primary-key read, typically a writer checking what it was just acknowledged:
   // interactive, so it keeps headroom when appends load the server (searches and exports stay normal).
   router.Add(net::Method::kGet, "/v1/audit/{org}/entries/{seq}", read(&Impl::GetOne),
              {.cls = net::RequestClass::kInteractive, .name = "audit_entry"});
   router.Add(net::Method::kGet, "/v1/audit/{org}/entries", read(&Impl::SearchEntries),
              {.name = "audit_search"});
+  // Bulk: it gives way first under load; it holds its admission slot only until the head is sent
+  // (then max_exports bounds it).
   router.Add(net::Method::kGet, "/v1/audit/{org}/export",
-             read([m](db::Connection& c, const std::string& org, const net::Request& q) {
-               return m->ExportAll(c, org, q);
-             }),
-             {.name = "audit_export"});
+             [m](net::Request&& req, net::Responder out) {
+               m->Authorize(std::move(req), std::move(out), "read",
+                            [m](net::Request&& q, net::Responder r, const std::string& org) {
+                              m->ExportStream(std::move(q), std::move(r), org);
+                            });
+             },
+             {.cls = net::RequestClass::kBulk, .name = "audit_export"});
   router.Add(net::Method::kGet, "/v1/audit/{org}/proof/inclusion", read(&Impl::Inclusion),
              {.name = "audit_proof_inclusion"});
   router.Add(net::Method::kGet, "/v1/audit/{org}/proof/consistency", read(&Impl::Consistency),

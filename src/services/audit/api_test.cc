@@ -2,11 +2,18 @@
 // idempotent retries, reads after ack, searches, proofs, checkpoints, export, and every refusal.
 #include "services/audit/api.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "audit/export.h"
 #include "audit/merkle.h"
@@ -36,9 +43,16 @@ class ApiTest : public testing::AuditDbTest {
         pool_.get(), batcher_.get(), keys_.get(), signer_.get(),
         ApiOptions{.max_details_bytes = 1024,
                    .max_body_bytes = 64 * 1024,
-                   .on_checkpoint = [this](const std::string&, uint64_t size, const std::string&) {
-                     last_file_size_ = size;
-                   }});
+                   .export_buffer_bytes = kExportBuffer,
+                   .export_page_entries = kExportPage,
+                   .on_export =
+                       [this](const ApiOptions::ExportStats& st) {
+                         std::lock_guard lock(export_mu_);
+                         last_export_ = st;
+                         export_count_.fetch_add(1);
+                       },
+                   .on_checkpoint = [this](const std::string&, uint64_t size,
+                                           const std::string&) { last_file_size_ = size; }});
     net::Router router;
     api_->AddRoutes(router);
     server_ = std::make_unique<net::Server>(net::ServerConfig{.workers = 1}, std::move(router));
@@ -79,7 +93,22 @@ class ApiTest : public testing::AuditDbTest {
   std::unique_ptr<net::Server> server_;
   net::HttpClient client_;
   uint64_t last_file_size_ = 0;
+  static constexpr size_t kExportBuffer = 64 * 1024;
+  static constexpr int kExportPage = 1000;
+  std::mutex export_mu_;
+  ApiOptions::ExportStats last_export_;
+  std::atomic<int> export_count_{0};
 };
+
+// Waits (bounded) for a condition another thread makes true; not a timing assertion.
+template <typename F>
+bool Eventually(F f) {
+  for (int i = 0; i < 2000; ++i) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return f();
+}
 
 TEST_F(ApiTest, AppendRetryReadAfterAck) {
   auto r = Append(R"({"actor":"alice","action":"user.login","details":{"ip":"10.0.0.1"}})", "req-1");
@@ -161,6 +190,124 @@ TEST_F(ApiTest, ProofsCheckpointsAndExport) {
   EXPECT_TRUE(report->ok()) << report->reason;
   EXPECT_EQ(report->entries_verified, 40u);
   EXPECT_EQ(report->checkpoints_matched, 1u);
+}
+
+// A large export through a slow reader: streamed from PostgreSQL in pages, never more than the
+// stream's bound waiting for the client, and the result verifies.
+TEST_F(ApiTest, LargeExportIsStreamedInPagesWithinTheBound) {
+  const int kEntries = 12000;
+  constexpr int kPerRequest = 150;  // ~45 KB bodies, under the test's 64 KiB limit
+  for (int b = 0; b < kEntries / kPerRequest; ++b) {
+    std::string body = "{\"entries\":[";
+    for (int i = 0; i < kPerRequest; ++i) {
+      int n = b * kPerRequest + i;
+      if (i > 0) body += ',';
+      body += R"({"actor":"user-)" + std::to_string(n % 37) + R"(","action":"doc.read","target":"doc-)" +
+              std::to_string(n) + R"(","details":{"n":)" + std::to_string(n) + ",\"pad\":\"" +
+              std::string(200, 'p') + R"("},"idempotency_key":"e)" + std::to_string(n) + "\"}";
+    }
+    body += "]}";
+    ASSERT_EQ(Append(body).status, 201);
+  }
+  ASSERT_EQ(Send(net::Method::kPost, "/v1/audit/acme/checkpoints", append_).status, 201);
+
+  // The raw socket: a small receive window and pauses, so the server must hold back.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int rcv = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+  timeval tv{20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(server_->port());
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::string req = "GET /v1/audit/acme/export HTTP/1.1\r\nHost: x\r\nAuthorization: bearer " + read_ +
+                    "\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  std::string raw;
+  char buf[4096];
+  for (int i = 0;; ++i) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    raw.append(buf, static_cast<size_t>(n));
+    if (i % 64 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  close(fd);
+  size_t head_end = raw.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  std::string head = raw.substr(0, head_end);
+  EXPECT_NE(head.find("HTTP/1.1 200"), std::string::npos) << head;
+  EXPECT_NE(head.find("Transfer-Encoding: chunked"), std::string::npos) << head;
+  EXPECT_NE(head.find("application/x-ndjson"), std::string::npos) << head;
+  // De-chunk.
+  std::string body;
+  size_t pos = head_end + 4;
+  bool complete = false;
+  while (pos < raw.size()) {
+    size_t eol = raw.find("\r\n", pos);
+    ASSERT_NE(eol, std::string::npos);
+    size_t size = std::stoul(raw.substr(pos, eol - pos), nullptr, 16);
+    if (size == 0) {
+      complete = true;
+      break;
+    }
+    body.append(raw, eol + 2, size);
+    pos = eol + 2 + size + 2;
+  }
+  EXPECT_TRUE(complete);
+  std::string path = ::testing::TempDir() + "/audit_api_big_export_" + std::to_string(::getpid());
+  ASSERT_TRUE(ReplaceFileDurably(path, body).ok());
+  auto report = audit::VerifyExportFile(path, signer_->verifier_keys());
+  std::remove(path.c_str());
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_TRUE(report->ok()) << report->reason;
+  EXPECT_EQ(report->entries_verified, static_cast<uint64_t>(kEntries));
+  EXPECT_EQ(report->checkpoints_matched, 1u);
+
+  ASSERT_TRUE(Eventually([&] { return export_count_.load() == 1; }));
+  std::lock_guard lock(export_mu_);
+  EXPECT_TRUE(last_export_.completed);
+  EXPECT_EQ(last_export_.bytes, body.size());
+  EXPECT_GE(last_export_.pages, kEntries / kExportPage);  // read in pages, not at once
+  // Never more than the bound (plus one line) waited for the client: ~3.5 MB went through 64 KiB.
+  EXPECT_LE(last_export_.peak_buffered, kExportBuffer + 2048);
+  EXPECT_GT(body.size(), 20 * kExportBuffer);
+}
+
+TEST_F(ApiTest, ExportOfAnUnknownOrganisationIs404AndAClientLeavingStopsIt) {
+  auto r = Get("/v1/audit/acme/export");
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_EQ(json::parse(r.body)["status"], 404);
+  // Enough entries that the export cannot be sent before the client leaves.
+  for (int b = 0; b < 100; ++b) {  // ~4.5 MB: more than the socket buffers hold
+    std::string body = "{\"entries\":[";
+    for (int i = 0; i < 150; ++i) {
+      if (i > 0) body += ',';
+      body += R"({"actor":"a","action":"b","details":{"pad":")" + std::string(200, 'p') +
+              R"("},"idempotency_key":"x)" + std::to_string(b * 150 + i) + "\"}";
+    }
+    body += "]}";
+    ASSERT_EQ(Append(body).status, 201);
+  }
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int rcv = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(server_->port());
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::string req =
+      "GET /v1/audit/acme/export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + read_ + "\r\n\r\n";
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  char buf[1024];
+  ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0);
+  close(fd);  // gone after the first bytes
+  ASSERT_TRUE(Eventually([&] { return export_count_.load() == 1; }));
+  std::lock_guard lock(export_mu_);
+  EXPECT_FALSE(last_export_.completed);
+  EXPECT_LT(last_export_.lines, 15000u);
 }
 
 TEST_F(ApiTest, RefusalsAreProblemsWithTheRightStatus) {

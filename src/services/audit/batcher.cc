@@ -16,6 +16,7 @@
 #include "crypto/bytes.h"
 #include "crypto/encoding.h"
 #include "db/connection.h"
+#include "db/error.h"
 #include "db/pool.h"
 #include "services/audit/store.h"
 
@@ -108,6 +109,7 @@ struct Batcher::Impl {
   struct Timing {
     int64_t lock_us = 0, compute_us = 0, commit_us = 0, flush_us = 0;
     size_t orgs = 0;
+    size_t late_requests = 0;
   };
 
   db::Pool* pool;
@@ -215,7 +217,7 @@ struct Batcher::Impl {
           cv.notify_one();
         }
       };
-      Status s = Flush(batch, deferred, timing, release_lane);
+      Status s = Flush(batch, deferred, timing, release_lane, lane);
       release_lane();
       lk.lock();
       if (s.ok()) {
@@ -226,6 +228,7 @@ struct Batcher::Impl {
           for (bool c : r->outcome.created) ++(c ? stats.entries_written : stats.entries_existing);
         }
         stats.requests += batch.size();
+        stats.late_requests += timing.late_requests;
         stats.orgs += timing.orgs;
         stats.max_batch_entries = std::max<uint64_t>(stats.max_batch_entries, entries);
         stats.queue_us += static_cast<uint64_t>(Micros(batch.front()->arrived_nanos, started));
@@ -275,6 +278,7 @@ struct Batcher::Impl {
                {"entries_per_batch",
                 mean(a.entries_written + a.entries_existing, b.entries_written + b.entries_existing)},
                {"requests_per_batch", mean(a.requests, b.requests)},
+               {"late_requests", static_cast<int64_t>(a.late_requests - b.late_requests)},
                {"orgs_per_batch", mean(a.orgs, b.orgs)},
                {"max_batch", static_cast<int64_t>(a.max_batch_entries)},
                {"queue_us", mean(a.queue_us, b.queue_us)},
@@ -330,15 +334,75 @@ struct Batcher::Impl {
     }
   };
 
+  // Takes, from the lane's queue, requests for heads this batch holds that arrived while it waited for
+  // the locks (late joiners), up to `room` entries; none whose key is in `seen` (already in the batch)
+  // or repeats one of its own. Their keys were not looked up under the locks: a key stored already (a
+  // retry) makes the INSERT fail with a unique violation, and the batch runs again without them
+  // joining late (Flush).
+  template <typename Held>
+  std::vector<std::unique_ptr<Request>> TakeLate(Lane& lane, const Held& held, size_t room,
+                                                 std::unordered_set<std::string>& seen) {
+    std::vector<std::unique_ptr<Request>> out;
+    std::lock_guard g(mu);
+    for (auto it = lane.queue.begin(); it != lane.queue.end() && room > 0;) {
+      Request& r = **it;
+      if (!held.contains(r.org) || r.entries.size() > room) {
+        ++it;
+        continue;
+      }
+      std::vector<std::string> ks;
+      bool dup = false;
+      std::unordered_set<std::string> own;
+      for (const AppendInput& in : r.entries) {
+        std::string k = r.org + '\n' + in.idempotency_key;
+        if (seen.contains(k) || !own.insert(k).second) {
+          dup = true;
+          break;
+        }
+        ks.push_back(std::move(k));
+      }
+      if (dup) {
+        ++it;
+        continue;
+      }
+      for (std::string& k : ks) seen.insert(std::move(k));
+      size_t n = r.entries.size();
+      room -= n;
+      lane.queued_entries -= n;
+      queued_entries -= n;
+      out.push_back(std::move(*it));
+      it = lane.queue.erase(it);
+    }
+    return out;
+  }
+
   // Runs the batch's transaction. Calls `release_lane` as soon as its head locks are released.
   // Requests whose heads were busy are moved from `batch` to `deferred` (not failed: the caller queues
-  // them again).
+  // them again); requests of `lane` for the heads it holds may join it late (TakeLate).
   Status Flush(std::vector<std::unique_ptr<Request>>& batch, std::vector<std::unique_ptr<Request>>& deferred,
-               Timing& timing, const std::function<void()>& release_lane) {
+               Timing& timing, const std::function<void()>& release_lane, Lane& lane) {
     auto lease = pool->Checkout();
     if (!lease.ok()) return lease.status();
     db::Connection& c = **lease;
+    bool late_taken = false;
+    Status s = Attempt(c, batch, deferred, timing, &lane, &late_taken);
+    if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
+    if (!s.ok() && late_taken && db::SqlStateOf(s) == "23505") {
+      // A late joiner's key was stored already (a writer's retry): once more, every key looked up under
+      // the locks. Nothing of the first attempt was committed.
+      timing.late_requests = 0;
+      s = Attempt(c, batch, deferred, timing, nullptr, &late_taken);
+      if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
+    }
+    release_lane();
+    if (!s.ok() || !opt.flush_outside_lock) return s;
+    return Barrier(c, timing);
+  }
 
+  // One try of the batch's transaction (see Flush).
+  Status Attempt(db::Connection& c, std::vector<std::unique_ptr<Request>>& batch,
+                 std::vector<std::unique_ptr<Request>>& deferred, Timing& timing, Lane* late_lane,
+                 bool* late_taken) {
     std::vector<std::string> orgs;
     std::vector<std::string> key_orgs, keys;
     const int64_t now_micros = clock->UnixMicros();
@@ -379,15 +443,18 @@ struct Batcher::Impl {
           {"BEGIN", {}, false},
           {std::string(kSettings), db::Params(outside ? "off" : "on"), true},
           {std::string(kLockFirstHead), db::Params(first_org), true},
-          {std::string(kLockFreeHeads), db::Params(orgs_array, first_org), true},
-          {kExisting, db::Params(key_orgs_array, keys_array), true},
       };
+      // A batch of one organisation (every batch of a hot one) has no other heads: one statement less
+      // to plan and run while the head is locked.
+      const bool more_heads = orgs.size() > 1;
+      if (more_heads) first.push_back({std::string(kLockFreeHeads), db::Params(orgs_array, first_org), true});
+      first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
       int64_t t0 = clock->MonotonicNanos();
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, tx.Pipeline(first));
       int64_t t1 = clock->MonotonicNanos();
       timing.lock_us = Micros(t0, t1);
-      for (int part : {2, 3}) {
-        const db::Rows& hr = res[static_cast<size_t>(part)];
+      for (size_t part = 2; part < (more_heads ? 4u : 3u); ++part) {
+        const db::Rows& hr = res[part];
         for (int i = 0; i < hr.size(); ++i) {
           Head h;
           GOVERN_ASSIGN_OR_RETURN(h.next_seq, hr.Int64(i, 1));
@@ -414,7 +481,7 @@ struct Batcher::Impl {
       auto known_key = [](std::string_view org, std::string_view key) {
         return std::string(org) + '\n' + std::string(key);
       };
-      const db::Rows& er = res[4];  // only rows of locked heads are used
+      const db::Rows& er = res.back();  // only rows of locked heads are used
       for (int i = 0; i < er.size(); ++i) {
         GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
         std::string k = known_key(e.entry.org, e.entry.idempotency_key);
@@ -422,6 +489,27 @@ struct Batcher::Impl {
       }
       const bool all_new = known.empty() && !dup_in_batch && deferred.empty();
       if (!all_new) fixed = FixedColumns{};
+      if (late_lane != nullptr) {
+        size_t n = 0;
+        for (auto& r : batch) n += r->entries.size();
+        if (n < opt.max_batch) {
+          std::vector<std::unique_ptr<Request>> late = TakeLate(*late_lane, heads, opt.max_batch - n, seen);
+          if (!late.empty()) {
+            *late_taken = true;
+            timing.late_requests = late.size();
+            // Their default time is when they joined, not when the batch began.
+            const int64_t late_now = clock->UnixMicros();
+            for (auto& r : late) {
+              for (AppendInput& in : r->entries) {
+                if (!in.time_micros) in.time_micros = late_now;
+                if (all_new) fixed.Add(r->org, in, now_micros);
+              }
+              batch.push_back(std::move(r));
+            }
+            if (all_new) fixed_literals = fixed.Literals();
+          }
+        }
+      }
 
       // The head-dependent columns of the new entries.
       std::vector<std::string> c_seq, c_prev, c_hash, c_leaf;
@@ -451,11 +539,12 @@ struct Batcher::Impl {
           e.entry = audit::Entry{.org = r->org,
                                  .seq = static_cast<uint64_t>(head.next_seq),
                                  .time_us = in.time_micros.value_or(now_micros),
-                                 .actor = std::move(in.actor),
-                                 .action = std::move(in.action),
-                                 .target = std::move(in.target),
-                                 .outcome = std::move(in.outcome),
-                                 .details = std::move(in.details),
+                                 // Copied: a second attempt (Flush) needs the inputs again.
+                                 .actor = in.actor,
+                                 .action = in.action,
+                                 .target = in.target,
+                                 .outcome = in.outcome,
+                                 .details = in.details,
                                  .idempotency_key = in.idempotency_key};
           e.leaf_hash = audit::Seal(e.entry, head.head);
           head.range.Append(e.leaf_hash, audit::kDefaultStride,
@@ -528,12 +617,13 @@ struct Batcher::Impl {
       if (done.back().tag() != "COMMIT") return Aborted("the transaction was rolled back");
       return OkStatus();
     };
-    // Not Connection::Transact: BEGIN and COMMIT travel in the pipelines above. No retry here: a failed
-    // batch is refused (503) and its writers retry with the same keys, which is safe whatever happened.
-    Status s = body(c);
-    if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
-    release_lane();
-    if (!s.ok() || !outside) return s;
+    // Not Connection::Transact: BEGIN and COMMIT travel in the pipelines above. No retry here (but for
+    // late joiners, Flush): a failed batch is refused (503) and its writers retry with the same keys,
+    // which is safe whatever happened.
+    return body(c);
+  }
+
+  Status Barrier(db::Connection& c, Timing& timing) {
     // The durability barrier: a transaction with an xid (so its COMMIT writes a commit record) that
     // commits with synchronous_commit on returns once the WAL up to that record is flushed, which
     // includes the batch's commit written before it. PostgreSQL flushes many such commits at once.

@@ -11,7 +11,11 @@
 // one transaction and one round trip: lock the head of the batch's oldest request (waiting for it if
 // another transaction holds it), lock the batch's other heads only if they are free (FOR UPDATE SKIP
 // LOCKED; the requests of busy heads go back to the front of the lane for its next batch), and look up
-// the idempotency keys already stored (a retried append gets the original entry back). A transaction
+// the idempotency keys already stored (a retried append gets the original entry back). Appends for
+// the heads it now holds that queued in the lane meanwhile (while it waited for a busy head) join the
+// batch late, up to max_batch: one lock hold carries them instead of a later one. Their keys were not
+// looked up; one stored already (a retry) fails the INSERT with a unique violation, and the batch runs
+// once more with every key looked up, none joining late. A transaction
 // never waits for a lock while it holds one, so transactions of several replicas over overlapping
 // organisations neither queue behind each other in chains nor deadlock. Then compute seq, prev_hash,
 // entry_hash and the Merkle compact range in C++ (the columns that do not depend on seq were encoded
@@ -19,12 +23,12 @@
 // COMMIT in a second round trip. With flush_outside_lock (the default) that COMMIT does not wait for
 // the WAL flush, so the head locks are released at once, and a durability barrier follows on the same
 // connection: a transaction that takes an xid and commits with synchronous_commit on, which returns
-// only once the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way callbacks run only after
-// the batch's commit is flushed: an entry is acknowledged only once it is durable. A later transaction
-// (another replica's) may build on a commit that is not flushed yet; its own commit comes later in the
-// WAL, so it can never be durable without it. A failed flush fails only its own requests (Unavailable);
-// they may be retried with the same idempotency keys. Nothing here must be unique per process: any
-// number of Batchers, in any number of processes, may append to one database at once.
+// only once the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way
+// callbacks run only after the batch's commit is flushed: an entry is acknowledged only once it is durable. A
+// later transaction (another replica's) may build on a commit that is not flushed yet; its own commit comes
+// later in the WAL, so it can never be durable without it. A failed flush fails only its own requests
+// (Unavailable); they may be retried with the same idempotency keys. Nothing here must be unique per process:
+// any number of Batchers, in any number of processes, may append to one database at once.
 //
 // Thread-safe. Callbacks run on the Batcher's flush threads: keep them short.
 #pragma once
@@ -89,8 +93,9 @@ class Batcher {
     uint64_t entries_written = 0;
     uint64_t entries_existing = 0;
     uint64_t batches_failed = 0;
-    uint64_t requests = 0;  // requests in successful batches
-    uint64_t orgs = 0;      // organisations per batch, summed
+    uint64_t requests = 0;       // requests in successful batches
+    uint64_t late_requests = 0;  // of them, requests that joined while their batch held the locks
+    uint64_t orgs = 0;           // organisations per batch, summed
     uint64_t max_batch_entries = 0;
     uint64_t queue_us = 0;    // oldest request's wait in the queue before its batch started
     uint64_t lock_us = 0;     // BEGIN + head locks + key lookup round trip (includes lock waits)

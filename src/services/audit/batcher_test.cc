@@ -61,6 +61,73 @@ TEST_F(BatcherTest, AppendsChainAndReturnsTheOriginalOnRetry) {
   EXPECT_TRUE(other->created[0]);
 }
 
+// Appends that queue while a batch waits for a busy head join that batch once it holds the head; a
+// late joiner whose key is stored already (a retry) makes the batch run once more, every key looked up.
+TEST_F(BatcherTest, LateJoinersRideTheSameLockHoldAndRetriesStillGetTheOriginal) {
+  Batcher b(pool_.get(), {.flushers = 1});
+  auto stored = b.AppendBlocking("acme", {Input("old")});
+  ASSERT_TRUE(stored.ok()) << stored.status().message();
+  const uint64_t batches_before = b.GetStats().batches;
+
+  // Another transaction holds the head: the next batch waits for it.
+  auto holder_lease = pool_->Checkout();
+  ASSERT_TRUE(holder_lease.ok());
+  db::Connection& holder = **holder_lease;
+  ASSERT_TRUE(holder.Exec("BEGIN").ok());
+  ASSERT_TRUE(holder.Exec("SELECT 1 FROM audit_heads WHERE org = 'acme' FOR UPDATE").ok());
+  auto waiting = [&] {
+    auto r = Conn().Exec(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = "
+        "current_database()");
+    return r.ok() && r->Text(0, 0) != "0";
+  };
+  // Append queues at once, on this thread: what is appended before the COMMIT below is queued then.
+  std::vector<std::shared_ptr<std::promise<Result<AppendOutcome>>>> promises;
+  std::vector<std::future<Result<AppendOutcome>>> futures;
+  auto append = [&](std::vector<AppendInput> in) {
+    auto p = std::make_shared<std::promise<Result<AppendOutcome>>>();
+    futures.push_back(p->get_future());
+    promises.push_back(p);
+    b.Append("acme", std::move(in), [p](Result<AppendOutcome> r) { p->set_value(std::move(r)); });
+  };
+  append({Input("a1")});
+  for (int i = 0; i < 1000 && !waiting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(waiting()) << "the first batch never waited for the head";
+  append({Input("b1"), Input("b2")});
+  append({Input("c1")});
+  ASSERT_TRUE(holder.Exec("COMMIT").ok());
+  for (auto& f : futures) {
+    auto r = f.get();
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_TRUE(r->created[0]);
+  }
+  Batcher::Stats st = b.GetStats();
+  EXPECT_EQ(st.batches - batches_before, 1u) << "b and c joined a1's batch";
+  EXPECT_EQ(st.late_requests, 2u);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 5);
+
+  // Once more with a late joiner that is a retry of a stored key: it gets the original.
+  futures.clear();
+  ASSERT_TRUE(holder.Exec("BEGIN").ok());
+  ASSERT_TRUE(holder.Exec("SELECT 1 FROM audit_heads WHERE org = 'acme' FOR UPDATE").ok());
+  append({Input("d1")});
+  for (int i = 0; i < 1000 && !waiting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(waiting());
+  append({Input("old", "mallory")});
+  append({Input("e1")});
+  ASSERT_TRUE(holder.Exec("COMMIT").ok());
+  std::vector<Result<AppendOutcome>> got;
+  for (auto& f : futures) got.push_back(f.get());
+  for (auto& r : got) ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(got[0]->created[0]);
+  EXPECT_FALSE(got[1]->created[0]);
+  EXPECT_EQ(got[1]->entries[0].entry.seq, 1u);
+  EXPECT_EQ(got[1]->entries[0].entry.actor, "alice");
+  EXPECT_TRUE(got[2]->created[0]);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 7);
+  EXPECT_EQ(b.GetStats().batches_failed, 0u);
+}
+
 TEST_F(BatcherTest, AnyTextTravelsIntact) {
   Batcher b(pool_.get());
   AppendInput in = Input("quote\"d");  // refused by the HTTP parser, but the batcher must not care

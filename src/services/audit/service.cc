@@ -103,6 +103,13 @@ class AuditService final : public services::Service {
            .help = "Largest append request body (larger: 413).",
            .min = 1024,
            .max = int64_t{256} << 20});
+    s.Add({.key = "audit.max_appends_in_flight",
+           .type = Type::kInt,
+           .default_value = "4096",
+           .help = "Most append requests handled at once per replica (their own admission class: the "
+                   "adaptive limit does not shed appends); more get 503 with Retry-After at once.",
+           .min = 1,
+           .max = 1000000});
     s.Add({.key = "audit.read_threads",
            .type = Type::kInt,
            .default_value = "4",
@@ -145,6 +152,7 @@ class AuditService final : public services::Service {
     api.max_details_bytes = static_cast<size_t>(cfg.GetBytes("audit.max_details_bytes"));
     api.max_body_bytes = static_cast<size_t>(cfg.GetBytes("audit.max_body_bytes"));
     api.read_threads = static_cast<int>(cfg.GetInt("audit.read_threads"));
+    api.max_appends_in_flight = static_cast<size_t>(cfg.GetInt("audit.max_appends_in_flight"));
     api.clock = ctx.clock;
     api.on_checkpoint = [this](const std::string& org, uint64_t size, const std::string& note) {
       WriteFile(org, size, note);

@@ -1,6 +1,7 @@
 // The audit tables read and maintained: entries, searches, proofs, checkpoints, export, retention.
 #include "services/audit/store.h"
 
+#include <algorithm>
 #include <map>
 
 #include "db/connection.h"
@@ -287,7 +288,8 @@ namespace {
 Status ExportIn(db::Connection& tx, std::string_view org,
                 const std::function<Status(const audit::ExportHeader&)>& header_out,
                 const std::function<Status(std::string_view note)>& checkpoint_out,
-                const std::function<Status(const StoredEntry&)>& entry_out, bool checkpoints_first) {
+                const std::function<Status(const StoredEntry&)>& entry_out, bool checkpoints_first,
+                int page_size = 5000, int* pages = nullptr) {
   // Only where the kept entries start: the export must not trust (or need) the rest of the head, which
   // verification checks rather than assumes.
   GOVERN_ASSIGN_OR_RETURN(
@@ -336,20 +338,21 @@ Status ExportIn(db::Connection& tx, std::string_view org,
   };
   if (checkpoints_first) GOVERN_RETURN_IF_ERROR(emit_checkpoints_upto(INT64_MAX));
   int64_t after = static_cast<int64_t>(head.first_seq) - 1;
-  constexpr int kPage = 5000;
+  const int page = std::max(1, page_size);
   for (;;) {
     GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
                             tx.ExecPrepared("SELECT " + std::string(kEntryColumns) +
                                                 " FROM audit_entries WHERE org = $1 AND seq > $2 "
                                                 "ORDER BY seq LIMIT $3",
-                                            db::Params(org, after, kPage)));
+                                            db::Params(org, after, page)));
+    if (pages != nullptr) ++*pages;
     for (int i = 0; i < rows.size(); ++i) {
       GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(rows, i));
       after = static_cast<int64_t>(e.entry.seq);
       GOVERN_RETURN_IF_ERROR(entry_out(e));
       if (!checkpoints_first) GOVERN_RETURN_IF_ERROR(emit_checkpoints_upto(after));
     }
-    if (rows.size() < kPage) break;
+    if (rows.size() < page) break;
   }
   return emit_checkpoints_upto(INT64_MAX);
 }
@@ -365,13 +368,14 @@ Status Snapshot(db::Connection& conn, const std::function<Status(db::Connection&
 }  // namespace
 
 Status Export(db::Connection& conn, std::string_view org,
-              const std::function<Status(std::string_view line)>& out) {
+              const std::function<Status(std::string_view line)>& out, int page_size, int* pages) {
   return Snapshot(conn, [&](db::Connection& tx) {
+    if (pages != nullptr) *pages = 0;  // a retried snapshot counts afresh
     return ExportIn(
         tx, org, [&](const audit::ExportHeader& h) { return out(audit::FormatHeaderLine(h)); },
         [&](std::string_view note) { return out(audit::FormatCheckpointLine(note)); },
         [&](const StoredEntry& e) { return out(audit::FormatEntryLine(e.entry)); },
-        /*checkpoints_first=*/false);
+        /*checkpoints_first=*/false, page_size, pages);
   });
 }
 

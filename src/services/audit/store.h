@@ -94,9 +94,11 @@ Result<StoredCheckpoint> LatestCheckpoint(db::Connection& conn, std::string_view
 Result<std::vector<std::string>> OrgsNeedingCheckpoint(db::Connection& conn, int limit);
 
 // Writes the export of `org` (audit/export.h format) line by line (each without its newline), in
-// pages so memory stays bounded, from one REPEATABLE READ snapshot.
+// pages of `page_size` entries so memory stays bounded, from one REPEATABLE READ snapshot. An error
+// from `out` stops it and is returned. `pages`, when given, receives how many entry pages were read.
 Status Export(db::Connection& conn, std::string_view org,
-              const std::function<Status(std::string_view line)>& out);
+              const std::function<Status(std::string_view line)>& out, int page_size = 5000,
+              int* pages = nullptr);
 
 // Verifies the chain of `org` straight from the tables with the core Verifier: against the checkpoints
 // stored in PostgreSQL and `extra_checkpoints` (notes kept outside it), when `keys` is not empty;
