@@ -17,6 +17,7 @@
 #include "cli/policy_server_cmd.h"
 #include "cli/run.h"
 #include "cli/audit_cmd.h"
+#include "cli/streams_cmd.h"
 #include "cli/telemetry_cmd.h"
 #include "config/config.h"
 
@@ -108,6 +109,7 @@ int Main(int argc, char** argv) {
   cfg_cmd->add_subcommand("docs", "Print the Markdown reference of every key (docs/configuration.md)");
 
   TelemetryCommand telemetry(app);
+  StreamsCommand streams(app);
   AuditCommand audit(app);
   AuthCommand auth(app);
   PolicyServerCommand policy_server(app);
@@ -152,6 +154,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (telemetry.parsed()) return telemetry.Run(*cfg);
+  if (streams.parsed()) return streams.Run(*cfg);
   if (audit.parsed()) return audit.Run(*cfg);
   if (auth.parsed()) return auth.Run(*cfg);
   if (policy_server.parsed()) return policy_server.Run(*cfg);
