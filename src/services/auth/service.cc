@@ -114,15 +114,9 @@ net::Response StatusProblem(const Status& s, const net::Request& req) {
   }
 }
 
+// The token of `Authorization: Bearer <token>` (RFC 6750), or "" when there is none or it is malformed.
 std::string_view BearerOf(const net::Request& req) {
-  auto h = req.headers.Get("Authorization");
-  if (!h) return {};
-  std::string_view v = *h;
-  if (v.size() < 7 || !net::EqualsIgnoreCase(v.substr(0, 7), "Bearer ")) return {};
-  v.remove_prefix(7);
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-  return v;
+  return net::BearerToken(req).value_or(std::string_view{});
 }
 
 std::optional<std::string> CookieOf(const net::Request& req, std::string_view name) {
@@ -551,9 +545,9 @@ class AuthService final : public services::Service {
     auto jwks = rings->id->JwksAt(now);
     if (!jwks.ok()) return jwks.status();
     if (first) {
-      issuer_ = std::make_unique<tokens::Issuer>(tokens::IssuerOptions{provider_options_.issuer},
-                                                 internal_access_ ? rings->access : rings->id, rings->id,
-                                                 *clock_);
+      issuer_ =
+          std::make_unique<tokens::Issuer>(tokens::IssuerOptions{provider_options_.issuer},
+                                           internal_access_ ? rings->access : rings->id, rings->id, *clock_);
       external_ = std::make_unique<tokens::Issuer>(tokens::IssuerOptions{provider_options_.issuer}, rings->id,
                                                    rings->id, *clock_);
       checker_ = std::make_unique<tokens::Checker>(tokens::CheckerOptions{.issuer = provider_options_.issuer},

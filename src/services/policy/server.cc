@@ -46,18 +46,6 @@ net::Response StatusProblem(const Status& s, const net::Request& req) {
   }
 }
 
-// The key from `Authorization: Bearer <key>`, or "".
-std::string_view BearerKey(const net::Request& req) {
-  auto h = req.headers.Get("Authorization");
-  if (!h) return {};
-  std::string_view v = *h;
-  if (v.size() < 7 || !net::EqualsIgnoreCase(v.substr(0, 7), "Bearer ")) return {};
-  v.remove_prefix(7);
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-  return v;
-}
-
 // RFC 9110 If-None-Match: "*" or a list of (possibly weak) entity tags.
 bool EtagMatches(std::string_view header, std::string_view etag) {
   size_t i = 0;
@@ -213,7 +201,7 @@ class PolicyServer final : public services::Service {
   // is cached, else on a cache thread), then runs `body` on a job thread with a pooled connection.
   void Run(net::Request&& req, net::Responder r, std::vector<std::string_view> scopes, Body body) {
     auto shared = std::make_shared<std::pair<net::Request, net::Responder>>(std::move(req), std::move(r));
-    std::string_view key = BearerKey(shared->first);
+    std::string_view key = net::BearerToken(shared->first).value_or(std::string_view{});
     if (key.empty()) {
       return shared->second.Send(
           Problem(401, "an API key is required (Authorization: Bearer gvp_...)", shared->first));
