@@ -37,7 +37,8 @@ std::string Bearer(std::string_view token) {
 }
 
 TEST(SaslParse, Plain) {
-  auto m = ParsePlain(Plain("alice", "pw"));
+  std::string msg = Plain("alice", "pw");  // the parsed views point into it
+  auto m = ParsePlain(msg);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->authcid, "alice");
   EXPECT_EQ(m->password, "pw");
