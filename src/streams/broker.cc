@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "streams/batch.h"
 #include "streams/errors.h"
+#include "streams/security.h"
 #include "streams/wire.h"
 
 namespace govern::streams {
@@ -85,6 +86,10 @@ class Broker::Impl {
   void CreateTopics(const Request& req, Respond respond);
   void DeleteTopics(const Request& req, Respond respond);
   void InitProducerId(const Request& req, Respond respond);
+  // The request's principal may do `op` (streams/security.h); true without security configured.
+  bool Permit(const Request& req, AclOp op, ResourceType type, std::string_view name) const {
+    return !opts.security || opts.security->Allowed(*req.session, op, type, name);
+  }
 
   BrokerOptions opts;
   asio::io_context io;
@@ -197,6 +202,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
           {{"api_key", std::to_string(peek->api_key)}, {"api_version", std::to_string(peek->api_version)}});
       return Shutdown();
     }
+    if (broker_.opts.security && !broker_.opts.security->Admit(*session_, peek->api_key)) {
+      log::Info("streams", "closing connection: not authenticated or session expired",
+                {{"api_key", std::to_string(peek->api_key)}});
+      return Shutdown();
+    }
     bool flexible = peek->api_version >= api->second.first_flexible_version;
     auto header = ParseRequestHeader(*frame, flexible && !newer_api_versions);
     if (!header.ok()) return Shutdown();
@@ -207,7 +217,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       holding_ = true;
       hold_seq_ = seq;
     }
-    Request req{*header, std::move(frame), peer_};
+    Request req{*header, std::move(frame), peer_, session_};
     auto self = shared_from_this();
     api->second.handler(req, [self, seq](Reply reply) {
       asio::post(self->socket_.get_executor(),
@@ -277,6 +287,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string peer_;
   std::string out_, pending_out_;
   bool writing_ = false, paused_ = false, closing_ = false, closed_ = false, holding_ = false;
+  std::shared_ptr<Session> session_ = std::make_shared<Session>();
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -494,6 +505,16 @@ void Broker::Impl::RegisterBuiltins() {
   apis[api::kCreateTopics] = {0, 4, 5, bind(&Impl::CreateTopics)};
   apis[api::kDeleteTopics] = {0, 1, 4, bind(&Impl::DeleteTopics)};
   apis[api::kInitProducerId] = {0, 1, 2, bind(&Impl::InitProducerId)};
+  if (opts.security && opts.security->authenticator()) {
+    auto sasl = [sec = opts.security](auto fn) {
+      return [sec, fn](const Request& r, Respond respond) {
+        auto body = ((*sec).*fn)(*r.session, r.header.api_version, r.header.body);
+        respond(body ? Reply::Send(std::move(*body)) : Reply::Close());
+      };
+    };
+    apis[kApiSaslHandshake] = {0, 1, 0x7fff, sasl(&Security::SaslHandshake)};
+    apis[kApiSaslAuthenticate] = {0, 2, 2, sasl(&Security::SaslAuthenticate)};
+  }
 }
 
 void Broker::Impl::ApiVersions(const Request& req, Respond respond) {
@@ -533,13 +554,22 @@ void Broker::Impl::Metadata(const Request& req, Respond respond) {
   auto parsed = ParseMetadataRequest(req.header.body, v);
   if (!parsed.ok()) return respond(Reply::Close());
   std::vector<std::pair<std::string, std::shared_ptr<Topic>>> list;
+  std::set<std::string> denied;  // named topics the principal may not describe
   if (!parsed->topics) {
     std::shared_lock<std::shared_mutex> lock(topics_mu);
-    for (auto& [n, t] : topics) list.emplace_back(n, t);
+    for (auto& [n, t] : topics)
+      if (Permit(req, AclOp::kDescribe, ResourceType::kTopic, n)) list.emplace_back(n, t);
   } else {
     for (std::string_view name : *parsed->topics) {
+      if (!Permit(req, AclOp::kDescribe, ResourceType::kTopic, name)) {
+        denied.emplace(name);
+        list.emplace_back(std::string(name), nullptr);
+        continue;
+      }
       auto t = FindTopic(name);
-      if (!t && opts.auto_create_topics && parsed->allow_auto_topic_creation && ValidTopicName(name)) {
+      if (!t && opts.auto_create_topics && parsed->allow_auto_topic_creation && ValidTopicName(name) &&
+          (Permit(req, AclOp::kCreate, ResourceType::kCluster, "") ||
+           Permit(req, AclOp::kCreate, ResourceType::kTopic, name))) {
         Status s = CreateTopic(std::string(name), opts.default_partitions);
         if (!s.ok() && s.code() != Code::kAlreadyExists)
           log::Warn("streams", "auto-create topic", {{"topic", std::string(name)}, {"error", s.ToString()}});
@@ -559,7 +589,9 @@ void Broker::Impl::Metadata(const Request& req, Respond respond) {
   if (v >= 1) w.Int32(opts.node_id);  // controller
   w.ArrayCount(static_cast<int32_t>(list.size()));
   for (auto& [name, t] : list) {
-    w.Int16(t ? kerr::kNone : (ValidTopicName(name) ? kerr::kUnknownTopicOrPartition : kerr::kInvalidTopic));
+    w.Int16(denied.count(name) ? kErrTopicAuthorizationFailed
+            : t                ? kerr::kNone
+                : (ValidTopicName(name) ? kerr::kUnknownTopicOrPartition : kerr::kInvalidTopic));
     w.String(name);
     if (v >= 1) w.Bool(false);
     int32_t n = t ? static_cast<int32_t>(t->partitions.size()) : 0;
@@ -642,12 +674,18 @@ void Broker::Impl::Produce(const Request& req, Respond respond) {
         out.error = reject;
         continue;
       }
+      if (!Permit(req, AclOp::kWrite, ResourceType::kTopic, t.name)) {
+        out.error = kErrTopicAuthorizationFailed;
+        continue;
+      }
       auto log = Find(t.name, t.partitions[pi].index);
       if (!log) {
         out.error = kerr::kUnknownTopicOrPartition;
         continue;
       }
       out.log_start = log->log_start_offset();
+      const Screener* screener = opts.security ? opts.security->screener() : nullptr;
+      ScreenMode screen = screener ? screener->ModeFor(t.name) : ScreenMode::kOff;
       std::vector<std::pair<std::string, BatchHeader>> batches;
       Status s = t.partitions[pi].records
                      ? ForEachBatch(*t.partitions[pi].records,
@@ -657,10 +695,29 @@ void Broker::Impl::Produce(const Request& req, Respond respond) {
                                       GOVERN_ASSIGN_OR_RETURN(BatchHeader h, ParseBatch(b));
                                       if (h.transactional() || h.control())
                                         return Unimplemented("transactional batches are not supported");
+                                      if (screen != ScreenMode::kOff) {
+                                        auto verdict = screener->Screen(b, screen);
+                                        if (!verdict.ok()) return verdict.status();
+                                        if (verdict->blocked) return PermissionDenied(verdict->detectors);
+                                        if (verdict->rewritten) {
+                                          GOVERN_ASSIGN_OR_RETURN(h, ParseBatch(*verdict->rewritten));
+                                          batches.emplace_back(std::move(*verdict->rewritten), h);
+                                          return OkStatus();
+                                        }
+                                      }
                                       batches.emplace_back(std::string(b), h);
                                       return OkStatus();
                                     })
                      : InvalidArgument("null records");
+      if (s.code() == Code::kPermissionDenied || s.code() == Code::kFailedPrecondition) {
+        // Screening: the whole partition's records are refused; Produce v7 has no message field.
+        log::Info("streams", "produce refused by screening",
+                  {{"topic", std::string(t.name)},
+                   {"partition", std::to_string(out.index)},
+                   {s.code() == Code::kPermissionDenied ? "detectors" : "error", s.message()}});
+        out.error = s.code() == Code::kPermissionDenied ? kErrPolicyViolation : kErrInvalidRecord;
+        continue;
+      }
       if (!s.ok()) {
         out.error = s.code() == Code::kResourceExhausted ? kerr::kMessageTooLarge
                     : s.code() == Code::kUnimplemented   ? kerr::kUnsupportedForMessageFormat
@@ -716,7 +773,10 @@ void Broker::Impl::Fetch(const Request& req, Respond respond) {
   auto request = std::make_shared<FetchRequest>(std::move(*parsed));
   auto frame = req.frame;  // the request's views point into it
   // Builds the response; returns its record bytes so the caller can judge min_bytes.
-  auto build = [this, request, v](Writer& w, bool* any_error) -> size_t {
+  std::set<std::string_view> unreadable;  // topics the principal may not read
+  for (auto& t : request->topics)
+    if (!Permit(req, AclOp::kRead, ResourceType::kTopic, t.name)) unreadable.insert(t.name);
+  auto build = [this, request, v, unreadable](Writer& w, bool* any_error) -> size_t {
     size_t total = 0;
     if (v >= 1) w.Int32(0);
     if (v >= 7) {
@@ -731,9 +791,12 @@ void Broker::Impl::Fetch(const Request& req, Respond respond) {
         int16_t error = kerr::kNone;
         int64_t hw = -1, start = -1;
         std::string records;
-        auto log = v < 4 ? std::shared_ptr<PartitionLog>() : Find(t.name, p.index);
+        bool denied = unreadable.count(t.name) > 0;
+        auto log = v < 4 || denied ? std::shared_ptr<PartitionLog>() : Find(t.name, p.index);
         if (v < 4) {
           error = kerr::kUnsupportedVersion;
+        } else if (denied) {
+          error = kErrTopicAuthorizationFailed;
         } else if (!log) {
           error = kerr::kUnknownTopicOrPartition;
         } else {
@@ -814,9 +877,12 @@ void Broker::Impl::ListOffsets(const Request& req, Respond respond) {
     for (auto& p : t.partitions) {
       int16_t error = kerr::kNone;
       int64_t offset = -1, ts = -1;
-      auto log = Find(t.name, p.index);
+      bool denied = !Permit(req, AclOp::kDescribe, ResourceType::kTopic, t.name);
+      auto log = denied ? nullptr : Find(t.name, p.index);
       if (v < 1) {
         error = kerr::kUnsupportedVersion;
+      } else if (denied) {
+        error = kErrTopicAuthorizationFailed;
       } else if (!log) {
         error = kerr::kUnknownTopicOrPartition;
       } else if (p.timestamp == -1) {
@@ -851,7 +917,11 @@ void Broker::Impl::CreateTopics(const Request& req, Respond respond) {
     int16_t error = kerr::kNone;
     std::string message;
     int32_t n = t.num_partitions == -1 ? opts.default_partitions : t.num_partitions;
-    if (!ValidTopicName(t.name)) {
+    if (!Permit(req, AclOp::kCreate, ResourceType::kCluster, "") &&
+        !Permit(req, AclOp::kCreate, ResourceType::kTopic, t.name)) {
+      error = kErrTopicAuthorizationFailed;
+      message = "not authorised to create this topic";
+    } else if (!ValidTopicName(t.name)) {
       error = kerr::kInvalidTopic;
       message = "topic names are 1-249 characters of [a-zA-Z0-9._-]";
     } else if (t.has_assignments) {
@@ -890,7 +960,8 @@ void Broker::Impl::DeleteTopics(const Request& req, Respond respond) {
   w.ArrayCount(static_cast<int32_t>(parsed->names.size()));
   for (std::string_view name : parsed->names) {
     std::shared_ptr<Topic> t;
-    {
+    bool may_delete = Permit(req, AclOp::kDelete, ResourceType::kTopic, name);
+    if (may_delete) {
       std::unique_lock<std::shared_mutex> lock(topics_mu);
       auto it = topics.find(name);
       if (it != topics.end()) {
@@ -898,7 +969,9 @@ void Broker::Impl::DeleteTopics(const Request& req, Respond respond) {
         topics.erase(it);
       }
     }
-    int16_t error = t ? kerr::kNone : kerr::kUnknownTopicOrPartition;
+    int16_t error = !may_delete ? kErrTopicAuthorizationFailed
+                    : t         ? kerr::kNone
+                                : kerr::kUnknownTopicOrPartition;
     if (t) {
       for (auto& p : t->partitions) {
         std::error_code ec;
@@ -920,7 +993,11 @@ void Broker::Impl::InitProducerId(const Request& req, Respond respond) {
   if (!parsed.ok()) return respond(Reply::Close());
   Writer w;
   w.Int32(0);
-  if (parsed->transactional_id) {
+  if (!parsed->transactional_id && !Permit(req, AclOp::kIdempotentWrite, ResourceType::kCluster, "")) {
+    w.Int16(kErrClusterAuthorizationFailed);
+    w.Int64(-1);
+    w.Int16(-1);
+  } else if (parsed->transactional_id) {
     w.Int16(kerr::kTransactionalIdAuthorizationFailed);
     w.Int64(-1);
     w.Int16(-1);

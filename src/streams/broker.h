@@ -30,6 +30,9 @@
 
 namespace govern::streams {
 
+class Security;  // streams/security.h
+class Session;
+
 struct BrokerOptions {
   std::string listen_host = "127.0.0.1";
   uint16_t listen_port = 9092;  // 0 picks a free port (see Broker::port)
@@ -45,6 +48,8 @@ struct BrokerOptions {
   int threads = 2;
   int64_t retention_check_ms = 5 * 60 * 1000;
   size_t max_inflight_per_connection = 128;
+  // SASL, ACLs and screening (streams/security.h); null: open listener, everything allowed, no screening.
+  std::shared_ptr<const Security> security;
 };
 
 // One request as the handler sees it: the parsed header, whose views point into `frame`; a handler that
@@ -53,6 +58,8 @@ struct Request {
   RequestHeader header;
   std::shared_ptr<const std::string> frame;
   std::string client_host;  // the peer's IP address
+  // The connection's authentication state (principal for Security::Allowed); never null.
+  std::shared_ptr<Session> session;
 };
 
 // What a handler answers: a response body (the broker adds the size, correlation id and header tags), no

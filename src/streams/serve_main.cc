@@ -2,20 +2,85 @@
 // streams` is wired (it runs the same Broker). Flags: --listen host:port --data-dir DIR
 // [--partitions N] [--segment-bytes N] [--threads N] [--advertised-host H]
 // [--group-initial-delay-ms N] [--group-min-session-ms N]. Serves the consumer-group APIs (GroupApi, offsets
-// under <data-dir>/groups). Stops on SIGINT/SIGTERM.
+// under <data-dir>/groups).
+// Security (docs/streams-security.md): [--require-sasl true] [--users-file F] [--jwks-file F --issuer ISS
+// [--audience AUD]] [--acl-file F] [--super-users User:a,User:b] [--screening topic=mode,prefix*=mode]
+// [--screening-default off|flag|block]. Stops on SIGINT/SIGTERM.
 #include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 
 #include "base/log.h"
+#include "dlp/rule_set.h"
 #include "streams/broker.h"
 #include "streams/group_api.h"
+#include "streams/security.h"
+#include "tokens/checker.h"
+
+namespace {
+
+// Builds BrokerOptions::security from the security flags; null when none was given.
+govern::Result<std::shared_ptr<const govern::streams::Security>> BuildSecurity(
+    const std::map<std::string, std::string>& f) {
+  using namespace govern;
+  using namespace govern::streams;
+  if (f.empty()) return std::shared_ptr<const Security>();
+  auto get = [&](const char* k) {
+    auto it = f.find(k);
+    return it == f.end() ? std::string() : it->second;
+  };
+  SecurityOptions so;
+  so.require_sasl = get("--require-sasl") == "true";
+  std::shared_ptr<const UserStore> users;
+  if (!get("--users-file").empty()) {
+    GOVERN_ASSIGN_OR_RETURN(users, UserStore::LoadFile(get("--users-file")));
+  }
+  std::shared_ptr<const tokens::Checker> checker;
+  if (!get("--jwks-file").empty()) {
+    std::ifstream in(get("--jwks-file"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    GOVERN_ASSIGN_OR_RETURN(tokens::KeySet keys, tokens::KeySet::FromJwks(ss.str()));
+    checker = std::make_shared<tokens::Checker>(tokens::CheckerOptions{get("--issuer")},
+                                                std::make_shared<const tokens::KeySet>(std::move(keys)));
+  }
+  if (users || checker) {
+    AuthenticatorOptions ao;
+    if (!get("--audience").empty()) ao.audience = get("--audience");
+    so.authenticator = std::make_shared<Authenticator>(ao, users, checker);
+  }
+  std::vector<std::string> supers;
+  for (std::string_view rest = get("--super-users"); !rest.empty();) {
+    size_t c = rest.find(',');
+    supers.emplace_back(rest.substr(0, c));
+    rest = c == std::string_view::npos ? std::string_view() : rest.substr(c + 1);
+  }
+  if (!get("--acl-file").empty()) {
+    GOVERN_ASSIGN_OR_RETURN(so.authorizer, Authorizer::LoadFile(get("--acl-file"), supers));
+  }
+  if (!get("--screening").empty() || !get("--screening-default").empty()) {
+    ScreeningOptions sc;
+    GOVERN_ASSIGN_OR_RETURN(sc.topics, ParseTopicModes(get("--screening")));
+    if (!get("--screening-default").empty()) {
+      GOVERN_ASSIGN_OR_RETURN(sc.default_mode, ParseScreenMode(get("--screening-default")));
+    }
+    GOVERN_ASSIGN_OR_RETURN(auto rules, dlp::RuleSet::Compile({}));
+    so.screener = std::make_shared<Screener>(std::move(sc), std::move(rules));
+  }
+  return std::shared_ptr<const Security>(std::make_shared<Security>(std::move(so)));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   govern::streams::BrokerOptions o;
   govern::streams::groups::CoordinatorOptions g;
+  std::map<std::string, std::string> security_flags;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--listen") {
@@ -36,11 +101,21 @@ int main(int argc, char** argv) {
       g.min_session_timeout_ms = std::atoi(v.c_str());
     } else if (k == "--advertised-host") {
       o.advertised_host = v;
+    } else if (k == "--require-sasl" || k == "--users-file" || k == "--jwks-file" || k == "--issuer" ||
+               k == "--audience" || k == "--acl-file" || k == "--super-users" || k == "--screening" ||
+               k == "--screening-default") {
+      security_flags[k] = v;
     } else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
     }
   }
+  auto security = BuildSecurity(security_flags);
+  if (!security.ok()) {
+    std::fprintf(stderr, "%s\n", security.status().ToString().c_str());
+    return 2;
+  }
+  o.security = *security;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

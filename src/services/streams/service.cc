@@ -1,10 +1,18 @@
 // `govern serve streams` (see service.h).
 #include "services/streams/service.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "base/log.h"
+#include "dlp/rule_set.h"
+#include "net/http_client.h"
 #include "services/http_config.h"
 #include "streams/broker.h"
 #include "streams/group_api.h"
+#include "streams/security.h"
+#include "tokens/checker.h"
+#include "tokens/trust_refresher.h"
 
 namespace govern::streams_service {
 
@@ -124,6 +132,141 @@ class StreamsService final : public services::Service {
            .type = Type::kBool,
            .default_value = "true",
            .help = "Accept group.instance.id (static members, KIP-345)."});
+    DeclareSecurityConfig(s);
+  }
+
+  // docs/streams-security.md.
+  static void DeclareSecurityConfig(config::Schema& s) {
+    s.Add({.key = "streams.auth.mode",
+           .type = Type::kString,
+           .default_value = "open",
+           .help = "open: unauthenticated clients act as User:ANONYMOUS (development); sasl: clients must "
+                   "authenticate (SASL PLAIN or OAUTHBEARER) before anything but ApiVersions.",
+           .validate = [](std::string_view v) {
+             return v == "open" || v == "sasl" ? OkStatus() : InvalidArgument("want open or sasl");
+           }});
+    s.Add({.key = "streams.auth.users_file",
+           .type = Type::kString,
+           .default_value = "",
+           .help = "SASL PLAIN users, one \"<name> <argon2id PHC | sha256:<salt hex>:<hash hex>>\" per line; "
+                   "empty: PLAIN is not offered."});
+    s.Add({.key = "streams.auth.issuer",
+           .type = Type::kString,
+           .default_value = "",
+           .help =
+               "Issuer of the Govern access tokens accepted with SASL OAUTHBEARER; when set, the keys and "
+               "revocations are pulled from the auth service (streams.auth.trust_url)."});
+    s.Add({.key = "streams.auth.trust_url",
+           .type = Type::kString,
+           .default_value = "",
+           .help = "Base URL of the auth service for /.well-known/jwks.json and /oauth/revocations; empty: "
+                   "the issuer."});
+    s.Add({.key = "streams.auth.jwks_file",
+           .type = Type::kString,
+           .default_value = "",
+           .help = "A JWKS file of trusted token keys (tests, air-gapped setups), beside or instead of the "
+                   "pulled keys."});
+    s.Add({.key = "streams.auth.audience",
+           .type = Type::kString,
+           .default_value = "govern:streams",
+           .help = "The aud an OAUTHBEARER token must carry."});
+    s.Add({.key = "streams.auth.max_session",
+           .type = Type::kDuration,
+           .default_value = "0ms",
+           .help = "Longest SASL session before the client must re-authenticate (KIP-368); 0: PLAIN sessions "
+                   "never end, token sessions end at the token's exp.",
+           .min = 0});
+    s.Add({.key = "streams.auth.acl_file",
+           .type = Type::kString,
+           .default_value = "",
+           .help =
+               "ACL rules (allow|deny User:<name> <operation> topic|group|cluster:<name>[*]); empty: every "
+               "principal may do everything."});
+    s.Add({.key = "streams.auth.super_users",
+           .type = Type::kString,
+           .default_value = "",
+           .help = "Comma-separated principals (User:<name>) allowed everything regardless of ACLs."});
+    s.Add({.key = "streams.screening.default",
+           .type = Type::kString,
+           .default_value = "off",
+           .help =
+               "DLP screening of record keys and values for topics not named in streams.screening.topics: "
+               "off, flag (header govern-dlp) or block (POLICY_VIOLATION).",
+           .validate = [](std::string_view v) { return streams::ParseScreenMode(v).status(); }});
+    s.Add({.key = "streams.screening.topics",
+           .type = Type::kString,
+           .default_value = "",
+           .help = "Per-topic screening: \"orders=block,pii-*=flag\" (exact names or prefixes ending in *).",
+           .validate = [](std::string_view v) { return streams::ParseTopicModes(v).status(); }});
+  }
+
+  Status BuildSecurity(const config::Config& c, streams::BrokerOptions& o) {
+    using namespace streams;
+    SecurityOptions so;
+    so.require_sasl = c.GetString("streams.auth.mode") == "sasl";
+    std::shared_ptr<const UserStore> users;
+    if (!c.GetString("streams.auth.users_file").empty()) {
+      GOVERN_ASSIGN_OR_RETURN(users, UserStore::LoadFile(c.GetString("streams.auth.users_file")));
+    }
+    std::shared_ptr<const tokens::KeySet> file_keys;
+    if (!c.GetString("streams.auth.jwks_file").empty()) {
+      std::ifstream in(c.GetString("streams.auth.jwks_file"));
+      if (!in) return NotFound("streams.auth.jwks_file cannot be read");
+      std::stringstream ss;
+      ss << in.rdbuf();
+      GOVERN_ASSIGN_OR_RETURN(tokens::KeySet ks, tokens::KeySet::FromJwks(ss.str()));
+      file_keys = std::make_shared<const tokens::KeySet>(std::move(ks));
+    }
+    std::string issuer = c.GetString("streams.auth.issuer");
+    if (!issuer.empty() || file_keys) {
+      checker_ = std::make_shared<tokens::Checker>(
+          tokens::CheckerOptions{issuer}, file_keys ? file_keys : std::make_shared<const tokens::KeySet>());
+      if (!issuer.empty()) {
+        std::string base = c.GetString("streams.auth.trust_url");
+        if (base.empty()) base = issuer;
+        while (base.ends_with('/')) base.pop_back();
+        http_ = std::make_unique<net::HttpClient>();
+        refresher_ = std::make_unique<tokens::TrustRefresher>(
+            tokens::TrustSources{.jwks_url = base + "/.well-known/jwks.json",
+                                 .revocations_url = base + "/oauth/revocations",
+                                 .local_keys = file_keys},
+            *checker_, *http_);
+        // Not fatal: the broker serves PLAIN and retries the pull every period.
+        if (Status rs = refresher_->RefreshOnce(); !rs.ok())
+          log::Warn("streams", "token keys not pulled yet", {{"error", rs.ToString()}});
+        refresher_->Start();
+      }
+    }
+    if (users || checker_) {
+      AuthenticatorOptions ao;
+      ao.audience = c.GetString("streams.auth.audience");
+      ao.max_session_ms = c.GetDuration("streams.auth.max_session").count();
+      so.authenticator = std::make_shared<Authenticator>(ao, users, checker_);
+    }
+    if (so.require_sasl && !so.authenticator)
+      return InvalidArgument(
+          "streams.auth.mode=sasl needs streams.auth.users_file or a token issuer/jwks_file");
+    std::vector<std::string> supers;
+    for (std::string_view rest = c.GetString("streams.auth.super_users"); !rest.empty();) {
+      size_t comma = rest.find(',');
+      if (comma != 0) supers.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+    if (!c.GetString("streams.auth.acl_file").empty()) {
+      GOVERN_ASSIGN_OR_RETURN(so.authorizer,
+                              Authorizer::LoadFile(c.GetString("streams.auth.acl_file"), supers));
+    }
+    ScreeningOptions sc;
+    GOVERN_ASSIGN_OR_RETURN(sc.default_mode, ParseScreenMode(c.GetString("streams.screening.default")));
+    GOVERN_ASSIGN_OR_RETURN(sc.topics, ParseTopicModes(c.GetString("streams.screening.topics")));
+    if (sc.default_mode != ScreenMode::kOff || !sc.topics.empty()) {
+      // Compiled once; the built-in detectors (docs/dlp.md).
+      GOVERN_ASSIGN_OR_RETURN(auto rules, dlp::RuleSet::Compile({}));
+      so.screener = std::make_shared<Screener>(std::move(sc), std::move(rules));
+    }
+    if (so.require_sasl || so.authenticator || so.authorizer || so.screener)
+      o.security = std::make_shared<Security>(std::move(so));
+    return OkStatus();
   }
 
   Status Start(const services::Context& ctx) override {
@@ -146,6 +289,7 @@ class StreamsService final : public services::Service {
     o.max_request_bytes = static_cast<size_t>(c.GetBytes("streams.max_request_bytes"));
     o.max_message_bytes = static_cast<size_t>(c.GetBytes("streams.max_message_bytes"));
     o.threads = static_cast<int>(c.GetInt("streams.threads"));
+    GOVERN_RETURN_IF_ERROR(BuildSecurity(c, o));
     host_ = o.listen_host;
     broker_ = std::make_unique<streams::Broker>(o);
     streams::groups::CoordinatorOptions g;
@@ -184,12 +328,20 @@ class StreamsService final : public services::Service {
     if (broker_) broker_->Stop();
     groups_.reset();
     broker_.reset();
+    if (refresher_) refresher_->Stop();
+    refresher_.reset();
+    http_.reset();
+    checker_.reset();
   }
 
  private:
   std::unique_ptr<streams::Broker> broker_;
   std::unique_ptr<streams::GroupApi> groups_;
   std::string host_;
+  // OAUTHBEARER: the token checker and, with an issuer, what keeps its keys current.
+  std::shared_ptr<tokens::Checker> checker_;
+  std::unique_ptr<net::HttpClient> http_;
+  std::unique_ptr<tokens::TrustRefresher> refresher_;
 };
 
 }  // namespace
