@@ -127,7 +127,7 @@ std::vector<Record> Zone::Records() const {
   return out;
 }
 
-std::vector<Record> Zone::SignedRecords(uint32_t now) const {
+std::vector<Record> Zone::SignedRecords(uint32_t now, const SignatureReuse* reuse) const {
   if (!keys_.zsk) return Records();
   auto cut_of = [&](std::string_view name) -> const Node* {
     // The topmost delegation at or above `name` (below the apex), or null.
@@ -150,6 +150,14 @@ std::vector<Record> Zone::SignedRecords(uint32_t now) const {
   std::sort(chain.begin(), chain.end(), order);
   std::sort(glue.begin(), glue.end(), order);
   Validity v = ValidityAt(now);
+  auto sign = [&](const SigningKey& key, const Node* n, uint16_t type, uint32_t ttl,
+                  std::span<const std::string> rdatas) -> Result<std::string> {
+    if (reuse && *reuse) {
+      const std::string* old = (*reuse)(n->name, type, ttl, rdatas, key);
+      if (old) return *old;
+    }
+    return SignRRset(key, apex_, n->owner, type, ttl, rdatas, v.inception, v.expiration);
+  };
   std::vector<Record> out;
   for (size_t i = 0; i < chain.size(); ++i) {
     const Node* n = chain[i];
@@ -160,11 +168,10 @@ std::vector<Record> Zone::SignedRecords(uint32_t now) const {
       for (const auto& rd : set.rdatas) out.push_back(Record{n->owner, set.type, set.ttl, rd});
       if (delegation && set.type != kDS) continue;  // NS and glue at a cut belong to the child
       const SigningKey& key = set.type == kDNSKEY ? *keys_.ksk : *keys_.zsk;
-      auto sig = SignRRset(key, apex_, n->owner, set.type, set.ttl, set.rdatas, v.inception, v.expiration);
+      auto sig = sign(key, n, set.type, set.ttl, set.rdatas);
       if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, set.ttl, *sig});
       if (set.type == kDNSKEY && keys_.ksk != keys_.zsk) {
-        auto zsig =
-            SignRRset(*keys_.zsk, apex_, n->owner, set.type, set.ttl, set.rdatas, v.inception, v.expiration);
+        auto zsig = sign(*keys_.zsk, n, set.type, set.ttl, set.rdatas);
         if (zsig.ok()) out.push_back(Record{n->owner, kRRSIG, set.ttl, *zsig});
       }
     }
@@ -174,9 +181,8 @@ std::vector<Record> Zone::SignedRecords(uint32_t now) const {
     types.erase(std::unique(types.begin(), types.end()), types.end());
     std::string nsec = chain[(i + 1) % chain.size()]->owner + TypeBitmap(types);
     out.push_back(Record{n->owner, kNSEC, negative_ttl_, nsec});
-    std::string_view one[1] = {nsec};
-    auto sig = SignRRset(*keys_.zsk, apex_, n->owner, kNSEC, negative_ttl_,
-                         std::span<const std::string_view>(one), v.inception, v.expiration);
+    const std::string one[1] = {nsec};
+    auto sig = sign(*keys_.zsk, n, kNSEC, negative_ttl_, std::span<const std::string>(one));
     if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, negative_ttl_, *sig});
   }
   for (const Node* n : glue)

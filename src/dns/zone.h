@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -80,7 +82,15 @@ class Zone {
   // A signed zone as a whole (what an AXFR of it would carry): every record, RRSIGs over every
   // authoritative RRset, and a complete NSEC chain over the names that have data (RFC 4035 section 2),
   // signatures valid at `now`. Glue stays unsigned and off the chain. Unsigned zones: Records().
-  std::vector<Record> SignedRecords(uint32_t now) const;
+  std::vector<Record> SignedRecords(uint32_t now) const { return SignedRecords(now, nullptr); }
+  // The same, taking each RRSIG from `reuse` when it gives one (a signature made earlier over the very
+  // same RRset and still fresh), so consecutive versions of a zone differ only where the data did: what
+  // makes IXFR of a signed zone small. `reuse` gets (lower owner, type, ttl, rdatas, key) and returns
+  // the RRSIG RDATA to reuse or null.
+  using SignatureReuse =
+      std::function<const std::string*(std::string_view owner, uint16_t type, uint32_t ttl,
+                                       std::span<const std::string> rdatas, const SigningKey& key)>;
+  std::vector<Record> SignedRecords(uint32_t now, const SignatureReuse* reuse) const;
   // The DS records for the parent (one per KSK, SHA-256), as records.
   std::vector<Record> DsRecords() const;
 
