@@ -2,19 +2,21 @@
 // and benchmarks (the `govern serve dns` service replaces it in production).
 //
 //   govern-dns-serve --zone example.test.=FILE [--zone ...] [--address 127.0.0.1] [--port 5353]
-//                    [--threads 1] [--sign DIR] [--algorithm 13|15] [--check]
+//                    [--threads 1] [--sign DIR] [--unsigned NAME]... [--algorithm 13|15] [--check]
 //                    [--tsig NAME:hmac-sha256:BASE64]... [--allow-transfer "ZONE ADDR[/N]... [key=NAME]"]...
 //                    [--notify "ZONE ADDR:PORT [key=NAME]"]... [--rrl-rate N] [--rrl-slip N]
 //
 // SIGHUP re-reads every zone file and swaps the new zones in; zones whose serial moved are NOTIFYed
 // to their --notify targets (and to them all at start).
-// --sign DIR signs every zone online with one CSK per zone, kept in DIR/<zone>key (made on first run)
-// and writes DIR/<zone>anchor (a delv trust-anchors block), DIR/<zone>ds and DIR/<zone>dnskey.
+// --sign DIR signs every zone (but those named by --unsigned NAME) online with one CSK per zone, kept in
+// DIR/<zone>key (made on first run) and writes DIR/<zone>anchor (a delv trust-anchors block), DIR/<zone>ds
+// and DIR/<zone>dnskey.
 // --check parses the zones, prints them (signed, with an NSEC chain, under --sign) and exits. Prints
 // "listening on PORT" once serving; stops on SIGTERM or SIGINT.
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -55,9 +57,9 @@ int Usage() {
   std::fprintf(
       stderr,
       "usage: govern-dns-serve --zone NAME=FILE [--zone ...] [--address A] [--port N] [--threads N]\n"
-      "                        [--sign DIR] [--algorithm 13|15] [--check] [--tsig KEY]...\n"
-      "                        [--allow-transfer ACL]... [--notify TARGET]... [--rrl-rate N] [--rrl-slip "
-      "N]\n");
+      "                        [--sign DIR] [--unsigned NAME]... [--algorithm 13|15] [--check]\n"
+      "                        [--tsig KEY]... [--allow-transfer ACL]... [--notify TARGET]...\n"
+      "                        [--rrl-rate N] [--rrl-slip N]\n");
   return 2;
 }
 }  // namespace
@@ -73,6 +75,7 @@ int main(int argc, char** argv) {
   TransferConfig xfr;
   std::vector<std::string> acl_args, notify_args;
   bool transfers = false;
+  std::vector<std::string> unsigned_zones;  // left unsigned under --sign
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -91,6 +94,8 @@ int main(int argc, char** argv) {
       sign_dir = next();
     } else if (a == "--algorithm") {
       alg = std::stoi(next());
+    } else if (a == "--unsigned") {
+      unsigned_zones.push_back(next());
     } else if (a == "--check") {
       check = true;
     } else if (a == "--tsig") {
@@ -141,7 +146,9 @@ int main(int argc, char** argv) {
         return false;
       }
       ZoneKeys keys;
-      if (!sign_dir.empty()) {
+      bool sign = !sign_dir.empty() &&
+                  std::find(unsigned_zones.begin(), unsigned_zones.end(), name) == unsigned_zones.end();
+      if (sign) {
         auto a = static_cast<Algorithm>(alg);
         std::string key_path = sign_dir + "/" + name + "key", key_text;
         std::shared_ptr<const SigningKey> key;
@@ -175,7 +182,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s: %s\n", file.c_str(), zone.status().message().c_str());
         return false;
       }
-      if (!sign_dir.empty()) WriteFile(sign_dir + "/" + name + "ds", PrintZoneFile((*zone)->DsRecords()));
+      if (sign) WriteFile(sign_dir + "/" + name + "ds", PrintZoneFile((*zone)->DsRecords()));
       if (check)
         std::fputs(PrintZoneFile((*zone)->SignedRecords(static_cast<uint32_t>(::time(nullptr)))).c_str(),
                    stdout);

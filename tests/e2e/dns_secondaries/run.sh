@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# NSD and Knot follow govern-dns-serve as secondaries (see CMakeLists.txt). Expects $DNS_SERVE; runs
+# nsd and knotd unprivileged-style (no chroot, no user switch, high loopback ports, files in a scratch
+# directory) and stops them by pid. Each check prints FAIL with what it saw; the exit status counts them.
+set -euo pipefail
+: "${DNS_SERVE:?DNS_SERVE must point at govern-dns-serve}"
+DNS_SERVE="$(realpath "$DNS_SERVE")"
+NSD="${NSD:-/usr/sbin/nsd}"
+KNOTD="${KNOTD:-/usr/sbin/knotd}"
+for t in "$NSD" "$KNOTD" kdig delv ldns-verify-zone python3; do
+  command -v "$t" >/dev/null || { echo "missing $t (install nsd knot knot-dnsutils bind9-dnsutils ldnsutils)" >&2; exit 1; }
+done
+work="$(mktemp -d /tmp/govern-dns-sec-XXXXXX)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f "$work/nsd/nsd.pid" ] && kill "$(cat "$work/nsd/nsd.pid")" 2>/dev/null || true
+  [ -f "$work/knot/knot.pid" ] && kill "$(cat "$work/knot/knot.pid")" 2>/dev/null || true
+  sleep 0.2
+  if [ "${KEEP:-}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+cd "$work"
+failures=0
+checks=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+contains() { checks=$((checks + 1)); [[ "$3" == *"$2"* ]] || fail "$1: lacks '$2' in: $3"; }
+equal() { checks=$((checks + 1)); [ "$2" == "$3" ] || fail "$1: '$2' != '$3'"; }
+
+# Free ports for the two secondaries (TCP and UDP both free).
+read -r P_NSD P_KNOT < <(python3 - <<'PY'
+import socket
+ports = []
+while len(ports) < 2:
+    t = socket.socket(); t.bind(("127.0.0.1", 0)); p = t.getsockname()[1]
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        u.bind(("127.0.0.1", p)); ports.append(p)
+    except OSError:
+        pass
+    t.close(); u.close()
+print(*ports)
+PY
+)
+K256="$(head -c 32 /dev/urandom | base64)"
+K512="$(head -c 64 /dev/urandom | base64 -w0)"
+
+mkzone() {  # NAME SERIAL WWW: a zone of ~2,000 names so a transfer spans several messages
+  { echo "\$ORIGIN $1."; echo '$TTL 300'
+    echo "@ 3600 IN SOA ns1 hostmaster $2 3600 900 604800 60"; echo '@ IN NS ns1'
+    echo 'ns1 IN A 127.0.0.1'; echo "www IN A $3"; echo 'www IN AAAA 2001:db8::1'
+    echo '*.wild IN TXT "wild"'; echo 'sub IN NS ns.sub'; echo 'ns.sub IN A 192.0.2.53'
+    [ "$2" = 1 ] && echo 'old IN TXT "goes away"'
+    [ "$2" != 1 ] && echo 'new IN TXT "came with serial 2"'
+    for i in $(seq 0 1999); do echo "h$i IN A 10.0.$((i / 256)).$((i % 256))"; done; } > "$1.zone"
+}
+mkzone plain.test 1 192.0.2.1
+mkzone signed.test 1 192.0.2.1
+mkdir keys nsd knot
+"$DNS_SERVE" --port 0 --zone plain.test.=plain.test.zone --zone signed.test.=signed.test.zone \
+  --sign keys --unsigned plain.test. \
+  --tsig "nsd-xfr:hmac-sha256:$K256" --tsig "knot-xfr:hmac-sha512:$K512" \
+  --allow-transfer "* 127.0.0.1 key=nsd-xfr key=knot-xfr" \
+  --notify "* 127.0.0.1:$P_NSD key=nsd-xfr" --notify "* 127.0.0.1:$P_KNOT key=knot-xfr" > serve.out 2> serve.err &
+serve_pid=$!
+pids+=("$serve_pid")
+for _ in $(seq 1 100); do grep -q listening serve.out 2>/dev/null && break; sleep 0.05; done
+P="$(awk '/listening on/{print $3}' serve.out)"
+[ -n "$P" ] || { echo "govern-dns-serve did not start: $(cat serve.err)" >&2; exit 1; }
+
+cat > nsd/nsd.conf <<C
+server:
+    ip-address: 127.0.0.1
+    port: $P_NSD
+    server-count: 1
+    username: ""
+    chroot: ""
+    zonesdir: "$work/nsd"
+    database: ""
+    zonelistfile: "$work/nsd/zone.list"
+    xfrdfile: "$work/nsd/xfrd.state"
+    xfrdir: "$work/nsd"
+    pidfile: "$work/nsd/nsd.pid"
+    logfile: "$work/nsd/nsd.log"
+    verbosity: 2
+    rrl-ratelimit: 0
+    minimal-responses: yes
+remote-control:
+    control-enable: no
+key:
+    name: nsd-xfr
+    algorithm: hmac-sha256
+    secret: "$K256"
+C
+cat > knot/knot.conf <<C
+server:
+    rundir: "$work/knot"
+    pidfile: "$work/knot/knot.pid"
+    listen: 127.0.0.1@$P_KNOT
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+log:
+  - target: "$work/knot/knot.log"
+    any: info
+database:
+    storage: "$work/knot"
+key:
+  - id: knot-xfr
+    algorithm: hmac-sha512
+    secret: $K512
+remote:
+  - id: primary
+    address: 127.0.0.1@$P
+    key: knot-xfr
+acl:
+  - id: notify_from_primary
+    address: 127.0.0.1
+    key: knot-xfr
+    action: notify
+template:
+  - id: default
+    storage: "$work/knot"
+    file: "%s.zone"
+    zonefile-sync: -1
+    journal-content: changes
+zone:
+C
+for z in plain.test signed.test; do
+  printf 'zone:\n    name: %s\n    request-xfr: 127.0.0.1@%s nsd-xfr\n    allow-notify: 127.0.0.1 nsd-xfr\n' "$z" "$P" >> nsd/nsd.conf
+  printf '  - domain: %s\n    master: primary\n    acl: notify_from_primary\n' "$z" >> knot/knot.conf
+done
+"$NSD" -c "$work/nsd/nsd.conf"
+"$KNOTD" -c "$work/knot/knot.conf" -d
+
+# serial PORT ZONE: the SOA serial a server answers (empty if none)
+serial() { kdig -p "$1" @127.0.0.1 "$2" SOA +short +time=1 +retry=0 2>/dev/null | awk '{print $3}'; }
+# wait_serial ZONE SERIAL: until both secondaries serve it (10 s at most)
+wait_serial() {
+  for _ in $(seq 1 200); do
+    [ "$(serial "$P_NSD" "$1")" = "$2" ] && [ "$(serial "$P_KNOT" "$1")" = "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "$1 serial $2 not reached: nsd=$(serial "$P_NSD" "$1") knot=$(serial "$P_KNOT" "$1")"
+}
+wait_serial plain.test 1
+wait_serial signed.test 1
+
+# ---- transfers refused and badly signed ----
+out="$(kdig -p "$P" @127.0.0.1 plain.test AXFR 2>&1 || true)"
+contains "unsigned AXFR refused" "REFUSED" "$out"
+out="$(kdig -p "$P" @127.0.0.1 -y "hmac-sha256:nsd-xfr:$(head -c 32 /dev/urandom | base64)" plain.test AXFR 2>&1 || true)"
+contains "wrong secret" "BADSIG" "$out"
+out="$(kdig -p "$P" @127.0.0.1 -y "hmac-sha256:nobody:$K256" plain.test AXFR 2>&1 || true)"
+contains "unknown key" "BADKEY" "$out"
+out="$(kdig -p "$P" @127.0.0.1 -y "hmac-sha256:nsd-xfr:$K256" other.test AXFR 2>&1 || true)"
+contains "zone not served" "NOTAUTH" "$out"
+out="$(kdig -p "$P" @127.0.0.1 -y "hmac-sha256:nsd-xfr:$K256" signed.test SOA 2>&1)"
+contains "signed SOA query answered signed" "TSIG	hmac-sha256." "$out"
+contains "signed SOA query answered signed" "NOERROR 0" "$out"
+
+# ---- our AXFR of the signed zone: several messages, running MAC checked by kdig, zone valid ----
+kdig -p "$P" @127.0.0.1 -y "hmac-sha512:knot-xfr:$K512" signed.test AXFR > axfr.txt
+contains "signed AXFR spans messages" "messages" "$(grep 'Received' axfr.txt)"
+msgs="$(awk '/Received/{gsub("\\(","",$5); print $5}' axfr.txt)"
+checks=$((checks + 1)); [ "${msgs:-0}" -gt 1 ] || fail "signed AXFR in $msgs message(s)"
+grep -v '^;' axfr.txt | grep -v 'TSIG' | grep -v '^$' > axfr.zone
+out="$(ldns-verify-zone axfr.zone 2>&1 || true)"
+contains "ldns-verify-zone on our AXFR" "Zone is verified and complete" "$out"
+
+# ---- a change: NOTIFY, then IXFR ----
+mkzone plain.test 2 192.0.2.2
+mkzone signed.test 2 192.0.2.2
+kill -HUP "$serve_pid"
+wait_serial plain.test 2
+wait_serial signed.test 2
+for z in plain.test signed.test; do
+  contains "NSD got our NOTIFY for $z" "notify for $z. from 127.0.0.1 serial 2" "$(cat nsd/nsd.log)"
+  contains "Knot got our NOTIFY for $z" "[$z.] notify, incoming" "$(cat knot/knot.log)"
+  contains "Knot took $z by IXFR" "[$z.] IXFR, incoming, remote 127.0.0.1@$P, finished" "$(cat knot/knot.log)"
+done
+# NSD logs the size of each transfer: the IXFR is small next to the first AXFR.
+nsd_sizes="$(grep -o 'received update to serial 2 at [^ ]* from [^ ]* TSIG verified with key nsd-xfr of [0-9]* bytes' nsd/nsd.log | awk '{print $(NF-1)}' | sort -n | tail -1)"
+checks=$((checks + 1)); [ -n "$nsd_sizes" ] && [ "$nsd_sizes" -lt 5000 ] || fail "NSD's serial-2 transfers are not small IXFRs: ${nsd_sizes:-none}"
+out="$(kdig -p "$P" @127.0.0.1 -y "hmac-sha256:nsd-xfr:$K256" plain.test IXFR=1 +tcp)"
+contains "IXFR from the journal: old record deleted" "old.plain.test." "$out"
+contains "IXFR from the journal: new record" "new.plain.test." "$out"
+out="$(kdig -p "$P" @127.0.0.1 -y "hmac-sha256:nsd-xfr:$K256" plain.test IXFR=2 +tcp)"
+equal "IXFR when up to date: one SOA" "1" "$(grep -c 'IN	SOA' <<< "$out")"
+out="$(kdig -p "$P" @127.0.0.1 -y "hmac-sha256:nsd-xfr:$K256" plain.test IXFR=0 +tcp)"
+contains "IXFR from an unknown serial: AXFR form" "h1999.plain.test." "$out"
+
+# ---- the secondaries answer as we do ----
+for z in plain.test signed.test; do
+  for q in "www.$z A" "www.$z AAAA" "new.$z TXT" "old.$z TXT" "x.wild.$z TXT" "h1234.$z A" "ns.sub.$z A" "$z NS"; do
+    # shellcheck disable=SC2086
+    ours="$(kdig -p "$P" @127.0.0.1 $q +noall +answer +authority 2>&1 | { grep -v -e RRSIG -e NSEC || true; } | sort)"
+    for p in "$P_NSD" "$P_KNOT"; do
+      # shellcheck disable=SC2086
+      theirs="$(kdig -p "$p" @127.0.0.1 $q +noall +answer +authority 2>&1 | { grep -v -e RRSIG -e NSEC || true; } | sort)"
+      equal "answer to $q from port $p" "$ours" "$theirs"
+    done
+  done
+done
+sed -n '/trust-anchors/,$p' keys/signed.test.anchor > ta.conf
+for p in "$P_NSD" "$P_KNOT"; do
+  out="$(delv @127.0.0.1 -p "$p" -a ta.conf +root=signed.test www.signed.test A 2>&1 || true)"
+  contains "delv through port $p: positive" "; fully validated" "$out"
+  contains "delv through port $p: new address" "192.0.2.2" "$out"
+  out="$(delv @127.0.0.1 -p "$p" -a ta.conf +root=signed.test old.signed.test TXT 2>&1 || true)"
+  contains "delv through port $p: deleted name" "negative response, fully validated" "$out"
+done
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]
