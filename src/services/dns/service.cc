@@ -21,9 +21,11 @@
 #include "crypto/random.h"
 #include "db/connection.h"
 #include "db/pool.h"
+#include "dns/notify.h"
 #include "dns/rdata.h"
 #include "dns/server.h"
 #include "dns/wire.h"
+#include "dns/xfr.h"
 #include "net/http_server.h"
 #include "net/json.h"
 #include "net/problem.h"
@@ -135,6 +137,72 @@ class DnsService final : public services::Service {
                 .default_value = "",
                 .help = "File with the 64-hex-digit key that seals zone private keys in the database; "
                         "empty: <data_dir>/dns/zone-keys.key, made on first start. Replicas must share it."});
+    // Zone transfers to secondaries (AXFR/IXFR with TSIG) and NOTIFY: docs/dns.md "Secondaries".
+    schema.Add({.key = "dns.transfer.tsig_keys",
+                .type = config::Type::kStringList,
+                .default_value = "",
+                .help = "TSIG keys for transfers and NOTIFY, each NAME:hmac-sha256:BASE64 (or hmac-sha512), "
+                        "as kdig -y takes them.",
+                .secret = true});
+    schema.Add({.key = "dns.transfer.acl",
+                .type = config::Type::kStringList,
+                .default_value = "",
+                .help = "Who may transfer which zone, each 'ZONE ADDR[/PREFIX]... [key=NAME]...' (ZONE * for "
+                        "every zone without its own entry; with key= a request must be signed by one of the "
+                        "keys). Empty: no transfers."});
+    schema.Add({.key = "dns.transfer.notify",
+                .type = config::Type::kStringList,
+                .default_value = "",
+                .help =
+                    "Secondaries told of every change (RFC 1996 NOTIFY), each 'ZONE ADDR:PORT [key=NAME]' "
+                    "(ZONE * for every zone; [V6]:PORT for IPv6)."});
+    schema.Add({.key = "dns.transfer.notify_attempts",
+                .type = config::Type::kInt,
+                .default_value = "5",
+                .help = "NOTIFY sends per change and secondary before giving up (the secondary's refresh "
+                        "timer still catches up).",
+                .min = 1,
+                .max = 20});
+    schema.Add({.key = "dns.transfer.notify_timeout",
+                .type = config::Type::kDuration,
+                .default_value = "1s",
+                .help = "Wait for a NOTIFY answer before the first resend; doubled after each send.",
+                .min = 10,
+                .max = 60000});
+    schema.Add({.key = "dns.transfer.journal_versions",
+                .type = config::Type::kInt,
+                .default_value = "32",
+                .help = "Versions of each zone kept in memory for IXFR; older serials get a full transfer.",
+                .min = 1,
+                .max = 10000});
+    // Response rate limiting (UDP): off by default, as in BIND and Knot; docs/dns.md "Rate limiting".
+    schema.Add({.key = "dns.rrl.rate",
+                .type = config::Type::kInt,
+                .default_value = "0",
+                .help =
+                    "Responses per second per client netblock and answer over UDP; 0 turns rate "
+                    "limiting off. 20 suits a public authoritative server (BIND's documented example: 5-20).",
+                .min = 0,
+                .max = 65535});
+    schema.Add({.key = "dns.rrl.slip",
+                .type = config::Type::kInt,
+                .default_value = "2",
+                .help = "Every slip-th limited response is sent truncated (TC) so real clients retry over "
+                        "TCP; 0 drops them all, 1 truncates them all.",
+                .min = 0,
+                .max = 10});
+    schema.Add({.key = "dns.rrl.ipv4_prefix",
+                .type = config::Type::kInt,
+                .default_value = "24",
+                .help = "IPv4 clients are counted together per netblock of this prefix length.",
+                .min = 8,
+                .max = 32});
+    schema.Add({.key = "dns.rrl.ipv6_prefix",
+                .type = config::Type::kInt,
+                .default_value = "56",
+                .help = "IPv6 clients are counted together per netblock of this prefix length.",
+                .min = 16,
+                .max = 128});
   }
 
   std::vector<db::Migration> Migrations() const override { return dns_service::Migrations(); }
@@ -161,11 +229,26 @@ class DnsService final : public services::Service {
     so.address = dns_addr.host.empty() ? "0.0.0.0" : dns_addr.host;
     so.port = dns_addr.port;
     so.udp_threads = static_cast<int>(ctx.config->GetInt("dns.udp_threads"));
+    so.rrl.responses_per_second = static_cast<int>(ctx.config->GetInt("dns.rrl.rate"));
+    so.rrl.slip = static_cast<int>(ctx.config->GetInt("dns.rrl.slip"));
+    so.rrl.ipv4_prefix = static_cast<int>(ctx.config->GetInt("dns.rrl.ipv4_prefix"));
+    so.rrl.ipv6_prefix = static_cast<int>(ctx.config->GetInt("dns.rrl.ipv6_prefix"));
+    GOVERN_ASSIGN_OR_RETURN(transfer_, TransferConfigFrom(*ctx.config));
+    so.transfers = std::make_shared<const dns::Transfers>(transfer_);
+    if (!transfer_.notify.empty()) {
+      dns::NotifyOptions no;
+      no.attempts = static_cast<int>(ctx.config->GetInt("dns.transfer.notify_attempts"));
+      no.first_timeout_ms = static_cast<int>(ctx.config->GetDuration("dns.transfer.notify_timeout").count());
+      auto notifier = dns::Notifier::Start(transfer_.keyring, no);
+      if (!notifier.ok()) return notifier.status().WithContext("dns: NOTIFY socket");
+      notifier_ = std::move(*notifier);
+    }
     auto server = dns::Server::Start(so, holder_);
     if (!server.ok())
       return server.status().WithContext("dns: start server on " + ctx.config->GetString("dns.listen"));
     server_ = std::move(*server);
     dns_host_ = so.address;
+    NotifyChanged(nullptr, *holder_->Load());  // secondaries catch up with changes made while we were down
     watcher_ = std::thread([this] { Watch(); });
 
     token_ = ctx.config->GetString("dns.api_token");
@@ -203,6 +286,7 @@ class DnsService final : public services::Service {
     stop_ = true;
     if (watcher_.joinable()) watcher_.join();
     if (server_) server_->Stop();
+    notifier_.reset();
     if (listener_) {
       (void)(*listener_)->Unlisten(kNotifyChannel);
       listener_.reset();
@@ -219,14 +303,45 @@ class DnsService final : public services::Service {
     if (!built.ok() && built.status().code() != Code::kNotFound) return built.status();
     std::shared_ptr<const dns::Zone> replacement;
     if (built.ok()) replacement = std::move(*built);
-    holder_->Store(WithZone(*holder_->Load(), *apex, std::move(replacement)));
+    auto before = holder_->Load();
+    auto after = WithZone(*before, *apex, std::move(replacement));
+    holder_->Store(after);
+    NotifyChanged(before.get(), *after);
     return OkStatus();
   }
 
   Status ReloadAll() {
     GOVERN_ASSIGN_OR_RETURN(auto zones, store_->LoadAll());
-    holder_->Store(std::make_shared<const dns::ZoneSet>(std::move(zones)));
+    auto before = holder_->Load();
+    auto after = std::make_shared<const dns::ZoneSet>(std::move(zones));
+    holder_->Store(after);
+    NotifyChanged(before.get(), *after);
     return OkStatus();
+  }
+
+  static Result<dns::TransferConfig> TransferConfigFrom(const config::Config& c) {
+    dns::TransferConfig t;
+    for (const auto& k : c.GetStringList("dns.transfer.tsig_keys"))
+      GOVERN_RETURN_IF_ERROR(t.AddKey(k).WithContext("dns.transfer.tsig_keys"));
+    for (const auto& a : c.GetStringList("dns.transfer.acl"))
+      GOVERN_RETURN_IF_ERROR(t.AddAcl(a).WithContext("dns.transfer.acl"));
+    for (const auto& n : c.GetStringList("dns.transfer.notify"))
+      GOVERN_RETURN_IF_ERROR(t.AddNotify(n).WithContext("dns.transfer.notify"));
+    t.journal_versions = static_cast<size_t>(c.GetInt("dns.transfer.journal_versions"));
+    return t;
+  }
+
+  // NOTIFY (RFC 1996) for every zone of `after` whose serial is not the one in `before` (null: all).
+  void NotifyChanged(const dns::ZoneSet* before, const dns::ZoneSet& after) {
+    if (!notifier_) return;
+    for (const auto& z : after.zones()) {
+      const dns::Zone* old = before ? before->Find(z->apex()) : nullptr;
+      if (old && old->apex() == z->apex() && old->serial() == z->serial()) continue;
+      auto targets = transfer_.NotifyFor(z->apex());
+      if (targets.empty()) continue;
+      const dns::Node* apex = z->Find(z->apex());
+      notifier_->Send(apex ? apex->owner : z->apex(), z->soa().ttl, z->soa().rdatas[0], targets);
+    }
   }
 
   void Watch() {
@@ -392,6 +507,8 @@ class DnsService final : public services::Service {
   int seen_reconnects_ = 0;
   std::shared_ptr<dns::ZoneSetHolder> holder_;
   std::unique_ptr<dns::Server> server_;
+  dns::TransferConfig transfer_;
+  std::unique_ptr<dns::Notifier> notifier_;
   std::string dns_host_, api_host_, token_;
   std::thread watcher_;
   std::atomic<bool> stop_{false};

@@ -101,10 +101,16 @@ Result<std::string> NormalizeZoneName(std::string_view text) {
 }
 
 Status Store::Bump(db::Connection& c, std::string_view zone, int64_t at_least) {
-  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
-                          c.ExecPrepared("UPDATE dns_zones SET serial = GREATEST(serial + 1, $2) "
-                                         "WHERE name = $1 RETURNING serial",
-                                         db::Params(zone, at_least)));
+  GOVERN_ASSIGN_OR_RETURN(
+      db::Rows rows,
+      // RFC 1982: serials live modulo 2^32; the next one is serial + 1 (wrapping),
+      // or an imported file's serial when that is later in sequence space, i.e.
+      // (file - next) mod 2^32 in [1, 2^31 - 1]. -1: no file serial.
+      c.ExecPrepared("UPDATE dns_zones SET serial = CASE WHEN $2 >= 0 AND "
+                     "(($2 - (serial + 1) % 4294967296) + 4294967296) % 4294967296 "
+                     "BETWEEN 1 AND 2147483647 THEN $2 ELSE (serial + 1) % 4294967296 END "
+                     "WHERE name = $1 RETURNING serial",
+                     db::Params(zone, at_least)));
   if (rows.empty()) return NotFound("zone " + std::string(zone) + " does not exist");
   return c.ExecPrepared("SELECT pg_notify($1, $2)", db::Params(kNotifyChannel, zone)).status();
 }
@@ -206,7 +212,7 @@ Status Store::ImportZoneFile(std::string_view name, std::string_view text) {
   GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
   GOVERN_ASSIGN_OR_RETURN(auto records, dns::ParseZoneFile(text, zone));
   std::vector<dns::Record> keep;
-  int64_t file_serial = 0;
+  int64_t file_serial = -1;
   for (auto& r : records) {
     if (r.type == kSoa && r.rdata.size() >= 20) {
       file_serial = dns::Get32(reinterpret_cast<const uint8_t*>(r.rdata.data()) + r.rdata.size() - 20);

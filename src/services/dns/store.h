@@ -81,7 +81,7 @@ class Store {
   Status CheckBuilds(db::Connection& c, std::string_view zone);
   // Inside a transaction: serial + 1 (or `at_least`: an imported file's serial), NotFound for an
   // unknown zone, and NOTIFY.
-  Status Bump(db::Connection& c, std::string_view zone, int64_t at_least = 0);
+  Status Bump(db::Connection& c, std::string_view zone, int64_t at_least = -1);
 
   db::Pool* pool_;
   std::shared_ptr<const crypto::Aes256GcmKey> key_;
