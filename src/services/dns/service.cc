@@ -29,6 +29,7 @@
 #include "net/http_server.h"
 #include "net/json.h"
 #include "net/problem.h"
+#include "services/dns/api_json.h"
 #include "services/dns/store.h"
 #include "services/dns/swap.h"
 #include "services/http_config.h"
@@ -425,18 +426,9 @@ class DnsService final : public services::Service {
       return net::JsonResponse(nlohmann::json{{"zones", arr}}.dump());
     });
     Route(router, net::Method::kPost, "/v1/dns/zones", [this](net::Request& req) {
-      auto j = nlohmann::json::parse(req.body, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
-      CreateZoneRequest cr;
-      try {
-        cr.name = j.at("name").get<std::string>();
-        cr.dnssec = j.value("dnssec", false);
-        cr.algorithm = j.value("algorithm", 13);
-        cr.soa = j.value("soa", std::string());
-        cr.ns = j.value("ns", std::vector<std::string>{});
-      } catch (const std::exception& e) {
-        return Problem(InvalidArgument(std::string("body: ") + e.what()), req);
-      }
+      auto parsed = ParseCreateZoneBody(req.body);
+      if (!parsed.ok()) return Problem(parsed.status(), req);
+      CreateZoneRequest cr = std::move(*parsed);
       Status s = store_->CreateZone(cr);
       if (!s.ok()) return Problem(s, req);
       return net::JsonResponse(nlohmann::json{{"name", *NormalizeZoneName(cr.name)}}.dump(), 201);
@@ -454,19 +446,10 @@ class DnsService final : public services::Service {
       return net::JsonResponse(nlohmann::json{{"records", arr}}.dump());
     });
     auto put_rrset = [this](net::Request& req) {
-      auto j = nlohmann::json::parse(req.body, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
-      uint32_t ttl = 0;
-      std::vector<std::string> rdatas;
-      try {
-        int64_t t = j.value("ttl", int64_t{300});
-        if (t < 0 || t > 0x7fffffff) return Problem(InvalidArgument("ttl: 0 to 2147483647"), req);
-        ttl = static_cast<uint32_t>(t);
-        rdatas = j.at("rdata").get<std::vector<std::string>>();
-      } catch (const std::exception& e) {
-        return Problem(InvalidArgument(std::string("body: ") + e.what()), req);
-      }
-      if (rdatas.empty()) return Problem(InvalidArgument("rdata: empty (DELETE removes an RRset)"), req);
+      auto body = ParseRRsetBody(req.body);
+      if (!body.ok()) return Problem(body.status(), req);
+      uint32_t ttl = body->ttl;
+      std::vector<std::string> rdatas = std::move(body->rdata);
       Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), ttl, rdatas);
       if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");

@@ -20,7 +20,26 @@ std::string LowerText(std::string_view wire) {
   return dns::NameToText(w);
 }
 
-// One record line through the master-file parser, so the API accepts exactly what zone files do.
+Status CheckInZone(std::string_view zone, const dns::Record& r) {
+  auto apex = dns::NameFromText(zone);
+  if (!apex.ok()) return apex.status();
+  std::string owner = r.owner;
+  dns::LowerName(owner);
+  if (!dns::IsSubdomain(owner, *apex))
+    return InvalidArgument("owner: " + dns::NameToText(r.owner) + " is not in " + std::string(zone));
+  return OkStatus();
+}
+
+Status InsertRecord(db::Connection& c, std::string_view zone, const dns::Record& r) {
+  return c
+      .ExecPrepared("INSERT INTO dns_records (zone, owner, type, ttl, rdata) VALUES ($1, $2, $3, $4, $5)",
+                    db::Params(zone, LowerText(r.owner), static_cast<int32_t>(r.type),
+                               static_cast<int64_t>(r.ttl), db::Bytea{r.rdata}))
+      .status();
+}
+
+}  // namespace
+
 Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_view owner,
                                             std::string_view type, uint32_t ttl,
                                             const std::vector<std::string>& rdatas) {
@@ -45,26 +64,6 @@ Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_v
   }
   return out;
 }
-
-Status CheckInZone(std::string_view zone, const dns::Record& r) {
-  auto apex = dns::NameFromText(zone);
-  if (!apex.ok()) return apex.status();
-  std::string owner = r.owner;
-  dns::LowerName(owner);
-  if (!dns::IsSubdomain(owner, *apex))
-    return InvalidArgument("owner: " + dns::NameToText(r.owner) + " is not in " + std::string(zone));
-  return OkStatus();
-}
-
-Status InsertRecord(db::Connection& c, std::string_view zone, const dns::Record& r) {
-  return c
-      .ExecPrepared("INSERT INTO dns_records (zone, owner, type, ttl, rdata) VALUES ($1, $2, $3, $4, $5)",
-                    db::Params(zone, LowerText(r.owner), static_cast<int32_t>(r.type),
-                               static_cast<int64_t>(r.ttl), db::Bytea{r.rdata}))
-      .status();
-}
-
-}  // namespace
 
 std::vector<db::Migration> Migrations() {
   return {{1, "dns zones, records and keys", R"sql(

@@ -47,6 +47,13 @@ struct CreateZoneRequest {
   std::vector<std::string> ns;  // NS targets at the apex; empty: ns1.<zone>
 };
 
+// One RRset as the API gives it (owner relative, absolute or "@"; type mnemonic; presentation RDATA)
+// through the master-file parser, so the API accepts exactly what zone files do. Errors name the
+// field ("rdata[0]: line 1: ..."). Records the server makes (DNSKEY, RRSIG, NSEC) are refused.
+Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_view owner,
+                                            std::string_view type, uint32_t ttl,
+                                            const std::vector<std::string>& rdatas);
+
 // Normalizes "Example.COM" to "example.com."; InvalidArgument for a bad name.
 Result<std::string> NormalizeZoneName(std::string_view text);
 
