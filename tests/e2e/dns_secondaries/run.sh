@@ -5,6 +5,9 @@
 set -euo pipefail
 : "${DNS_SERVE:?DNS_SERVE must point at govern-dns-serve}"
 DNS_SERVE="$(realpath "$DNS_SERVE")"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 NSD="${NSD:-/usr/sbin/nsd}"
 KNOTD="${KNOTD:-/usr/sbin/knotd}"
 for t in "$NSD" "$KNOTD" kdig delv ldns-verify-zone python3; do
@@ -14,8 +17,7 @@ work="$(mktemp -d /tmp/govern-dns-sec-XXXXXX)"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -f "$work/nsd/nsd.pid" ] && kill "$(cat "$work/nsd/nsd.pid")" 2>/dev/null || true
-  [ -f "$work/knot/knot.pid" ] && kill "$(cat "$work/knot/knot.pid")" 2>/dev/null || true
+  stop_secondaries
   sleep 0.2
   if [ "${KEEP:-}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
 }
@@ -27,21 +29,7 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 contains() { checks=$((checks + 1)); [[ "$3" == *"$2"* ]] || fail "$1: lacks '$2' in: $3"; }
 equal() { checks=$((checks + 1)); [ "$2" == "$3" ] || fail "$1: '$2' != '$3'"; }
 
-# Free ports for the two secondaries (TCP and UDP both free).
-read -r P_NSD P_KNOT < <(python3 - <<'PY'
-import socket
-ports = []
-while len(ports) < 2:
-    t = socket.socket(); t.bind(("127.0.0.1", 0)); p = t.getsockname()[1]
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        u.bind(("127.0.0.1", p)); ports.append(p)
-    except OSError:
-        pass
-    t.close(); u.close()
-print(*ports)
-PY
-)
+read -r P_NSD P_KNOT < <(free_ports 2)
 K256="$(head -c 32 /dev/urandom | base64)"
 K512="$(head -c 64 /dev/urandom | base64 -w0)"
 
@@ -56,7 +44,7 @@ mkzone() {  # NAME SERIAL WWW: a zone of ~2,000 names so a transfer spans severa
 }
 mkzone plain.test 1 192.0.2.1
 mkzone signed.test 1 192.0.2.1
-mkdir keys nsd knot
+mkdir keys
 "$DNS_SERVE" --port 0 --zone plain.test.=plain.test.zone --zone signed.test.=signed.test.zone \
   --sign keys --unsigned plain.test. \
   --tsig "nsd-xfr:hmac-sha256:$K256" --tsig "knot-xfr:hmac-sha512:$K512" \
@@ -68,83 +56,10 @@ for _ in $(seq 1 100); do grep -q listening serve.out 2>/dev/null && break; slee
 P="$(awk '/listening on/{print $3}' serve.out)"
 [ -n "$P" ] || { echo "govern-dns-serve did not start: $(cat serve.err)" >&2; exit 1; }
 
-cat > nsd/nsd.conf <<C
-server:
-    ip-address: 127.0.0.1
-    port: $P_NSD
-    server-count: 1
-    username: ""
-    chroot: ""
-    zonesdir: "$work/nsd"
-    database: ""
-    zonelistfile: "$work/nsd/zone.list"
-    xfrdfile: "$work/nsd/xfrd.state"
-    xfrdir: "$work/nsd"
-    pidfile: "$work/nsd/nsd.pid"
-    logfile: "$work/nsd/nsd.log"
-    verbosity: 2
-    rrl-ratelimit: 0
-    minimal-responses: yes
-remote-control:
-    control-enable: no
-key:
-    name: nsd-xfr
-    algorithm: hmac-sha256
-    secret: "$K256"
-C
-cat > knot/knot.conf <<C
-server:
-    rundir: "$work/knot"
-    pidfile: "$work/knot/knot.pid"
-    listen: 127.0.0.1@$P_KNOT
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-log:
-  - target: "$work/knot/knot.log"
-    any: info
-database:
-    storage: "$work/knot"
-key:
-  - id: knot-xfr
-    algorithm: hmac-sha512
-    secret: $K512
-remote:
-  - id: primary
-    address: 127.0.0.1@$P
-    key: knot-xfr
-acl:
-  - id: notify_from_primary
-    address: 127.0.0.1
-    key: knot-xfr
-    action: notify
-template:
-  - id: default
-    storage: "$work/knot"
-    file: "%s.zone"
-    zonefile-sync: -1
-    journal-content: changes
-zone:
-C
-for z in plain.test signed.test; do
-  printf 'zone:\n    name: %s\n    request-xfr: 127.0.0.1@%s nsd-xfr\n    allow-notify: 127.0.0.1 nsd-xfr\n' "$z" "$P" >> nsd/nsd.conf
-  printf '  - domain: %s\n    master: primary\n    acl: notify_from_primary\n' "$z" >> knot/knot.conf
-done
-"$NSD" -c "$work/nsd/nsd.conf"
-"$KNOTD" -c "$work/knot/knot.conf" -d
+start_secondaries "$P" "$P_NSD" "$P_KNOT" "$K256" "$K512" plain.test signed.test
 
-# serial PORT ZONE: the SOA serial a server answers (empty if none)
-serial() { kdig -p "$1" @127.0.0.1 "$2" SOA +short +time=1 +retry=0 2>/dev/null | awk '{print $3}'; }
-# wait_serial ZONE SERIAL: until both secondaries serve it (10 s at most)
-wait_serial() {
-  for _ in $(seq 1 200); do
-    [ "$(serial "$P_NSD" "$1")" = "$2" ] && [ "$(serial "$P_KNOT" "$1")" = "$2" ] && return 0
-    sleep 0.05
-  done
-  fail "$1 serial $2 not reached: nsd=$(serial "$P_NSD" "$1") knot=$(serial "$P_KNOT" "$1")"
-}
-wait_serial plain.test 1
-wait_serial signed.test 1
+wait_serial "$P_NSD" "$P_KNOT" plain.test 1
+wait_serial "$P_NSD" "$P_KNOT" signed.test 1
 
 # ---- transfers refused and badly signed ----
 out="$(kdig -p "$P" @127.0.0.1 plain.test AXFR 2>&1 || true)"
@@ -172,8 +87,8 @@ contains "ldns-verify-zone on our AXFR" "Zone is verified and complete" "$out"
 mkzone plain.test 2 192.0.2.2
 mkzone signed.test 2 192.0.2.2
 kill -HUP "$serve_pid"
-wait_serial plain.test 2
-wait_serial signed.test 2
+wait_serial "$P_NSD" "$P_KNOT" plain.test 2
+wait_serial "$P_NSD" "$P_KNOT" signed.test 2
 for z in plain.test signed.test; do
   contains "NSD got our NOTIFY for $z" "notify for $z. from 127.0.0.1 serial 2" "$(cat nsd/nsd.log)"
   contains "Knot got our NOTIFY for $z" "[$z.] notify, incoming" "$(cat knot/knot.log)"
@@ -192,15 +107,8 @@ contains "IXFR from an unknown serial: AXFR form" "h1999.plain.test." "$out"
 
 # ---- the secondaries answer as we do ----
 for z in plain.test signed.test; do
-  for q in "www.$z A" "www.$z AAAA" "new.$z TXT" "old.$z TXT" "x.wild.$z TXT" "h1234.$z A" "ns.sub.$z A" "$z NS"; do
-    # shellcheck disable=SC2086
-    ours="$(kdig -p "$P" @127.0.0.1 $q +noall +answer +authority 2>&1 | { grep -v -e RRSIG -e NSEC || true; } | sort)"
-    for p in "$P_NSD" "$P_KNOT"; do
-      # shellcheck disable=SC2086
-      theirs="$(kdig -p "$p" @127.0.0.1 $q +noall +answer +authority 2>&1 | { grep -v -e RRSIG -e NSEC || true; } | sort)"
-      equal "answer to $q from port $p" "$ours" "$theirs"
-    done
-  done
+  same_answers "$P" "$P_NSD" "$P_KNOT" "www.$z A" "www.$z AAAA" "new.$z TXT" "old.$z TXT" "x.wild.$z TXT" \
+    "h1234.$z A" "ns.sub.$z A" "$z NS"
 done
 sed -n '/trust-anchors/,$p' keys/signed.test.anchor > ta.conf
 for p in "$P_NSD" "$P_KNOT"; do
