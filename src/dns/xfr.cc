@@ -140,18 +140,18 @@ std::shared_ptr<const TransferVersion> MakeVersion(const Zone& zone, uint32_t no
 
 // A response without records (errors, REFUSED): header + question.
 std::vector<uint8_t> Bare(const Message& m, uint8_t rcode, bool aa) {
-  std::vector<uint8_t> out(kHeaderSize);
+  // Sized once and filled in place (GCC 12 warns falsely on inserts into a 12-byte vector).
+  size_t qlen = m.has_question ? m.qname_raw.size() + 4 : 0;
+  std::vector<uint8_t> out(kHeaderSize + qlen, 0);
   Put16(out.data(), m.id);
   uint16_t flags =
       static_cast<uint16_t>(kFlagQR | (m.opcode << 11) | (m.flags & 0x0100) | (aa ? kFlagAA : 0) | rcode);
   Put16(&out[2], flags);
   if (m.has_question) {
     Put16(&out[4], 1);
-    out.insert(out.end(), m.qname_raw.begin(), m.qname_raw.end());
-    uint8_t t[4];
-    Put16(t, m.qtype);
-    Put16(t + 2, m.qclass);
-    out.insert(out.end(), t, t + 4);
+    std::memcpy(&out[kHeaderSize], m.qname_raw.data(), m.qname_raw.size());
+    Put16(&out[kHeaderSize + m.qname_raw.size()], m.qtype);
+    Put16(&out[kHeaderSize + m.qname_raw.size() + 2], m.qclass);
   }
   return out;
 }
