@@ -11,6 +11,7 @@
 #include "dns/answer.h"
 #include "dns/message.h"
 #include "dns/rdata.h"
+#include "dns/rrl.h"
 #include "dns/wire.h"
 
 namespace govern::dns {
@@ -426,6 +427,20 @@ void Transfers::Handle(const ZoneSet& zones, std::span<const uint8_t> packet, co
     size_t n = Answer(zones, stripped, AnswerOptions{tcp, now}, out.data(), tcp ? 65535 : 4096);
     if (n == 0) return;
     out.resize(n);
+    if (!tcp && signer) {
+      // The TSIG must fit in the client's UDP size too (RFC 8945 section 5.3): if it does not, the
+      // answer goes out truncated (header and question, TC) and signed, and the client retries over TCP.
+      size_t limit = 512;
+      for (const auto& r : m.additional)
+        if (r.type == kOPT) limit = std::clamp<size_t>(r.klass, 512, kDefaultUdpPayload);
+      TsigSigner attempt = *signer;
+      std::vector<uint8_t> signed_out = out;
+      attempt.Sign(signed_out, now);
+      if (signed_out.size() > limit) {
+        out.resize(RateLimiter::Truncate(out.data(), out.size()));
+        // Keep the OPT out of it: a bare TC answer needs none.
+      }
+    }
     emit(out);
     return;
   }

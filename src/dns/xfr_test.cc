@@ -352,6 +352,37 @@ TEST(SlowPath, SignedSoaQueryIsAnsweredSigned) {
   EXPECT_NE(recs[0].find(" 7 3600"), std::string::npos);
 }
 
+// An answer that fits 512 octets alone but not with its TSIG goes out truncated (TC), still signed.
+TEST(SlowPath, SignedUdpAnswerTooBigWithTsigIsTruncated) {
+  Transfers t(Config(true));
+  uint32_t now = static_cast<uint32_t>(::time(nullptr));
+  for (size_t len = 300; len < 480; len += 10) {
+    std::string txt = "\"" + std::string(len / 2, 'a') + "\" \"" + std::string(len / 2, 'b') + "\"";
+    auto recs = ParseZoneFile("$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nbig TXT " + txt + "\n",
+                              "x.test.");
+    ASSERT_TRUE(recs.ok());
+    auto z = Zone::Build("x.test.", std::move(*recs));
+    ASSERT_TRUE(z.ok());
+    ZoneSet zones({*z});
+    auto q = testing::MakeQuery("big.x.test.", kTXT);
+    std::vector<uint8_t> plain(4096);
+    size_t n = Answer(zones, q, AnswerOptions{false, now}, plain.data(), plain.size());
+    TsigSigner client(Key(), "");
+    client.Sign(q, now);
+    auto c = Xfr(t, zones, q, "127.0.0.1", false, now);
+    ASSERT_EQ(c.messages.size(), 1u);
+    const auto& m = c.messages[0];
+    EXPECT_LE(m.size(), 512u);
+    EXPECT_TRUE(client.Verify(m, now).ok());
+    bool tc = m[2] & 0x02;
+    // The TSIG record for key "xfr." with an hmac-sha256 MAC: 15 octets of RR header, 61 of RDATA.
+    EXPECT_EQ(tc, n + 76 > 512) << "answer of " << n << " octets";
+    if (tc) {
+      EXPECT_EQ(Get16(&m[6]), 0);  // no records but the TSIG
+    }
+  }
+}
+
 TEST(Rrl, LimitsPerNetblockAndAnswerWithSlip) {
   RrlOptions o;
   o.responses_per_second = 5;
