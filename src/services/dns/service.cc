@@ -261,6 +261,8 @@ class DnsService final : public services::Service {
       sc.port = api.port;
       api_host_ = api.host;
       jobs_ = std::make_unique<services::JobQueue>(4, std::numeric_limits<size_t>::max());
+      keys_ = std::make_unique<service_keys::KeyCache>(ctx.db, DnsKeyTable(),
+                                                       service_keys::KeyCacheOptions{.clock = ctx.clock});
       net::Router router;
       AddRoutes(router);
       http_ = std::make_unique<net::Server>(std::move(sc), std::move(router));
@@ -283,7 +285,9 @@ class DnsService final : public services::Service {
 
   void Stop() override {
     if (http_) http_->Stop();
+    if (keys_) keys_->Shutdown();
     jobs_.reset();
+    keys_.reset();
     stop_ = true;
     if (watcher_.joinable()) watcher_.join();
     if (server_) server_->Stop();
@@ -391,31 +395,55 @@ class DnsService final : public services::Service {
     }
   }
 
-  bool Authorized(const net::Request& req) const {
+  static std::string_view BearerOf(const net::Request& req) {
     auto h = req.headers.Get("Authorization");
-    if (!h) return false;
-    std::string want = "Bearer " + token_;
-    return crypto::ConstantTimeEquals(*h, want);
+    if (!h) return {};
+    std::string_view v = *h;
+    if (v.size() < 7 || !net::EqualsIgnoreCase(v.substr(0, 7), "Bearer ")) return {};
+    v.remove_prefix(7);
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    return v;
   }
 
-  // Registers an authorized route whose handler runs on the job threads.
-  void Route(net::Router& router, net::Method m, std::string_view pattern,
+  enum class Need { kRead, kWrite, kAdmin };
+
+  // Registers a route whose handler runs on the job threads once the caller is allowed: the admin
+  // token (dns.api_token) may do everything; a gvd_ key with scope "write" every zone route, "read"
+  // the GET routes; key management needs the admin token.
+  void Route(net::Router& router, net::Method m, std::string_view pattern, Need need,
              std::function<net::Response(net::Request&)> fn) {
-    router.Add(m, pattern, [this, fn](net::Request&& req, net::Responder out) {
-      if (!Authorized(req)) {
-        net::Response r = net::ProblemResponse(401, "a bearer token (dns.api_token) is required", req.path);
-        r.headers.Set("WWW-Authenticate", "Bearer");
-        out.Send(std::move(r));
-        return;
-      }
+    router.Add(m, pattern, [this, fn, need](net::Request&& req, net::Responder out) {
+      auto run = [this, fn](std::shared_ptr<net::Request> q, std::shared_ptr<net::Responder> o) {
+        jobs_->Post([q, o, fn] { o->Send(fn(*q)); });
+      };
+      std::string_view bearer = BearerOf(req);
       auto q = std::make_shared<net::Request>(std::move(req));
       auto o = std::make_shared<net::Responder>(std::move(out));
-      jobs_->Post([q, o, fn] { o->Send(fn(*q)); });
+      if (!bearer.empty() && crypto::ConstantTimeEquals(bearer, token_)) return run(q, o);
+      if (bearer.empty() || !bearer.starts_with("gvd_") || keys_ == nullptr || need == Need::kAdmin) {
+        net::Response r = net::ProblemResponse(
+            401,
+            need == Need::kAdmin ? "the admin token (dns.api_token) is required"
+                                 : "a bearer token is required: dns.api_token or a gvd_ key",
+            q->path);
+        r.headers.Set("WWW-Authenticate", "Bearer");
+        return o->Send(std::move(r));
+      }
+      keys_->Verify(std::string(bearer), [q, o, need, run](Result<service_keys::KeyIdentity> who) {
+        if (!who.ok()) {
+          if (who.status().code() == Code::kUnauthenticated)
+            return o->Send(net::ProblemResponse(401, who.status().message(), q->path));
+          return o->Send(net::ProblemResponse(503, "the key store is unavailable; retry later", q->path));
+        }
+        if (need == Need::kWrite && who->scope != "write")
+          return o->Send(net::ProblemResponse(403, "this key has scope 'read'; this needs 'write'", q->path));
+        run(q, o);
+      });
     });
   }
 
   void AddRoutes(net::Router& router) {
-    Route(router, net::Method::kGet, "/v1/dns/zones", [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones", Need::kRead, [this](net::Request& req) {
       auto zones = store_->ListZones();
       if (!zones.ok()) return Problem(zones.status(), req);
       nlohmann::json arr = nlohmann::json::array();
@@ -425,7 +453,7 @@ class DnsService final : public services::Service {
       }
       return net::JsonResponse(nlohmann::json{{"zones", arr}}.dump());
     });
-    Route(router, net::Method::kPost, "/v1/dns/zones", [this](net::Request& req) {
+    Route(router, net::Method::kPost, "/v1/dns/zones", Need::kWrite, [this](net::Request& req) {
       auto parsed = ParseCreateZoneBody(req.body);
       if (!parsed.ok()) return Problem(parsed.status(), req);
       CreateZoneRequest cr = std::move(*parsed);
@@ -433,12 +461,12 @@ class DnsService final : public services::Service {
       if (!s.ok()) return Problem(s, req);
       return net::JsonResponse(nlohmann::json{{"name", *NormalizeZoneName(cr.name)}}.dump(), 201);
     });
-    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}", [this](net::Request& req) {
+    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}", Need::kWrite, [this](net::Request& req) {
       Status s = store_->DeleteZone(req.Param("zone"));
       if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");
     });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/records", [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/records", Need::kRead, [this](net::Request& req) {
       auto records = store_->Records(req.Param("zone"));
       if (!records.ok()) return Problem(records.status(), req);
       nlohmann::json arr = nlohmann::json::array();
@@ -454,24 +482,24 @@ class DnsService final : public services::Service {
       if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");
     };
-    Route(router, net::Method::kPut, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", put_rrset);
-    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}",
+    Route(router, net::Method::kPut, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", Need::kWrite, put_rrset);
+    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", Need::kWrite,
           [this](net::Request& req) {
             Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), 0, {});
             if (!s.ok()) return Problem(s, req);
             return net::Response(204, "");
           });
-    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", [this](net::Request& req) {
+    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", Need::kWrite, [this](net::Request& req) {
       Status s = store_->ImportZoneFile(req.Param("zone"), req.body);
       if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");
     });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", Need::kRead, [this](net::Request& req) {
       auto text = store_->ExportZoneFile(req.Param("zone"));
       if (!text.ok()) return Problem(text.status(), req);
       return net::Response(200, std::move(*text), "text/dns");
     });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", Need::kRead, [this](net::Request& req) {
       auto zone = store_->LoadZone(req.Param("zone"));
       if (!zone.ok()) return Problem(zone.status(), req);
       if (!(*zone)->signed_zone()) return Problem(FailedPrecondition("zone is not signed"), req);
@@ -481,6 +509,53 @@ class DnsService final : public services::Service {
         if (r.type == 48) dnskey.push_back(dns::PrintRecord(r));
       }
       return net::JsonResponse(nlohmann::json{{"ds", ds}, {"dnskey", dnskey}}.dump());
+    });
+    // API keys (admin token only): POST {"org","scope","name"} -> 201 {"key"} (shown once), list, revoke.
+    Route(router, net::Method::kPost, "/v1/dns/keys", Need::kAdmin, [this](net::Request& req) {
+      auto j = nlohmann::json::parse(req.body, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
+      auto str = [&](const char* k, const char* dflt) -> std::optional<std::string> {
+        auto it = j.find(k);
+        if (it == j.end()) return std::string(dflt);
+        if (!it->is_string()) return std::nullopt;
+        return it->get<std::string>();
+      };
+      auto org = str("org", "default"), scope = str("scope", ""), kname = str("name", "");
+      if (!org || !scope || !kname)
+        return Problem(InvalidArgument("body: org, scope and name are strings"), req);
+      if (Status s = service_keys::ValidateOrg(*org); !s.ok())
+        return Problem(InvalidArgument("org: " + s.message()), req);
+      if (Status s = DnsKeyTable().CheckScope(*scope); !s.ok())
+        return Problem(InvalidArgument("scope: " + s.message()), req);
+      auto lease = ctx_.db->Checkout();
+      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+      auto key = service_keys::CreateKey(**lease, DnsKeyTable(), *org, *scope, *kname);
+      if (!key.ok()) return Problem(key.status(), req);
+      return net::JsonResponse(nlohmann::json{{"key", *key}}.dump(), 201);
+    });
+    Route(router, net::Method::kGet, "/v1/dns/keys", Need::kAdmin, [this](net::Request& req) {
+      auto lease = ctx_.db->Checkout();
+      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+      auto keys = service_keys::ListKeys(**lease, DnsKeyTable());
+      if (!keys.ok()) return Problem(keys.status(), req);
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& k : *keys) {
+        arr.push_back({{"key_id", k.key_id},
+                       {"org", k.org},
+                       {"scope", k.scope},
+                       {"name", k.name},
+                       {"created_at", k.created_at},
+                       {"revoked_at", k.revoked_at ? *k.revoked_at : ""}});
+      }
+      return net::JsonResponse(nlohmann::json{{"keys", arr}}.dump());
+    });
+    Route(router, net::Method::kDelete, "/v1/dns/keys/{key_id}", Need::kAdmin, [this](net::Request& req) {
+      auto lease = ctx_.db->Checkout();
+      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+      Status s = service_keys::RevokeKey(**lease, DnsKeyTable(), req.Param("key_id"));
+      if (!s.ok()) return Problem(s, req);
+      keys_->Forget(req.Param("key_id"));  // at once in this process; other replicas within the cache TTL
+      return net::Response(204, "");
     });
   }
 
@@ -497,6 +572,7 @@ class DnsService final : public services::Service {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> reloads_all_{0};
   std::unique_ptr<services::JobQueue> jobs_;
+  std::unique_ptr<service_keys::KeyCache> keys_;
   std::unique_ptr<net::Server> http_;
 };
 

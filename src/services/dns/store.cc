@@ -65,6 +65,12 @@ Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_v
   return out;
 }
 
+const service_keys::KeyTable& DnsKeyTable() {
+  static const service_keys::KeyTable table{
+      .table = "dns_api_keys", .prefix = "gvd", .scopes = {"read", "write"}, .log_component = "dns"};
+  return table;
+}
+
 std::vector<db::Migration> Migrations() {
   return {{1, "dns zones, records and keys", R"sql(
 CREATE TABLE dns_zones (
@@ -87,7 +93,8 @@ CREATE TABLE dns_zone_keys (
   algorithm integer NOT NULL,
   private_sealed bytea NOT NULL
 );
-)sql"}};
+)sql"},
+          {2, "dns API keys", service_keys::TableSql(DnsKeyTable())}};
 }
 
 Result<std::string> NormalizeZoneName(std::string_view text) {

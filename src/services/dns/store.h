@@ -19,6 +19,7 @@
 #include "crypto/aead.h"
 #include "db/migrator.h"
 #include "dns/zone.h"
+#include "services/keys/keys.h"
 
 namespace govern::db {
 class Pool;
@@ -30,6 +31,9 @@ namespace govern::dns_service {
 inline constexpr std::string_view kNotifyChannel = "govern_dns";
 
 std::vector<db::Migration> Migrations();
+// The zone API's keys (`gvd_...`, table dns_api_keys): scope "read" (GET routes) or "write" (every
+// zone route). Zones have no organisation yet: a key's org is a label, and a key reaches every zone.
+const service_keys::KeyTable& DnsKeyTable();
 
 struct ZoneInfo {
   std::string name;
