@@ -8,6 +8,8 @@
 //
 // SIGHUP re-reads every zone file and swaps the new zones in; zones whose serial moved are NOTIFYed
 // to their --notify targets (and to them all at start).
+// --nsec3 / --nsec3-optout: signed zones are transferred (and --check printed) with an NSEC3 chain
+// (RFC 5155; 0 iterations, no salt, as RFC 9276 advises; opt-out leaves insecure delegations off it).
 // --sign DIR signs every zone (but those named by --unsigned NAME) online with one CSK per zone, kept in
 // DIR/<zone>key (made on first run) and writes DIR/<zone>anchor (a delv trust-anchors block), DIR/<zone>ds
 // and DIR/<zone>dnskey.
@@ -58,6 +60,7 @@ int Usage() {
       stderr,
       "usage: govern-dns-serve --zone NAME=FILE [--zone ...] [--address A] [--port N] [--threads N]\n"
       "                        [--sign DIR] [--unsigned NAME]... [--algorithm 13|15] [--check]\n"
+      "                        [--nsec3 | --nsec3-optout]\n"
       "                        [--tsig KEY]... [--allow-transfer ACL]... [--notify TARGET]...\n"
       "                        [--rrl-rate N] [--rrl-slip N]\n");
   return 2;
@@ -76,6 +79,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> acl_args, notify_args;
   bool transfers = false;
   std::vector<std::string> unsigned_zones;  // left unsigned under --sign
+  Nsec3Params nsec3;                        // transfer form of signed zones: NSEC3 instead of NSEC
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -94,6 +98,11 @@ int main(int argc, char** argv) {
       sign_dir = next();
     } else if (a == "--algorithm") {
       alg = std::stoi(next());
+    } else if (a == "--nsec3") {
+      nsec3.enabled = true;
+    } else if (a == "--nsec3-optout") {
+      nsec3.enabled = true;
+      nsec3.opt_out = true;
     } else if (a == "--unsigned") {
       unsigned_zones.push_back(next());
     } else if (a == "--check") {
@@ -168,6 +177,7 @@ int main(int argc, char** argv) {
         }
         keys.ksk = key;
         keys.zsk = key;
+        keys.nsec3 = nsec3;
         std::string apex_text = name.back() == '.' ? name : name + ".";
         std::string dnskey = RdataToText(kDNSKEY, key->dnskey_rdata());
         // "257 3 13 BASE64" -> the trust-anchors block delv reads.

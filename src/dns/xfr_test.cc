@@ -113,6 +113,40 @@ std::vector<std::string> Records(const Collected& c) {
   return out;
 }
 
+// RFC 5155 appendix A: "example" and "a.example" with salt aabbccdd and 12 iterations.
+TEST(Nsec3, HashVectorsAndChain) {
+  std::string salt("\xaa\xbb\xcc\xdd", 4);
+  EXPECT_EQ(Base32HexLower(Nsec3Hash(*NameFromText("example."), salt, 12)),
+            "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom");
+  EXPECT_EQ(Base32HexLower(Nsec3Hash(*NameFromText("a.example."), salt, 12)),
+            "35mthgpgcu1qg68fab165klnsnk3dpvl");
+  auto key = SigningKey::Generate(Algorithm::kEcdsaP256Sha256, 257);
+  ASSERT_TRUE(key.ok());
+  auto k = std::make_shared<const SigningKey>(std::move(*key));
+  auto count = [&](bool opt_out, uint16_t type) {
+    auto recs = ParseZoneFile(
+        "$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nns1 A 127.0.0.1\na.b.c TXT \"deep\"\n"
+        "insecure NS ns.insecure\nns.insecure A 192.0.2.1\nx.y.insecure2 NS ns.elsewhere.\n"
+        "secure NS ns.elsewhere.\nsecure DS 1 13 2 00000000000000000000000000000000000000000000000000000000"
+        "00000000\n",
+        "n3.test.");
+    EXPECT_TRUE(recs.ok()) << recs.status().message();
+    ZoneKeys keys{k, k};
+    keys.nsec3 = Nsec3Params{.enabled = true, .opt_out = opt_out};
+    auto z = Zone::Build("n3.test.", std::move(*recs), keys);
+    EXPECT_TRUE(z.ok());
+    int n = 0;
+    for (const auto& r : (*z)->SignedRecords(1800000000))
+      if (r.type == type) ++n;
+    return n;
+  };
+  // apex, ns1, a.b.c, b.c, c, secure, and without opt-out insecure, x.y.insecure2, y.insecure2, insecure2.
+  EXPECT_EQ(count(false, kNSEC3), 10);
+  EXPECT_EQ(count(true, kNSEC3), 6);
+  EXPECT_EQ(count(true, kNSEC3PARAM), 1);
+  EXPECT_EQ(count(true, kNSEC), 0);
+}
+
 TEST(Serial, Rfc1982) {
   EXPECT_TRUE(SerialLess(1, 2));
   EXPECT_FALSE(SerialLess(2, 1));

@@ -48,7 +48,8 @@ Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_v
   }
   auto t = dns::TypeFromText(type);
   if (!t.ok()) return InvalidArgument("type: " + t.status().message());
-  if (*t == kDnskey || *t == 46 /*RRSIG*/ || *t == 47 /*NSEC*/) {
+  if (*t == kDnskey || *t == 46 /*RRSIG*/ || *t == 47 /*NSEC*/ || *t == 50 /*NSEC3*/ ||
+      *t == 51 /*NSEC3PARAM*/) {
     return InvalidArgument("type: " + std::string(type) + " records are made by the server");
   }
   std::vector<dns::Record> out;
@@ -224,7 +225,8 @@ Status Store::ImportZoneFile(std::string_view name, std::string_view text) {
       file_serial = dns::Get32(reinterpret_cast<const uint8_t*>(r.rdata.data()) + r.rdata.size() - 20);
     }
     GOVERN_RETURN_IF_ERROR(CheckInZone(zone, r));
-    if (r.type == kDnskey || r.type == 46 || r.type == 47) continue;  // the server makes these
+    if (r.type == kDnskey || r.type == 46 || r.type == 47 || r.type == 50 || r.type == 51)
+      continue;  // the server makes these
     keep.push_back(std::move(r));
   }
   // The same checks as serving: a file that does not build is refused before anything is stored.

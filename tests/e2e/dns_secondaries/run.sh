@@ -46,7 +46,7 @@ mkzone plain.test 1 192.0.2.1
 mkzone signed.test 1 192.0.2.1
 mkdir keys
 "$DNS_SERVE" --port 0 --zone plain.test.=plain.test.zone --zone signed.test.=signed.test.zone \
-  --sign keys --unsigned plain.test. \
+  --sign keys --unsigned plain.test. --nsec3-optout \
   --tsig "nsd-xfr:hmac-sha256:$K256" --tsig "knot-xfr:hmac-sha512:$K512" \
   --allow-transfer "* 127.0.0.1 key=nsd-xfr key=knot-xfr" \
   --notify "* 127.0.0.1:$P_NSD key=nsd-xfr" --notify "* 127.0.0.1:$P_KNOT key=knot-xfr" > serve.out 2> serve.err &
@@ -81,7 +81,9 @@ msgs="$(awk '/Received/{gsub("\\(","",$5); print $5}' axfr.txt)"
 checks=$((checks + 1)); [ "${msgs:-0}" -gt 1 ] || fail "signed AXFR in $msgs message(s)"
 grep -v '^;' axfr.txt | grep -v 'TSIG' | grep -v '^$' > axfr.zone
 out="$(ldns-verify-zone axfr.zone 2>&1 || true)"
-contains "ldns-verify-zone on our AXFR" "Zone is verified and complete" "$out"
+contains "ldns-verify-zone on our AXFR (NSEC3, opt-out)" "Zone is verified and complete" "$out"
+contains "our AXFR carries NSEC3PARAM 1 0 0 -" "NSEC3PARAM	1 0 0 -" "$(cat axfr.txt)"
+contains "our AXFR carries opt-out NSEC3" "NSEC3	1 1 0 -" "$(cat axfr.txt)"
 
 # ---- a change: NOTIFY, then IXFR ----
 mkzone plain.test 2 192.0.2.2
@@ -116,7 +118,10 @@ for p in "$P_NSD" "$P_KNOT"; do
   contains "delv through port $p: positive" "; fully validated" "$out"
   contains "delv through port $p: new address" "192.0.2.2" "$out"
   out="$(delv @127.0.0.1 -p "$p" -a ta.conf +root=signed.test old.signed.test TXT 2>&1 || true)"
-  contains "delv through port $p: deleted name" "negative response, fully validated" "$out"
+  contains "delv through port $p: deleted name (NSEC3)" "negative response, fully validated" "$out"
+  out="$(kdig -p "$p" @127.0.0.1 nothere.signed.test A +dnssec 2>&1)"
+  contains "port $p denies with NSEC3" "NSEC3	1 1 0 -" "$out"
+  contains "port $p: NXDOMAIN" "NXDOMAIN" "$out"
 done
 
 echo "$checks checks, $failures failures"
