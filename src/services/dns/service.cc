@@ -170,6 +170,13 @@ class DnsService final : public services::Service {
                 .help = "Wait for a NOTIFY answer before the first resend; doubled after each send.",
                 .min = 10,
                 .max = 60000});
+    schema.Add({.key = "dns.transfer.denial",
+                .type = config::Type::kEnum,
+                .default_value = "nsec",
+                .help = "Authenticated denial in the transferred form of signed zones (what secondaries "
+                        "serve): an NSEC chain, or NSEC3 (RFC 5155; 0 iterations, no salt) with or without "
+                        "opt-out. Our own answers use compact denial (RFC 9824) either way.",
+                .choices = {"nsec", "nsec3", "nsec3-optout"}});
     schema.Add({.key = "dns.transfer.journal_versions",
                 .type = config::Type::kInt,
                 .default_value = "32",
@@ -212,7 +219,9 @@ class DnsService final : public services::Service {
     ctx_ = ctx;
     if (ctx.db == nullptr) return FailedPrecondition("dns: needs the database");
     GOVERN_ASSIGN_OR_RETURN(auto key, LoadSealingKey(ctx.config->GetString("dns.key_file"), ctx.data_dir));
-    store_ = std::make_unique<Store>(ctx.db, key);
+    std::string denial = ctx.config->GetString("dns.transfer.denial");
+    dns::Nsec3Params nsec3{.enabled = denial != "nsec", .opt_out = denial == "nsec3-optout"};
+    store_ = std::make_unique<Store>(ctx.db, key, nsec3);
 
     // LISTEN before the first load, so no change between them is missed.
     auto lease = ctx.db->Checkout();

@@ -282,6 +282,7 @@ Result<std::shared_ptr<const dns::Zone>> Store::LoadZoneOn(db::Connection& c, st
     auto shared = std::make_shared<const dns::SigningKey>(std::move(k));
     zk.ksk = shared;
     zk.zsk = shared;
+    zk.nsec3 = nsec3_;
   }
   return dns::Zone::Build(zone, std::move(records), zk);
 }

@@ -63,8 +63,8 @@ Result<std::string> NormalizeZoneName(std::string_view text);
 
 class Store {
  public:
-  Store(db::Pool* pool, std::shared_ptr<const crypto::Aes256GcmKey> key)
-      : pool_(pool), key_(std::move(key)) {}
+  Store(db::Pool* pool, std::shared_ptr<const crypto::Aes256GcmKey> key, dns::Nsec3Params nsec3 = {})
+      : pool_(pool), key_(std::move(key)), nsec3_(std::move(nsec3)) {}
 
   Status CreateZone(const CreateZoneRequest& req);
   Status DeleteZone(std::string_view zone);
@@ -96,6 +96,7 @@ class Store {
 
   db::Pool* pool_;
   std::shared_ptr<const crypto::Aes256GcmKey> key_;
+  dns::Nsec3Params nsec3_;  // denial in the transfer form of signed zones (NSEC when not enabled)
 };
 
 }  // namespace govern::dns_service

@@ -49,7 +49,7 @@ token="e2e-token-$RANDOM$RANDOM"
   --set "dns.transfer.tsig_keys=nsd-xfr:hmac-sha256:$K256,knot-xfr:hmac-sha512:$K512" \
   --set "dns.transfer.acl=* 127.0.0.1 key=nsd-xfr key=knot-xfr" \
   --set "dns.transfer.notify=* 127.0.0.1:$P_NSD key=nsd-xfr,* 127.0.0.1:$P_KNOT key=knot-xfr" \
-  --set dns.transfer.notify_timeout=250ms >"$work/govern.log" 2>&1 &
+  --set dns.transfer.notify_timeout=250ms --set dns.transfer.denial=nsec3 >"$work/govern.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do
   curl -s -o /dev/null "http://127.0.0.1:$API/v1/dns/zones" && break
@@ -98,6 +98,8 @@ for p in "$P_NSD" "$P_KNOT"; do
   contains "delv through port $p: the change" "192.0.2.2" "$out"
   out="$(delv @127.0.0.1 -p "$p" -a "$work/ta.conf" +root=signed.test old.signed.test TXT 2>&1 || true)"
   contains "delv through port $p: deleted name" "negative response, fully validated" "$out"
+  contains "port $p denies with our NSEC3 chain (dns.transfer.denial=nsec3)" "NSEC3	1 0 0 -" \
+    "$(kdig -p "$p" @127.0.0.1 old.signed.test TXT +dnssec 2>&1)"
 done
 
 # Timed changes: API answer -> both secondaries serve the new address (NOTIFY, SOA check, IXFR).
