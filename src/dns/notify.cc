@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,6 +39,9 @@ Result<std::unique_ptr<Notifier>> Notifier::Start(TsigKeyring keys, NotifyOption
   n->fd4_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   n->fd6_ = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (n->fd4_ < 0 && n->fd6_ < 0) return Unavailable(std::string("notify socket: ") + std::strerror(errno));
+  // Wakes the loop out of poll() when a NOTIFY is queued, so it goes out at once.
+  n->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (n->wake_fd_ < 0) return Unavailable(std::string("notify eventfd: ") + std::strerror(errno));
   n->thread_ = std::thread([p = n.get()] { p->Loop(); });
   return n;
 }
@@ -47,10 +51,11 @@ Notifier::~Notifier() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  Wake();
   if (thread_.joinable()) thread_.join();
   if (fd4_ >= 0) ::close(fd4_);
   if (fd6_ >= 0) ::close(fd6_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void Notifier::Send(std::string_view apex, uint32_t soa_ttl, std::string_view soa_rdata,
@@ -108,7 +113,12 @@ void Notifier::Send(std::string_view apex, uint32_t soa_ttl, std::string_view so
       pending_.push_back(std::move(p));
     }
   }
-  cv_.notify_all();
+  Wake();
+}
+
+void Notifier::Wake() {
+  uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof one);
 }
 
 bool Notifier::WaitIdle(int timeout_ms) {
@@ -156,13 +166,15 @@ void Notifier::Loop() {
       auto d = std::chrono::duration_cast<std::chrono::milliseconds>(p->due - now);
       if (d < wait) wait = d < std::chrono::milliseconds(1) ? std::chrono::milliseconds(1) : d;
     }
+    int timeout = static_cast<int>(pending_.empty() ? 1000 : wait.count());
     lock.unlock();
-    pollfd fds[2] = {{fd4_, POLLIN, 0}, {fd6_, POLLIN, 0}};
-    int r = ::poll(fds, 2, static_cast<int>(pending_.empty() ? 100 : wait.count()));
+    pollfd fds[3] = {{fd4_, POLLIN, 0}, {fd6_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    int r = ::poll(fds, 3, timeout);
     lock.lock();
-    if (r <= 0) {
-      if (pending_.empty() && !stop_) cv_.wait_for(lock, std::chrono::milliseconds(100));
-      continue;
+    if (r <= 0) continue;
+    if (fds[2].revents & POLLIN) {
+      uint64_t drained;
+      (void)!::read(wake_fd_, &drained, sizeof drained);
     }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & POLLIN)) continue;

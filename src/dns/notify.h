@@ -9,7 +9,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -45,12 +44,12 @@ class Notifier {
  private:
   Notifier() = default;
   void Loop();
+  void Wake();
   struct Pending;
   TsigKeyring keys_;
   NotifyOptions options_;
-  int fd4_ = -1, fd6_ = -1;
+  int fd4_ = -1, fd6_ = -1, wake_fd_ = -1;
   std::mutex mu_;
-  std::condition_variable cv_;
   std::vector<std::unique_ptr<Pending>> pending_;
   bool stop_ = false;
   std::thread thread_;

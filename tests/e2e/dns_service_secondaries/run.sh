@@ -111,10 +111,12 @@ for n in $(seq 1 "$changes"); do
 done
 python3 - "$work/prop" <<'PY'
 import sys
-v = sorted(int(x) for x in open(sys.argv[1]) if x.strip() and int(x) >= 0)
-if v:
-    p = lambda q: v[min(len(v) - 1, int(q * len(v)))] / 1000
-    print("secondary propagation over %d samples (NSD and Knot): median %.1f ms, p99 %.1f ms" % (len(v), p(0.5), p(0.99)))
+lines = [int(x) for x in open(sys.argv[1]) if x.strip()]
+for name, vals in (("NSD", lines[0::2]), ("Knot", lines[1::2])):  # poll.py prints one line per port, in order
+    v = sorted(x for x in vals if x >= 0)
+    if v:
+        p = lambda q: v[min(len(v) - 1, int(q * len(v)))] / 1000
+        print("secondary propagation to %s over %d changes: median %.1f ms, p99 %.1f ms" % (name, len(v), p(0.5), p(0.99)))
 PY
 
 echo "$checks checks, $failures failures"
