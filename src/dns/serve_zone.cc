@@ -2,15 +2,23 @@
 // and benchmarks (the `govern serve dns` service replaces it in production).
 //
 //   govern-dns-serve --zone example.test.=FILE [--zone ...] [--address 127.0.0.1] [--port 5353]
-//                    [--threads 1] [--sign DIR] [--algorithm 13|15] [--check]
+//                    [--threads 1] [--sign DIR] [--unsigned NAME]... [--algorithm 13|15] [--check]
+//                    [--tsig NAME:hmac-sha256:BASE64]... [--allow-transfer "ZONE ADDR[/N]... [key=NAME]"]...
+//                    [--notify "ZONE ADDR:PORT [key=NAME]"]... [--rrl-rate N] [--rrl-slip N]
 //
-// --sign DIR signs every zone online with one CSK per zone, kept in DIR/<zone>key (made on first run)
-// and writes DIR/<zone>anchor (a delv trust-anchors block), DIR/<zone>ds and DIR/<zone>dnskey.
+// SIGHUP re-reads every zone file and swaps the new zones in; zones whose serial moved are NOTIFYed
+// to their --notify targets (and to them all at start).
+// --nsec3 / --nsec3-optout: signed zones are transferred (and --check printed) with an NSEC3 chain
+// (RFC 5155; 0 iterations, no salt, as RFC 9276 advises; opt-out leaves insecure delegations off it).
+// --sign DIR signs every zone (but those named by --unsigned NAME) online with one CSK per zone, kept in
+// DIR/<zone>key (made on first run) and writes DIR/<zone>anchor (a delv trust-anchors block), DIR/<zone>ds
+// and DIR/<zone>dnskey.
 // --check parses the zones, prints them (signed, with an NSEC chain, under --sign) and exits. Prints
 // "listening on PORT" once serving; stops on SIGTERM or SIGINT.
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -21,6 +29,7 @@
 #include <vector>
 
 #include "dns/dnssec.h"
+#include "dns/notify.h"
 #include "dns/rdata.h"
 #include "dns/server.h"
 #include "dns/wire.h"
@@ -29,7 +38,9 @@
 
 namespace {
 volatile sig_atomic_t stop_requested = 0;
+volatile sig_atomic_t reload_requested = 0;
 void OnSignal(int) { stop_requested = 1; }
+void OnHup(int) { reload_requested = 1; }
 
 bool ReadFile(const std::string& path, std::string& out) {
   std::ifstream f(path, std::ios::binary);
@@ -48,7 +59,10 @@ int Usage() {
   std::fprintf(
       stderr,
       "usage: govern-dns-serve --zone NAME=FILE [--zone ...] [--address A] [--port N] [--threads N]\n"
-      "                        [--sign DIR] [--algorithm 13|15] [--check]\n");
+      "                        [--sign DIR] [--unsigned NAME]... [--algorithm 13|15] [--check]\n"
+      "                        [--nsec3 | --nsec3-optout]\n"
+      "                        [--tsig KEY]... [--allow-transfer ACL]... [--notify TARGET]...\n"
+      "                        [--rrl-rate N] [--rrl-slip N]\n");
   return 2;
 }
 }  // namespace
@@ -61,6 +75,11 @@ int main(int argc, char** argv) {
   std::string sign_dir;
   int alg = 13;
   bool check = false;
+  TransferConfig xfr;
+  std::vector<std::string> acl_args, notify_args;
+  bool transfers = false;
+  std::vector<std::string> unsigned_zones;  // left unsigned under --sign
+  Nsec3Params nsec3;                        // transfer form of signed zones: NSEC3 instead of NSEC
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -79,71 +98,137 @@ int main(int argc, char** argv) {
       sign_dir = next();
     } else if (a == "--algorithm") {
       alg = std::stoi(next());
+    } else if (a == "--nsec3") {
+      nsec3.enabled = true;
+    } else if (a == "--nsec3-optout") {
+      nsec3.enabled = true;
+      nsec3.opt_out = true;
+    } else if (a == "--unsigned") {
+      unsigned_zones.push_back(next());
     } else if (a == "--check") {
       check = true;
+    } else if (a == "--tsig") {
+      transfers = true;
+      if (auto st = xfr.AddKey(next()); !st.ok()) {
+        std::fprintf(stderr, "--tsig: %s\n", st.message().c_str());
+        return 2;
+      }
+    } else if (a == "--allow-transfer") {
+      transfers = true;
+      acl_args.push_back(next());
+    } else if (a == "--notify") {
+      transfers = true;
+      notify_args.push_back(next());
+    } else if (a == "--rrl-rate") {
+      opt.rrl.responses_per_second = std::stoi(next());
+    } else if (a == "--rrl-slip") {
+      opt.rrl.slip = std::stoi(next());
     } else {
       return Usage();
     }
   }
   if (zone_args.empty() || (alg != 13 && alg != 15)) return Usage();
-  std::vector<std::shared_ptr<const Zone>> zones;
-  for (auto& [name, file] : zone_args) {
-    std::string text;
-    if (!ReadFile(file, text)) {
-      std::fprintf(stderr, "cannot read %s\n", file.c_str());
-      return 1;
+  for (const auto& t : acl_args) {
+    if (auto st = xfr.AddAcl(t); !st.ok()) {
+      std::fprintf(stderr, "--allow-transfer: %s\n", st.message().c_str());
+      return 2;
     }
-    auto records = ParseZoneFile(text, name);
-    if (!records.ok()) {
-      std::fprintf(stderr, "%s: %s\n", file.c_str(), records.status().message().c_str());
-      return 1;
-    }
-    ZoneKeys keys;
-    if (!sign_dir.empty()) {
-      auto a = static_cast<Algorithm>(alg);
-      std::string key_path = sign_dir + "/" + name + "key", key_text;
-      std::shared_ptr<const SigningKey> key;
-      if (ReadFile(key_path, key_text)) {
-        auto k = SigningKey::FromPrivate(a, 257, key_text);
-        if (!k.ok()) {
-          std::fprintf(stderr, "%s: %s\n", key_path.c_str(), k.status().message().c_str());
-          return 1;
-        }
-        key = std::make_shared<const SigningKey>(std::move(*k));
-      } else {
-        auto k = SigningKey::Generate(a, 257);
-        if (!k.ok()) return 1;
-        key = std::make_shared<const SigningKey>(std::move(*k));
-        auto priv = key->Private();
-        if (!priv.ok() || !WriteFile(key_path, *priv)) return 1;
-      }
-      keys.ksk = key;
-      keys.zsk = key;
-      std::string apex_text = name.back() == '.' ? name : name + ".";
-      std::string dnskey = RdataToText(kDNSKEY, key->dnskey_rdata());
-      // "257 3 13 BASE64" -> the trust-anchors block delv reads.
-      std::string anchor = "trust-anchors {\n  " + apex_text + " static-key " +
-                           dnskey.substr(0, dnskey.find(' ', 6)) + " \"" +
-                           dnskey.substr(dnskey.find(' ', 6) + 1) + "\";\n};\n";
-      WriteFile(sign_dir + "/" + name + "anchor", anchor);
-      WriteFile(sign_dir + "/" + name + "dnskey", apex_text + " 3600 IN DNSKEY " + dnskey + "\n");
-    }
-    auto zone = Zone::Build(name, std::move(*records), keys);
-    if (!zone.ok()) {
-      std::fprintf(stderr, "%s: %s\n", file.c_str(), zone.status().message().c_str());
-      return 1;
-    }
-    if (!sign_dir.empty()) WriteFile(sign_dir + "/" + name + "ds", PrintZoneFile((*zone)->DsRecords()));
-    if (check)
-      std::fputs(PrintZoneFile((*zone)->SignedRecords(static_cast<uint32_t>(::time(nullptr)))).c_str(),
-                 stdout);
-    zones.push_back(std::move(*zone));
   }
+  for (const auto& t : notify_args) {
+    if (auto st = xfr.AddNotify(t); !st.ok()) {
+      std::fprintf(stderr, "--notify: %s\n", st.message().c_str());
+      return 2;
+    }
+  }
+  std::vector<std::shared_ptr<const Zone>> zones;
+  auto load = [&]() -> bool {
+    zones.clear();
+    for (auto& [name, file] : zone_args) {
+      std::string text;
+      if (!ReadFile(file, text)) {
+        std::fprintf(stderr, "cannot read %s\n", file.c_str());
+        return false;
+      }
+      auto records = ParseZoneFile(text, name);
+      if (!records.ok()) {
+        std::fprintf(stderr, "%s: %s\n", file.c_str(), records.status().message().c_str());
+        return false;
+      }
+      ZoneKeys keys;
+      bool sign = !sign_dir.empty() &&
+                  std::find(unsigned_zones.begin(), unsigned_zones.end(), name) == unsigned_zones.end();
+      if (sign) {
+        auto a = static_cast<Algorithm>(alg);
+        std::string key_path = sign_dir + "/" + name + "key", key_text;
+        std::shared_ptr<const SigningKey> key;
+        if (ReadFile(key_path, key_text)) {
+          auto k = SigningKey::FromPrivate(a, 257, key_text);
+          if (!k.ok()) {
+            std::fprintf(stderr, "%s: %s\n", key_path.c_str(), k.status().message().c_str());
+            return false;
+          }
+          key = std::make_shared<const SigningKey>(std::move(*k));
+        } else {
+          auto k = SigningKey::Generate(a, 257);
+          if (!k.ok()) return false;
+          key = std::make_shared<const SigningKey>(std::move(*k));
+          auto priv = key->Private();
+          if (!priv.ok() || !WriteFile(key_path, *priv)) return false;
+        }
+        keys.ksk = key;
+        keys.zsk = key;
+        keys.nsec3 = nsec3;
+        std::string apex_text = name.back() == '.' ? name : name + ".";
+        std::string dnskey = RdataToText(kDNSKEY, key->dnskey_rdata());
+        // "257 3 13 BASE64" -> the trust-anchors block delv reads.
+        std::string anchor = "trust-anchors {\n  " + apex_text + " static-key " +
+                             dnskey.substr(0, dnskey.find(' ', 6)) + " \"" +
+                             dnskey.substr(dnskey.find(' ', 6) + 1) + "\";\n};\n";
+        WriteFile(sign_dir + "/" + name + "anchor", anchor);
+        WriteFile(sign_dir + "/" + name + "dnskey", apex_text + " 3600 IN DNSKEY " + dnskey + "\n");
+      }
+      auto zone = Zone::Build(name, std::move(*records), keys);
+      if (!zone.ok()) {
+        std::fprintf(stderr, "%s: %s\n", file.c_str(), zone.status().message().c_str());
+        return false;
+      }
+      if (sign) WriteFile(sign_dir + "/" + name + "ds", PrintZoneFile((*zone)->DsRecords()));
+      if (check)
+        std::fputs(PrintZoneFile((*zone)->SignedRecords(static_cast<uint32_t>(::time(nullptr)))).c_str(),
+                   stdout);
+      zones.push_back(std::move(*zone));
+    }
+    return true;
+  };
+  if (!load()) return 1;
   if (check) return 0;
-  auto holder = std::make_shared<ZoneSetHolder>(std::make_shared<const ZoneSet>(std::move(zones)));
+  auto holder = std::make_shared<ZoneSetHolder>(std::make_shared<const ZoneSet>(zones));
   signal(SIGTERM, OnSignal);
   signal(SIGINT, OnSignal);
+  signal(SIGHUP, OnHup);
   signal(SIGPIPE, SIG_IGN);
+  std::unique_ptr<Notifier> notifier;
+  if (transfers) {
+    auto n = Notifier::Start(xfr.keyring, NotifyOptions{.attempts = 5, .first_timeout_ms = 500});
+    if (!n.ok()) {
+      std::fprintf(stderr, "%s\n", n.status().message().c_str());
+      return 1;
+    }
+    notifier = std::move(*n);
+    opt.transfers = std::make_shared<const Transfers>(xfr);
+  }
+  auto notify = [&](const Zone& z) {
+    if (!notifier) return;
+    auto targets = xfr.NotifyFor(z.apex());
+    if (targets.empty()) return;
+    const Node* apex = z.Find(z.apex());
+    std::vector<Record> recs = z.Records();
+    for (const auto& r : recs) {
+      if (r.type != kSOA) continue;
+      notifier->Send(apex ? apex->owner : z.apex(), z.soa().ttl, r.rdata, targets);
+      break;
+    }
+  };
   auto server = Server::Start(opt, holder);
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n", server.status().message().c_str());
@@ -151,7 +236,24 @@ int main(int argc, char** argv) {
   }
   std::printf("listening on %u\n", (*server)->port());
   std::fflush(stdout);
-  while (!stop_requested) ::usleep(100000);
+  for (const auto& z : zones) notify(*z);
+  while (!stop_requested) {
+    ::usleep(20000);
+    if (!reload_requested) continue;
+    reload_requested = 0;
+    auto before = holder->Load();
+    if (!load()) {
+      std::fprintf(stderr, "reload failed; still serving the old zones\n");
+      continue;
+    }
+    holder->Store(std::make_shared<const ZoneSet>(zones));
+    for (const auto& z : zones) {
+      const Zone* old = before->Find(z->apex());
+      if (old == nullptr || old->apex() != z->apex() || old->serial() != z->serial()) notify(*z);
+    }
+    std::printf("reloaded\n");
+    std::fflush(stdout);
+  }
   (*server)->Stop();
   return 0;
 }

@@ -95,6 +95,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   s->zones_ = std::move(zones);
+  if (options.rrl.responses_per_second > 0) s->rrl_ = std::make_unique<RateLimiter>(options.rrl);
   uint16_t port = options.port;
   // TCP first when the port is chosen by the kernel, so UDP follows on the same number.
   GOVERN_ASSIGN_OR_RETURN(s->tcp_fd_, Bind(options.address, port, SOCK_STREAM, &port));
@@ -160,9 +161,27 @@ void Server::UdpLoop(int fd) {
     int m = 0;
     for (int i = 0; i < n; ++i) {
       Slot& s = slots[i];
-      size_t len = Answer(*zones, std::span<const uint8_t>(s.in, in_msgs[i].msg_len),
-                          AnswerOptions{false, now}, s.out, kUdpMax);
+      std::span<const uint8_t> query(s.in, in_msgs[i].msg_len);
+      size_t len = 0;
+      if (options_.transfers && NeedsSlowPath(query)) {
+        options_.transfers->Handle(*zones, query, reinterpret_cast<const sockaddr*>(&s.addr), false, now,
+                                   [&](std::span<const uint8_t> msg) {
+                                     if (len == 0 && msg.size() <= kUdpMax) {
+                                       std::memcpy(s.out, msg.data(), msg.size());
+                                       len = msg.size();
+                                     }
+                                     return false;
+                                   });
+      } else {
+        len = Answer(*zones, query, AnswerOptions{false, now}, s.out, kUdpMax);
+      }
       if (len == 0) continue;
+      if (rrl_) {
+        auto action = rrl_->Check(reinterpret_cast<const sockaddr*>(&s.addr),
+                                  std::span<const uint8_t>(s.out, len), *zones, now);
+        if (action == RateLimiter::Action::kDrop) continue;
+        if (action == RateLimiter::Action::kSlip) len = RateLimiter::Truncate(s.out, len);
+      }
       s.out_iov = {s.out, len};
       std::memset(&out_msgs[m], 0, sizeof out_msgs[m]);
       out_msgs[m].msg_hdr.msg_iov = &s.out_iov;
@@ -189,7 +208,9 @@ void Server::TcpAccept() {
   while (!stop_.load(std::memory_order_relaxed)) {
     pollfd pfd{tcp_fd_, POLLIN, 0};
     if (::poll(&pfd, 1, 200) <= 0) continue;
-    int c = ::accept4(tcp_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    int c = ::accept4(tcp_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC);
     if (c < 0) continue;
     if (open_connections_.load() >= options_.max_tcp_connections) {
       ::close(c);
@@ -209,11 +230,12 @@ void Server::TcpAccept() {
       }
     }
     auto done = std::make_shared<std::atomic<bool>>(false);
-    conns_.push_back(Connection{std::thread([this, c, d = done.get()] { TcpServe(c, d); }), done});
+    conns_.push_back(
+        Connection{std::thread([this, c, peer, d = done.get()] { TcpServe(c, peer, d); }), done});
   }
 }
 
-void Server::TcpServe(int fd, std::atomic<bool>* done) {
+void Server::TcpServe(int fd, sockaddr_storage peer, std::atomic<bool>* done) {
   std::vector<uint8_t> in(65536 + 2);
   std::vector<uint8_t> out;
   std::vector<uint8_t> answer(65535);
@@ -232,12 +254,36 @@ void Server::TcpServe(int fd, std::atomic<bool>* done) {
     idle_ms = 0;
     have += static_cast<size_t>(r);
     size_t off = 0;
+    bool failed = false;
     out.clear();
     auto zones = zones_->Load();
     uint32_t now = Now();
     while (have - off >= 2) {
       size_t len = Get16(&in[off]);
       if (have - off < 2 + len) break;
+      std::span<const uint8_t> query(&in[off + 2], len);
+      if (options_.transfers && NeedsSlowPath(query)) {
+        // Answers already made go first (they were asked first); a transfer streams its messages.
+        if (!out.empty() && !WriteAll(fd, out.data(), out.size())) {
+          failed = true;
+          break;
+        }
+        out.clear();
+        tcp_queries_.fetch_add(1, std::memory_order_relaxed);
+        options_.transfers->Handle(*zones, query, reinterpret_cast<const sockaddr*>(&peer), true, now,
+                                   [&](std::span<const uint8_t> msg) {
+                                     uint8_t pre[2];
+                                     Put16(pre, static_cast<uint16_t>(msg.size()));
+                                     if (!WriteAll(fd, pre, 2) || !WriteAll(fd, msg.data(), msg.size())) {
+                                       failed = true;
+                                       return false;
+                                     }
+                                     return true;
+                                   });
+        if (failed) break;
+        off += 2 + len;
+        continue;
+      }
       size_t alen = Answer(*zones, std::span<const uint8_t>(&in[off + 2], len), AnswerOptions{true, now},
                            answer.data(), answer.size());
       tcp_queries_.fetch_add(1, std::memory_order_relaxed);
@@ -249,6 +295,7 @@ void Server::TcpServe(int fd, std::atomic<bool>* done) {
       }
       off += 2 + len;
     }
+    if (failed) break;
     if (off > 0) {
       std::memmove(in.data(), in.data() + off, have - off);
       have -= off;

@@ -4,9 +4,10 @@
 // recvmmsg/sendmmsg, so the kernel spreads queries over the threads without any lock between them.
 // TCP (RFC 7766): one acceptor; each connection is served by its own thread, reading length-prefixed
 // queries as they come (pipelined) and writing the answers in order, batched per read; idle
-// connections close after a timeout. The zones are read through a ZoneSetHolder, which the caller
-// swaps atomically when zones change; each batch answers from one snapshot.
-// Start/Stop are for one owner thread; the holder is thread-safe.
+// connections close after a timeout. Transfer requests and TSIG-signed messages take the slow path
+// of ServerOptions::transfers (xfr.h); UDP answers pass the response rate limiter (rrl.h) when on. The zones
+// are read through a ZoneSetHolder, which the caller swaps atomically when zones change; each batch answers
+// from one snapshot. Start/Stop are for one owner thread; the holder is thread-safe.
 #pragma once
 
 #include <atomic>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "dns/rrl.h"
+#include "dns/xfr.h"
 #include "dns/zone.h"
 
 namespace govern::dns {
@@ -38,6 +41,9 @@ struct ServerOptions {
   int udp_threads = 1;
   int max_tcp_connections = 256;
   int tcp_idle_timeout_ms = 10000;
+  // Zone transfers and TSIG (xfr.h). Null: AXFR/IXFR are NOTIMP and signed queries FORMERR.
+  std::shared_ptr<const Transfers> transfers;
+  RrlOptions rrl;  // UDP response rate limiting; off unless responses_per_second > 0
 };
 
 class Server {
@@ -54,7 +60,7 @@ class Server {
   Server() = default;
   void UdpLoop(int fd);
   void TcpAccept();
-  void TcpServe(int fd, std::atomic<bool>* done);
+  void TcpServe(int fd, sockaddr_storage peer, std::atomic<bool>* done);
   ServerOptions options_;
   std::shared_ptr<ZoneSetHolder> zones_;
   uint16_t port_ = 0;
@@ -70,6 +76,10 @@ class Server {
   std::vector<Connection> conns_;  // finished ones are joined at the next accept
   std::atomic<int> open_connections_{0};
   std::atomic<uint64_t> udp_queries_{0}, tcp_queries_{0};
+  std::unique_ptr<RateLimiter> rrl_;
+
+ public:
+  const RateLimiter* rrl() const { return rrl_.get(); }
 };
 
 }  // namespace govern::dns

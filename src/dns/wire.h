@@ -37,6 +37,8 @@ enum Type : uint16_t {
   kRRSIG = 46,
   kNSEC = 47,
   kDNSKEY = 48,
+  kNSEC3 = 50,
+  kNSEC3PARAM = 51,
   kSVCB = 64,
   kHTTPS = 65,
   kNXNAME = 128,

@@ -1,6 +1,9 @@
 #include "dns/zone.h"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
+#include <map>
 
 #include "dns/rdata.h"
 #include "dns/wire.h"
@@ -42,7 +45,7 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
     LowerName(lower);
     if (!IsSubdomain(lower, z->apex_))
       return InvalidArgument(NameToText(r.owner) + " is outside the zone " + NameToText(z->apex_));
-    if (r.type == kRRSIG || r.type == kNSEC) {
+    if (r.type == kRRSIG || r.type == kNSEC || r.type == kNSEC3 || r.type == kNSEC3PARAM) {
       if (keys.zsk) continue;  // online signing makes its own
     }
     auto [it, fresh] = z->nodes_.try_emplace(lower);
@@ -127,7 +130,7 @@ std::vector<Record> Zone::Records() const {
   return out;
 }
 
-std::vector<Record> Zone::SignedRecords(uint32_t now) const {
+std::vector<Record> Zone::SignedRecords(uint32_t now, const SignatureReuse* reuse) const {
   if (!keys_.zsk) return Records();
   auto cut_of = [&](std::string_view name) -> const Node* {
     // The topmost delegation at or above `name` (below the apex), or null.
@@ -150,6 +153,19 @@ std::vector<Record> Zone::SignedRecords(uint32_t now) const {
   std::sort(chain.begin(), chain.end(), order);
   std::sort(glue.begin(), glue.end(), order);
   Validity v = ValidityAt(now);
+  auto sign_at = [&](const SigningKey& key, std::string_view lower, std::string_view owner, uint16_t type,
+                     uint32_t ttl, std::span<const std::string> rdatas) -> Result<std::string> {
+    if (reuse && *reuse) {
+      const std::string* old = (*reuse)(lower, type, ttl, rdatas, key);
+      if (old) return *old;
+    }
+    return SignRRset(key, apex_, owner, type, ttl, rdatas, v.inception, v.expiration);
+  };
+  auto sign = [&](const SigningKey& key, const Node* n, uint16_t type, uint32_t ttl,
+                  std::span<const std::string> rdatas) {
+    return sign_at(key, n->name, n->owner, type, ttl, rdatas);
+  };
+  const bool nsec3 = keys_.nsec3.enabled;
   std::vector<Record> out;
   for (size_t i = 0; i < chain.size(); ++i) {
     const Node* n = chain[i];
@@ -160,28 +176,126 @@ std::vector<Record> Zone::SignedRecords(uint32_t now) const {
       for (const auto& rd : set.rdatas) out.push_back(Record{n->owner, set.type, set.ttl, rd});
       if (delegation && set.type != kDS) continue;  // NS and glue at a cut belong to the child
       const SigningKey& key = set.type == kDNSKEY ? *keys_.ksk : *keys_.zsk;
-      auto sig = SignRRset(key, apex_, n->owner, set.type, set.ttl, set.rdatas, v.inception, v.expiration);
+      auto sig = sign(key, n, set.type, set.ttl, set.rdatas);
       if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, set.ttl, *sig});
       if (set.type == kDNSKEY && keys_.ksk != keys_.zsk) {
-        auto zsig =
-            SignRRset(*keys_.zsk, apex_, n->owner, set.type, set.ttl, set.rdatas, v.inception, v.expiration);
+        auto zsig = sign(*keys_.zsk, n, set.type, set.ttl, set.rdatas);
         if (zsig.ok()) out.push_back(Record{n->owner, kRRSIG, set.ttl, *zsig});
       }
     }
+    if (nsec3) continue;      // the NSEC3 chain follows below
     types.push_back(kRRSIG);  // at least the NSEC's own signature
     types.push_back(kNSEC);
     std::sort(types.begin(), types.end());
     types.erase(std::unique(types.begin(), types.end()), types.end());
     std::string nsec = chain[(i + 1) % chain.size()]->owner + TypeBitmap(types);
     out.push_back(Record{n->owner, kNSEC, negative_ttl_, nsec});
-    std::string_view one[1] = {nsec};
-    auto sig = SignRRset(*keys_.zsk, apex_, n->owner, kNSEC, negative_ttl_,
-                         std::span<const std::string_view>(one), v.inception, v.expiration);
+    const std::string one[1] = {nsec};
+    auto sig = sign(*keys_.zsk, n, kNSEC, negative_ttl_, std::span<const std::string>(one));
     if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, negative_ttl_, *sig});
+  }
+  if (nsec3) {
+    // RFC 5155: NSEC3PARAM at the apex, and one NSEC3 per authoritative name and empty non-terminal,
+    // owned by the base32hex hash of the name, in hash order. With opt-out, insecure delegations (and
+    // the empty non-terminals only they make) are left out, and every NSEC3 has the opt-out flag.
+    const Nsec3Params& p = keys_.nsec3;
+    std::string param;
+    param.push_back(1);  // SHA-1
+    param.push_back(0);  // flags: 0 in NSEC3PARAM
+    param.push_back(static_cast<char>(p.iterations >> 8));
+    param.push_back(static_cast<char>(p.iterations));
+    param.push_back(static_cast<char>(p.salt.size()));
+    param += p.salt;
+    const Node* apex_node = Find(apex_);
+    std::string apex_owner = apex_node ? apex_node->owner : apex_;
+    out.push_back(Record{apex_owner, kNSEC3PARAM, 0, param});
+    const std::string one_param[1] = {param};
+    auto psig =
+        sign_at(*keys_.zsk, apex_, apex_owner, kNSEC3PARAM, 0, std::span<const std::string>(one_param));
+    if (psig.ok()) out.push_back(Record{apex_owner, kRRSIG, 0, *psig});
+    struct Hashed {
+      std::string hash;  // 20 octets
+      std::vector<uint16_t> types;
+    };
+    std::map<std::string, Hashed> by_name;  // lower wire name -> its entry
+    for (const Node* n : chain) {
+      bool delegation = n->name != apex_ && n->Find(kNS);
+      bool secure_delegation = delegation && n->Find(kDS);
+      if (delegation && !secure_delegation && p.opt_out) continue;
+      Hashed h;
+      for (const auto& set : n->rrsets) h.types.push_back(set.type);
+      if (!delegation || secure_delegation) h.types.push_back(kRRSIG);
+      if (n->name == apex_) h.types.push_back(kNSEC3PARAM);
+      by_name[n->name] = std::move(h);
+      // Empty non-terminals between the name and the apex get an NSEC3 too (RFC 5155 section 7.1).
+      for (std::string_view q = ParentName(n->name); q.size() > apex_.size(); q = ParentName(q))
+        by_name.try_emplace(std::string(q));
+    }
+    std::vector<Hashed*> ring;
+    for (auto& [name, h] : by_name) {
+      h.hash = Nsec3Hash(name, p.salt, p.iterations);
+      std::sort(h.types.begin(), h.types.end());
+      h.types.erase(std::unique(h.types.begin(), h.types.end()), h.types.end());
+      ring.push_back(&h);
+    }
+    std::sort(ring.begin(), ring.end(), [](const Hashed* a, const Hashed* b) { return a->hash < b->hash; });
+    std::string suffix = apex_owner;
+    for (size_t i = 0; i < ring.size(); ++i) {
+      const Hashed& h = *ring[i];
+      std::string label = Base32HexLower(h.hash);
+      std::string owner = std::string(1, static_cast<char>(label.size())) + label + suffix;
+      std::string lower = owner;
+      LowerName(lower);
+      std::string rd;
+      rd.push_back(1);
+      rd.push_back(p.opt_out ? 1 : 0);
+      rd.push_back(static_cast<char>(p.iterations >> 8));
+      rd.push_back(static_cast<char>(p.iterations));
+      rd.push_back(static_cast<char>(p.salt.size()));
+      rd += p.salt;
+      const std::string& next = ring[(i + 1) % ring.size()]->hash;
+      rd.push_back(static_cast<char>(next.size()));
+      rd += next;
+      if (!h.types.empty()) rd += TypeBitmap(h.types);
+      out.push_back(Record{owner, kNSEC3, negative_ttl_, rd});
+      const std::string one[1] = {rd};
+      auto sig = sign_at(*keys_.zsk, lower, owner, kNSEC3, negative_ttl_, std::span<const std::string>(one));
+      if (sig.ok()) out.push_back(Record{owner, kRRSIG, negative_ttl_, *sig});
+    }
   }
   for (const Node* n : glue)
     for (const auto& set : n->rrsets)
       for (const auto& rd : set.rdatas) out.push_back(Record{n->owner, set.type, set.ttl, rd});
+  return out;
+}
+
+std::string Nsec3Hash(std::string_view lower_name, std::string_view salt, uint16_t iterations) {
+  // RFC 5155 section 5: IH(salt, x, 0) = H(x || salt), IH(salt, x, k) = H(IH(salt, x, k-1) || salt).
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  std::string in = std::string(lower_name) + std::string(salt);
+  for (int k = 0; k <= iterations; ++k) {
+    EVP_Digest(in.data(), in.size(), md, &len, EVP_sha1(), nullptr);
+    in.assign(reinterpret_cast<char*>(md), len);
+    in += salt;
+  }
+  return std::string(reinterpret_cast<char*>(md), len);
+}
+
+std::string Base32HexLower(std::string_view bytes) {
+  static const char kAlphabet[] = "0123456789abcdefghijklmnopqrstuv";
+  std::string out;
+  uint32_t buffer = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    buffer = buffer << 8 | c;
+    bits += 8;
+    while (bits >= 5) {
+      out.push_back(kAlphabet[(buffer >> (bits - 5)) & 31]);
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out.push_back(kAlphabet[(buffer << (5 - bits)) & 31]);
   return out;
 }
 

@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,12 +30,26 @@ struct StringHash {
   size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
+// Authenticated denial in the zone's transfer form (SignedRecords): NSEC3 (RFC 5155) instead of NSEC.
+// RFC 9276 advises 0 iterations and no salt. Online answers keep compact denial (RFC 9824) either way.
+struct Nsec3Params {
+  bool enabled = false;
+  bool opt_out = false;  // insecure delegations stay off the chain (flag 1 on every NSEC3)
+  uint16_t iterations = 0;
+  std::string salt;  // raw octets
+};
+
 // The keys that sign a zone. A CSK is one key as both ksk and zsk (flags 257).
 struct ZoneKeys {
   std::shared_ptr<const SigningKey> ksk;
   std::shared_ptr<const SigningKey> zsk;
   uint32_t dnskey_ttl = 3600;
+  Nsec3Params nsec3;
 };
+
+// RFC 5155 section 5: the SHA-1 NSEC3 hash of a lower-case wire name; and its owner label text.
+std::string Nsec3Hash(std::string_view lower_name, std::string_view salt, uint16_t iterations);
+std::string Base32HexLower(std::string_view bytes);
 
 // A signature made for an RRset and when to make a new one.
 struct CachedSig {
@@ -79,8 +95,17 @@ class Zone {
   std::vector<Record> Records() const;
   // A signed zone as a whole (what an AXFR of it would carry): every record, RRSIGs over every
   // authoritative RRset, and a complete NSEC chain over the names that have data (RFC 4035 section 2),
-  // signatures valid at `now`. Glue stays unsigned and off the chain. Unsigned zones: Records().
-  std::vector<Record> SignedRecords(uint32_t now) const;
+  // or with keys().nsec3 an NSEC3 chain and NSEC3PARAM (RFC 5155, opt-out when asked), signatures
+  // valid at `now`. Glue stays unsigned and off the chain. Unsigned zones: Records().
+  std::vector<Record> SignedRecords(uint32_t now) const { return SignedRecords(now, nullptr); }
+  // The same, taking each RRSIG from `reuse` when it gives one (a signature made earlier over the very
+  // same RRset and still fresh), so consecutive versions of a zone differ only where the data did: what
+  // makes IXFR of a signed zone small. `reuse` gets (lower owner, type, ttl, rdatas, key) and returns
+  // the RRSIG RDATA to reuse or null.
+  using SignatureReuse =
+      std::function<const std::string*(std::string_view owner, uint16_t type, uint32_t ttl,
+                                       std::span<const std::string> rdatas, const SigningKey& key)>;
+  std::vector<Record> SignedRecords(uint32_t now, const SignatureReuse* reuse) const;
   // The DS records for the parent (one per KSK, SHA-256), as records.
   std::vector<Record> DsRecords() const;
 

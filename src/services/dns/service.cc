@@ -21,12 +21,15 @@
 #include "crypto/random.h"
 #include "db/connection.h"
 #include "db/pool.h"
+#include "dns/notify.h"
 #include "dns/rdata.h"
 #include "dns/server.h"
 #include "dns/wire.h"
+#include "dns/xfr.h"
 #include "net/http_server.h"
 #include "net/json.h"
 #include "net/problem.h"
+#include "services/dns/api_json.h"
 #include "services/dns/store.h"
 #include "services/dns/swap.h"
 #include "services/http_config.h"
@@ -135,6 +138,79 @@ class DnsService final : public services::Service {
                 .default_value = "",
                 .help = "File with the 64-hex-digit key that seals zone private keys in the database; "
                         "empty: <data_dir>/dns/zone-keys.key, made on first start. Replicas must share it."});
+    // Zone transfers to secondaries (AXFR/IXFR with TSIG) and NOTIFY: docs/dns.md "Secondaries".
+    schema.Add({.key = "dns.transfer.tsig_keys",
+                .type = config::Type::kStringList,
+                .default_value = "",
+                .help = "TSIG keys for transfers and NOTIFY, each NAME:hmac-sha256:BASE64 (or hmac-sha512), "
+                        "as kdig -y takes them.",
+                .secret = true});
+    schema.Add({.key = "dns.transfer.acl",
+                .type = config::Type::kStringList,
+                .default_value = "",
+                .help = "Who may transfer which zone, each 'ZONE ADDR[/PREFIX]... [key=NAME]...' (ZONE * for "
+                        "every zone without its own entry; with key= a request must be signed by one of the "
+                        "keys). Empty: no transfers."});
+    schema.Add({.key = "dns.transfer.notify",
+                .type = config::Type::kStringList,
+                .default_value = "",
+                .help =
+                    "Secondaries told of every change (RFC 1996 NOTIFY), each 'ZONE ADDR:PORT [key=NAME]' "
+                    "(ZONE * for every zone; [V6]:PORT for IPv6)."});
+    schema.Add({.key = "dns.transfer.notify_attempts",
+                .type = config::Type::kInt,
+                .default_value = "5",
+                .help = "NOTIFY sends per change and secondary before giving up (the secondary's refresh "
+                        "timer still catches up).",
+                .min = 1,
+                .max = 20});
+    schema.Add({.key = "dns.transfer.notify_timeout",
+                .type = config::Type::kDuration,
+                .default_value = "1s",
+                .help = "Wait for a NOTIFY answer before the first resend; doubled after each send.",
+                .min = 10,
+                .max = 60000});
+    schema.Add({.key = "dns.transfer.denial",
+                .type = config::Type::kEnum,
+                .default_value = "nsec",
+                .help = "Authenticated denial in the transferred form of signed zones (what secondaries "
+                        "serve): an NSEC chain, or NSEC3 (RFC 5155; 0 iterations, no salt) with or without "
+                        "opt-out. Our own answers use compact denial (RFC 9824) either way.",
+                .choices = {"nsec", "nsec3", "nsec3-optout"}});
+    schema.Add({.key = "dns.transfer.journal_versions",
+                .type = config::Type::kInt,
+                .default_value = "32",
+                .help = "Versions of each zone kept in memory for IXFR; older serials get a full transfer.",
+                .min = 1,
+                .max = 10000});
+    // Response rate limiting (UDP): off by default, as in BIND and Knot; docs/dns.md "Rate limiting".
+    schema.Add({.key = "dns.rrl.rate",
+                .type = config::Type::kInt,
+                .default_value = "0",
+                .help =
+                    "Responses per second per client netblock and answer over UDP; 0 turns rate "
+                    "limiting off. 20 suits a public authoritative server (BIND's documented example: 5-20).",
+                .min = 0,
+                .max = 65535});
+    schema.Add({.key = "dns.rrl.slip",
+                .type = config::Type::kInt,
+                .default_value = "2",
+                .help = "Every slip-th limited response is sent truncated (TC) so real clients retry over "
+                        "TCP; 0 drops them all, 1 truncates them all.",
+                .min = 0,
+                .max = 10});
+    schema.Add({.key = "dns.rrl.ipv4_prefix",
+                .type = config::Type::kInt,
+                .default_value = "24",
+                .help = "IPv4 clients are counted together per netblock of this prefix length.",
+                .min = 8,
+                .max = 32});
+    schema.Add({.key = "dns.rrl.ipv6_prefix",
+                .type = config::Type::kInt,
+                .default_value = "56",
+                .help = "IPv6 clients are counted together per netblock of this prefix length.",
+                .min = 16,
+                .max = 128});
   }
 
   std::vector<db::Migration> Migrations() const override { return dns_service::Migrations(); }
@@ -143,7 +219,9 @@ class DnsService final : public services::Service {
     ctx_ = ctx;
     if (ctx.db == nullptr) return FailedPrecondition("dns: needs the database");
     GOVERN_ASSIGN_OR_RETURN(auto key, LoadSealingKey(ctx.config->GetString("dns.key_file"), ctx.data_dir));
-    store_ = std::make_unique<Store>(ctx.db, key);
+    std::string denial = ctx.config->GetString("dns.transfer.denial");
+    dns::Nsec3Params nsec3{.enabled = denial != "nsec", .opt_out = denial == "nsec3-optout"};
+    store_ = std::make_unique<Store>(ctx.db, key, nsec3);
 
     // LISTEN before the first load, so no change between them is missed.
     auto lease = ctx.db->Checkout();
@@ -161,11 +239,26 @@ class DnsService final : public services::Service {
     so.address = dns_addr.host.empty() ? "0.0.0.0" : dns_addr.host;
     so.port = dns_addr.port;
     so.udp_threads = static_cast<int>(ctx.config->GetInt("dns.udp_threads"));
+    so.rrl.responses_per_second = static_cast<int>(ctx.config->GetInt("dns.rrl.rate"));
+    so.rrl.slip = static_cast<int>(ctx.config->GetInt("dns.rrl.slip"));
+    so.rrl.ipv4_prefix = static_cast<int>(ctx.config->GetInt("dns.rrl.ipv4_prefix"));
+    so.rrl.ipv6_prefix = static_cast<int>(ctx.config->GetInt("dns.rrl.ipv6_prefix"));
+    GOVERN_ASSIGN_OR_RETURN(transfer_, TransferConfigFrom(*ctx.config));
+    so.transfers = std::make_shared<const dns::Transfers>(transfer_);
+    if (!transfer_.notify.empty()) {
+      dns::NotifyOptions no;
+      no.attempts = static_cast<int>(ctx.config->GetInt("dns.transfer.notify_attempts"));
+      no.first_timeout_ms = static_cast<int>(ctx.config->GetDuration("dns.transfer.notify_timeout").count());
+      auto notifier = dns::Notifier::Start(transfer_.keyring, no);
+      if (!notifier.ok()) return notifier.status().WithContext("dns: NOTIFY socket");
+      notifier_ = std::move(*notifier);
+    }
     auto server = dns::Server::Start(so, holder_);
     if (!server.ok())
       return server.status().WithContext("dns: start server on " + ctx.config->GetString("dns.listen"));
     server_ = std::move(*server);
     dns_host_ = so.address;
+    NotifyChanged(nullptr, *holder_->Load());  // secondaries catch up with changes made while we were down
     watcher_ = std::thread([this] { Watch(); });
 
     token_ = ctx.config->GetString("dns.api_token");
@@ -177,6 +270,8 @@ class DnsService final : public services::Service {
       sc.port = api.port;
       api_host_ = api.host;
       jobs_ = std::make_unique<services::JobQueue>(4, std::numeric_limits<size_t>::max());
+      keys_ = std::make_unique<service_keys::KeyCache>(ctx.db, DnsKeyTable(),
+                                                       service_keys::KeyCacheOptions{.clock = ctx.clock});
       net::Router router;
       AddRoutes(router);
       http_ = std::make_unique<net::Server>(std::move(sc), std::move(router));
@@ -199,10 +294,13 @@ class DnsService final : public services::Service {
 
   void Stop() override {
     if (http_) http_->Stop();
+    if (keys_) keys_->Shutdown();
     jobs_.reset();
+    keys_.reset();
     stop_ = true;
     if (watcher_.joinable()) watcher_.join();
     if (server_) server_->Stop();
+    notifier_.reset();
     if (listener_) {
       (void)(*listener_)->Unlisten(kNotifyChannel);
       listener_.reset();
@@ -219,14 +317,45 @@ class DnsService final : public services::Service {
     if (!built.ok() && built.status().code() != Code::kNotFound) return built.status();
     std::shared_ptr<const dns::Zone> replacement;
     if (built.ok()) replacement = std::move(*built);
-    holder_->Store(WithZone(*holder_->Load(), *apex, std::move(replacement)));
+    auto before = holder_->Load();
+    auto after = WithZone(*before, *apex, std::move(replacement));
+    holder_->Store(after);
+    NotifyChanged(before.get(), *after);
     return OkStatus();
   }
 
   Status ReloadAll() {
     GOVERN_ASSIGN_OR_RETURN(auto zones, store_->LoadAll());
-    holder_->Store(std::make_shared<const dns::ZoneSet>(std::move(zones)));
+    auto before = holder_->Load();
+    auto after = std::make_shared<const dns::ZoneSet>(std::move(zones));
+    holder_->Store(after);
+    NotifyChanged(before.get(), *after);
     return OkStatus();
+  }
+
+  static Result<dns::TransferConfig> TransferConfigFrom(const config::Config& c) {
+    dns::TransferConfig t;
+    for (const auto& k : c.GetStringList("dns.transfer.tsig_keys"))
+      GOVERN_RETURN_IF_ERROR(t.AddKey(k).WithContext("dns.transfer.tsig_keys"));
+    for (const auto& a : c.GetStringList("dns.transfer.acl"))
+      GOVERN_RETURN_IF_ERROR(t.AddAcl(a).WithContext("dns.transfer.acl"));
+    for (const auto& n : c.GetStringList("dns.transfer.notify"))
+      GOVERN_RETURN_IF_ERROR(t.AddNotify(n).WithContext("dns.transfer.notify"));
+    t.journal_versions = static_cast<size_t>(c.GetInt("dns.transfer.journal_versions"));
+    return t;
+  }
+
+  // NOTIFY (RFC 1996) for every zone of `after` whose serial is not the one in `before` (null: all).
+  void NotifyChanged(const dns::ZoneSet* before, const dns::ZoneSet& after) {
+    if (!notifier_) return;
+    for (const auto& z : after.zones()) {
+      const dns::Zone* old = before ? before->Find(z->apex()) : nullptr;
+      if (old && old->apex() == z->apex() && old->serial() == z->serial()) continue;
+      auto targets = transfer_.NotifyFor(z->apex());
+      if (targets.empty()) continue;
+      const dns::Node* apex = z->Find(z->apex());
+      notifier_->Send(apex ? apex->owner : z->apex(), z->soa().ttl, z->soa().rdatas[0], targets);
+    }
   }
 
   void Watch() {
@@ -275,31 +404,55 @@ class DnsService final : public services::Service {
     }
   }
 
-  bool Authorized(const net::Request& req) const {
+  static std::string_view BearerOf(const net::Request& req) {
     auto h = req.headers.Get("Authorization");
-    if (!h) return false;
-    std::string want = "Bearer " + token_;
-    return crypto::ConstantTimeEquals(*h, want);
+    if (!h) return {};
+    std::string_view v = *h;
+    if (v.size() < 7 || !net::EqualsIgnoreCase(v.substr(0, 7), "Bearer ")) return {};
+    v.remove_prefix(7);
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    return v;
   }
 
-  // Registers an authorized route whose handler runs on the job threads.
-  void Route(net::Router& router, net::Method m, std::string_view pattern,
+  enum class Need { kRead, kWrite, kAdmin };
+
+  // Registers a route whose handler runs on the job threads once the caller is allowed: the admin
+  // token (dns.api_token) may do everything; a gvd_ key with scope "write" every zone route, "read"
+  // the GET routes; key management needs the admin token.
+  void Route(net::Router& router, net::Method m, std::string_view pattern, Need need,
              std::function<net::Response(net::Request&)> fn) {
-    router.Add(m, pattern, [this, fn](net::Request&& req, net::Responder out) {
-      if (!Authorized(req)) {
-        net::Response r = net::ProblemResponse(401, "a bearer token (dns.api_token) is required", req.path);
-        r.headers.Set("WWW-Authenticate", "Bearer");
-        out.Send(std::move(r));
-        return;
-      }
+    router.Add(m, pattern, [this, fn, need](net::Request&& req, net::Responder out) {
+      auto run = [this, fn](std::shared_ptr<net::Request> q, std::shared_ptr<net::Responder> o) {
+        jobs_->Post([q, o, fn] { o->Send(fn(*q)); });
+      };
+      std::string_view bearer = BearerOf(req);
       auto q = std::make_shared<net::Request>(std::move(req));
       auto o = std::make_shared<net::Responder>(std::move(out));
-      jobs_->Post([q, o, fn] { o->Send(fn(*q)); });
+      if (!bearer.empty() && crypto::ConstantTimeEquals(bearer, token_)) return run(q, o);
+      if (bearer.empty() || !bearer.starts_with("gvd_") || keys_ == nullptr || need == Need::kAdmin) {
+        net::Response r = net::ProblemResponse(
+            401,
+            need == Need::kAdmin ? "the admin token (dns.api_token) is required"
+                                 : "a bearer token is required: dns.api_token or a gvd_ key",
+            q->path);
+        r.headers.Set("WWW-Authenticate", "Bearer");
+        return o->Send(std::move(r));
+      }
+      keys_->Verify(std::string(bearer), [q, o, need, run](Result<service_keys::KeyIdentity> who) {
+        if (!who.ok()) {
+          if (who.status().code() == Code::kUnauthenticated)
+            return o->Send(net::ProblemResponse(401, who.status().message(), q->path));
+          return o->Send(net::ProblemResponse(503, "the key store is unavailable; retry later", q->path));
+        }
+        if (need == Need::kWrite && who->scope != "write")
+          return o->Send(net::ProblemResponse(403, "this key has scope 'read'; this needs 'write'", q->path));
+        run(q, o);
+      });
     });
   }
 
   void AddRoutes(net::Router& router) {
-    Route(router, net::Method::kGet, "/v1/dns/zones", [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones", Need::kRead, [this](net::Request& req) {
       auto zones = store_->ListZones();
       if (!zones.ok()) return Problem(zones.status(), req);
       nlohmann::json arr = nlohmann::json::array();
@@ -309,29 +462,20 @@ class DnsService final : public services::Service {
       }
       return net::JsonResponse(nlohmann::json{{"zones", arr}}.dump());
     });
-    Route(router, net::Method::kPost, "/v1/dns/zones", [this](net::Request& req) {
-      auto j = nlohmann::json::parse(req.body, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
-      CreateZoneRequest cr;
-      try {
-        cr.name = j.at("name").get<std::string>();
-        cr.dnssec = j.value("dnssec", false);
-        cr.algorithm = j.value("algorithm", 13);
-        cr.soa = j.value("soa", std::string());
-        cr.ns = j.value("ns", std::vector<std::string>{});
-      } catch (const std::exception& e) {
-        return Problem(InvalidArgument(std::string("body: ") + e.what()), req);
-      }
+    Route(router, net::Method::kPost, "/v1/dns/zones", Need::kWrite, [this](net::Request& req) {
+      auto parsed = ParseCreateZoneBody(req.body);
+      if (!parsed.ok()) return Problem(parsed.status(), req);
+      CreateZoneRequest cr = std::move(*parsed);
       Status s = store_->CreateZone(cr);
       if (!s.ok()) return Problem(s, req);
       return net::JsonResponse(nlohmann::json{{"name", *NormalizeZoneName(cr.name)}}.dump(), 201);
     });
-    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}", [this](net::Request& req) {
+    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}", Need::kWrite, [this](net::Request& req) {
       Status s = store_->DeleteZone(req.Param("zone"));
       if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");
     });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/records", [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/records", Need::kRead, [this](net::Request& req) {
       auto records = store_->Records(req.Param("zone"));
       if (!records.ok()) return Problem(records.status(), req);
       nlohmann::json arr = nlohmann::json::array();
@@ -339,41 +483,32 @@ class DnsService final : public services::Service {
       return net::JsonResponse(nlohmann::json{{"records", arr}}.dump());
     });
     auto put_rrset = [this](net::Request& req) {
-      auto j = nlohmann::json::parse(req.body, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
-      uint32_t ttl = 0;
-      std::vector<std::string> rdatas;
-      try {
-        int64_t t = j.value("ttl", int64_t{300});
-        if (t < 0 || t > 0x7fffffff) return Problem(InvalidArgument("ttl: 0 to 2147483647"), req);
-        ttl = static_cast<uint32_t>(t);
-        rdatas = j.at("rdata").get<std::vector<std::string>>();
-      } catch (const std::exception& e) {
-        return Problem(InvalidArgument(std::string("body: ") + e.what()), req);
-      }
-      if (rdatas.empty()) return Problem(InvalidArgument("rdata: empty (DELETE removes an RRset)"), req);
+      auto body = ParseRRsetBody(req.body);
+      if (!body.ok()) return Problem(body.status(), req);
+      uint32_t ttl = body->ttl;
+      std::vector<std::string> rdatas = std::move(body->rdata);
       Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), ttl, rdatas);
       if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");
     };
-    Route(router, net::Method::kPut, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", put_rrset);
-    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}",
+    Route(router, net::Method::kPut, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", Need::kWrite, put_rrset);
+    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", Need::kWrite,
           [this](net::Request& req) {
             Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), 0, {});
             if (!s.ok()) return Problem(s, req);
             return net::Response(204, "");
           });
-    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", [this](net::Request& req) {
+    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", Need::kWrite, [this](net::Request& req) {
       Status s = store_->ImportZoneFile(req.Param("zone"), req.body);
       if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");
     });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", Need::kRead, [this](net::Request& req) {
       auto text = store_->ExportZoneFile(req.Param("zone"));
       if (!text.ok()) return Problem(text.status(), req);
       return net::Response(200, std::move(*text), "text/dns");
     });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", Need::kRead, [this](net::Request& req) {
       auto zone = store_->LoadZone(req.Param("zone"));
       if (!zone.ok()) return Problem(zone.status(), req);
       if (!(*zone)->signed_zone()) return Problem(FailedPrecondition("zone is not signed"), req);
@@ -384,6 +519,53 @@ class DnsService final : public services::Service {
       }
       return net::JsonResponse(nlohmann::json{{"ds", ds}, {"dnskey", dnskey}}.dump());
     });
+    // API keys (admin token only): POST {"org","scope","name"} -> 201 {"key"} (shown once), list, revoke.
+    Route(router, net::Method::kPost, "/v1/dns/keys", Need::kAdmin, [this](net::Request& req) {
+      auto j = nlohmann::json::parse(req.body, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
+      auto str = [&](const char* k, const char* dflt) -> std::optional<std::string> {
+        auto it = j.find(k);
+        if (it == j.end()) return std::string(dflt);
+        if (!it->is_string()) return std::nullopt;
+        return it->get<std::string>();
+      };
+      auto org = str("org", "default"), scope = str("scope", ""), kname = str("name", "");
+      if (!org || !scope || !kname)
+        return Problem(InvalidArgument("body: org, scope and name are strings"), req);
+      if (Status s = service_keys::ValidateOrg(*org); !s.ok())
+        return Problem(InvalidArgument("org: " + s.message()), req);
+      if (Status s = DnsKeyTable().CheckScope(*scope); !s.ok())
+        return Problem(InvalidArgument("scope: " + s.message()), req);
+      auto lease = ctx_.db->Checkout();
+      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+      auto key = service_keys::CreateKey(**lease, DnsKeyTable(), *org, *scope, *kname);
+      if (!key.ok()) return Problem(key.status(), req);
+      return net::JsonResponse(nlohmann::json{{"key", *key}}.dump(), 201);
+    });
+    Route(router, net::Method::kGet, "/v1/dns/keys", Need::kAdmin, [this](net::Request& req) {
+      auto lease = ctx_.db->Checkout();
+      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+      auto keys = service_keys::ListKeys(**lease, DnsKeyTable());
+      if (!keys.ok()) return Problem(keys.status(), req);
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& k : *keys) {
+        arr.push_back({{"key_id", k.key_id},
+                       {"org", k.org},
+                       {"scope", k.scope},
+                       {"name", k.name},
+                       {"created_at", k.created_at},
+                       {"revoked_at", k.revoked_at ? *k.revoked_at : ""}});
+      }
+      return net::JsonResponse(nlohmann::json{{"keys", arr}}.dump());
+    });
+    Route(router, net::Method::kDelete, "/v1/dns/keys/{key_id}", Need::kAdmin, [this](net::Request& req) {
+      auto lease = ctx_.db->Checkout();
+      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+      Status s = service_keys::RevokeKey(**lease, DnsKeyTable(), req.Param("key_id"));
+      if (!s.ok()) return Problem(s, req);
+      keys_->Forget(req.Param("key_id"));  // at once in this process; other replicas within the cache TTL
+      return net::Response(204, "");
+    });
   }
 
   services::Context ctx_;
@@ -392,11 +574,14 @@ class DnsService final : public services::Service {
   int seen_reconnects_ = 0;
   std::shared_ptr<dns::ZoneSetHolder> holder_;
   std::unique_ptr<dns::Server> server_;
+  dns::TransferConfig transfer_;
+  std::unique_ptr<dns::Notifier> notifier_;
   std::string dns_host_, api_host_, token_;
   std::thread watcher_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> reloads_all_{0};
   std::unique_ptr<services::JobQueue> jobs_;
+  std::unique_ptr<service_keys::KeyCache> keys_;
   std::unique_ptr<net::Server> http_;
 };
 

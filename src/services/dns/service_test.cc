@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "db/connection.h"
@@ -17,6 +18,7 @@
 #include "db/pool.h"
 #include "db/testing.h"
 #include "dns/testing.h"
+#include "net/http_client.h"
 #include "services/dns/store.h"
 
 namespace govern::dns_service {
@@ -73,14 +75,34 @@ class DnsServiceTest : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() / ("dns-service-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     service_->DeclareConfig(schema_);
-    config::LoadOptions lo;
-    lo.flags = {{"dns.listen", "127.0.0.1:0"}};
-    auto cfg = config::Config::Load(schema_, lo);
-    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-    config_ = std::make_unique<config::Config>(std::move(*cfg));
+    // The http.* keys the govern binary declares (src/cli/keys.cc), which the zone API's server reads.
+    using config::Type;
+    schema_.Add({.key = "http.workers", .type = Type::kInt, .default_value = "1"});
+    for (const char* k : {"http.max_header_bytes", "http.max_body_bytes"})
+      schema_.Add({.key = k, .type = Type::kBytes, .default_value = "1MiB"});
+    for (const char* k :
+         {"http.header_timeout", "http.body_timeout", "http.idle_timeout", "http.drain_timeout"})
+      schema_.Add({.key = k, .type = Type::kDuration, .default_value = "10s"});
+    schema_.Add({.key = "http.max_connections", .type = Type::kInt, .default_value = "100"});
+    schema_.Add({.key = "http.tls_cert", .type = Type::kString, .default_value = ""});
+    schema_.Add({.key = "http.tls_key", .type = Type::kString, .default_value = ""});
+    LoadConfig({});
     auto key = crypto::Aes256GcmKey::Generate();
     store_ =
         std::make_unique<Store>(pool_.get(), std::make_shared<const crypto::Aes256GcmKey>(std::move(*key)));
+  }
+  void LoadConfig(std::vector<std::pair<std::string, std::string>> extra) {
+    config::LoadOptions lo;
+    lo.flags = {{"dns.listen", "127.0.0.1:0"}};
+    for (auto& e : extra) lo.flags.push_back(std::move(e));
+    auto cfg = config::Config::Load(schema_, lo);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    config_ = std::make_unique<config::Config>(std::move(*cfg));
+  }
+  std::string ApiBase() const {
+    for (const auto& e : service_->Endpoints())
+      if (e.protocol == "http") return "http://" + e.address;
+    return "";
   }
   void TearDown() override {
     if (service_) service_->Stop();
@@ -148,6 +170,60 @@ TEST_F(DnsServiceTest, ReloadsEverythingAfterTheListenConnectionIsCut) {
     ASSERT_TRUE(store_->ReplaceRRset("a.test", "r", "A", 300, {ip}).ok());
     EXPECT_TRUE(Eventually(port, "r.a.test.", 1, {ip})) << ip;
   }
+}
+
+// The zone API with gvd_ keys beside the admin token: write keys change zones, read keys only read,
+// key management needs the admin token, a revoked key stops working at once in this process.
+TEST_F(DnsServiceTest, ApiKeysByScope) {
+  LoadConfig({{"dns.api_token", "admin-secret"}, {"dns.api_listen", "127.0.0.1:0"}});
+  ASSERT_NE(StartService(), 0);
+  std::string base = ApiBase();
+  ASSERT_FALSE(base.empty());
+  net::HttpClient http;
+  auto call = [&](net::Method m, const std::string& path, const std::string& bearer, std::string body = "") {
+    net::ClientRequest r;
+    r.method = m;
+    r.url = base + path;
+    if (!bearer.empty()) r.headers.Set("Authorization", "Bearer " + bearer);
+    r.body = std::move(body);
+    auto resp = http.Send(std::move(r));
+    EXPECT_TRUE(resp.ok()) << resp.status().message();
+    return resp.ok() ? *resp : net::ClientResponse{};
+  };
+  auto make_key = [&](const std::string& scope) {
+    auto r = call(net::Method::kPost, "/v1/dns/keys", "admin-secret",
+                  R"({"org":"acme","scope":")" + scope + R"(","name":"t"})");
+    EXPECT_EQ(r.status, 201) << r.body;
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_object() ? j.value("key", std::string()) : std::string();
+  };
+  std::string writer = make_key("write"), reader = make_key("read");
+  ASSERT_TRUE(writer.starts_with("gvd_")) << writer;
+  ASSERT_TRUE(reader.starts_with("gvd_")) << reader;
+  EXPECT_EQ(call(net::Method::kPost, "/v1/dns/keys", "admin-secret", R"({"scope":"owner"})").status, 400);
+  EXPECT_EQ(call(net::Method::kPost, "/v1/dns/zones", writer, R"({"name":"k.test"})").status, 201);
+  EXPECT_EQ(call(net::Method::kPut, "/v1/dns/zones/k.test/rrsets/www/A", writer, R"({"rdata":["192.0.2.7"]})")
+                .status,
+            204);
+  EXPECT_EQ(call(net::Method::kPut, "/v1/dns/zones/k.test/rrsets/www/A", reader, R"({"rdata":["192.0.2.8"]})")
+                .status,
+            403);
+  auto listed = call(net::Method::kGet, "/v1/dns/zones/k.test/records", reader);
+  EXPECT_EQ(listed.status, 200);
+  EXPECT_NE(listed.body.find("192.0.2.7"), std::string::npos) << listed.body;
+  EXPECT_EQ(call(net::Method::kGet, "/v1/dns/zones", "").status, 401);
+  EXPECT_EQ(call(net::Method::kGet, "/v1/dns/zones", "gvd_aaaaaaaaaaaa_" + std::string(64, '0')).status, 401);
+  EXPECT_EQ(call(net::Method::kGet, "/v1/dns/keys", writer).status, 401);  // keys: admin token only
+  auto keys = call(net::Method::kGet, "/v1/dns/keys", "admin-secret");
+  EXPECT_EQ(keys.status, 200);
+  auto kj = nlohmann::json::parse(keys.body, nullptr, false);
+  ASSERT_TRUE(kj.is_object());
+  ASSERT_EQ(kj["keys"].size(), 2u);
+  EXPECT_EQ(keys.body.find(writer.substr(18)), std::string::npos);  // no secrets listed
+  std::string reader_id = reader.substr(4, 12);
+  EXPECT_EQ(call(net::Method::kDelete, "/v1/dns/keys/" + reader_id, "admin-secret").status, 204);
+  EXPECT_EQ(call(net::Method::kGet, "/v1/dns/zones", reader).status, 401);
+  EXPECT_EQ(call(net::Method::kGet, "/v1/dns/zones", writer).status, 200);
 }
 
 }  // namespace

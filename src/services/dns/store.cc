@@ -20,32 +20,6 @@ std::string LowerText(std::string_view wire) {
   return dns::NameToText(w);
 }
 
-// One record line through the master-file parser, so the API accepts exactly what zone files do.
-Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_view owner,
-                                            std::string_view type, uint32_t ttl,
-                                            const std::vector<std::string>& rdatas) {
-  if (owner.empty() || owner.find_first_of(" \t\n;()\"") != std::string_view::npos) {
-    return InvalidArgument("owner: not a domain name");
-  }
-  auto t = dns::TypeFromText(type);
-  if (!t.ok()) return InvalidArgument("type: " + t.status().message());
-  if (*t == kDnskey || *t == 46 /*RRSIG*/ || *t == 47 /*NSEC*/) {
-    return InvalidArgument("type: " + std::string(type) + " records are made by the server");
-  }
-  std::vector<dns::Record> out;
-  for (size_t i = 0; i < rdatas.size(); ++i) {
-    if (rdatas[i].find('\n') != std::string::npos)
-      return InvalidArgument("rdata[" + std::to_string(i) + "]: newline");
-    std::string line =
-        std::string(owner) + " " + std::to_string(ttl) + " IN " + std::string(type) + " " + rdatas[i];
-    auto r = dns::ParseZoneFile(line, zone);
-    if (!r.ok()) return InvalidArgument("rdata[" + std::to_string(i) + "]: " + r.status().message());
-    if (r->size() != 1) return InvalidArgument("rdata[" + std::to_string(i) + "]: expected one record");
-    out.push_back(std::move((*r)[0]));
-  }
-  return out;
-}
-
 Status CheckInZone(std::string_view zone, const dns::Record& r) {
   auto apex = dns::NameFromText(zone);
   if (!apex.ok()) return apex.status();
@@ -65,6 +39,38 @@ Status InsertRecord(db::Connection& c, std::string_view zone, const dns::Record&
 }
 
 }  // namespace
+
+Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_view owner,
+                                            std::string_view type, uint32_t ttl,
+                                            const std::vector<std::string>& rdatas) {
+  if (owner.empty() || owner.find_first_of(" \t\n;()\"") != std::string_view::npos) {
+    return InvalidArgument("owner: not a domain name");
+  }
+  auto t = dns::TypeFromText(type);
+  if (!t.ok()) return InvalidArgument("type: " + t.status().message());
+  if (*t == kDnskey || *t == 46 /*RRSIG*/ || *t == 47 /*NSEC*/ || *t == 50 /*NSEC3*/ ||
+      *t == 51 /*NSEC3PARAM*/) {
+    return InvalidArgument("type: " + std::string(type) + " records are made by the server");
+  }
+  std::vector<dns::Record> out;
+  for (size_t i = 0; i < rdatas.size(); ++i) {
+    if (rdatas[i].find('\n') != std::string::npos)
+      return InvalidArgument("rdata[" + std::to_string(i) + "]: newline");
+    std::string line =
+        std::string(owner) + " " + std::to_string(ttl) + " IN " + std::string(type) + " " + rdatas[i];
+    auto r = dns::ParseZoneFile(line, zone);
+    if (!r.ok()) return InvalidArgument("rdata[" + std::to_string(i) + "]: " + r.status().message());
+    if (r->size() != 1) return InvalidArgument("rdata[" + std::to_string(i) + "]: expected one record");
+    out.push_back(std::move((*r)[0]));
+  }
+  return out;
+}
+
+const service_keys::KeyTable& DnsKeyTable() {
+  static const service_keys::KeyTable table{
+      .table = "dns_api_keys", .prefix = "gvd", .scopes = {"read", "write"}, .log_component = "dns"};
+  return table;
+}
 
 std::vector<db::Migration> Migrations() {
   return {{1, "dns zones, records and keys", R"sql(
@@ -88,7 +94,8 @@ CREATE TABLE dns_zone_keys (
   algorithm integer NOT NULL,
   private_sealed bytea NOT NULL
 );
-)sql"}};
+)sql"},
+          {2, "dns API keys", service_keys::TableSql(DnsKeyTable())}};
 }
 
 Result<std::string> NormalizeZoneName(std::string_view text) {
@@ -101,10 +108,16 @@ Result<std::string> NormalizeZoneName(std::string_view text) {
 }
 
 Status Store::Bump(db::Connection& c, std::string_view zone, int64_t at_least) {
-  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
-                          c.ExecPrepared("UPDATE dns_zones SET serial = GREATEST(serial + 1, $2) "
-                                         "WHERE name = $1 RETURNING serial",
-                                         db::Params(zone, at_least)));
+  GOVERN_ASSIGN_OR_RETURN(
+      db::Rows rows,
+      // RFC 1982: serials live modulo 2^32; the next one is serial + 1 (wrapping),
+      // or an imported file's serial when that is later in sequence space, i.e.
+      // (file - next) mod 2^32 in [1, 2^31 - 1]. -1: no file serial.
+      c.ExecPrepared("UPDATE dns_zones SET serial = CASE WHEN $2 >= 0 AND "
+                     "(($2 - (serial + 1) % 4294967296) + 4294967296) % 4294967296 "
+                     "BETWEEN 1 AND 2147483647 THEN $2 ELSE (serial + 1) % 4294967296 END "
+                     "WHERE name = $1 RETURNING serial",
+                     db::Params(zone, at_least)));
   if (rows.empty()) return NotFound("zone " + std::string(zone) + " does not exist");
   return c.ExecPrepared("SELECT pg_notify($1, $2)", db::Params(kNotifyChannel, zone)).status();
 }
@@ -206,13 +219,14 @@ Status Store::ImportZoneFile(std::string_view name, std::string_view text) {
   GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
   GOVERN_ASSIGN_OR_RETURN(auto records, dns::ParseZoneFile(text, zone));
   std::vector<dns::Record> keep;
-  int64_t file_serial = 0;
+  int64_t file_serial = -1;
   for (auto& r : records) {
     if (r.type == kSoa && r.rdata.size() >= 20) {
       file_serial = dns::Get32(reinterpret_cast<const uint8_t*>(r.rdata.data()) + r.rdata.size() - 20);
     }
     GOVERN_RETURN_IF_ERROR(CheckInZone(zone, r));
-    if (r.type == kDnskey || r.type == 46 || r.type == 47) continue;  // the server makes these
+    if (r.type == kDnskey || r.type == 46 || r.type == 47 || r.type == 50 || r.type == 51)
+      continue;  // the server makes these
     keep.push_back(std::move(r));
   }
   // The same checks as serving: a file that does not build is refused before anything is stored.
@@ -268,6 +282,7 @@ Result<std::shared_ptr<const dns::Zone>> Store::LoadZoneOn(db::Connection& c, st
     auto shared = std::make_shared<const dns::SigningKey>(std::move(k));
     zk.ksk = shared;
     zk.zsk = shared;
+    zk.nsec3 = nsec3_;
   }
   return dns::Zone::Build(zone, std::move(records), zk);
 }

@@ -19,6 +19,7 @@
 #include "crypto/aead.h"
 #include "db/migrator.h"
 #include "dns/zone.h"
+#include "services/keys/keys.h"
 
 namespace govern::db {
 class Pool;
@@ -30,6 +31,9 @@ namespace govern::dns_service {
 inline constexpr std::string_view kNotifyChannel = "govern_dns";
 
 std::vector<db::Migration> Migrations();
+// The zone API's keys (`gvd_...`, table dns_api_keys): scope "read" (GET routes) or "write" (every
+// zone route). Zones have no organisation yet: a key's org is a label, and a key reaches every zone.
+const service_keys::KeyTable& DnsKeyTable();
 
 struct ZoneInfo {
   std::string name;
@@ -47,13 +51,20 @@ struct CreateZoneRequest {
   std::vector<std::string> ns;  // NS targets at the apex; empty: ns1.<zone>
 };
 
+// One RRset as the API gives it (owner relative, absolute or "@"; type mnemonic; presentation RDATA)
+// through the master-file parser, so the API accepts exactly what zone files do. Errors name the
+// field ("rdata[0]: line 1: ..."). Records the server makes (DNSKEY, RRSIG, NSEC) are refused.
+Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_view owner,
+                                            std::string_view type, uint32_t ttl,
+                                            const std::vector<std::string>& rdatas);
+
 // Normalizes "Example.COM" to "example.com."; InvalidArgument for a bad name.
 Result<std::string> NormalizeZoneName(std::string_view text);
 
 class Store {
  public:
-  Store(db::Pool* pool, std::shared_ptr<const crypto::Aes256GcmKey> key)
-      : pool_(pool), key_(std::move(key)) {}
+  Store(db::Pool* pool, std::shared_ptr<const crypto::Aes256GcmKey> key, dns::Nsec3Params nsec3 = {})
+      : pool_(pool), key_(std::move(key)), nsec3_(std::move(nsec3)) {}
 
   Status CreateZone(const CreateZoneRequest& req);
   Status DeleteZone(std::string_view zone);
@@ -81,10 +92,11 @@ class Store {
   Status CheckBuilds(db::Connection& c, std::string_view zone);
   // Inside a transaction: serial + 1 (or `at_least`: an imported file's serial), NotFound for an
   // unknown zone, and NOTIFY.
-  Status Bump(db::Connection& c, std::string_view zone, int64_t at_least = 0);
+  Status Bump(db::Connection& c, std::string_view zone, int64_t at_least = -1);
 
   db::Pool* pool_;
   std::shared_ptr<const crypto::Aes256GcmKey> key_;
+  dns::Nsec3Params nsec3_;  // denial in the transfer form of signed zones (NSEC when not enabled)
 };
 
 }  // namespace govern::dns_service

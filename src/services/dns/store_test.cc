@@ -150,5 +150,34 @@ TEST_F(DnsStoreTest, ImportExportAndSignedZone) {
   EXPECT_EQ(all->size(), 0u);
 }
 
+// RFC 1982: serials wrap at 2^32, and an imported serial counts only when it is later in sequence
+// space (a secondary would never take a "smaller" one).
+TEST_F(DnsStoreTest, SerialsFollowRfc1982) {
+  ASSERT_TRUE(store_->CreateZone({.name = "wrap.test"}).ok());
+  auto file = [](const std::string& serial) {
+    return "$ORIGIN wrap.test.\n$TTL 300\n@ SOA ns1 hostmaster " + serial +
+           " 3600 600 1209600 300\n@ NS ns1\nns1 A 192.0.2.53\n";
+  };
+  // 1 -> 4294967295 would go backwards (it is 2^32 - 2 ahead, more than 2^31): steps of under 2^31.
+  ASSERT_TRUE(store_->ImportZoneFile("wrap.test", file("4294967295")).ok());
+  EXPECT_EQ(Serial("wrap.test."), 2);
+  ASSERT_TRUE(store_->ImportZoneFile("wrap.test", file("2000000000")).ok());
+  EXPECT_EQ(Serial("wrap.test."), 2000000000);
+  ASSERT_TRUE(store_->ImportZoneFile("wrap.test", file("4000000000")).ok());
+  ASSERT_TRUE(store_->ImportZoneFile("wrap.test", file("4294967295")).ok());
+  EXPECT_EQ(Serial("wrap.test."), 4294967295);
+  ASSERT_TRUE(store_->ReplaceRRset("wrap.test", "www", "A", 300, {"192.0.2.1"}).ok());
+  EXPECT_EQ(Serial("wrap.test."), 0);  // wrapped
+  auto zone = store_->LoadZone("wrap.test");
+  ASSERT_TRUE(zone.ok());
+  EXPECT_EQ((*zone)->serial(), 0u);
+  // 4294967290 is before 0 in sequence space: ignored, the serial moves on by one.
+  ASSERT_TRUE(store_->ImportZoneFile("wrap.test", file("4294967290")).ok());
+  EXPECT_EQ(Serial("wrap.test."), 1);
+  // 100 is after 1: taken.
+  ASSERT_TRUE(store_->ImportZoneFile("wrap.test", file("100")).ok());
+  EXPECT_EQ(Serial("wrap.test."), 100);
+}
+
 }  // namespace
 }  // namespace govern::dns_service

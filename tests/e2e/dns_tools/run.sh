@@ -167,5 +167,38 @@ for alg in 13 15; do
   contains "alg $alg DS matches ldns-key2ds" "$ds_ours" "$ds_ldns"
 done
 
+# Response rate limiting (--rrl-rate 5, slip 2): 40 identical UDP queries in a burst from one address get
+# at most 5 full answers per second, about half of the rest as truncated (TC) answers, the others
+# nothing; dig still gets its answer over TCP after a TC; another name is a separate bucket.
+start rrl --zone example.test.=zone --rrl-rate 5 --rrl-slip 2
+out="$(python3 - "$PORT_rrl" <<'PY'
+import socket, struct, sys, time
+port = int(sys.argv[1])
+def q(name, qid):
+    return struct.pack(">HHHHHH", qid, 0, 1, 0, 0, 0) + b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\x00\x00\x01\x00\x01"
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(0.5)
+start = time.time()
+for i in range(40):
+    s.sendto(q("www.example.test", i), ("127.0.0.1", port))
+full = tc = 0
+try:
+    while True:
+        d, _ = s.recvfrom(4096)
+        if d[2] & 0x02: tc += 1
+        elif struct.unpack(">H", d[6:8])[0] > 0: full += 1
+except socket.timeout:
+    pass
+# Within one second the bucket allows 5; a burst that crossed a second boundary may allow 10.
+print("full=%d tc=%d quick=%d" % (full, tc, int(time.time() - start < 1.4)))
+PY
+)"
+full="${out#full=}"; full="${full%% *}"
+tc="${out#*tc=}"; tc="${tc%% *}"
+checks=$((checks + 1)); { [ "$full" -ge 5 ] && [ "$full" -le 10 ]; } || fail "RRL: $out (want 5-10 full answers)"
+checks=$((checks + 1)); { [ "$tc" -ge 10 ] && [ "$tc" -le 20 ]; } || fail "RRL: $out (want 10-20 truncated answers, slip 2)"
+contains "RRL: dig falls back to TCP after TC" "192.0.2.1" "$(dig @127.0.0.1 -p "$PORT_rrl" +tries=1 +time=2 www.example.test A +short 2>&1)"
+contains "RRL: another name is another bucket" "2001:db8::1" "$(dig @127.0.0.1 -p "$PORT_rrl" +notcp +tries=1 +time=2 www.example.test AAAA +short 2>&1)"
+
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]
