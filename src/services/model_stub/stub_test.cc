@@ -6,6 +6,7 @@
 #include "gateway/anthropic.h"
 #include "gateway/openai.h"
 #include "gateway/sse.h"
+#include "gateway/translate.h"
 
 namespace govern::model_stub {
 namespace {
@@ -236,6 +237,97 @@ TEST(ModelStub, FaultsAndErrorsSpeakTheProvidersFormat) {
   EXPECT_EQ(h.status, 502);
   EXPECT_EQ(h.delay_ms, 0);
   EXPECT_EQ(h.cut_after, 4);
+}
+
+// The gateway's translation in miniature: an OpenAI client's request translated for an Anthropic provider
+// (the stub), its answer and its stream translated back, must equal what an OpenAI provider says; and
+// the other way round.
+TEST(ModelStub, TranslatedAnswersMatchTheOtherFormat) {
+  Json tools = Json::array(
+      {{{"type", "function"},
+        {"function",
+         {{"name", "f"},
+          {"parameters", {{"type", "object"}, {"properties", {{"q", {{"type", "string"}}}}}}}}}}});
+  for (bool with_tools : {false, true}) {
+    Json chat_json = kChat;
+    if (with_tools) chat_json["tools"] = tools;
+    auto chat = oai::ChatRequestFromJson(chat_json);
+    ASSERT_TRUE(chat.ok());
+    auto direct = oai::ParseChatResponse(Post("/v1/chat/completions", chat_json).body);
+    ASSERT_TRUE(direct.ok());
+
+    // Whole answers: OpenAI -> Anthropic request -> stub -> OpenAI response.
+    auto m = gateway::ChatToMessagesRequest(*chat);
+    ASSERT_TRUE(m.ok());
+    auto a = ant::ParseMessagesResponse(Post("/v1/messages", ant::ToJson(*m)).body);
+    ASSERT_TRUE(a.ok());
+    oai::ChatResponse via = gateway::MessagesToChatResponse(*a, 0);
+    EXPECT_EQ(via.choices[0].content, direct->choices[0].content);
+    EXPECT_EQ(via.choices[0].finish_reason, direct->choices[0].finish_reason);
+    ASSERT_EQ(via.choices[0].tool_calls.size(), direct->choices[0].tool_calls.size());
+    if (with_tools) {
+      EXPECT_EQ(via.choices[0].tool_calls[0].arguments, direct->choices[0].tool_calls[0].arguments);
+    }
+    EXPECT_EQ(via.usage, direct->usage);
+
+    // Streams: the Anthropic stream translated chunk by chunk into OpenAI chunks.
+    m->stream = true;
+    gateway::MessagesToChatStream to_chat(/*include_usage=*/true, 0);
+    std::vector<Json> chunks;
+    for (const auto& e : Events(Post("/v1/messages", ant::ToJson(*m)))) {
+      auto ev = ant::ParseStreamEvent(e.data);
+      ASSERT_TRUE(ev.ok());
+      to_chat.Feed(*ev, chunks);
+    }
+    EXPECT_TRUE(to_chat.done());
+    std::string text, args, finish;
+    std::optional<oai::Usage> usage;
+    for (const Json& j : chunks) {
+      auto c = oai::ParseChatChunk(j.dump());
+      ASSERT_TRUE(c.ok());
+      if (c->usage) usage = c->usage;
+      for (const auto& ch : c->choices) {
+        text += ch.content.value_or("");
+        for (const auto& t : ch.tool_calls) args += t.arguments.value_or("");
+        if (ch.finish_reason) finish = *ch.finish_reason;
+      }
+    }
+    EXPECT_EQ(text, direct->choices[0].content.value_or(""));
+    if (with_tools) {
+      EXPECT_EQ(args, direct->choices[0].tool_calls[0].arguments);
+    }
+    EXPECT_EQ(finish, direct->choices[0].finish_reason);
+    EXPECT_EQ(usage, direct->usage);
+
+    // And an OpenAI stream translated into Anthropic events equals the stub's own Anthropic answer.
+    Json stream_json = chat_json;
+    stream_json["stream"] = true;
+    stream_json["stream_options"] = {{"include_usage", true}};
+    gateway::ChatToMessagesStream to_messages;
+    std::vector<ant::StreamEvent> events;
+    for (const auto& e : Events(Post("/v1/chat/completions", stream_json))) {
+      if (e.IsDone()) {
+        to_messages.Finish(events);
+        break;
+      }
+      auto c = oai::ParseChatChunk(e.data);
+      ASSERT_TRUE(c.ok());
+      to_messages.Feed(*c, events);
+    }
+    EXPECT_TRUE(to_messages.finished());
+    std::string atext, ajson, stop;
+    for (const auto& ev : events) {
+      if (ev.type == ant::StreamEvent::Type::kContentBlockDelta)
+        (ev.delta_type == "text_delta" ? atext : ajson) += ev.delta_text;
+      if (ev.type == ant::StreamEvent::Type::kMessageDelta) stop = ev.stop_reason.value_or("");
+    }
+    EXPECT_EQ(atext, a->content[0].type == ant::Block::Type::kText ? a->content[0].text : "");
+    if (with_tools) {
+      EXPECT_EQ(Json::parse(ajson), a->content[0].input);
+    }
+    EXPECT_EQ(stop, a->stop_reason);
+    EXPECT_EQ(to_messages.usage(), a->usage);
+  }
 }
 
 }  // namespace
