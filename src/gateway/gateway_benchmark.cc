@@ -8,6 +8,7 @@
 #include "gateway/anthropic.h"
 #include "gateway/json_util.h"
 #include "gateway/openai.h"
+#include "gateway/peek.h"
 #include "gateway/sse.h"
 #include "gateway/translate.h"
 
@@ -42,6 +43,20 @@ void BM_ChatRequestParseAndWrite(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
 }
 BENCHMARK(BM_ChatRequestParseAndWrite);
+
+// The same-format path: peek the fields policy needs, ask for usage, forward the bytes.
+void BM_ChatRequestPeekAndInjectUsage(benchmark::State& state) {
+  nlohmann::json j = nlohmann::json::parse(ChatBody());
+  j.erase("stream_options");
+  std::string body = j.dump();
+  for (auto _ : state) {
+    auto p = PeekRequest(body);
+    auto out = WithIncludeUsage(body, *p);
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_ChatRequestPeekAndInjectUsage);
 
 void BM_ChatRequestToAnthropic(benchmark::State& state) {
   std::string body = ChatBody();

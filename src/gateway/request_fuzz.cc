@@ -2,11 +2,13 @@
 // parses, must give a value or a clear error on any bytes, never crash.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string_view>
 
 #include "gateway/anthropic.h"
 #include "gateway/json_util.h"
 #include "gateway/openai.h"
+#include "gateway/peek.h"
 #include "gateway/translate.h"
 
 namespace {
@@ -16,7 +18,12 @@ std::string D(const nlohmann::json& j) { return govern::gateway::detail::Dump(j)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace govern::gateway;
   std::string_view body(reinterpret_cast<const char*>(data), size);
+  auto peek = PeekRequest(body);
   if (auto r = openai::ParseChatRequest(body); r.ok()) {
+    // The fast peek and the full parse must never disagree on what a policy check reads.
+    if (peek.ok() &&
+        (peek->model != r->model || peek->stream != r->stream || peek->include_usage != r->include_usage))
+      std::abort();
     (void)D(openai::ToJson(*r));
     if (auto m = ChatToMessagesRequest(*r); m.ok()) (void)D(anthropic::ToJson(*m));
   }
