@@ -126,16 +126,28 @@ struct StubServer::Impl {
     auto gap = options.tokens_per_second > 0
                    ? std::chrono::nanoseconds(1'000'000'000 / options.tokens_per_second)
                    : 0ns;
-    for (size_t i = 0; i < reply.events.size(); ++i) {
-      if (reply.truncate_at >= 0 && static_cast<int64_t>(i) == reply.truncate_at) co_return false;  // cut
-      if (reply.token_event[i]) co_await Pause(gap);
-      auto [wec, wn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(reply.events[i])),
-                                                  asio::as_tuple(asio::use_awaitable));
-      (void)wn;
-      if (wec) co_return false;
+    size_t limit = reply.events.size();
+    if (reply.truncate_at >= 0) limit = std::min(limit, static_cast<size_t>(reply.truncate_at));
+    if (gap == 0ns) {
+      // At once: every event in one chunk and one write, so a stream costs about what a plain answer does.
+      std::string all;
+      for (size_t i = 0; i < limit; ++i) all += reply.events[i];
+      if (!all.empty()) {
+        auto [wec, wn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(all)),
+                                                    asio::as_tuple(asio::use_awaitable));
+        (void)wn;
+        if (wec) co_return false;
+      }
+    } else {
+      for (size_t i = 0; i < limit; ++i) {
+        if (reply.token_event[i]) co_await Pause(gap);
+        auto [wec, wn] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(reply.events[i])),
+                                                    asio::as_tuple(asio::use_awaitable));
+        (void)wn;
+        if (wec) co_return false;
+      }
     }
-    if (reply.truncate_at >= 0 && static_cast<int64_t>(reply.events.size()) <= reply.truncate_at)
-      co_return false;
+    if (reply.truncate_at >= 0) co_return false;  // cut: the connection closes without the last chunk
     auto [lec, ln] =
         co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(asio::use_awaitable));
     (void)ln;

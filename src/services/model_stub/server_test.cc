@@ -100,6 +100,12 @@ TEST(StubServer, CutsAStreamMidWay) {
   auto half = d.Do(http::verb::post, "/v1/chat/completions", R"({"model":"m","messages":[]})",
                    {{"x-stub-cut-after", "0"}}, ec);
   EXPECT_TRUE(ec) << "a cut body must not read as complete";
+  // Unpaced streams go out in one write: cut there too.
+  auto at_once = StubServer::Start({.port = 0});
+  ASSERT_TRUE(at_once.ok());
+  Client e((*at_once)->port());
+  auto partial = e.Do(http::verb::post, "/v1/chat/completions", kStreamChat, {{"x-stub-cut-after", "3"}}, ec);
+  EXPECT_TRUE(ec) << "a cut stream must not read as complete";
 }
 
 TEST(StubServer, StopEndsOpenStreams) {
