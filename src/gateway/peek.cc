@@ -14,6 +14,7 @@ Status Bad(std::string m) { return InvalidArgument(std::move(m)); }
 Result<RequestPeek> PeekRequest(std::string_view body) {
   // simdjson's DOM parser validates the whole body (and keeps repeated keys, so they can be refused)
   // at a small fraction of the cost of building an nlohmann tree.
+  if (body.empty()) return Bad("request body: not valid JSON");
   thread_local simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(root))

@@ -37,6 +37,7 @@ TEST(PeekRequest, RefusesWhatCouldMisleadAPolicyCheck) {
   EXPECT_FALSE(PeekRequest(R"({"model":"a"} {"model":"b"})").ok());
   EXPECT_FALSE(PeekRequest(R"({"model":"a")").ok());
   EXPECT_FALSE(PeekRequest("").ok());
+  EXPECT_FALSE(PeekRequest(std::string_view()).ok());
 }
 
 TEST(WithIncludeUsage, AsksForUsageOnlyWhereNeeded) {
