@@ -1,0 +1,44 @@
+// Fuzz target: every request and response body parser of the gateway, and the translations of what
+// parses, must give a value or a clear error on any bytes, never crash.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "gateway/anthropic.h"
+#include "gateway/json_util.h"
+#include "gateway/openai.h"
+#include "gateway/peek.h"
+#include "gateway/translate.h"
+
+namespace {
+std::string D(const nlohmann::json& j) { return govern::gateway::detail::Dump(j); }
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace govern::gateway;
+  std::string_view body(reinterpret_cast<const char*>(data), size);
+  auto peek = PeekRequest(body);
+  if (auto r = openai::ParseChatRequest(body); r.ok()) {
+    // The fast peek and the full parse must never disagree on what a policy check reads.
+    if (peek.ok() &&
+        (peek->model != r->model || peek->stream != r->stream || peek->include_usage != r->include_usage))
+      std::abort();
+    (void)D(openai::ToJson(*r));
+    if (auto m = ChatToMessagesRequest(*r); m.ok()) (void)D(anthropic::ToJson(*m));
+  }
+  if (auto r = anthropic::ParseMessagesRequest(body); r.ok()) {
+    (void)D(anthropic::ToJson(*r));
+    if (auto c = MessagesToChatRequest(*r); c.ok()) (void)D(openai::ToJson(*c));
+  }
+  if (auto r = openai::ParseChatResponse(body); r.ok())
+    (void)D(anthropic::ToJson(ChatToMessagesResponse(*r)));
+  if (auto r = anthropic::ParseMessagesResponse(body); r.ok())
+    (void)D(openai::ToJson(MessagesToChatResponse(*r, 0)));
+  if (auto r = openai::ParseResponsesRequest(body); r.ok()) (void)D(openai::ToJson(*r));
+  if (auto r = openai::ParseResponsesResponse(body); r.ok()) (void)r->OutputText();
+  if (auto r = openai::ParseEmbeddingsRequest(body); r.ok()) (void)D(openai::ToJson(*r));
+  if (auto r = openai::ParseEmbeddingsResponse(body); r.ok()) (void)D(openai::ToJson(*r));
+  (void)openai::ParseModelsList(body);
+  return 0;
+}

@@ -1,0 +1,34 @@
+// Fuzz target: the SSE parser over any bytes, fed whole and in two pieces split by the first byte; both
+// ways must give the same events (the parser must not depend on chunking), and the provider event
+// parsers must not crash on any event data.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#include "gateway/anthropic.h"
+#include "gateway/openai.h"
+#include "gateway/sse.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace govern::gateway;
+  if (size == 0) return 0;
+  size_t split = data[0] % size;
+  std::string_view all(reinterpret_cast<const char*>(data) + 1, size - 1);
+  split = split > all.size() ? all.size() : split;
+
+  SseParser whole(4096);
+  std::vector<SseEvent> a;
+  bool ok_a = whole.Feed(all, a).ok();
+  SseParser pieces(4096);
+  std::vector<SseEvent> b;
+  bool ok_b = pieces.Feed(all.substr(0, split), b).ok() && pieces.Feed(all.substr(split), b).ok();
+  if (ok_a != ok_b || (ok_a && a != b)) std::abort();
+  for (const SseEvent& e : a) {
+    (void)anthropic::ParseStreamEvent(e.data);
+    (void)openai::ParseChatChunk(e.data);
+    (void)openai::ParseResponsesEvent(e.data);
+  }
+  return 0;
+}
