@@ -50,7 +50,7 @@ void DeclareCoreKeys(config::Schema& s) {
   s.Add({.key = "http.tls_key", .type = Type::kString, .default_value = "",
          .help = "PEM private key for `http.tls_cert`.", .secret = true});
   s.Add({.key = "up.services", .type = Type::kStringList, .default_value = "",
-         .help = "Services `govern up` runs. Empty: every service.",
+         .help = "Services `govern up` runs. Empty: every service but the test tools (model-stub).",
          .validate = [](std::string_view text) -> Status {
            std::string known;
            for (const auto& reg : services::Registry()) known += (known.empty() ? "" : ", ") + std::string(reg.name);

@@ -42,7 +42,7 @@ Result<std::vector<std::unique_ptr<services::Service>>> Select(const config::Con
   }
   // Registry order is start order, whatever order the names came in.
   for (const auto& reg : services::Registry()) {
-    bool take = wanted.empty() && all;
+    bool take = wanted.empty() && all && reg.in_up;
     for (const std::string& w : wanted) take = take || reg.name == w;
     if (take) out.push_back(reg.make());
   }

@@ -3,6 +3,7 @@
 #include "services/audit/service.h"
 #include "services/auth/service.h"
 #include "services/dns/service.h"
+#include "services/model_stub/service.h"
 #include "services/policy/agent.h"
 #include "services/policy/server.h"
 #include "services/scim/service.h"
@@ -43,6 +44,10 @@ const std::vector<Registration>& Registry() {
        "Kafka-compatible broker: topics of partitions in segment logs, every produce on disk before it is "
        "acknowledged",
        &streams_service::NewStreamsService},
+      {"model-stub",
+       "fake model provider (OpenAI chat, Responses, embeddings, models; Anthropic messages) with deterministic "
+       "answers, a token rate and injected faults, for gateway tests and benchmarks",
+       &model_stub::NewModelStubService, /*in_up=*/false},
   };
   return registry;
 }

@@ -86,6 +86,9 @@ struct Registration {
   std::string_view name;
   std::string_view summary;
   std::unique_ptr<Service> (*make)();
+  // Whether `govern up` starts it when up.services is empty; tools for tests (the model stub) say false
+  // and run only when named.
+  bool in_up = true;
 };
 
 // Every service this binary holds, in start order.
