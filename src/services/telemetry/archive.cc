@@ -229,6 +229,27 @@ std::string ArchiveObjectKey(std::string_view org, int64_t hour_ns, int64_t seq)
   return key;
 }
 
+namespace {
+
+// Whether CompactJson would change `json`: a space outside its strings (one scan, no copy).
+bool HasSpaceOutsideStrings(std::string_view json) {
+  size_t i = 0;
+  while (i < json.size()) {
+    const char ch = json[i];
+    if (ch == '"') {
+      i = SkipString(json, i);
+      if (i == std::string_view::npos) return false;
+    } else if (IsJsonSpace(ch)) {
+      return true;
+    } else {
+      ++i;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string CompactJson(std::string_view json) {
   std::string out;
   out.reserve(json.size());
@@ -311,7 +332,8 @@ Status EventColumns::AppendPgRow(const db::Rows& rows, int row, int first) {
     std::string_view text = rows.Text(row, first + static_cast<int>(c));
     switch (schema[c].type) {
       case parquet::Type::kString:
-        if (c == kColAttributes || c == kColResourceAttributes) {
+        if ((c == kColAttributes || c == kColResourceAttributes) && HasSpaceOutsideStrings(text)) {
+          // jsonb text ({"a": 1}); json columns return the compact text ingest stored, kept as is.
           columns_[c].AppendString(CompactJson(text));
         } else {
           columns_[c].AppendString(text);
