@@ -321,15 +321,17 @@ Status EventColumns::AppendPgRow(const db::Rows& rows, int row, int first) {
   const auto& schema = EventParquetSchema();
   // Parse every number first, so a bad row appends nothing.
   int64_t ints[kEventColumnsInFile] = {};
+  std::string_view texts[kEventColumnsInFile];  // each cell looked up once (Rows::Text is not free)
+  for (size_t c = 0; c < kEventColumnsInFile; ++c) texts[c] = rows.Text(row, first + static_cast<int>(c));
   for (size_t c = 0; c < kEventColumnsInFile; ++c) {
     if (schema[c].type == parquet::Type::kString) continue;
-    std::string_view text = rows.Text(row, first + static_cast<int>(c));
+    std::string_view text = texts[c];
     if (!ParseInt(text, &ints[c])) {
       return InvalidArgument("telemetry_events." + schema[c].name + ": not an integer: " + std::string(text));
     }
   }
   for (size_t c = 0; c < kEventColumnsInFile; ++c) {
-    std::string_view text = rows.Text(row, first + static_cast<int>(c));
+    std::string_view text = texts[c];
     switch (schema[c].type) {
       case parquet::Type::kString:
         if ((c == kColAttributes || c == kColResourceAttributes) && HasSpaceOutsideStrings(text)) {
