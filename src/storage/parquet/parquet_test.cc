@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "storage/parquet/delta.h"
 #include "storage/parquet/metadata.h"
 #include "storage/parquet/reader.h"
 #include "storage/parquet/writer.h"
@@ -226,6 +227,135 @@ TEST(Parquet, DictionaryGivesWayToPlainWhenValuesAreUnique) {
   auto back = ReadAll(*r);
   EXPECT_TRUE(back[0] == cols[0]);
   EXPECT_TRUE(back[1] == cols[1]);
+}
+
+std::vector<int64_t> DeltaRoundTrip(const std::vector<int64_t>& v, int width) {
+  std::string enc;
+  EncodeDeltaBinaryPacked(v.data(), v.size(), width, &enc);
+  enc += "trailing";  // the decoder reports what it used and ignores the rest
+  std::vector<int64_t> out(v.size());
+  size_t used = 0;
+  Status s = DecodeDeltaBinaryPacked(reinterpret_cast<const uint8_t*>(enc.data()), enc.size(), v.size(),
+                                     width, out.data(), &used);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(used, enc.size() - 8);
+  // Every truncation fails cleanly or (when only padding is cut) still gives the same values.
+  for (size_t cut = 0; cut < enc.size() - 8; cut += 1 + cut / 16) {
+    std::vector<int64_t> part(v.size());
+    size_t u = 0;
+    Status t = DecodeDeltaBinaryPacked(reinterpret_cast<const uint8_t*>(enc.data()), cut, v.size(), width,
+                                       part.data(), &u);
+    if (t.ok()) {
+      EXPECT_EQ(part, v) << "cut at " << cut;
+    }
+  }
+  // A different count is refused.
+  std::vector<int64_t> more(v.size() + 1);
+  EXPECT_FALSE(DecodeDeltaBinaryPacked(reinterpret_cast<const uint8_t*>(enc.data()), enc.size(), v.size() + 1,
+                                       width, more.data(), &used)
+                   .ok());
+  return out;
+}
+
+TEST(Parquet, DeltaBinaryPackedRoundTripsAnySequence) {
+  std::mt19937_64 rng(7);
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  std::vector<std::vector<int64_t>> cases = {{}, {42}, {kMin, kMax, kMin, 0, -1, kMax, kMax}};
+  for (size_t n : {2, 31, 32, 33, 127, 128, 129, 1000}) {
+    std::vector<int64_t> sorted, random, equal(n, -5);
+    int64_t t = 1'796'083'200'000'000'000LL;
+    for (size_t i = 0; i < n; ++i) {
+      t += static_cast<int64_t>(rng() % 40'000);
+      sorted.push_back(t);
+      random.push_back(static_cast<int64_t>(rng()));
+    }
+    cases.push_back(sorted);
+    cases.push_back(random);
+    cases.push_back(equal);
+  }
+  for (const auto& c : cases) EXPECT_EQ(DeltaRoundTrip(c, 64), c) << "size " << c.size();
+
+  // INT32 arithmetic wraps at 32 bits.
+  std::vector<int64_t> i32 = {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(), 0,
+                              -1};
+  for (int i = 0; i < 300; ++i) i32.push_back(static_cast<int32_t>(rng()));
+  EXPECT_EQ(DeltaRoundTrip(i32, 32), i32);
+
+  // Sorted times take a few bits each.
+  std::string enc;
+  EncodeDeltaBinaryPacked(cases[6].data(), cases[6].size(), 64, &enc);  // 129 sorted times
+  EXPECT_LT(enc.size(), 129u * 3);
+}
+
+TEST(Parquet, DeltaDecoderRefusesMalformedHeaders) {
+  std::vector<int64_t> out(4);
+  size_t used = 0;
+  auto decode = [&](std::string bytes) {
+    return DecodeDeltaBinaryPacked(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 4, 64,
+                                   out.data(), &used);
+  };
+  EXPECT_FALSE(decode(std::string("\x00\x04\x04\x00", 4)).ok());      // block of 0 values
+  EXPECT_FALSE(decode(std::string("\x80\x01\x03\x04\x00", 5)).ok());  // 128 / 3 miniblocks
+  EXPECT_FALSE(decode(std::string("\x80\x01\x04\x04\x00\x00\x41\x00\x00\x00", 10)).ok());  // width 65
+  EXPECT_FALSE(decode(std::string("\x80\x01\x04\x04\x00\x00", 6)).ok());  // bit widths missing
+  EXPECT_TRUE(decode(std::string("\x80\x01\x04\x04\x02\x01\x00\x00\x00\x00", 10)).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{1, 0, -1, -2}));
+}
+
+TEST(Parquet, DeltaIntegersAndAnEarlyDictionaryProbe) {
+  Schema schema = {{"time", Type::kInt64, false}, {"n32", Type::kInt32, false},
+                   {"kind", Type::kInt64, false}, {"id", Type::kString, false},
+                   {"maybe", Type::kInt64, true}, {"tag", Type::kString, false}};
+  std::vector<ColumnVector> cols;
+  for (const Column& c : schema) cols.emplace_back(c.type);
+  std::mt19937_64 rng(3);
+  int64_t t = 1'796'083'200'000'000'000LL;
+  for (int64_t i = 0; i < 5000; ++i) {
+    t += static_cast<int64_t>(rng() % 100'000);
+    cols[0].AppendInt64(t);
+    cols[1].AppendInt32(static_cast<int32_t>(rng()));
+    cols[2].AppendInt64(i % 3);
+    cols[3].AppendString("id-" + std::to_string(rng()));
+    if (i % 4 == 0) {
+      cols[4].AppendNull();
+    } else {
+      cols[4].AppendInt64(i * 1000 + static_cast<int64_t>(rng() % 7));
+    }
+    cols[5].AppendString(i % 2 ? "a" : "b");
+  }
+  WriterOptions o;
+  o.delta_integers = true;
+  o.dictionary_probe_values = 500;
+  o.page_rows = 1'000'000;
+  o.row_group_rows = 2000;
+  std::string bytes = WriteToString(schema, cols, o);
+  auto r = OpenBytes(bytes);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->row_groups().size(), 3u);
+  // Unique values: no dictionary at all, one DELTA_BINARY_PACKED (5) or PLAIN (0) page per row group,
+  // in every row group (the probe's verdict holds for the file). Repeating values keep the dictionary.
+  for (size_t g = 0; g < 3; ++g) {
+    const auto& c = r->row_groups()[g].columns;
+    EXPECT_FALSE(c[0].has_dictionary);
+    EXPECT_FALSE(c[1].has_dictionary);
+    EXPECT_TRUE(c[2].has_dictionary);
+    EXPECT_FALSE(c[3].has_dictionary);
+    EXPECT_FALSE(c[4].has_dictionary);
+    EXPECT_TRUE(c[5].has_dictionary);
+    EXPECT_NE(std::find(c[0].encodings.begin(), c[0].encodings.end(), 5), c[0].encodings.end());
+  }
+  EXPECT_EQ(DataPageEncodings(bytes, 0), (std::vector<int32_t>{5}));
+  EXPECT_EQ(DataPageEncodings(bytes, 1), (std::vector<int32_t>{5}));
+  EXPECT_EQ(DataPageEncodings(bytes, 2), (std::vector<int32_t>{8}));
+  EXPECT_EQ(DataPageEncodings(bytes, 3), (std::vector<int32_t>{0}));
+  EXPECT_EQ(DataPageEncodings(bytes, 4), (std::vector<int32_t>{5}));
+  auto back = ReadAll(*r);
+  for (size_t c = 0; c < cols.size(); ++c) EXPECT_TRUE(back[c] == cols[c]) << "column " << c;
+  // Statistics still bound the values.
+  const auto& st = r->row_groups()[0].columns[0].statistics;
+  ASSERT_TRUE(st.min && st.max);
+  EXPECT_EQ(std::get<int64_t>(*st.min), cols[0].GetInt64(0));
+  EXPECT_EQ(std::get<int64_t>(*st.max), cols[0].GetInt64(1999));
 }
 
 TEST(Parquet, StatisticsMatchTheData) {

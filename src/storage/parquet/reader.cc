@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "storage/parquet/codec.h"
+#include "storage/parquet/delta.h"
 #include "storage/parquet/metadata.h"
 #include "storage/parquet/rle.h"
 
@@ -335,6 +336,7 @@ class Reader::Impl {
     std::string page;
     std::vector<uint32_t> levels;
     std::vector<uint32_t> indices;
+    std::vector<int64_t> ints;
     ColumnVector values(column.type);
     size_t pos = 0;
     int64_t done = 0;
@@ -423,6 +425,19 @@ class Reader::Impl {
             }
             AppendFrom(values, dict, idx);
           }
+        }
+      } else if (dh.encoding == format::kDeltaBinaryPacked &&
+                 (column.type == Type::kInt32 || column.type == Type::kInt64 ||
+                  column.type == Type::kTimestampMicros)) {
+        ints.resize(non_null);
+        size_t used = 0;
+        const int width = column.type == Type::kInt32 ? 32 : 64;
+        GOVERN_RETURN_IF_ERROR(DecodeDeltaBinaryPacked(p, left, non_null, width, ints.data(), &used));
+        values.Reserve(non_null);
+        if (column.type == Type::kInt32) {
+          for (int64_t v : ints) values.AppendInt32(static_cast<int32_t>(v));
+        } else {
+          for (int64_t v : ints) values.AppendInt64(v);
         }
       } else {
         return Unimplemented("parquet: data page in " + EncodingName(dh.encoding));

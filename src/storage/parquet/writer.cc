@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "storage/parquet/codec.h"
+#include "storage/parquet/delta.h"
 #include "storage/parquet/metadata.h"
 #include "storage/parquet/rle.h"
 
@@ -260,6 +261,7 @@ class TypedColumnWriter final : public ColumnWriter {
     if (dict_used_ || used_plain_) meta.encodings.push_back(format::kPlain);
     meta.encodings.push_back(format::kRle);
     if (dict_used_) meta.encodings.push_back(format::kRleDictionary);
+    if (used_delta_) meta.encodings.push_back(format::kDeltaBinaryPacked);
     meta.total_uncompressed_size = uncompressed_bytes_;
     meta.total_compressed_size = compressed_bytes_;
     meta.statistics = EncodeStats(chunk_stats_, options_.statistics_string_bytes);
@@ -350,13 +352,56 @@ class TypedColumnWriter final : public ColumnWriter {
           // The dictionary has grown too large to pay off: this page keeps it, later ones are PLAIN.
           GOVERN_RETURN_IF_ERROR(FinishPage());
           dict_mode_ = false;
+        } else if (options_.dictionary_probe_values > 0 && pages_.empty() &&
+                   page_non_null_ == options_.dictionary_probe_values &&
+                   2 * int64_t{dict_size_} > page_non_null_) {
+          DropDictionary();
         }
         return OkStatus();
       } else {
-        Plain(v, &page_plain_);
-        page_value_bytes_ += static_cast<int64_t>(PlainSize(v));
+        PutUnencoded(v);
         return OkStatus();
       }
+    }
+  }
+
+  // A value of a page without dictionary: PLAIN, or kept for DELTA_BINARY_PACKED.
+  void PutUnencoded(T v) {
+    if constexpr (kIntegral) {
+      if (delta_) {
+        page_ints_.push_back(v);
+        page_value_bytes_ += static_cast<int64_t>(sizeof(T));
+        return;
+      }
+    }
+    Plain(v, &page_plain_);
+    page_value_bytes_ += static_cast<int64_t>(PlainSize(v));
+  }
+
+  // Most values of the chunk's first page so far were new (ids, times, free text): the dictionary
+  // would not pay off. The open page (the chunk's only one) is re-encoded without it, no dictionary
+  // page is written, and later chunks of this column do not try again.
+  void DropDictionary() {
+    if constexpr (!std::is_same_v<T, uint8_t>) {
+      std::vector<uint32_t> indices;
+      indices.swap(page_indices_);
+      page_value_bytes_ = 0;
+      for (uint32_t idx : indices) {
+        if constexpr (std::is_same_v<T, std::string_view>) {
+          PutUnencoded(std::string_view(dict_storage_[idx]));
+        } else {
+          T v;
+          std::memcpy(&v, dict_plain_.data() + size_t{idx} * sizeof(T), sizeof(T));
+          PutUnencoded(v);
+        }
+      }
+      dict_mode_ = false;
+      dict_rejected_ = true;
+      dict_size_ = 0;
+      dict_plain_.clear();
+      string_dict_.clear();
+      fixed_dict_.clear();
+      dict_storage_.clear();
     }
   }
 
@@ -383,6 +428,11 @@ class TypedColumnWriter final : public ColumnWriter {
         EncodeRleHybrid(page_indices_.data(), page_indices_.size(), width, &body_);
         encoding = format::kRleDictionary;
         dict_used_ = true;
+      } else if (delta_ && !dict_mode_) {
+        EncodeDeltaBinaryPacked(page_ints_.data(), page_ints_.size(), std::is_same_v<T, int32_t> ? 32 : 64,
+                                &body_);
+        encoding = format::kDeltaBinaryPacked;
+        used_delta_ = true;
       } else {
         body_.append(page_plain_);
         used_plain_ = true;
@@ -398,7 +448,8 @@ class TypedColumnWriter final : public ColumnWriter {
     d.statistics = EncodeStats(page_stats_, options_.statistics_string_bytes);
     const bool first_page = pages_.empty();
     GOVERN_RETURN_IF_ERROR(EmitPage(std::move(h), body_, &pages_));
-    if (first_page && dict_mode_ && page_non_null_ >= 1000 && 2 * int64_t{dict_size_} > page_non_null_) {
+    if (first_page && dict_mode_ && options_.dictionary_probe_values == 0 && page_non_null_ >= 1000 &&
+        2 * int64_t{dict_size_} > page_non_null_) {
       // Most values of the first page were new: a dictionary will not pay off for this chunk (ids,
       // timestamps, free text), so spare the hashing and write PLAIN from here on.
       dict_mode_ = false;
@@ -413,13 +464,15 @@ class TypedColumnWriter final : public ColumnWriter {
     page_bools_.clear();
     page_plain_.clear();
     page_indices_.clear();
+    page_ints_.clear();
     return OkStatus();
   }
 
   void ResetChunk() {
-    dict_mode_ = options_.dictionary && !std::is_same_v<T, uint8_t>;
+    dict_mode_ = options_.dictionary && !std::is_same_v<T, uint8_t> && !dict_rejected_;
     dict_used_ = false;
     used_plain_ = false;
+    used_delta_ = false;
     dict_size_ = 0;
     dict_plain_.clear();
     string_dict_.clear();
@@ -441,13 +494,18 @@ class TypedColumnWriter final : public ColumnWriter {
   std::vector<uint8_t> page_bools_;
   std::string page_plain_;
   std::vector<uint32_t> page_indices_;
-  std::vector<uint32_t> levels_;  // scratch
-  std::string body_;              // scratch
+  std::vector<int64_t> page_ints_;  // values of a DELTA_BINARY_PACKED page
+  std::vector<uint32_t> levels_;    // scratch
+  std::string body_;                // scratch
 
   // The chunk.
+  static constexpr bool kIntegral = std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
+  const bool delta_ = kIntegral && options_.delta_integers;
+  bool dict_rejected_ = false;  // a probe found this column's values mostly distinct: no more dictionaries
   bool dict_mode_ = false;
   bool dict_used_ = false;
   bool used_plain_ = false;
+  bool used_delta_ = false;
   uint32_t dict_size_ = 0;
   std::string dict_plain_;  // the dictionary page body: entries PLAIN-encoded in index order
   std::unordered_map<std::string_view, uint32_t> string_dict_;

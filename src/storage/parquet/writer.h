@@ -3,7 +3,8 @@
 // What it writes: data page v1 pages; REQUIRED and OPTIONAL columns (definition levels in the RLE /
 // bit-packing hybrid, bit width 1); dictionary encoding (a PLAIN dictionary page and RLE_DICTIONARY data
 // pages) for every type but BOOLEAN, falling back to PLAIN for the rest of a column chunk once the
-// dictionary passes `dictionary_page_bytes`; PLAIN otherwise; ZSTD, SNAPPY or no compression; min/max
+// dictionary passes `dictionary_page_bytes`; PLAIN otherwise, or DELTA_BINARY_PACKED for integers when
+// `delta_integers`; ZSTD, SNAPPY or no compression; min/max
 // (PLAIN-encoded, strings by unsigned byte order and truncated) and null counts in each data page header
 // and in each column chunk's metadata; key-value metadata; the footer, its length and the "PAR1" magics.
 // See docs/parquet.md.
@@ -38,8 +39,16 @@ struct WriterOptions {
   int64_t page_rows = 50'000;           // ...or this many rows
   bool dictionary = true;
   int64_t dictionary_page_bytes = 1 << 20;  // beyond this the column chunk continues in PLAIN
-  size_t statistics_string_bytes = 64;      // longer string min/max are truncated to about this length
-  std::vector<KeyValue> metadata;           // FileMetaData.key_value_metadata
+  // When positive: after this many values of a chunk's first page, a column whose values were mostly
+  // new drops its dictionary (the page so far is re-encoded, no dictionary page is written) and the
+  // rest of the file's chunks of that column skip the attempt. When 0: the same judgement is made
+  // when the first page closes (at least 1,000 values), keeping that page dictionary-encoded.
+  int64_t dictionary_probe_values = 0;
+  // INT32/INT64 columns not dictionary-encoded use DELTA_BINARY_PACKED instead of PLAIN: sorted times
+  // and counters shrink to a few bits per value. DuckDB, Arrow and Spark read it.
+  bool delta_integers = false;
+  size_t statistics_string_bytes = 64;  // longer string min/max are truncated to about this length
+  std::vector<KeyValue> metadata;       // FileMetaData.key_value_metadata
   std::string created_by = "govern version 0.1";
 };
 
