@@ -1,7 +1,8 @@
 // The group APIs over real sockets with hand-built frames: a member joins (MEMBER_ID_REQUIRED, then a
 // generation), syncs, heartbeats, commits and fetches offsets, shows up in DescribeGroups and ListGroups,
 // and leaves; a request pipelined behind a waiting JoinGroup is answered after it, in order; offsets
-// survive a restart; a malformed body closes only its connection; every advertised version decodes.
+// survive a restart; a malformed body closes only its connection; every advertised version decodes; with
+// an Authorizer, groups and topics the principal may not use are refused in each API's error fields.
 #include "streams/group_api.h"
 
 #include <arpa/inet.h>
@@ -426,8 +427,7 @@ std::string CommitTwo(std::string_view group, int32_t gen, std::string_view memb
   return w.str();
 }
 
-// A body of just group id, generation, member (and, from `instance`, a null instance id): Heartbeat v3
-// and the head of SyncGroup v3.
+// Group id, generation 1, member and a null instance id: a Heartbeat v3 body and the head of SyncGroup v3.
 std::string GroupGenMember(std::string_view group, std::string_view member) {
   Writer w;
   w.String(group);
