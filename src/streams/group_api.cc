@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "streams/security.h"
 #include "streams/wire.h"
 
 namespace govern::streams {
@@ -308,7 +309,7 @@ std::string Encode(const g::DescribeGroupsResponse& x, int16_t version) {
       w.NullableBytes(m.member_metadata);
       w.NullableBytes(m.member_assignment);
     }
-    // No authoriser yet: INT32_MIN is the protocol's "not provided".
+    // authorized_operations is not computed: INT32_MIN is the protocol's "not provided".
     if (version >= 3) w.Int32(INT32_MIN);
   }
   return std::move(w.str());
@@ -353,7 +354,7 @@ struct GroupApi::Impl {
 
 namespace {
 
-// Registers one API whose answer is ready at once.
+// Registers one API whose answer is ready at once; `call` gets the request too (for the ACL checks).
 template <typename Decode, typename Call>
 ApiSpec Immediate(int16_t max_version, Decode decode, Call call) {
   ApiSpec spec;
@@ -363,9 +364,134 @@ ApiSpec Immediate(int16_t max_version, Decode decode, Call call) {
     int16_t v = req.header.api_version;
     auto q = decode(req.header.body, v);
     if (!q.ok()) return respond(Reply::Close());
-    respond(Reply::Send(groupwire::Encode(call(*q), v)));
+    respond(Reply::Send(groupwire::Encode(call(req, *q), v)));
   };
   return spec;
+}
+
+// The ACL checks of docs/streams-security.md ("Consumer groups"), made before the coordinator sees a
+// request. Without BrokerOptions::security everything is allowed.
+class Gate {
+ public:
+  explicit Gate(const Broker* broker) : broker_(broker) {}
+  bool Allowed(const Request& req, AclOp op, ResourceType type, std::string_view name) const {
+    const auto& sec = broker_->options().security;
+    return !sec || sec->Allowed(*req.session, op, type, name);
+  }
+  bool Group(const Request& req, AclOp op, std::string_view group) const {
+    return Allowed(req, op, ResourceType::kGroup, group);
+  }
+  bool Topic(const Request& req, AclOp op, std::string_view topic) const {
+    return Allowed(req, op, ResourceType::kTopic, topic);
+  }
+
+ private:
+  const Broker* broker_;
+};
+
+constexpr g::ErrorCode kGroupDenied = g::ErrorCode::kGroupAuthorizationFailed;
+constexpr g::ErrorCode kTopicDenied = g::ErrorCode::kTopicAuthorizationFailed;
+
+// Every partition of the request answered with `error` (OffsetCommit has no group-level error field).
+g::OffsetCommitResponse CommitAll(const g::OffsetCommitRequest& q, g::ErrorCode error) {
+  g::OffsetCommitResponse r;
+  for (const auto& t : q.topics) {
+    g::OffsetCommitTopicResult tr;
+    tr.name = t.name;
+    for (const auto& p : t.partitions) tr.partitions.push_back({p.partition_index, error});
+    r.topics.push_back(std::move(tr));
+  }
+  return r;
+}
+
+// OffsetFetch partitions answered with `error` and no offset (Kafka's INVALID_OFFSET, NO_METADATA).
+g::OffsetFetchTopicResult FetchDenied(const g::OffsetFetchTopic& t, g::ErrorCode error) {
+  g::OffsetFetchTopicResult tr;
+  tr.name = t.name;
+  for (int32_t idx : t.partition_indexes) {
+    g::OffsetFetchPartition p;
+    p.partition_index = idx;
+    p.metadata = std::string();
+    p.error = error;
+    tr.partitions.push_back(std::move(p));
+  }
+  return tr;
+}
+
+g::OffsetFetchResponse OffsetFetch(g::GroupCoordinator& c, const Gate& gate, const Request& req,
+                                   const g::OffsetFetchRequest& q) {
+  if (!gate.Group(req, AclOp::kDescribe, q.group_id)) {
+    // v2+ carries the group error at the top; before v2 it goes on every requested partition.
+    g::OffsetFetchResponse r;
+    r.error = kGroupDenied;
+    if (q.version < 2 && q.topics)
+      for (const auto& t : *q.topics) r.topics.push_back(FetchDenied(t, kGroupDenied));
+    return r;
+  }
+  if (!q.topics) {
+    // Every committed offset: topics the principal may not describe are left out (as Kafka does).
+    g::OffsetFetchResponse r = c.OffsetFetch(q);
+    std::erase_if(r.topics, [&](const g::OffsetFetchTopicResult& t) {
+      return !gate.Topic(req, AclOp::kDescribe, t.name);
+    });
+    return r;
+  }
+  std::vector<bool> allowed;
+  g::OffsetFetchRequest permitted = q;
+  permitted.topics->clear();
+  for (const auto& t : *q.topics) {
+    allowed.push_back(gate.Topic(req, AclOp::kDescribe, t.name));
+    if (allowed.back()) permitted.topics->push_back(t);
+  }
+  g::OffsetFetchResponse got = c.OffsetFetch(permitted);
+  // The coordinator answers the named topics in request order: merge back by position.
+  g::OffsetFetchResponse r;
+  r.error = got.error;
+  size_t next = 0;
+  for (size_t i = 0; i < q.topics->size(); i++) {
+    if (!allowed[i])
+      r.topics.push_back(FetchDenied((*q.topics)[i], kTopicDenied));
+    else if (next < got.topics.size())
+      r.topics.push_back(std::move(got.topics[next++]));
+  }
+  return r;
+}
+
+g::DescribeGroupsResponse DescribeGroups(g::GroupCoordinator& c, const Gate& gate, const Request& req,
+                                         const g::DescribeGroupsRequest& q) {
+  std::vector<bool> allowed;
+  g::DescribeGroupsRequest permitted = q;
+  permitted.groups.clear();
+  for (const auto& group : q.groups) {
+    allowed.push_back(gate.Group(req, AclOp::kDescribe, group));
+    if (allowed.back()) permitted.groups.push_back(group);
+  }
+  g::DescribeGroupsResponse got;
+  if (!permitted.groups.empty()) got = c.DescribeGroups(permitted);
+  // The coordinator answers in request order: merge back by position.
+  g::DescribeGroupsResponse r;
+  size_t next = 0;
+  for (size_t i = 0; i < q.groups.size(); i++) {
+    if (!allowed[i]) {
+      g::DescribedGroup d;
+      d.error = kGroupDenied;
+      d.group_id = q.groups[i];
+      r.groups.push_back(std::move(d));
+    } else if (next < got.groups.size()) {
+      r.groups.push_back(std::move(got.groups[next++]));
+    }
+  }
+  return r;
+}
+
+g::ListGroupsResponse ListGroups(g::GroupCoordinator& c, const Gate& gate, const Request& req,
+                                 const g::ListGroupsRequest& q) {
+  g::ListGroupsResponse r = c.ListGroups(q);
+  // As in Kafka, Describe on the cluster shows every group; otherwise only the describable ones.
+  if (gate.Allowed(req, AclOp::kDescribe, ResourceType::kCluster, "")) return r;
+  std::erase_if(r.groups,
+                [&](const g::ListedGroup& lg) { return !gate.Group(req, AclOp::kDescribe, lg.group_id); });
+  return r;
 }
 
 }  // namespace
@@ -381,42 +507,67 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   impl->coordinator = std::shared_ptr<g::GroupCoordinator>(std::move(coordinator));
   std::shared_ptr<g::GroupCoordinator> c = impl->coordinator;
   Broker* b = &broker;
+  Gate gate(b);
 
-  broker.RegisterApi(api::kFindCoordinator, Immediate(2, groupwire::DecodeFindCoordinator,
-                                                      [c, b](const g::FindCoordinatorRequest& q) {
-                                                        auto r = c->FindCoordinator(q);
-                                                        // The port is known only once the broker is
-                                                        // listening.
-                                                        if (r.result.error == g::ErrorCode::kNone) {
-                                                          r.result.node_id = b->options().node_id;
-                                                          r.result.host = b->options().advertised_host;
-                                                          r.result.port = b->port();
-                                                        }
-                                                        return r;
-                                                      }));
-  broker.RegisterApi(api::kHeartbeat,
-                     Immediate(3, groupwire::DecodeHeartbeat,
-                               [c](const g::HeartbeatRequest& q) { return c->Heartbeat(q); }));
-  broker.RegisterApi(api::kLeaveGroup,
-                     Immediate(3, groupwire::DecodeLeaveGroup,
-                               [c](const g::LeaveGroupRequest& q) { return c->LeaveGroup(q); }));
+  broker.RegisterApi(api::kFindCoordinator,
+                     Immediate(2, groupwire::DecodeFindCoordinator,
+                               [c, b, gate](const Request& req, const g::FindCoordinatorRequest& q) {
+                                 if (q.key_type == 0 && !gate.Group(req, AclOp::kDescribe, q.key)) {
+                                   g::FindCoordinatorResponse denied;
+                                   denied.result.error = kGroupDenied;
+                                   return denied;
+                                 }
+                                 auto r = c->FindCoordinator(q);
+                                 // The port is known only once the broker is listening.
+                                 if (r.result.error == g::ErrorCode::kNone) {
+                                   r.result.node_id = b->options().node_id;
+                                   r.result.host = b->options().advertised_host;
+                                   r.result.port = b->port();
+                                 }
+                                 return r;
+                               }));
+  broker.RegisterApi(api::kHeartbeat, Immediate(3, groupwire::DecodeHeartbeat,
+                                                [c, gate](const Request& req, const g::HeartbeatRequest& q) {
+                                                  if (!gate.Group(req, AclOp::kRead, q.group_id))
+                                                    return g::HeartbeatResponse{kGroupDenied};
+                                                  return c->Heartbeat(q);
+                                                }));
+  broker.RegisterApi(
+      api::kLeaveGroup,
+      Immediate(3, groupwire::DecodeLeaveGroup, [c, gate](const Request& req, const g::LeaveGroupRequest& q) {
+        // v3+: the group-level error, no member results.
+        if (!gate.Group(req, AclOp::kRead, q.group_id)) return g::LeaveGroupResponse{kGroupDenied, {}};
+        return c->LeaveGroup(q);
+      }));
   broker.RegisterApi(api::kOffsetFetch,
                      Immediate(5, groupwire::DecodeOffsetFetch,
-                               [c](const g::OffsetFetchRequest& q) { return c->OffsetFetch(q); }));
+                               [c, gate](const Request& req, const g::OffsetFetchRequest& q) {
+                                 return OffsetFetch(*c, gate, req, q);
+                               }));
   broker.RegisterApi(api::kDescribeGroups,
                      Immediate(4, groupwire::DecodeDescribeGroups,
-                               [c](const g::DescribeGroupsRequest& q) { return c->DescribeGroups(q); }));
-  broker.RegisterApi(api::kListGroups,
-                     Immediate(2, groupwire::DecodeListGroups,
-                               [c](const g::ListGroupsRequest& q) { return c->ListGroups(q); }));
+                               [c, gate](const Request& req, const g::DescribeGroupsRequest& q) {
+                                 return DescribeGroups(*c, gate, req, q);
+                               }));
+  broker.RegisterApi(
+      api::kListGroups,
+      Immediate(2, groupwire::DecodeListGroups, [c, gate](const Request& req, const g::ListGroupsRequest& q) {
+        return ListGroups(*c, gate, req, q);
+      }));
 
   ApiSpec join;
   join.max_version = 5;
   join.pause_reading = true;
-  join.handler = [c](const Request& req, Respond respond) {
+  join.handler = [c, gate](const Request& req, Respond respond) {
     int16_t v = req.header.api_version;
     auto q = groupwire::DecodeJoinGroup(req.header.body, v);
     if (!q.ok()) return respond(Reply::Close());
+    if (!gate.Group(req, AclOp::kRead, q->group_id)) {
+      g::JoinGroupResponse denied;
+      denied.error = kGroupDenied;
+      denied.member_id = q->member_id;
+      return respond(Reply::Send(groupwire::Encode(denied, v)));
+    }
     q->client_id = req.header.client_id ? std::string(*req.header.client_id) : std::string();
     q->client_host = "/" + req.client_host;
     c->JoinGroup(std::move(*q), [v, respond = std::move(respond)](g::JoinGroupResponse r) {
@@ -428,10 +579,15 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   ApiSpec sync;
   sync.max_version = 3;
   sync.pause_reading = true;
-  sync.handler = [c](const Request& req, Respond respond) {
+  sync.handler = [c, gate](const Request& req, Respond respond) {
     int16_t v = req.header.api_version;
     auto q = groupwire::DecodeSyncGroup(req.header.body, v);
     if (!q.ok()) return respond(Reply::Close());
+    if (!gate.Group(req, AclOp::kRead, q->group_id)) {
+      g::SyncGroupResponse denied;
+      denied.error = kGroupDenied;
+      return respond(Reply::Send(groupwire::Encode(denied, v)));
+    }
     c->SyncGroup(std::move(*q), [v, respond = std::move(respond)](g::SyncGroupResponse r) {
       respond(Reply::Send(groupwire::Encode(r, v)));
     });
@@ -441,12 +597,36 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   ApiSpec commit;
   commit.max_version = 7;
   commit.pause_reading = true;
-  commit.handler = [c](const Request& req, Respond respond) {
+  commit.handler = [c, gate](const Request& req, Respond respond) {
     int16_t v = req.header.api_version;
     auto q = groupwire::DecodeOffsetCommit(req.header.body, v);
     if (!q.ok()) return respond(Reply::Close());
-    c->OffsetCommit(std::move(*q), [v, respond = std::move(respond)](g::OffsetCommitResponse r) {
-      respond(Reply::Send(groupwire::Encode(r, v)));
+    if (!gate.Group(req, AclOp::kRead, q->group_id))
+      return respond(Reply::Send(groupwire::Encode(CommitAll(*q, kGroupDenied), v)));
+    // Topics the principal may not read are answered 29 here; the rest go to the coordinator.
+    g::OffsetCommitRequest original = *q;
+    std::vector<bool> allowed;
+    q->topics.clear();
+    for (const auto& t : original.topics) {
+      allowed.push_back(gate.Topic(req, AclOp::kRead, t.name));
+      if (allowed.back()) q->topics.push_back(t);
+    }
+    if (q->topics.size() == original.topics.size()) {
+      c->OffsetCommit(std::move(*q), [v, respond = std::move(respond)](g::OffsetCommitResponse r) {
+        respond(Reply::Send(groupwire::Encode(r, v)));
+      });
+      return;
+    }
+    if (q->topics.empty())
+      return respond(Reply::Send(groupwire::Encode(CommitAll(original, kTopicDenied), v)));
+    c->OffsetCommit(std::move(*q), [v, original = std::move(original), allowed = std::move(allowed),
+                                    respond = std::move(respond)](g::OffsetCommitResponse got) {
+      // The coordinator answers in request order: merge back by position.
+      g::OffsetCommitResponse all = CommitAll(original, kTopicDenied);
+      size_t next = 0;
+      for (size_t i = 0; i < all.topics.size(); i++)
+        if (allowed[i] && next < got.topics.size()) all.topics[i] = std::move(got.topics[next++]);
+      respond(Reply::Send(groupwire::Encode(all, v)));
     });
   };
   broker.RegisterApi(api::kOffsetCommit, std::move(commit));

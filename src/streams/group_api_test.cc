@@ -1,7 +1,8 @@
 // The group APIs over real sockets with hand-built frames: a member joins (MEMBER_ID_REQUIRED, then a
 // generation), syncs, heartbeats, commits and fetches offsets, shows up in DescribeGroups and ListGroups,
 // and leaves; a request pipelined behind a waiting JoinGroup is answered after it, in order; offsets
-// survive a restart; a malformed body closes only its connection; every advertised version decodes.
+// survive a restart; a malformed body closes only its connection; every advertised version decodes; with
+// an Authorizer, groups and topics the principal may not use are refused in each API's error fields.
 #include "streams/group_api.h"
 
 #include <arpa/inet.h>
@@ -12,8 +13,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <thread>
+#include <tuple>
 
+#include "streams/security.h"
 #include "streams/wire.h"
 
 namespace govern::streams {
@@ -124,6 +128,7 @@ class GroupApiTest : public ::testing::Test {
     BrokerOptions o;
     o.listen_port = 0;
     o.data_dir = dir_.string();
+    o.security = security_;
     broker_ = std::make_unique<Broker>(o);
     groups::CoordinatorOptions g;
     g.initial_rebalance_delay_ms = 0;
@@ -204,6 +209,7 @@ class GroupApiTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  std::shared_ptr<const Security> security_;  // set before StartBroker; null: no ACLs
   std::unique_ptr<Broker> broker_;
   std::unique_ptr<GroupApi> api_;
 };
@@ -399,6 +405,273 @@ TEST_F(GroupApiTest, ShutdownAnswersWaitingJoin) {
   api_->Shutdown();
   auto jb = ParseJoin(*b.Receive(2));
   EXPECT_EQ(jb.error, 16);  // NOT_COORDINATOR
+}
+
+// Two-topic commit body (v7): partition 0 of `t1` and of `t2`.
+std::string CommitTwo(std::string_view group, int32_t gen, std::string_view member, std::string_view t1,
+                      std::string_view t2) {
+  Writer w;
+  w.String(group);
+  w.Int32(gen);
+  w.String(member);
+  w.NullableString(std::nullopt);
+  w.ArrayCount(2);
+  for (std::string_view t : {t1, t2}) {
+    w.String(t);
+    w.ArrayCount(1);
+    w.Int32(0);
+    w.Int64(5);
+    w.Int32(-1);
+    w.NullableString("m");
+  }
+  return w.str();
+}
+
+// Group id, generation 1, member and a null instance id: a Heartbeat v3 body and the head of SyncGroup v3.
+std::string GroupGenMember(std::string_view group, std::string_view member) {
+  Writer w;
+  w.String(group);
+  w.Int32(1);
+  w.String(member);
+  w.NullableString(std::nullopt);
+  return w.str();
+}
+
+// With an Authorizer, the group APIs check the group (and OffsetCommit/OffsetFetch each topic) before the
+// coordinator sees the request, and answer in each API's own error fields. The unauthenticated connection
+// acts as User:ANONYMOUS: it may read every group but "no" (denied everything) and "hidden" (denied
+// Describe, so it can join but not find, describe, list or fetch offsets), and read topic "t" only.
+TEST_F(GroupApiTest, AclsOnGroupsAndTopics) {
+  StopBroker();
+  auto authz = Authorizer::Parse(R"(
+allow User:ANONYMOUS read group:*
+deny  User:ANONYMOUS all group:no
+deny  User:ANONYMOUS describe group:hidden
+allow User:ANONYMOUS read topic:t
+)");
+  ASSERT_TRUE(authz.ok()) << authz.status().ToString();
+  security_ = std::make_shared<Security>(SecurityOptions{.authorizer = *authz});
+  StartBroker();
+  Client c(broker_->port());
+  auto find = [&](std::string_view group, int32_t corr) {
+    Writer w;
+    w.String(group);
+    w.Int8(0);
+    c.Send(api::kFindCoordinator, 2, corr, w.str());
+    auto body = c.Receive(corr);
+    EXPECT_TRUE(body);
+    Reader r(*body);
+    r.Int32();
+    int16_t error = r.Int16();
+    r.NullableString();
+    int32_t node = r.Int32();
+    r.String();
+    r.Int32();
+    EXPECT_EQ(r.remaining(), 0u);
+    return error == 0 ? node : -1000 - error;
+  };
+  EXPECT_EQ(find("ok", 10), 0);
+  EXPECT_EQ(find("no", 11), -1030);
+  EXPECT_EQ(find("hidden", 12), -1030);
+
+  // JoinGroup, SyncGroup, Heartbeat, LeaveGroup on "no": 30 in the error field.
+  c.Send(api::kJoinGroup, 5, 13, JoinBody("no", ""));
+  auto jn = ParseJoin(*c.Receive(13));
+  EXPECT_EQ(jn.error, 30);
+  EXPECT_EQ(jn.generation, -1);
+  {
+    Writer w;
+    w.Raw(GroupGenMember("no", "m"));
+    w.ArrayCount(0);
+    c.Send(api::kSyncGroup, 3, 14, w.str());
+    auto body1 = c.Receive(14);
+    ASSERT_TRUE(body1);
+    Reader r(*body1);
+    r.Int32();
+    EXPECT_EQ(r.Int16(), 30);
+    EXPECT_EQ(r.NullableBytes(), "");
+    EXPECT_EQ(r.remaining(), 0u);
+  }
+  {
+    c.Send(api::kHeartbeat, 3, 15, GroupGenMember("no", "m"));
+    auto body2 = c.Receive(15);
+    ASSERT_TRUE(body2);
+    Reader r(*body2);
+    r.Int32();
+    EXPECT_EQ(r.Int16(), 30);
+    EXPECT_EQ(r.remaining(), 0u);
+  }
+  {
+    Writer w;
+    w.String("no");
+    w.ArrayCount(1);
+    w.String("m");
+    w.NullableString(std::nullopt);
+    c.Send(api::kLeaveGroup, 3, 16, w.str());
+    auto body3 = c.Receive(16);
+    ASSERT_TRUE(body3);
+    Reader r(*body3);
+    r.Int32();
+    EXPECT_EQ(r.Int16(), 30);
+    EXPECT_EQ(r.ArrayCount(), 0);
+    EXPECT_EQ(r.remaining(), 0u);
+  }
+  // Read on a group is enough to join it; "hidden" too.
+  std::string member = Join(c, "ok");
+  {
+    Writer w;
+    w.Raw(GroupGenMember("ok", member));
+    w.ArrayCount(1);
+    w.String(member);
+    w.NullableBytes("a");
+    c.Send(api::kSyncGroup, 3, 17, w.str());
+    auto body = c.Receive(17);
+    ASSERT_TRUE(body);
+    Reader r(*body);
+    r.Int32();
+    EXPECT_EQ(r.Int16(), 0);
+  }
+  {
+    Client h(broker_->port());
+    Join(h, "hidden");
+  }
+
+  // OffsetCommit: the denied group answers 30 on every partition; in "ok", topic "u" gets 29 and "t" is
+  // committed.
+  auto commit = [&](std::string_view group, int32_t corr) {
+    c.Send(api::kOffsetCommit, 7, corr, CommitTwo(group, 1, member, "t", "u"));
+    auto body4 = c.Receive(corr);
+    if (!body4) return std::vector<std::pair<std::string, int16_t>>{};
+    Reader r(*body4);
+    r.Int32();
+    std::vector<std::pair<std::string, int16_t>> out;
+    int32_t nt = r.ArrayCount();
+    for (int32_t i = 0; i < nt; i++) {
+      std::string name(r.String());
+      EXPECT_EQ(r.ArrayCount(), 1);
+      EXPECT_EQ(r.Int32(), 0);
+      out.emplace_back(name, r.Int16());
+    }
+    EXPECT_EQ(r.remaining(), 0u);
+    return out;
+  };
+  using Errors = std::vector<std::pair<std::string, int16_t>>;
+  EXPECT_EQ(commit("no", 20), (Errors{{"t", 30}, {"u", 30}}));
+  EXPECT_EQ(commit("ok", 21), (Errors{{"t", 0}, {"u", 29}}));
+  // Only "t" was stored.
+  groups::OffsetFetchRequest all;
+  all.group_id = "ok";
+  auto stored = api_->coordinator().OffsetFetch(all);
+  ASSERT_EQ(stored.topics.size(), 1u);
+  EXPECT_EQ(stored.topics[0].name, "t");
+  // An offset for "u" committed behind the ACLs' back: OffsetFetch of everything leaves it out.
+  {
+    groups::OffsetCommitRequest q;
+    q.group_id = "ok";
+    q.generation_id = 1;
+    q.member_id = member;
+    q.topics = {{"u", {{0, 9}}}};
+    std::promise<groups::OffsetCommitResponse> done;
+    api_->coordinator().OffsetCommit(q, [&done](groups::OffsetCommitResponse r) { done.set_value(r); });
+    auto r = done.get_future().get();
+    ASSERT_EQ(r.topics.size(), 1u);
+    EXPECT_EQ(r.topics[0].partitions[0].error, groups::ErrorCode::kNone);
+  }
+
+  // OffsetFetch v5 of named topics: "t" has its offset, "u" gets 29; for groups without Describe the
+  // top-level error is 30 (v5) or every partition's (v1).
+  auto fetch = [&](std::string_view group, int16_t version, bool named, int32_t corr) {
+    Writer w;
+    w.String(group);
+    if (named) {
+      w.ArrayCount(2);
+      for (std::string_view t : {"t", "u"}) {
+        w.String(t);
+        w.ArrayCount(1);
+        w.Int32(0);
+      }
+    } else {
+      w.ArrayCount(-1);
+    }
+    c.Send(api::kOffsetFetch, version, corr, w.str());
+    auto body5 = c.Receive(corr);
+    if (!body5) return std::vector<std::tuple<std::string, int64_t, int16_t>>{};
+    Reader r(*body5);
+    if (version >= 3) r.Int32();
+    std::vector<std::tuple<std::string, int64_t, int16_t>> out;
+    int32_t nt = r.ArrayCount();
+    for (int32_t i = 0; i < nt; i++) {
+      std::string name(r.String());
+      EXPECT_EQ(r.ArrayCount(), 1);
+      EXPECT_EQ(r.Int32(), 0);
+      int64_t off = r.Int64();
+      if (version >= 5) r.Int32();
+      r.NullableString();
+      out.emplace_back(name, off, r.Int16());
+    }
+    int16_t top = version >= 2 ? r.Int16() : 0;
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(r.remaining(), 0u);
+    out.emplace_back("top", 0, top);
+    return out;
+  };
+  using Fetched = std::vector<std::tuple<std::string, int64_t, int16_t>>;
+  EXPECT_EQ(fetch("ok", 5, true, 30), (Fetched{{"t", 5, 0}, {"u", -1, 29}, {"top", 0, 0}}));
+  EXPECT_EQ(fetch("ok", 5, false, 31), (Fetched{{"t", 5, 0}, {"top", 0, 0}}));
+  EXPECT_EQ(fetch("hidden", 5, true, 32), (Fetched{{"top", 0, 30}}));
+  EXPECT_EQ(fetch("no", 1, true, 33), (Fetched{{"t", -1, 30}, {"u", -1, 30}, {"top", 0, 0}}));
+
+  // DescribeGroups: 30 for each group without Describe, the others described, in request order.
+  {
+    Writer w;
+    w.ArrayCount(3);
+    w.String("hidden");
+    w.String("ok");
+    w.String("no");
+    w.Bool(false);
+    c.Send(api::kDescribeGroups, 4, 40, w.str());
+    auto body6 = c.Receive(40);
+    ASSERT_TRUE(body6);
+    Reader r(*body6);
+    r.Int32();
+    ASSERT_EQ(r.ArrayCount(), 3);
+    std::vector<std::tuple<int16_t, std::string, std::string>> got;
+    for (int i = 0; i < 3; i++) {
+      int16_t error = r.Int16();
+      std::string id(r.String());
+      std::string state(r.String());
+      r.String();
+      r.String();
+      int32_t nm = r.ArrayCount();
+      for (int32_t j = 0; j < nm; j++) {
+        r.String();
+        r.NullableString();
+        r.String();
+        r.String();
+        r.NullableBytes();
+        r.NullableBytes();
+      }
+      r.Int32();
+      got.emplace_back(error, id, state);
+    }
+    EXPECT_EQ(r.remaining(), 0u);
+    using Described = std::vector<std::tuple<int16_t, std::string, std::string>>;
+    EXPECT_EQ(got, (Described{{30, "hidden", ""}, {0, "ok", "Stable"}, {30, "no", ""}}));
+  }
+  // ListGroups: "hidden" exists but is left out.
+  {
+    EXPECT_EQ(api_->coordinator().ListGroups({}).groups.size(), 2u);
+    c.Send(api::kListGroups, 2, 41, "");
+    auto body7 = c.Receive(41);
+    ASSERT_TRUE(body7);
+    Reader r(*body7);
+    r.Int32();
+    EXPECT_EQ(r.Int16(), 0);
+    ASSERT_EQ(r.ArrayCount(), 1);
+    EXPECT_EQ(r.String(), "ok");
+    EXPECT_EQ(r.String(), "consumer");
+    EXPECT_EQ(r.remaining(), 0u);
+  }
 }
 
 // Every version's layout decodes what that version's encoder would send, with nothing left over.

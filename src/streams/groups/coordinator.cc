@@ -44,6 +44,8 @@ std::string_view ErrorName(ErrorCode code) {
       return "REBALANCE_IN_PROGRESS";
     case ErrorCode::kInvalidCommitOffsetSize:
       return "INVALID_COMMIT_OFFSET_SIZE";
+    case ErrorCode::kTopicAuthorizationFailed:
+      return "TOPIC_AUTHORIZATION_FAILED";
     case ErrorCode::kGroupAuthorizationFailed:
       return "GROUP_AUTHORIZATION_FAILED";
     case ErrorCode::kUnsupportedVersion:

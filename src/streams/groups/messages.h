@@ -31,6 +31,7 @@ enum class ErrorCode : int16_t {
   kInvalidSessionTimeout = 26,
   kRebalanceInProgress = 27,
   kInvalidCommitOffsetSize = 28,
+  kTopicAuthorizationFailed = 29,
   kGroupAuthorizationFailed = 30,
   kUnsupportedVersion = 35,
   kInvalidRequest = 42,
