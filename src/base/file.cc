@@ -47,13 +47,16 @@ Status ReplaceFileDurably(const std::string& path, std::string_view data, mode_t
     return ErrnoStatus(err, "rename to " + path);
   }
   size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  return SyncDirectory(slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash));
+}
+
+Status SyncDirectory(const std::string& dir) {
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return ErrnoStatus(errno, "open " + dir);
+  if (dfd < 0) return ErrnoStatus(errno, "open directory " + dir);
   int rc = ::fsync(dfd);
   int err = errno;
   ::close(dfd);
-  if (rc != 0) return ErrnoStatus(err, "fsync " + dir);
+  if (rc != 0) return ErrnoStatus(err, "fsync directory " + dir);
   return OkStatus();
 }
 

@@ -24,4 +24,8 @@ Status WriteNewFile(const std::string& path, std::string_view data, mode_t mode)
 // failure `path` is unchanged and the temporary file removed.
 Status ReplaceFileDurably(const std::string& path, std::string_view data, mode_t mode = 0644);
 
+// fsyncs the directory `dir`, so the names created, renamed or removed in it survive a power cut (a
+// file's own fsync does not cover its directory entry).
+Status SyncDirectory(const std::string& dir);
+
 }  // namespace govern

@@ -435,11 +435,7 @@ Status Broker::Impl::CreateTopic(const std::string& name, int32_t partitions) {
   topics[name] = std::move(t);
   lock.unlock();
   // The partition directories' names must survive a crash.
-  int fd = ::open(opts.data_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
+  GOVERN_RETURN_IF_ERROR(SyncDirectory(opts.data_dir));
   log::Info("streams", "topic created", {{"topic", name}, {"partitions", std::to_string(partitions)}});
   return OkStatus();
 }

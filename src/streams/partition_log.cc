@@ -26,14 +26,6 @@ namespace {
 
 Status Errno(const std::string& what) { return Internal(what + ": " + std::strerror(errno)); }
 
-Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("open " + dir);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  return rc == 0 ? OkStatus() : Errno("fsync " + dir);
-}
-
 bool PreadAll(int fd, char* buf, size_t n, uint64_t pos) {
   while (n > 0) {
     ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(pos));
@@ -159,7 +151,7 @@ Status PartitionLog::NewSegment(int64_t base) {
   seg.time_fd = ::open(PathFor(base, ".timeindex").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (seg.index_fd < 0 || seg.time_fd < 0) return Errno("create index of " + path);
   // The new name must survive a crash before anything acknowledged lands in it.
-  return FsyncDir(dir_);
+  return SyncDirectory(dir_);
 }
 
 // Walks the batches of `seg` from position 0, rebuilding its in-memory indexes, end offset and the
@@ -511,7 +503,7 @@ Status PartitionLog::TruncateTo(int64_t offset) {
   producers_.clear();
   for (auto& [base, s] : segments_) GOVERN_RETURN_IF_ERROR(ScanSegment(s, false, false));
   GOVERN_RETURN_IF_ERROR(WriteIndexFiles(seg));
-  GOVERN_RETURN_IF_ERROR(FsyncDir(dir_));
+  GOVERN_RETURN_IF_ERROR(SyncDirectory(dir_));
   int64_t leo = seg.next_offset;
   hw_ = std::min(hw_, leo);
   while (!epochs_.empty() && epochs_.back().second >= leo) epochs_.pop_back();
@@ -534,7 +526,7 @@ Result<int> PartitionLog::ApplyRetention(int64_t now_ms) {
     segments_.erase(segments_.begin());
     deleted++;
   }
-  if (deleted > 0) GOVERN_RETURN_IF_ERROR(FsyncDir(dir_));
+  if (deleted > 0) GOVERN_RETURN_IF_ERROR(SyncDirectory(dir_));
   return deleted;
 }
 

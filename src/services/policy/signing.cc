@@ -62,11 +62,7 @@ Result<SigningKeys> LoadSigningKeys(const std::vector<std::string>& paths, const
       std::string pub_path = dir + "/signing.pub";
       std::filesystem::remove(pub_path, ec);
       GOVERN_RETURN_IF_ERROR(WriteNewFile(pub_path, pub.Text(), 0644));
-      int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-      }
+      GOVERN_RETURN_IF_ERROR(SyncDirectory(dir));
     } else if (s.code() != Code::kAlreadyExists) {
       return s;
     }

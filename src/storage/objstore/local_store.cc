@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <functional>
 
+#include "base/file.h"
+
 namespace govern::objstore {
 namespace {
 
@@ -51,13 +53,6 @@ Status WriteAll(int fd, const char* data, size_t n, const std::string& what) {
   return OkStatus();
 }
 
-Status FsyncPath(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoStatus(errno, "open directory " + dir);
-  if (::fsync(fd.get()) != 0) return ErrnoStatus(errno, "fsync directory " + dir);
-  return OkStatus();
-}
-
 std::string Parent(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
@@ -74,7 +69,7 @@ Status MakeParents(const std::string& root, const std::string& dir) {
   }
   GOVERN_RETURN_IF_ERROR(MakeParents(root, Parent(dir)));
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoStatus(errno, "mkdir " + dir);
-  return FsyncPath(Parent(dir));
+  return SyncDirectory(Parent(dir));
 }
 
 std::string EtagOf(const struct stat& st) {
@@ -121,7 +116,7 @@ Status LocalStore::PutWith(std::string_view key, Fill&& fill) {
     ::unlink(temp.c_str());
     return s.WithContext("put \"" + std::string(key) + "\"");
   }
-  return FsyncPath(dir).WithContext("put \"" + std::string(key) + "\"");
+  return SyncDirectory(dir).WithContext("put \"" + std::string(key) + "\"");
 }
 
 Status LocalStore::Put(std::string_view key, std::string_view bytes) {
@@ -242,7 +237,7 @@ Status LocalStore::Delete(std::string_view key) {
     if (errno == ENOENT || errno == ENOTDIR) return OkStatus();
     return ErrnoStatus(errno, "delete " + path);
   }
-  return FsyncPath(Parent(path));
+  return SyncDirectory(Parent(path));
 }
 
 Status LocalStore::RemoveStaleTempFiles() {
@@ -268,3 +263,4 @@ Status LocalStore::RemoveStaleTempFiles() {
 }
 
 }  // namespace govern::objstore
+

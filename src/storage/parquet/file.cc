@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "base/file.h"
+
 namespace govern::parquet {
 
 namespace {
@@ -61,16 +63,6 @@ Status DurableFile::Close() {
   if (::close(fd) != 0) return ErrnoStatus(errno, "close " + tmp_path_);
   GOVERN_RETURN_IF_ERROR(RenameDurably(tmp_path_, path_));
   committed_ = true;
-  return OkStatus();
-}
-
-Status SyncDirectory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "open directory " + dir);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoStatus(err, "fsync directory " + dir);
   return OkStatus();
 }
 

@@ -60,8 +60,6 @@ class DurableFile : public Sink {
   bool committed_ = false;
 };
 
-// fsyncs a directory, making renames and creations inside it durable.
-Status SyncDirectory(const std::string& dir);
 // Renames `from` to `to` (same file system) and fsyncs the destination's directory.
 Status RenameDurably(const std::string& from, const std::string& to);
 

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/file.h"
 #include "base/log.h"
 
 namespace govern::streams::groups {
@@ -36,16 +37,6 @@ Status WriteAll(int fd, std::string_view data, const std::string& what) {
     if (n < 0) return ErrnoStatus(errno, "write " + what);
     done += static_cast<size_t>(n);
   }
-  return OkStatus();
-}
-
-Status SyncDir(const std::string& dir) {
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return ErrnoStatus(errno, "open " + dir);
-  int rc = ::fsync(dfd);
-  int err = errno;
-  ::close(dfd);
-  if (rc != 0) return ErrnoStatus(err, "fsync " + dir);
   return OkStatus();
 }
 
@@ -158,7 +149,7 @@ struct OffsetStore::Impl {
     if (nfd < 0) return ErrnoStatus(errno, "reopen " + path);
     ::close(fd);
     fd = nfd;
-    GOVERN_RETURN_IF_ERROR(SyncDir(dir));
+    GOVERN_RETURN_IF_ERROR(SyncDirectory(dir));
     std::lock_guard l(mu);
     file_bytes = snapshot.size();
     ++stats.compactions;
