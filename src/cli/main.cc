@@ -17,6 +17,7 @@
 #include "cli/policy_server_cmd.h"
 #include "cli/run.h"
 #include "cli/audit_cmd.h"
+#include "cli/scim_cmd.h"
 #include "cli/telemetry_cmd.h"
 #include "config/config.h"
 
@@ -109,6 +110,7 @@ int Main(int argc, char** argv) {
 
   TelemetryCommand telemetry(app);
   AuditCommand audit(app);
+  ScimCommand scim(app);
   AuthCommand auth(app);
   PolicyServerCommand policy_server(app);
   std::unique_ptr<PolicyCommand> policy = AddPolicyCommands(app);
@@ -153,6 +155,7 @@ int Main(int argc, char** argv) {
   }
   if (telemetry.parsed()) return telemetry.Run(*cfg);
   if (audit.parsed()) return audit.Run(*cfg);
+  if (scim.parsed()) return scim.Run(*cfg);
   if (auth.parsed()) return auth.Run(*cfg);
   if (policy_server.parsed()) return policy_server.Run(*cfg);
   if (up->parsed()) return RunServices(*cfg, {}, /*all=*/true);
