@@ -360,24 +360,12 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
         "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active",
         db::Params(id, org, type.name, name, external, active, stored.dump()));
     if (!ins.ok() && ins.status().code() == Code::kAlreadyExists) {
-      err = scim::UniquenessError(std::string(IsUser(type) ? "userName" : "displayName") + " \"" +
-                                  name.substr(0, 200) + "\" is taken");
+      err = scim::UniquenessError("displayName \"" + name.substr(0, 200) + "\" is taken");
       return Refused();
     }
     GOVERN_RETURN_IF_ERROR(ins.status());
-    *out = Build(type, ReadRows<Row>(*ins).front());  // a new user is in no group yet
-    if (IsUser(type)) {
-      auto u = tx.ExecPrepared(
-          "INSERT INTO auth_users (user_id, org, email, subject, display_name, disabled) VALUES ($1, $2, $3, "
-          "$1, $4, $5)",
-          db::Params(id, org, EmailOf(r), DisplayOf(r).substr(0, 200), !active));
-      if (!u.ok() && u.status().code() == Code::kAlreadyExists) {
-        err = scim::UniquenessError("another user of this organisation has the email " +
-                                    EmailOf(r).substr(0, 200));
-        return Refused();
-      }
-      GOVERN_RETURN_IF_ERROR(u.status());
-    } else {
+    *out = Build(type, ReadRows<Row>(*ins).front());
+    {  // a group (users took the pipeline above)
       auto g = tx.ExecPrepared("INSERT INTO auth_groups (org, name) VALUES ($1, $2)", db::Params(org, name));
       if (!g.ok() && g.status().code() == Code::kAlreadyExists) {
         err = scim::UniquenessError("a group named \"" + name.substr(0, 200) + "\" exists");
@@ -396,7 +384,6 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
   });
   if (!err.ok()) return err;
   if (!s.ok()) return Db(s);
-  if (IsUser(type)) return Error::Ok();
   return Get(org, type, id, out);
 }
 
