@@ -18,6 +18,7 @@
 #include "cli/run.h"
 #include "cli/audit_cmd.h"
 #include "cli/streams_cmd.h"
+#include "cli/scim_cmd.h"
 #include "cli/telemetry_cmd.h"
 #include "config/config.h"
 
@@ -111,6 +112,7 @@ int Main(int argc, char** argv) {
   TelemetryCommand telemetry(app);
   StreamsCommand streams(app);
   AuditCommand audit(app);
+  ScimCommand scim(app);
   AuthCommand auth(app);
   PolicyServerCommand policy_server(app);
   std::unique_ptr<PolicyCommand> policy = AddPolicyCommands(app);
@@ -156,6 +158,7 @@ int Main(int argc, char** argv) {
   if (telemetry.parsed()) return telemetry.Run(*cfg);
   if (streams.parsed()) return streams.Run(*cfg);
   if (audit.parsed()) return audit.Run(*cfg);
+  if (scim.parsed()) return scim.Run(*cfg);
   if (auth.parsed()) return auth.Run(*cfg);
   if (policy_server.parsed()) return policy_server.Run(*cfg);
   if (up->parsed()) return RunServices(*cfg, {}, /*all=*/true);

@@ -195,6 +195,13 @@ CREATE TABLE auth_factor_events (
 );
 CREATE INDEX auth_factor_events_user ON auth_factor_events (user_id, seq);
 )sql"},
+      {4, "auth memberships by user", R"sql(
+-- A user's groups (the groups claim, SCIM's User.groups) and the ON DELETE CASCADE from auth_users
+-- read memberships by user. Databases where the scim service made this index at start (before it was
+-- auth's) keep it under auth's name instead of building a second one.
+ALTER INDEX IF EXISTS scim_auth_memberships_user RENAME TO auth_memberships_user;
+CREATE INDEX IF NOT EXISTS auth_memberships_user ON auth_memberships (user_id);
+)sql"},
   };
 }
 

@@ -298,6 +298,42 @@ TEST_F(ScimApiTest, GroupsWriteAuthMemberships) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.body["scimType"], "invalidValue");
   EXPECT_EQ(Count("SELECT count(*) FROM auth_memberships WHERE org = 'acme'", {}), 1);
+  // Also when it comes with a user that is one: nothing of the request applied.
+  std::string dave = CreateUser("dave@acme.test");
+  Reply mixed = Send(net::Method::kPatch, "/Groups/" + gid,
+                     json::parse(R"({"Operations":[{"op":"add","path":"members","value":[{"value":")" + dave +
+                                 R"("},{"value":")" + other + R"("}]}]})"));
+  EXPECT_EQ(mixed.status, 400);
+  EXPECT_EQ(Count("SELECT count(*) FROM auth_memberships WHERE org = 'acme'", {}), 1);
+
+  // A members-only PATCH honours If-Match, bumps the version and logs the change once.
+  std::string etag(Send(net::Method::kGet, "/Groups/" + gid).headers.Get("ETag").value_or(""));
+  int64_t changes = Count("SELECT count(*) FROM scim_changes WHERE id = $1", db::Params(gid));
+  json add_dave =
+      json::parse(R"({"Operations":[{"op":"add","path":"members","value":[{"value":")" + dave + R"("}]}]})");
+  EXPECT_EQ(Send(net::Method::kPatch, "/Groups/" + gid, add_dave, "", "W/\"1\"").status, 412);
+  EXPECT_EQ(Send(net::Method::kPatch, "/Groups/" + gid, add_dave, "", etag).status, 204);
+  EXPECT_NE(std::string(Send(net::Method::kGet, "/Groups/" + gid).headers.Get("ETag").value_or("")), etag);
+  EXPECT_EQ(Count("SELECT count(*) FROM scim_changes WHERE id = $1", db::Params(gid)), changes + 1);
+  // Users in a list carry their groups (one query for the page), with and without a filter.
+  Reply users = Send(net::Method::kGet, "/Users?startIndex=1&count=50");
+  ASSERT_EQ(users.status, 200);
+  int with_groups = 0;
+  for (const json& u : users.body["Resources"]) {
+    if (u["id"] == bob || u["id"] == dave) {
+      ASSERT_TRUE(u.contains("groups")) << u.dump();
+      EXPECT_EQ(u["groups"][0]["value"], gid);
+      ++with_groups;
+    } else {
+      EXPECT_FALSE(u.contains("groups")) << u.dump();
+    }
+  }
+  EXPECT_EQ(with_groups, 2);
+  Reply filtered = Send(net::Method::kGet, "/Users?filter=userName%20sw%20%22dave%22");
+  ASSERT_EQ(filtered.body["totalResults"], 1) << filtered.body.dump();
+  EXPECT_EQ(filtered.body["Resources"][0]["groups"][0]["display"], "Eng");
+  Send(net::Method::kPatch, "/Groups/" + gid,
+       json::parse(R"({"Operations":[{"op":"remove","path":"members[value eq \")" + dave + R"(\"]"}]})"));
 
   Reply list =
       Send(net::Method::kGet, "/Groups?filter=displayName%20eq%20%22eng%22&excludedAttributes=members");
@@ -375,6 +411,13 @@ TEST_F(ScimApiTest, Refusals) {
   Reply email =
       Send(net::Method::kPost, "/Users", {{"userName", "other"}, {"emails", {{{"value", "X@acme.test"}}}}});
   EXPECT_EQ(email.status, 409);
+  EXPECT_EQ(email.body["scimType"], "uniqueness");
+  // The resource row written before auth's index refused the email is gone with it (one transaction).
+  EXPECT_EQ(Count("SELECT count(*) FROM scim_resources WHERE org = 'acme' AND name = 'other'", {}), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM scim_changes WHERE org = 'acme' AND action = 'create' AND id NOT IN "
+                  "(SELECT id FROM scim_resources)",
+                  {}),
+            0);
 }
 
 TEST_F(ScimApiTest, BulkWithReferencesAndLimits) {

@@ -1,7 +1,6 @@
 // The scim service's migrations.
 #include "services/scim/schema.h"
 
-#include "db/connection.h"
 #include "db/pool.h"
 #include "services/auth/schema.h"
 
@@ -14,12 +13,8 @@ const service_keys::KeyTable& ScimKeyTable() {
 }
 
 Status PrepareAuthTables(db::Pool& pool) {
-  auto applied = db::Migrator("auth", auth_service::Migrations()).Apply(pool);
-  if (!applied.ok()) return applied.status();
-  auto lease = pool.Checkout();
-  if (!lease.ok()) return lease.status();
-  return (*lease)->ExecScript(
-      "CREATE INDEX IF NOT EXISTS scim_auth_memberships_user ON auth_memberships (user_id)");
+  // auth's migration 4 holds the auth_memberships (user_id) index a user's groups are read by.
+  return db::Migrator("auth", auth_service::Migrations()).Apply(pool).status();
 }
 
 std::vector<db::Migration> Migrations() {

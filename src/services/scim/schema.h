@@ -21,9 +21,10 @@ namespace govern::scim_service {
 
 std::vector<db::Migration> Migrations();
 
-// Applies the auth service's migrations (the tables SCIM writes; a no-op when auth already did) and
-// adds the index SCIM needs on them (auth_memberships by user, for a user's groups). Called at Start,
-// since the runner applies scim's migrations without auth's when auth is not selected.
+// Applies the auth service's migrations (the tables SCIM writes, and the auth_memberships (user_id)
+// index a user's groups are read by; a no-op when auth already did). Called at Start, since the runner
+// applies scim's migrations without auth's when auth is not selected. Writes nothing of auth's schema
+// itself.
 Status PrepareAuthTables(db::Pool& pool);
 
 // scim_keys, prefix "gvs", one scope "sync".

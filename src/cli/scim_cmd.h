@@ -1,0 +1,43 @@
+// `govern scim ...`: the bearer keys (gvs_) identity providers provision with.
+//
+//   govern scim key create --org ORG [--name N]   prints the key, once (only its hash is stored)
+//   govern scim key list [--org ORG]
+//   govern scim key revoke KEY_ID                  the running service refuses it within seconds
+//
+// The commands use the same database as `govern serve` (database.url or the private cluster under
+// data_dir) and apply the scim migrations first. `keys` is accepted for `key`, as the other services
+// spell it.
+#pragma once
+
+#include <string>
+
+#include "config/config.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace govern::cli {
+
+class ScimCommand {
+ public:
+  explicit ScimCommand(CLI::App& app);
+  bool parsed() const;
+  // Runs it; returns the exit code.
+  int Run(const config::Config& cfg);
+
+ private:
+  int KeyCreate(const config::Config& cfg);
+  int KeyList(const config::Config& cfg);
+  int KeyRevoke(const config::Config& cfg);
+
+  CLI::App* scim_ = nullptr;
+  CLI::App* create_ = nullptr;
+  CLI::App* list_ = nullptr;
+  CLI::App* revoke_ = nullptr;
+  std::string org_;
+  std::string name_;
+  std::string key_id_;
+};
+
+}  // namespace govern::cli
