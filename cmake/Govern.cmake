@@ -89,12 +89,17 @@ function(govern_fuzz name)
   endif()
 endfunction()
 
-# govern_bench(NAME SOURCES ... DEPS ...): a load generator or microbenchmark, run by scripts/bench.
+# govern_bench(NAME [USED_BY_TESTS] SOURCES ... DEPS ...): a load generator or microbenchmark, run by
+# scripts/bench. USED_BY_TESTS: an e2e test runs it too, so it is built even where benchmarks are not
+# (GOVERN_BENCH_IN_ALL=OFF, the "test" preset).
 function(govern_bench name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "USED_BY_TESTS" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  if(NOT GOVERN_BENCH_IN_ALL AND NOT ARG_USED_BY_TESTS)
+    set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
+  endif()
 endfunction()
 
 # govern_add_subfolders(): adds every direct subfolder that has a CMakeLists.txt, so a new test suite,
