@@ -37,14 +37,6 @@ net::Response ErrorResponse(const Error& e) {
   return r;
 }
 
-std::string_view BearerKey(const net::Request& req) {
-  auto v = req.headers.Get("Authorization");
-  if (!v || v->size() < 7 || !net::EqualsIgnoreCase(v->substr(0, 7), "Bearer ")) return {};
-  std::string_view key = v->substr(7);
-  while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
-  return key;
-}
-
 const scim::ResourceType* TypeFor(std::string_view endpoint) {
   if (endpoint == "Users") return &scim::UserResourceType();
   if (endpoint == "Groups") return &scim::GroupResourceType();
@@ -113,7 +105,7 @@ struct Api::Impl {
 
   // Checks the bearer key, then runs `body` on an API thread.
   void Authorized(net::Request&& req, net::Responder out, Body body) {
-    std::string_view key = BearerKey(req);
+    std::string_view key = net::BearerToken(req).value_or(std::string_view{});
     if (key.empty())
       return out.Send(
           ErrorResponse(scim::Unauthorized("a bearer key is required (Authorization: Bearer gvs_...)")));

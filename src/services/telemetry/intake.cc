@@ -195,16 +195,13 @@ struct Intake::Impl {
     c->enc = EncodingOf(kind, req);
     c->req = std::move(req);
     c->resp = std::move(resp);
-    std::string_view auth = c->req.headers.Get("Authorization").value_or("");
-    constexpr std::string_view kBearer = "Bearer ";
-    if (auth.size() <= kBearer.size() || !net::EqualsIgnoreCase(auth.substr(0, kBearer.size()), kBearer)) {
+    std::optional<std::string_view> bearer = net::BearerToken(c->req);
+    if (!bearer) {
       Fail(*c, refused_unauthenticated, 401, kRpcUnauthenticated,
            "missing API key: send 'Authorization: Bearer <ingest key>'");
       return;
     }
-    std::string_view key = auth.substr(kBearer.size());
-    while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
-    while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
+    std::string_view key = *bearer;
     VerifyKey(*deps.keys, key, kIngestScope, [this, c](Result<std::string> org) {
       if (!org.ok()) {
         if (org.status().code() == Code::kUnavailable) {

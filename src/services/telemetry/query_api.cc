@@ -73,16 +73,6 @@ net::Response ErrorResponse(const Status& s, const std::string& path) {
   }
 }
 
-std::optional<std::string_view> BearerKey(const net::Request& req) {
-  std::optional<std::string_view> h = req.headers.Get("Authorization");
-  if (!h || h->size() < 7 || !net::EqualsIgnoreCase(h->substr(0, 7), "Bearer ")) return std::nullopt;
-  std::string_view key = h->substr(7);
-  while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
-  while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
-  if (key.empty()) return std::nullopt;
-  return key;
-}
-
 // Fixed-size pool of threads with a bounded queue.
 class Workers {
  public:
@@ -357,7 +347,7 @@ void QueryApi::Register(net::Router& router, KeyVerifier verify) {
   auto authed = [verify](std::function<void(std::shared_ptr<Pending>, std::string org)> next) {
     return [verify, next](net::Request&& req, net::Responder resp) {
       auto p = std::make_shared<Pending>(Pending{std::move(req), std::move(resp)});
-      std::optional<std::string_view> key = BearerKey(p->req);
+      std::optional<std::string_view> key = net::BearerToken(p->req);
       if (!key) {
         p->resp.Send(Problem(401, "Authorization: Bearer <query key> required", p->req.path));
         return;
