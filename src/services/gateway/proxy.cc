@@ -514,6 +514,9 @@ void Proxy::Impl::Serve(WireFormat client, net::Request req, net::Responder resp
   MessagesToChatStream from_anthropic(include_usage, rec.time_ns / 1000000000);
   ChatToMessagesStream from_openai;
   bool complete = false;  // the provider's end marker was seen
+  // OpenAI streams carry usage only in their last chunk: for a stream cut before it, the content
+  // chunks seen stand in for output tokens (providers send about one token per chunk).
+  int64_t streamed_chunks = 0;
   std::string out;
   auto write = [&](std::string_view bytes) {
     if (bytes.empty()) return true;
@@ -576,6 +579,9 @@ void Proxy::Impl::Serve(WireFormat client, net::Request req, net::Responder resp
           continue;
         }
         if (chunk->usage) meter.Set(*chunk->usage);
+        for (const auto& c : chunk->choices) {
+          if (c.content || !c.tool_calls.empty()) ++streamed_chunks;
+        }
         if (client == WireFormat::kAnthropic) {
           std::vector<anthropic::StreamEvent> evs;
           from_openai.Feed(*chunk, evs);
@@ -608,6 +614,7 @@ void Proxy::Impl::Serve(WireFormat client, net::Request req, net::Responder resp
   } else {
     stream.Finish();  // the error event tells the SDK; the body itself is complete
   }
+  if (meter.output == 0) meter.output = streamed_chunks;
   debit_tokens();
   Record(rec, meter, start);
 }

@@ -2,7 +2,11 @@
 // streams, the error shapes, rate limits, and the usage records (handed over and in the WAL).
 #include "services/gateway/proxy.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <filesystem>
@@ -31,6 +35,11 @@ class ProxyTest : public ::testing::Test {
     ASSERT_TRUE(stub.ok()) << stub.status().ToString();
     stub_ = std::move(*stub);
     std::string base = "http://127.0.0.1:" + std::to_string(stub_->port());
+    // A slow provider: 1000 tokens at 200 a second, for a client that leaves mid-stream.
+    auto slow = model_stub::StubServer::Start({.port = 0, .threads = 1, .tokens_per_second = 200});
+    ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+    slow_stub_ = std::move(*slow);
+    std::string slow_base = "http://127.0.0.1:" + std::to_string(slow_stub_->port());
     wal_dir_ = ::testing::TempDir() + "gateway_proxy_wal_" + std::to_string(::getpid()) + "_" +
                ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(wal_dir_);
@@ -38,7 +47,9 @@ class ProxyTest : public ::testing::Test {
     ProxyConfig c;
     c.routes = {{"gpt-stub", base, WireFormat::kOpenAI, "sk-upstream"},
                 {"claude-stub", base, WireFormat::kAnthropic, "sk-ant-upstream"},
-                {"gpt-down", "http://127.0.0.1:1", WireFormat::kOpenAI, ""}};
+                {"gpt-down", "http://127.0.0.1:1", WireFormat::kOpenAI, ""},
+                {"gpt-slow", slow_base, WireFormat::kOpenAI, ""},
+                {"claude-slow", slow_base, WireFormat::kAnthropic, ""}};
     c.keys = {{kKey, "acme", 0, 0}, {kLimitedKey, "acme", 2, 0}};
     c.prices["gpt-stub"] = {1.0, 2.0, 0.5};
     c.wal_dir = wal_dir_;
@@ -63,6 +74,7 @@ class ProxyTest : public ::testing::Test {
     if (server_) server_->Stop();
     proxy_.reset();
     if (stub_) stub_->Stop();
+    if (slow_stub_) slow_stub_->Stop();
     std::filesystem::remove_all(wal_dir_);
   }
 
@@ -103,6 +115,7 @@ class ProxyTest : public ::testing::Test {
   }
 
   std::unique_ptr<model_stub::StubServer> stub_;
+  std::unique_ptr<model_stub::StubServer> slow_stub_;
   std::unique_ptr<Proxy> proxy_;
   std::unique_ptr<net::Server> server_;
   net::HttpClient client_;
@@ -309,6 +322,54 @@ TEST_F(ProxyTest, UsageRecordsAreInTheWal) {
     ++n;
   }
   EXPECT_EQ(n, 2);
+}
+
+// Sends `request` on a fresh connection, reads until `min_bytes` of the answer arrived, then closes.
+std::string ReadSomeAndLeave(uint16_t port, const std::string& request, size_t min_bytes) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  std::string got;
+  char buf[4096];
+  while (got.size() < min_bytes) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+TEST_F(ProxyTest, ClientLeavingMidStreamCancelsAndIsRecorded) {
+  for (const char* model : {"gpt-slow", "claude-slow"}) {
+    SCOPED_TRACE(model);
+    bool anthropic_client = std::string_view(model) == "claude-slow";
+    std::string body = std::string(R"({"model":")") + model + R"(","max_tokens":5000,"stream":true,)" +
+                       R"("messages":[{"role":"user","content":"one two three"}]})";
+    std::string request = std::string("POST ") +
+                          (anthropic_client ? "/v1/messages" : "/v1/chat/completions") +
+                          " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+                          "x-stub-output-tokens: 1000\r\nAuthorization: Bearer " + kKey +
+                          "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::string got = ReadSomeAndLeave(server_->port(), request, 1500);
+    EXPECT_NE(got.find("200"), std::string::npos) << got;
+  }
+  // Both are recorded as left by the client (499) with the output streamed so far: some of the 1000
+  // tokens, not all (the provider call was cancelled, not drained).
+  for (size_t i = 1; i <= 2; ++i) {
+    UsageRecord r = WaitRecord(i);
+    EXPECT_EQ(r.status, 499) << r.model << " " << r.error;
+    EXPECT_GT(r.output_tokens, 0) << r.model;
+    EXPECT_LT(r.output_tokens, 1000) << r.model;
+    if (r.model == "claude-slow") {
+      EXPECT_EQ(r.input_tokens, 3);
+    }
+  }
 }
 
 TEST(ProxyConfig, ParsesAndRejects) {
