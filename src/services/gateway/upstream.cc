@@ -7,6 +7,10 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
 
 namespace govern::gateway {
 
@@ -15,9 +19,50 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+namespace {
+
+// Sockets are only used with blocking calls, which need no running io_context; one shared context lets
+// a connection outlive the call that opened it. Both are leaked on purpose: a pooled socket must not
+// be destroyed after its context during static destruction.
+asio::io_context& SharedIo() {
+  static auto* io = new asio::io_context;
+  return *io;
+}
+
+// Idle keep-alive connections by "host:port", reused by later calls (a connect and an accept saved per
+// request).
+class Pool {
+ public:
+  static Pool& Get() {
+    static auto* pool = new Pool;
+    return *pool;
+  }
+  std::optional<tcp::socket> Take(const std::string& authority) {
+    std::lock_guard lock(mu_);
+    auto it = idle_.find(authority);
+    if (it == idle_.end() || it->second.empty()) return std::nullopt;
+    tcp::socket s = std::move(it->second.back());
+    it->second.pop_back();
+    return s;
+  }
+  void Put(const std::string& authority, tcp::socket s) {
+    std::lock_guard lock(mu_);
+    auto& list = idle_[authority];
+    if (list.size() < kMaxIdlePerHost) list.push_back(std::move(s));
+  }
+
+ private:
+  static constexpr size_t kMaxIdlePerHost = 256;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::vector<tcp::socket>> idle_;
+};
+
+}  // namespace
+
 struct UpstreamCall::Impl {
-  asio::io_context io;
-  tcp::socket socket{io};
+  std::string authority;
+  std::mutex socket_mu;  // pooling (moving the socket away) against Cancel()
+  tcp::socket socket{SharedIo()};
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> parser;
   net::Headers headers;
@@ -45,26 +90,36 @@ Result<std::unique_ptr<UpstreamCall>> UpstreamCall::Open(const UpstreamRequest& 
   }
   if (host.empty()) return InvalidArgument("upstream URL has no host: " + request.url);
 
-  auto impl = std::make_unique<Impl>();
-  beast::error_code ec;
-  tcp::resolver resolver(impl->io);
-  auto endpoints = resolver.resolve(host, port, ec);
-  if (ec) return Unavailable("resolving " + host + ": " + ec.message());
-  asio::connect(impl->socket, endpoints, ec);
-  if (ec) return Unavailable("connecting to " + std::string(authority) + ": " + ec.message());
-  impl->socket.set_option(tcp::no_delay(true), ec);
-
   http::request<http::string_body> req{http::verb::post, target, 11};
   req.set(http::field::host, authority);
   for (const auto& [name, value] : request.headers.fields()) req.insert(name, value);
   req.body() = request.body;
   req.prepare_payload();
-  http::write(impl->socket, req, ec);
-  if (ec) return Unavailable("writing to upstream: " + ec.message());
 
-  impl->parser.body_limit(boost::none);
-  http::read_header(impl->socket, impl->buffer, impl->parser, ec);
-  if (ec) return Unavailable("reading the upstream response: " + ec.message());
+  // A pooled connection first; when the provider had closed it, once more on a fresh one.
+  std::unique_ptr<Impl> impl;
+  beast::error_code ec;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    impl = std::make_unique<Impl>();
+    impl->authority = std::string(authority);
+    std::optional<tcp::socket> pooled = attempt == 0 ? Pool::Get().Take(impl->authority) : std::nullopt;
+    if (pooled) {
+      impl->socket = std::move(*pooled);
+    } else {
+      tcp::resolver resolver(SharedIo());
+      auto endpoints = resolver.resolve(host, port, ec);
+      if (ec) return Unavailable("resolving " + host + ": " + ec.message());
+      asio::connect(impl->socket, endpoints, ec);
+      if (ec) return Unavailable("connecting to " + std::string(authority) + ": " + ec.message());
+      impl->socket.set_option(tcp::no_delay(true), ec);
+    }
+    impl->parser.body_limit(boost::none);
+    http::write(impl->socket, req, ec);
+    if (!ec) http::read_header(impl->socket, impl->buffer, impl->parser, ec);
+    if (!ec) break;
+    if (!pooled) return Unavailable("upstream request failed: " + ec.message());
+  }
+  if (ec) return Unavailable("upstream request failed: " + ec.message());
   for (const auto& field : impl->parser.get()) {
     impl->headers.Add(field.name_string(), field.value());
   }
@@ -87,7 +142,15 @@ Result<std::string> UpstreamCall::Read() {
     if (ec == http::error::need_buffer) ec = {};
     if (s.cancelled.load()) return Cancelled("upstream call cancelled");
     size_t n = sizeof tmp - s.parser.get().body().size;
-    if (s.parser.is_done()) s.done = true;
+    if (s.parser.is_done()) {
+      s.done = true;
+      // A whole answer on a keep-alive connection with nothing extra read: the connection can serve
+      // another call.
+      std::lock_guard lock(s.socket_mu);
+      if (!ec && s.parser.keep_alive() && s.buffer.size() == 0 && !s.cancelled.load()) {
+        Pool::Get().Put(s.authority, std::move(s.socket));
+      }
+    }
     if (ec) {
       if (n > 0) return std::string(tmp, n);  // the error comes back on the next call
       return DataLoss("upstream response cut: " + ec.message());
@@ -107,9 +170,11 @@ Result<std::string> UpstreamCall::ReadAll(size_t max_bytes) {
 }
 
 void UpstreamCall::Cancel() {
+  std::lock_guard lock(impl_->socket_mu);
   impl_->cancelled.store(true);
-  // shutdown() on the descriptor is safe beside a blocked read on another thread and wakes it.
-  ::shutdown(impl_->socket.native_handle(), SHUT_RDWR);
+  // shutdown() on the descriptor is safe beside a blocked read on another thread and wakes it. A
+  // socket already handed back to the pool is no longer this call's (the moved-from one is closed).
+  if (impl_->socket.is_open()) ::shutdown(impl_->socket.native_handle(), SHUT_RDWR);
 }
 
 }  // namespace govern::gateway
