@@ -27,6 +27,7 @@ using Json = nlohmann::json;
 
 constexpr const char* kKey = "gvg_test_key_0001";
 constexpr const char* kLimitedKey = "gvg_limited_0002";
+constexpr const char* kTokenLimitedKey = "gvg_tokens_0003";
 
 class ProxyTest : public ::testing::Test {
  protected:
@@ -50,7 +51,7 @@ class ProxyTest : public ::testing::Test {
                 {"gpt-down", "http://127.0.0.1:1", WireFormat::kOpenAI, ""},
                 {"gpt-slow", slow_base, WireFormat::kOpenAI, ""},
                 {"claude-slow", slow_base, WireFormat::kAnthropic, ""}};
-    c.keys = {{kKey, "acme", 0, 0}, {kLimitedKey, "acme", 2, 0}};
+    c.keys = {{kKey, "acme", 0, 0}, {kLimitedKey, "acme", 2, 0}, {kTokenLimitedKey, "acme", 0, 20}};
     c.prices["gpt-stub"] = {1.0, 2.0, 0.5};
     c.wal_dir = wal_dir_;
     c.on_record = [this](const UsageRecord& r) {
@@ -300,6 +301,20 @@ TEST_F(ProxyTest, RequestsPerMinuteLimit) {
   EXPECT_EQ(Json::parse(third.body)["error"]["code"], "rate_limit_exceeded");
   // Another key is not held back.
   EXPECT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);
+}
+
+TEST_F(ProxyTest, TokensPerMinuteLimit) {
+  // 20 tokens a minute; each answer costs 3 + 16. The first leaves 1, the second is still let in (the
+  // count is known only after the answer) and drives the bucket below zero, the third is refused.
+  EXPECT_EQ(Post("/v1/chat/completions", kChat, kTokenLimitedKey).status, 200);
+  WaitRecord(1);
+  EXPECT_EQ(Post("/v1/chat/completions", kChat, kTokenLimitedKey).status, 200);
+  WaitRecord(2);
+  auto third =
+      Post("/v1/messages", R"({"model":"claude-stub","max_tokens":5,"messages":[]})", kTokenLimitedKey, true);
+  EXPECT_EQ(third.status, 429);
+  EXPECT_EQ(Json::parse(third.body)["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(WaitRecord(3).status, 429);
 }
 
 TEST_F(ProxyTest, UsageRecordsAreInTheWal) {
