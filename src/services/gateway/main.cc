@@ -1,0 +1,88 @@
+// gateway_proxy: the gateway's request path as a program of its own, for e2e tests and benchmarks
+// that should not need the whole govern binary (`govern serve gateway` is the service). Prints
+// "listening <host>:<port>" once serving; stops on SIGINT/SIGTERM.
+//   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N]
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "net/http_server.h"
+#include "services/gateway/proxy.h"
+#include "services/http_config.h"
+
+int main(int argc, char** argv) {
+  using namespace govern;
+  std::string listen = "127.0.0.1:7770";
+  std::string config_file;
+  int workers = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", argv[i]);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--listen") {
+      listen = next();
+    } else if (a == "--config") {
+      config_file = next();
+    } else if (a == "--workers") {
+      workers = std::atoi(next().c_str());
+    } else {
+      std::fprintf(stderr, "usage: %s --config FILE [--listen HOST:PORT] [--workers N]\n", argv[0]);
+      return 2;
+    }
+  }
+  std::ifstream in(config_file);
+  if (!in) {
+    std::fprintf(stderr, "cannot read --config %s\n", config_file.c_str());
+    return 2;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = gateway::ParseProxyConfig(text.str());
+  if (!config.ok()) {
+    std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
+    return 2;
+  }
+  auto addr = services::ParseListen(listen);
+  if (!addr.ok()) {
+    std::fprintf(stderr, "--listen: %s\n", addr.status().message().c_str());
+    return 2;
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts, so they inherit it
+  auto proxy = gateway::Proxy::Create(std::move(*config));
+  if (!proxy.ok()) {
+    std::fprintf(stderr, "%s\n", proxy.status().ToString().c_str());
+    return 1;
+  }
+  net::Router router;
+  (*proxy)->Register(router);
+  net::ServerConfig sc;
+  sc.address = addr->host.empty() ? "0.0.0.0" : addr->host;
+  sc.port = addr->port;
+  sc.workers = workers;
+  sc.max_body_bytes = 32 * 1024 * 1024;
+  sc.handler_timeout = std::chrono::minutes(10);
+  net::Server server(sc, std::move(router));
+  if (Status s = server.Start(); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("listening %s\n", services::FormatListen(sc.address, server.port()).c_str());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&set, &sig);
+  server.Stop();
+  return 0;
+}

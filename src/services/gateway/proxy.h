@@ -1,0 +1,108 @@
+// Proxy: the AI gateway's request path. OpenAI Chat Completions (POST /v1/chat/completions), Anthropic
+// Messages (POST /v1/messages), each streaming or not, and the models list (GET /v1/models), forwarded
+// to the provider that the request's model routes to.
+//
+// Promises:
+//  - Same-format requests are forwarded byte for byte (only stream_options.include_usage is added to
+//    an OpenAI stream that lacks it, because the usage chunk is what meters a stream); answers and
+//    streams are relayed as they come, chunk by chunk, with the client's back-pressure.
+//  - Cross-format requests (an OpenAI client on an Anthropic route and the reverse) are translated
+//    whole and stream event by event with the stateful translators of gateway/translate.h.
+//  - Errors come in the shape the client's SDK reads: openai::ErrorJson or anthropic::ErrorJson, with
+//    401 (missing or unknown key), 404 (unknown model), 429 (requests or tokens per minute over the
+//    key's limit), 400 (bad body), 502 (the provider failed, answered 5xx or cut its answer). An error
+//    after a stream has started is sent as the format's in-stream error event.
+//  - A client that goes away cancels the provider call (its connection is shut down); usage seen so
+//    far is still recorded.
+//  - Exactly one usage record per request that passed authentication (UsageRecord), appended to the
+//    WAL in ProxyConfig::wal_dir when set, and handed to ProxyConfig::on_record.
+//
+// Threads: each proxied request runs on a thread of its own (blocking upstream I/O); the destructor
+// cancels the calls in flight and waits for them. Register() once, before the server starts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "net/router.h"
+
+namespace govern::gateway {
+
+enum class WireFormat { kOpenAI, kAnthropic };
+
+struct RouteConfig {
+  std::string model;     // the model name clients send
+  std::string base_url;  // "http://127.0.0.1:7760" (the API paths /v1/... are appended)
+  WireFormat format = WireFormat::kOpenAI;
+  std::string api_key;  // sent upstream (Authorization: Bearer, or x-api-key for Anthropic)
+};
+
+struct VirtualKeyConfig {
+  std::string key;  // "gvg_..."
+  std::string org;
+  int64_t requests_per_minute = 0;  // 0: no limit
+  int64_t tokens_per_minute = 0;    // 0: no limit
+};
+
+// Prices in currency units per million tokens. Cached input tokens are billed at cached_input instead
+// of input.
+struct PriceConfig {
+  double input = 0;
+  double output = 0;
+  double cached_input = 0;
+};
+
+struct UsageRecord {
+  std::string request_id;
+  int64_t time_ns = 0;  // wall-clock start
+  std::string org;
+  std::string key_id;  // the key's first 12 characters, never the whole key
+  std::string model;
+  std::string route;  // base URL of the route taken; "" when none
+  std::string client_format;
+  int status = 0;  // what the client was told (499: the client went away mid-stream)
+  bool stream = false;
+  int64_t input_tokens = 0;  // prompt tokens, including cached ones
+  int64_t output_tokens = 0;
+  int64_t cached_tokens = 0;
+  double cost = 0;
+  double latency_ms = 0;
+  std::string error;  // why it failed, "" on success
+};
+std::string UsageRecordJson(const UsageRecord& r);
+
+struct ProxyConfig {
+  std::vector<RouteConfig> routes;
+  std::vector<VirtualKeyConfig> keys;
+  std::map<std::string, PriceConfig> prices;  // by model
+  std::string wal_dir;                        // usage record WAL; empty: no WAL
+  std::function<void(const UsageRecord&)> on_record;
+};
+
+// Reads {"routes":[{"model","base_url","format":"openai"|"anthropic","api_key"}],
+// "keys":[{"key","org","requests_per_minute","tokens_per_minute"}],
+// "prices":{"<model>":{"input","output","cached_input"}}, "wal_dir"}. InvalidArgument naming the field.
+Result<ProxyConfig> ParseProxyConfig(std::string_view json);
+
+class Proxy {
+ public:
+  static Result<std::unique_ptr<Proxy>> Create(ProxyConfig config);
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  void Register(net::Router& router);
+
+ private:
+  struct Impl;
+  explicit Proxy(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace govern::gateway

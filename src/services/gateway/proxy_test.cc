@@ -1,0 +1,405 @@
+// The proxy over real sockets, in front of the real model stub: same-format and translated answers and
+// streams, the error shapes, rate limits, and the usage records (handed over and in the WAL).
+#include "services/gateway/proxy.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+
+#include "gateway/anthropic.h"
+#include "gateway/openai.h"
+#include "gateway/sse.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "services/model_stub/server.h"
+#include "storage/wal.h"
+
+namespace govern::gateway {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kKey = "gvg_test_key_0001";
+constexpr const char* kLimitedKey = "gvg_limited_0002";
+constexpr const char* kTokenLimitedKey = "gvg_tokens_0003";
+
+class ProxyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto stub = model_stub::StubServer::Start({.port = 0, .threads = 2});
+    ASSERT_TRUE(stub.ok()) << stub.status().ToString();
+    stub_ = std::move(*stub);
+    std::string base = "http://127.0.0.1:" + std::to_string(stub_->port());
+    // A slow provider: 1000 tokens at 200 a second, for a client that leaves mid-stream.
+    auto slow = model_stub::StubServer::Start({.port = 0, .threads = 1, .tokens_per_second = 200});
+    ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+    slow_stub_ = std::move(*slow);
+    std::string slow_base = "http://127.0.0.1:" + std::to_string(slow_stub_->port());
+    wal_dir_ = ::testing::TempDir() + "gateway_proxy_wal_" + std::to_string(::getpid()) + "_" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(wal_dir_);
+
+    ProxyConfig c;
+    c.routes = {{"gpt-stub", base, WireFormat::kOpenAI, "sk-upstream"},
+                {"claude-stub", base, WireFormat::kAnthropic, "sk-ant-upstream"},
+                {"gpt-down", "http://127.0.0.1:1", WireFormat::kOpenAI, ""},
+                {"gpt-slow", slow_base, WireFormat::kOpenAI, ""},
+                {"claude-slow", slow_base, WireFormat::kAnthropic, ""}};
+    c.keys = {{kKey, "acme", 0, 0}, {kLimitedKey, "acme", 2, 0}, {kTokenLimitedKey, "acme", 0, 20}};
+    c.prices["gpt-stub"] = {1.0, 2.0, 0.5};
+    c.wal_dir = wal_dir_;
+    c.on_record = [this](const UsageRecord& r) {
+      std::lock_guard lock(mu_);
+      records_.push_back(r);
+      cv_.notify_all();
+    };
+    auto proxy = Proxy::Create(std::move(c));
+    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+    proxy_ = std::move(*proxy);
+    net::Router router;
+    proxy_->Register(router);
+    net::ServerConfig sc;
+    sc.workers = 2;
+    server_ = std::make_unique<net::Server>(sc, std::move(router));
+    ASSERT_TRUE(server_->Start().ok());
+    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  void TearDown() override {
+    if (server_) server_->Stop();
+    proxy_.reset();
+    if (stub_) stub_->Stop();
+    if (slow_stub_) slow_stub_->Stop();
+    std::filesystem::remove_all(wal_dir_);
+  }
+
+  net::ClientResponse Post(std::string_view path, std::string body, std::string_view key,
+                           bool anthropic_auth = false,
+                           std::vector<std::pair<std::string, std::string>> extra = {}) {
+    net::ClientRequest r;
+    r.method = net::Method::kPost;
+    r.url = url_ + std::string(path);
+    r.headers.Set("Content-Type", "application/json");
+    if (anthropic_auth) {
+      r.headers.Set("x-api-key", key);
+      r.headers.Set("anthropic-version", "2023-06-01");
+    } else if (!key.empty()) {
+      r.headers.Set("Authorization", "Bearer " + std::string(key));
+    }
+    for (auto& [k, v] : extra) r.headers.Set(k, v);
+    r.body = std::move(body);
+    auto resp = client_.Send(std::move(r));
+    EXPECT_TRUE(resp.ok()) << resp.status().ToString();
+    return resp.ok() ? *resp : net::ClientResponse{};
+  }
+
+  // Waits for the n-th usage record (records are written just after the answer).
+  UsageRecord WaitRecord(size_t n) {
+    std::unique_lock lock(mu_);
+    bool got = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return records_.size() >= n; });
+    EXPECT_TRUE(got) << "no usage record " << n;
+    return got ? records_[n - 1] : UsageRecord{};
+  }
+
+  static std::vector<SseEvent> Events(const std::string& body) {
+    SseParser p;
+    std::vector<SseEvent> out;
+    EXPECT_TRUE(p.Feed(body, out).ok());
+    EXPECT_FALSE(p.HasPartial());
+    return out;
+  }
+
+  std::unique_ptr<model_stub::StubServer> stub_;
+  std::unique_ptr<model_stub::StubServer> slow_stub_;
+  std::unique_ptr<Proxy> proxy_;
+  std::unique_ptr<net::Server> server_;
+  net::HttpClient client_;
+  std::string url_;
+  std::string wal_dir_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<UsageRecord> records_;
+};
+
+constexpr const char* kChat =
+    R"({"model":"gpt-stub","messages":[{"role":"user","content":"one two three"}]})";
+constexpr const char* kChatStream =
+    R"({"model":"gpt-stub","stream":true,"messages":[{"role":"user","content":"one two three"}]})";
+
+TEST_F(ProxyTest, ChatSameFormatIsForwardedAndMetered) {
+  auto resp = Post("/v1/chat/completions", kChat, kKey);
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  auto chat = openai::ParseChatResponse(resp.body);
+  ASSERT_TRUE(chat.ok()) << chat.status().ToString();
+  ASSERT_TRUE(chat->usage.has_value());
+  EXPECT_EQ(chat->usage->prompt_tokens, 3);
+  EXPECT_EQ(chat->usage->completion_tokens, 16);
+
+  UsageRecord r = WaitRecord(1);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.org, "acme");
+  EXPECT_EQ(r.key_id, std::string(kKey).substr(0, 12));
+  EXPECT_EQ(r.model, "gpt-stub");
+  EXPECT_EQ(r.input_tokens, 3);
+  EXPECT_EQ(r.output_tokens, 16);
+  EXPECT_DOUBLE_EQ(r.cost, (3 * 1.0 + 16 * 2.0) / 1e6);
+  EXPECT_FALSE(r.request_id.empty());
+}
+
+TEST_F(ProxyTest, ChatStreamGetsUsageAddedAndRelayed) {
+  auto resp = Post("/v1/chat/completions", kChatStream, kKey);
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  EXPECT_EQ(resp.headers.Get("Content-Type").value_or(""), "text/event-stream");
+  auto events = Events(resp.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(events.back().IsDone());
+  // The client did not ask for usage, but the gateway did, so the stream carries a usage chunk.
+  bool saw_usage = false;
+  for (const auto& e : events) {
+    if (e.IsDone()) continue;
+    auto chunk = openai::ParseChatChunk(e.data);
+    ASSERT_TRUE(chunk.ok()) << e.data;
+    if (chunk->usage) saw_usage = chunk->usage->completion_tokens == 16;
+  }
+  EXPECT_TRUE(saw_usage);
+  UsageRecord r = WaitRecord(1);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.stream);
+  EXPECT_EQ(r.input_tokens, 3);
+  EXPECT_EQ(r.output_tokens, 16);
+}
+
+TEST_F(ProxyTest, OpenAIClientOnAnthropicRoute) {
+  auto resp = Post("/v1/chat/completions",
+                   R"({"model":"claude-stub","messages":[{"role":"user","content":"one two three"}]})", kKey);
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  auto chat = openai::ParseChatResponse(resp.body);
+  ASSERT_TRUE(chat.ok()) << resp.body;
+  ASSERT_EQ(chat->choices.size(), 1u);
+  EXPECT_EQ(chat->choices[0].finish_reason.value_or(""), "stop");
+  EXPECT_EQ(chat->usage->completion_tokens, 16);
+
+  auto s = Post(
+      "/v1/chat/completions",
+      R"({"model":"claude-stub","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"one two three"}]})",
+      kKey);
+  ASSERT_EQ(s.status, 200) << s.body;
+  auto events = Events(s.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(events.back().IsDone());
+  std::string text;
+  for (const auto& e : events) {
+    if (e.IsDone()) continue;
+    auto chunk = openai::ParseChatChunk(e.data);
+    ASSERT_TRUE(chunk.ok()) << e.data;
+    for (const auto& c : chunk->choices) text += c.content.value_or("");
+  }
+  EXPECT_EQ(text, chat->choices[0].content.value_or("?"));
+  UsageRecord r = WaitRecord(2);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.output_tokens, 16);
+  EXPECT_EQ(r.input_tokens, 3);
+}
+
+TEST_F(ProxyTest, AnthropicClientSameFormatAndOnOpenAIRoute) {
+  for (const char* model : {"claude-stub", "gpt-stub"}) {
+    SCOPED_TRACE(model);
+    std::string body =
+        std::string(R"({"model":")") + model +
+        R"(","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"one two three"}]})";
+    auto resp = Post("/v1/messages", body, kKey, /*anthropic_auth=*/true);
+    ASSERT_EQ(resp.status, 200) << resp.body;
+    auto events = Events(resp.body);
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.front().event, "message_start");
+    EXPECT_EQ(events.back().event, "message_stop");
+    std::string text;
+    for (const auto& e : events) {
+      auto ev = anthropic::ParseStreamEvent(e.data);
+      ASSERT_TRUE(ev.ok()) << e.data;
+      if (ev->type == anthropic::StreamEvent::Type::kContentBlockDelta) text += ev->delta_text;
+    }
+    EXPECT_EQ(text.rfind("Govern stub reply", 0), 0u) << text;
+  }
+  EXPECT_EQ(WaitRecord(1).output_tokens, 16);
+  EXPECT_EQ(WaitRecord(2).output_tokens, 16);
+
+  auto whole =
+      Post("/v1/messages",
+           R"({"model":"gpt-stub","max_tokens":100,"messages":[{"role":"user","content":"one two three"}]})",
+           kKey, true);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  auto msg = anthropic::ParseMessagesResponse(whole.body);
+  ASSERT_TRUE(msg.ok()) << whole.body;
+  EXPECT_EQ(msg->usage.output_tokens, 16);
+  EXPECT_EQ(msg->stop_reason.value_or(""), "end_turn");
+}
+
+TEST_F(ProxyTest, ErrorsInEachSdkShape) {
+  auto bad_key = Post("/v1/chat/completions", kChat, "gvg_nope");
+  EXPECT_EQ(bad_key.status, 401);
+  EXPECT_EQ(Json::parse(bad_key.body)["error"]["code"], "invalid_api_key");
+  auto no_key = Post("/v1/messages", kChat, "", true);
+  EXPECT_EQ(no_key.status, 401);
+  EXPECT_EQ(Json::parse(no_key.body)["error"]["type"], "authentication_error");
+
+  auto unknown = Post("/v1/chat/completions", R"({"model":"nope","messages":[]})", kKey);
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(Json::parse(unknown.body)["error"]["code"], "model_not_found");
+  auto unknown_a = Post("/v1/messages", R"({"model":"nope","max_tokens":1,"messages":[]})", kKey, true);
+  EXPECT_EQ(unknown_a.status, 404);
+  EXPECT_EQ(Json::parse(unknown_a.body)["error"]["type"], "not_found_error");
+
+  auto bad_body = Post("/v1/chat/completions", "{not json", kKey);
+  EXPECT_EQ(bad_body.status, 400);
+
+  auto upstream_500 = Post("/v1/chat/completions", kChat, kKey, false, {{"x-stub-status", "500"}});
+  EXPECT_EQ(upstream_500.status, 502);
+  EXPECT_EQ(Json::parse(upstream_500.body)["error"]["type"], "api_error");
+  auto upstream_500_a = Post(
+      "/v1/messages", R"({"model":"claude-stub","max_tokens":5,"messages":[{"role":"user","content":"x"}]})",
+      kKey, true, {{"x-stub-status", "529"}});
+  EXPECT_EQ(upstream_500_a.status, 502);
+  EXPECT_EQ(Json::parse(upstream_500_a.body)["type"], "error");
+
+  auto down = Post("/v1/chat/completions", R"({"model":"gpt-down","messages":[]})", kKey);
+  EXPECT_EQ(down.status, 502);
+
+  // A stream cut by the provider ends with the format's error event.
+  auto cut = Post("/v1/chat/completions", kChatStream, kKey, false, {{"x-stub-cut-after", "3"}});
+  ASSERT_EQ(cut.status, 200);
+  auto events = Events(cut.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(Json::parse(events.back().data).contains("error")) << events.back().data;
+  auto cut_a = Post(
+      "/v1/messages",
+      R"({"model":"claude-stub","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"x"}]})",
+      kKey, true, {{"x-stub-cut-after", "3"}});
+  ASSERT_EQ(cut_a.status, 200);
+  auto events_a = Events(cut_a.body);
+  ASSERT_FALSE(events_a.empty());
+  EXPECT_EQ(events_a.back().event, "error");
+
+  // Every authenticated request is recorded; unauthenticated ones are not.
+  std::vector<int> statuses;
+  for (size_t i = 1; i <= 8; ++i) statuses.push_back(WaitRecord(i).status);
+  std::sort(statuses.begin(), statuses.end());
+  EXPECT_EQ(statuses, (std::vector<int>{400, 404, 404, 502, 502, 502, 502, 502}));
+}
+
+TEST_F(ProxyTest, RequestsPerMinuteLimit) {
+  EXPECT_EQ(Post("/v1/chat/completions", kChat, kLimitedKey).status, 200);
+  EXPECT_EQ(Post("/v1/chat/completions", kChat, kLimitedKey).status, 200);
+  auto third = Post("/v1/chat/completions", kChat, kLimitedKey);
+  EXPECT_EQ(third.status, 429);
+  EXPECT_EQ(Json::parse(third.body)["error"]["code"], "rate_limit_exceeded");
+  // Another key is not held back.
+  EXPECT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);
+}
+
+TEST_F(ProxyTest, TokensPerMinuteLimit) {
+  // 20 tokens a minute; each answer costs 3 + 16. The first leaves 1, the second is still let in (the
+  // count is known only after the answer) and drives the bucket below zero, the third is refused.
+  EXPECT_EQ(Post("/v1/chat/completions", kChat, kTokenLimitedKey).status, 200);
+  WaitRecord(1);
+  EXPECT_EQ(Post("/v1/chat/completions", kChat, kTokenLimitedKey).status, 200);
+  WaitRecord(2);
+  auto third =
+      Post("/v1/messages", R"({"model":"claude-stub","max_tokens":5,"messages":[]})", kTokenLimitedKey, true);
+  EXPECT_EQ(third.status, 429);
+  EXPECT_EQ(Json::parse(third.body)["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(WaitRecord(3).status, 429);
+}
+
+TEST_F(ProxyTest, UsageRecordsAreInTheWal) {
+  ASSERT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);
+  ASSERT_EQ(Post("/v1/chat/completions", kChatStream, kKey).status, 200);
+  WaitRecord(2);
+  proxy_.reset();  // flushes the WAL
+  auto log = wal::Log::Open(wal_dir_);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  auto reader = (*log)->NewReader((*log)->FirstSequence());
+  ASSERT_TRUE(reader.ok());
+  int n = 0;
+  while (true) {
+    auto rec = (*reader)->Next();
+    ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+    if (!rec->has_value()) break;
+    Json j = Json::parse((*rec)->data);
+    EXPECT_EQ(j["org"], "acme");
+    EXPECT_EQ(j["output_tokens"], 16);
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+}
+
+// Sends `request` on a fresh connection, reads until `min_bytes` of the answer arrived, then closes.
+std::string ReadSomeAndLeave(uint16_t port, const std::string& request, size_t min_bytes) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  std::string got;
+  char buf[4096];
+  while (got.size() < min_bytes) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+TEST_F(ProxyTest, ClientLeavingMidStreamCancelsAndIsRecorded) {
+  for (const char* model : {"gpt-slow", "claude-slow"}) {
+    SCOPED_TRACE(model);
+    bool anthropic_client = std::string_view(model) == "claude-slow";
+    std::string body = std::string(R"({"model":")") + model + R"(","max_tokens":5000,"stream":true,)" +
+                       R"("messages":[{"role":"user","content":"one two three"}]})";
+    std::string request = std::string("POST ") +
+                          (anthropic_client ? "/v1/messages" : "/v1/chat/completions") +
+                          " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+                          "x-stub-output-tokens: 1000\r\nAuthorization: Bearer " + kKey +
+                          "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::string got = ReadSomeAndLeave(server_->port(), request, 1500);
+    EXPECT_NE(got.find("200"), std::string::npos) << got;
+  }
+  // Both are recorded as left by the client (499) with the output streamed so far: some of the 1000
+  // tokens, not all (the provider call was cancelled, not drained).
+  for (size_t i = 1; i <= 2; ++i) {
+    UsageRecord r = WaitRecord(i);
+    EXPECT_EQ(r.status, 499) << r.model << " " << r.error;
+    EXPECT_GT(r.output_tokens, 0) << r.model;
+    EXPECT_LT(r.output_tokens, 1000) << r.model;
+    if (r.model == "claude-slow") {
+      EXPECT_EQ(r.input_tokens, 3);
+    }
+  }
+}
+
+TEST(ProxyConfig, ParsesAndRejects) {
+  auto c = ParseProxyConfig(
+      R"({"routes":[{"model":"m","base_url":"http://h:1/","format":"anthropic","api_key":"k"}],)"
+      R"("keys":[{"key":"gvg_x","org":"o","requests_per_minute":5}],"prices":{"m":{"input":3,"output":15}}})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->routes[0].base_url, "http://h:1");
+  EXPECT_EQ(c->routes[0].format, WireFormat::kAnthropic);
+  EXPECT_EQ(c->keys[0].requests_per_minute, 5);
+  EXPECT_EQ(c->prices["m"].cached_input, 3);
+  EXPECT_FALSE(ParseProxyConfig(R"({"routes":[{"model":"m","base_url":"x","format":"grpc"}]})").ok());
+  EXPECT_FALSE(ParseProxyConfig(R"({"keys":[{"key":"sk_x","org":"o"}]})").ok());
+  EXPECT_FALSE(ParseProxyConfig("[").ok());
+}
+
+}  // namespace
+}  // namespace govern::gateway

@@ -1,0 +1,160 @@
+// The official OpenAI and Anthropic SDKs (pinned in package.json) against the gateway (gateway_proxy)
+// in front of the model stub: same-format and translated calls, streams with usage, and the error
+// shapes each SDK raises. Usage: node proxy.mjs GATEWAY_PORT
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+
+const port = process.argv[2];
+const base = `http://127.0.0.1:${port}`;
+const openai = new OpenAI({ apiKey: 'gvg_e2e_key', baseURL: `${base}/v1`, maxRetries: 0 });
+const anthropic = new Anthropic({ apiKey: 'gvg_e2e_key', baseURL: base, maxRetries: 0 });
+
+const WORDS = ['Govern', 'stub', 'reply', 'with', 'deterministic', 'words', 'and', 'exact', 'usage', 'for', 'every', 'test'];
+const stubText = (n) => Array.from({ length: n }, (_, i) => WORDS[i % WORDS.length]).join(' ');
+const messages = [
+  { role: 'system', content: 'be brief' },
+  { role: 'user', content: 'say hello to me' },
+]; // 6 input tokens
+
+const tests = [];
+const test = (name, fn) => tests.push([name, fn]);
+
+async function chatStream(model, extra = {}, options = {}) {
+  const stream = await openai.chat.completions.create(
+    { model, messages, stream: true, stream_options: { include_usage: true }, ...extra }, options);
+  let text = '';
+  let usage = null;
+  let finish = null;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      text += c.delta.content ?? '';
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+    if (chunk.usage) usage = chunk.usage;
+  }
+  return { text, usage, finish };
+}
+
+test('openai chat through the gateway', async () => {
+  const r = await openai.chat.completions.create({ model: 'gpt-stub', messages });
+  assert.equal(r.choices[0].message.content, stubText(16));
+  assert.deepEqual([r.usage.prompt_tokens, r.usage.completion_tokens], [6, 16]);
+});
+
+test('openai chat stream with usage', async () => {
+  const { text, usage, finish } = await chatStream('gpt-stub');
+  assert.equal(text, stubText(16));
+  assert.equal(finish, 'stop');
+  assert.deepEqual([usage.prompt_tokens, usage.completion_tokens], [6, 16]);
+});
+
+test('openai SDK on an anthropic-format route', async () => {
+  const r = await openai.chat.completions.create({ model: 'claude-stub', messages, max_tokens: 10 });
+  assert.equal(r.choices[0].message.content, stubText(10));
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.deepEqual([r.usage.prompt_tokens, r.usage.completion_tokens], [6, 10]);
+  const s = await chatStream('claude-stub');
+  assert.equal(s.text, stubText(16));
+  assert.equal(s.finish, 'stop');
+  assert.deepEqual([s.usage.prompt_tokens, s.usage.completion_tokens], [6, 16]);
+});
+
+test('anthropic messages and stream through the gateway', async () => {
+  const r = await anthropic.messages.create({
+    model: 'claude-stub', max_tokens: 100, system: 'be brief', messages: [{ role: 'user', content: 'say hello to me' }],
+  });
+  assert.equal(r.content[0].text, stubText(16));
+  assert.deepEqual([r.usage.input_tokens, r.usage.output_tokens], [6, 16]);
+  const stream = anthropic.messages.stream({
+    model: 'claude-stub', max_tokens: 10, messages: [{ role: 'user', content: 'say hello to me' }],
+  });
+  let text = '';
+  stream.on('text', (t) => { text += t; });
+  const final = await stream.finalMessage();
+  assert.equal(text, stubText(10));
+  assert.equal(final.stop_reason, 'max_tokens');
+  assert.deepEqual([final.usage.input_tokens, final.usage.output_tokens], [4, 10]);
+});
+
+test('anthropic SDK on an openai-format route', async () => {
+  const r = await anthropic.messages.create({
+    model: 'gpt-stub', max_tokens: 100, system: 'be brief', messages: [{ role: 'user', content: 'say hello to me' }],
+  });
+  assert.equal(r.content[0].text, stubText(16));
+  assert.equal(r.stop_reason, 'end_turn');
+  assert.deepEqual([r.usage.input_tokens, r.usage.output_tokens], [6, 16]);
+  const stream = anthropic.messages.stream({
+    model: 'gpt-stub', max_tokens: 10, messages: [{ role: 'user', content: 'say hello to me' }],
+  });
+  let text = '';
+  stream.on('text', (t) => { text += t; });
+  const final = await stream.finalMessage();
+  assert.equal(text, stubText(10));
+  assert.equal(final.stop_reason, 'max_tokens');
+  assert.equal(final.usage.output_tokens, 10);
+});
+
+test('models list', async () => {
+  const ids = [];
+  for await (const m of openai.models.list()) ids.push(m.id);
+  assert.deepEqual(ids, ['gpt-stub', 'claude-stub']);
+});
+
+test('bad key 401 and unknown model 404', async () => {
+  const bad = new OpenAI({ apiKey: 'gvg_wrong', baseURL: `${base}/v1`, maxRetries: 0 });
+  await assert.rejects(bad.chat.completions.create({ model: 'gpt-stub', messages }),
+    (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+  const badA = new Anthropic({ apiKey: 'gvg_wrong', baseURL: base, maxRetries: 0 });
+  await assert.rejects(badA.messages.create({ model: 'claude-stub', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof Anthropic.AuthenticationError && e.error?.error?.type === 'authentication_error');
+  await assert.rejects(openai.chat.completions.create({ model: 'no-such-model', messages }),
+    (e) => e instanceof OpenAI.NotFoundError);
+  await assert.rejects(anthropic.messages.create({ model: 'no-such-model', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof Anthropic.NotFoundError && e.error?.error?.type === 'not_found_error');
+});
+
+test('upstream 5xx and a cut stream', async () => {
+  await assert.rejects(
+    openai.chat.completions.create({ model: 'gpt-stub', messages }, { headers: { 'x-stub-status': '500' } }),
+    (e) => e instanceof OpenAI.InternalServerError && e.status === 502);
+  await assert.rejects(
+    anthropic.messages.create({ model: 'claude-stub', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] },
+      { headers: { 'x-stub-status': '529' } }),
+    (e) => e instanceof Anthropic.InternalServerError && e.status === 502 && e.error?.error?.type === 'api_error');
+  await assert.rejects(chatStream('gpt-stub', {}, { headers: { 'x-stub-cut-after': '3' } }),
+    (e) => e instanceof OpenAI.APIError && /cut/.test(e.message));
+  await assert.rejects(async () => {
+    const s = anthropic.messages.stream({ model: 'claude-stub', max_tokens: 50, messages: [{ role: 'user', content: 'x' }] },
+      { headers: { 'x-stub-cut-after': '3' } });
+    await s.finalMessage();
+  }, (e) => /cut/.test(String(e.message)));
+  await assert.rejects(chatStream('claude-stub', {}, { headers: { 'x-stub-error-after': '3' } }),
+    (e) => e instanceof OpenAI.APIError);
+});
+
+test('rate limit 429', async () => {
+  const limited = new OpenAI({ apiKey: 'gvg_e2e_limited', baseURL: `${base}/v1`, maxRetries: 0 });
+  await limited.chat.completions.create({ model: 'gpt-stub', messages });
+  await limited.chat.completions.create({ model: 'gpt-stub', messages });
+  await assert.rejects(limited.chat.completions.create({ model: 'gpt-stub', messages }),
+    (e) => e instanceof OpenAI.RateLimitError && e.status === 429);
+  const limitedA = new Anthropic({ apiKey: 'gvg_e2e_limited', baseURL: base, maxRetries: 0 });
+  await assert.rejects(limitedA.messages.create({ model: 'claude-stub', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof Anthropic.RateLimitError && e.error?.error?.type === 'rate_limit_error');
+});
+
+let passed = 0;
+let failed = 0;
+for (const [name, fn] of tests) {
+  try {
+    await fn();
+    passed++;
+    console.log(`ok - ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`not ok - ${name}\n  ${e?.stack ?? e}`);
+  }
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
