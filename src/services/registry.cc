@@ -3,6 +3,7 @@
 #include "services/audit/service.h"
 #include "services/auth/service.h"
 #include "services/dns/service.h"
+#include "services/gateway/service.h"
 #include "services/model_stub/service.h"
 #include "services/policy/agent.h"
 #include "services/policy/server.h"
@@ -33,11 +34,13 @@ const std::vector<Registration>& Registry() {
        "policy sidecar: fetches signed bundles, decides Cedar requests over loopback HTTP and a Unix socket",
        &policy_service::NewPolicyAgent},
       {"audit",
-       "audit log: per-organisation hash chains in PostgreSQL, appended in batches by any number of replicas, "
+       "audit log: per-organisation hash chains in PostgreSQL, appended in batches by any number of "
+       "replicas, "
        "signed checkpoints, proofs, verifiable exports",
        &audit_service::NewAuditService},
       {"dns",
-       "authoritative DNS (UDP/TCP, online DNSSEC) over zones in PostgreSQL, changed by an HTTP API; replicas "
+       "authoritative DNS (UDP/TCP, online DNSSEC) over zones in PostgreSQL, changed by an HTTP API; "
+       "replicas "
        "follow changes by LISTEN/NOTIFY",
        &dns_service::NewDnsService},
       {"streams",
@@ -45,9 +48,15 @@ const std::vector<Registration>& Registry() {
        "acknowledged",
        &streams_service::NewStreamsService},
       {"model-stub",
-       "fake model provider (OpenAI chat, Responses, embeddings, models; Anthropic messages) with deterministic "
+       "fake model provider (OpenAI chat, Responses, embeddings, models; Anthropic messages) with "
+       "deterministic "
        "answers, a token rate and injected faults, for gateway tests and benchmarks",
        &model_stub::NewModelStubService, /*in_up=*/false},
+      // Not in `govern up` until it has routes to serve: Start refuses without gateway.routes_file.
+      {"gateway",
+       "AI gateway: OpenAI and Anthropic APIs in front of model providers, with virtual keys, rate limits, "
+       "metering and usage records",
+       &gateway::NewGatewayService, /*in_up=*/false},
   };
   return registry;
 }
