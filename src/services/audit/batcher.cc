@@ -385,13 +385,13 @@ struct Batcher::Impl {
     if (!lease.ok()) return lease.status();
     db::Connection& c = **lease;
     bool late_taken = false;
-    Status s = Attempt(c, batch, deferred, timing, &lane, &late_taken);
+    Status s = Attempt(c, batch, deferred, timing, &lane, &late_taken, /*lookup_first=*/true);
     if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
-    if (!s.ok() && late_taken && db::SqlStateOf(s) == "23505") {
-      // A late joiner's key was stored already (a writer's retry): once more, every key looked up under
-      // the locks. Nothing of the first attempt was committed.
+    if (!s.ok() && db::SqlStateOf(s) == "23505") {
+      // A key was stored already (a writer's retry) after the lookup ran, or a late joiner's: once
+      // more, every key looked up under the locks. Nothing of the first attempt was committed.
       timing.late_requests = 0;
-      s = Attempt(c, batch, deferred, timing, nullptr, &late_taken);
+      s = Attempt(c, batch, deferred, timing, nullptr, &late_taken, /*lookup_first=*/false);
       if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     }
     release_lane();
@@ -402,7 +402,7 @@ struct Batcher::Impl {
   // One try of the batch's transaction (see Flush).
   Status Attempt(db::Connection& c, std::vector<std::unique_ptr<Request>>& batch,
                  std::vector<std::unique_ptr<Request>>& deferred, Timing& timing, Lane* late_lane,
-                 bool* late_taken) {
+                 bool* late_taken, bool lookup_first) {
     std::vector<std::string> orgs;
     std::vector<std::string> key_orgs, keys;
     const int64_t now_micros = clock->UnixMicros();
@@ -436,24 +436,31 @@ struct Batcher::Impl {
         bool changed = false;
       };
       std::map<std::string, Head> heads;
-      // BEGIN, the head locks and the idempotency lookup in one round trip. READ COMMITTED: the lookup
-      // runs after the locks are granted, so it sees every commit of a transaction that held them.
+      // BEGIN, the idempotency lookup and the head locks in one round trip. With lookup_first the
+      // lookup runs before the lock wait, so its index probes are not part of the hold (READ
+      // COMMITTED: it sees what was committed when it ran). A key committed after it by the holder of
+      // the head (a writer's retry that raced its first attempt) makes the INSERT fail with a unique
+      // violation, and Flush runs the batch again with the lookup after the locks, which then sees
+      // every commit of a transaction that held them.
       const std::string& first_org = batch.front()->org;  // the oldest request's: worth waiting for
       std::vector<db::Statement> first = {
           {"BEGIN", {}, false},
           {std::string(kSettings), db::Params(outside ? "off" : "on"), true},
-          {std::string(kLockFirstHead), db::Params(first_org), true},
       };
+      if (lookup_first) first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
+      const size_t first_head = first.size();
+      first.push_back({std::string(kLockFirstHead), db::Params(first_org), true});
       // A batch of one organisation (every batch of a hot one) has no other heads: one statement less
       // to plan and run while the head is locked.
       const bool more_heads = orgs.size() > 1;
       if (more_heads) first.push_back({std::string(kLockFreeHeads), db::Params(orgs_array, first_org), true});
-      first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
+      const size_t end_heads = first.size();
+      if (!lookup_first) first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
       int64_t t0 = clock->MonotonicNanos();
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, tx.Pipeline(first));
       int64_t t1 = clock->MonotonicNanos();
       timing.lock_us = Micros(t0, t1);
-      for (size_t part = 2; part < (more_heads ? 4u : 3u); ++part) {
+      for (size_t part = first_head; part < end_heads; ++part) {
         const db::Rows& hr = res[part];
         for (int i = 0; i < hr.size(); ++i) {
           Head h;
@@ -481,7 +488,7 @@ struct Batcher::Impl {
       auto known_key = [](std::string_view org, std::string_view key) {
         return std::string(org) + '\n' + std::string(key);
       };
-      const db::Rows& er = res.back();  // only rows of locked heads are used
+      const db::Rows& er = res[lookup_first ? 2 : end_heads];  // only rows of locked heads are used
       for (int i = 0; i < er.size(); ++i) {
         GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
         std::string k = known_key(e.entry.org, e.entry.idempotency_key);

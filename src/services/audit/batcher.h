@@ -8,14 +8,16 @@
 // while the previous transaction ran goes into the next one, up to max_batch entries).
 //
 // One flush: create missing chain heads (INSERT .. ON CONFLICT DO NOTHING, its own statement), then in
-// one transaction and one round trip: lock the head of the batch's oldest request (waiting for it if
-// another transaction holds it), lock the batch's other heads only if they are free (FOR UPDATE SKIP
-// LOCKED; the requests of busy heads go back to the front of the lane for its next batch), and look up
-// the idempotency keys already stored (a retried append gets the original entry back). Appends for
-// the heads it now holds that queued in the lane meanwhile (while it waited for a busy head) join the
-// batch late, up to max_batch: one lock hold carries them instead of a later one. Their keys were not
-// looked up; one stored already (a retry) fails the INSERT with a unique violation, and the batch runs
-// once more with every key looked up, none joining late. A transaction
+// one transaction and one round trip: look up the idempotency keys already stored (a retried append
+// gets the original entry back; before the lock wait, so the lookup is not part of the lock hold), lock
+// the head of the batch's oldest request (waiting for it if another transaction holds it), and lock the
+// batch's other heads only if they are free (FOR UPDATE SKIP LOCKED; the requests of busy heads go back
+// to the front of the lane for its next batch). Appends for the heads it now holds that queued in the
+// lane meanwhile (while it waited for a busy head) join the batch late, up to max_batch: one lock hold
+// carries them instead of a later one. Their keys were not looked up, and a key committed by the
+// head's previous holder after the lookup ran (a retry racing its first attempt) was not seen: such a
+// key fails the INSERT with a unique violation, and the batch runs once more with every key looked up
+// after the locks are granted, none joining late. A transaction
 // never waits for a lock while it holds one, so transactions of several replicas over overlapping
 // organisations neither queue behind each other in chains nor deadlock. Then compute seq, prev_hash,
 // entry_hash and the Merkle compact range in C++ (the columns that do not depend on seq were encoded

@@ -128,6 +128,76 @@ TEST_F(BatcherTest, LateJoinersRideTheSameLockHoldAndRetriesStillGetTheOriginal)
   EXPECT_EQ(b.GetStats().batches_failed, 0u);
 }
 
+// The keys are looked up before the batch waits for the head. A key that the head's holder commits
+// after that lookup (a retry racing its first attempt on another replica) fails the INSERT; the batch
+// runs once more, looking the keys up after the lock, and the writer gets the original entry.
+TEST_F(BatcherTest, AKeyCommittedWhileTheBatchWaitsForTheHeadIsStoredOnce) {
+  Batcher b(pool_.get(), {.flushers = 1});
+  ASSERT_TRUE(b.AppendBlocking("acme", {Input("first")}).ok());
+
+  auto holder_lease = pool_->Checkout();
+  ASSERT_TRUE(holder_lease.ok());
+  db::Connection& holder = **holder_lease;
+  ASSERT_TRUE(holder.Exec("BEGIN").ok());
+  ASSERT_TRUE(holder.Exec("SELECT 1 FROM audit_heads WHERE org = 'acme' FOR UPDATE").ok());
+  auto p = std::make_shared<std::promise<Result<AppendOutcome>>>();
+  auto fut = p->get_future();
+  b.Append("acme", {Input("raced", "mallory")}, [p](Result<AppendOutcome> r) { p->set_value(std::move(r)); });
+  auto waiting = [&] {
+    auto r = Conn().Exec(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = "
+        "current_database()");
+    return r.ok() && r->Text(0, 0) != "0";
+  };
+  for (int i = 0; i < 1000 && !waiting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(waiting()) << "the batch never waited for the head";
+
+  // The holder appends the same key as the next entry of the chain, as another replica's batch would.
+  auto head = GetHead(Conn(), "acme");
+  ASSERT_TRUE(head.ok()) << head.status().message();
+  audit::Entry e{.org = "acme",
+                 .seq = head->size + 1,
+                 .time_us = 1764500000000000,
+                 .actor = "alice",
+                 .action = "login",
+                 .target = "",
+                 .outcome = "success",
+                 .details = "{}",
+                 .idempotency_key = "raced"};
+  const audit::Hash leaf = audit::Seal(e, head->head_hash);
+  audit::CompactRange range = head->range;
+  range.Append(leaf, audit::kDefaultStride,
+               [](uint32_t, uint64_t, const audit::Hash&) { FAIL() << "no subtree completes at size 2"; });
+  const std::string cr = range.Encode();
+  auto bytes = [](const audit::Hash& h) {
+    return db::Bytea{std::string_view(reinterpret_cast<const char*>(h.data()), h.size())};
+  };
+  auto ins = holder.Exec(
+      "INSERT INTO audit_entries (org, seq, idem_key, time, actor, action, target, outcome, details, "
+      "prev_hash, entry_hash, leaf_hash) VALUES ('acme', $1, 'raced', 'epoch'::timestamptz + $2 * interval "
+      "'1 microsecond', 'alice', 'login', '', 'success', '{}', $3, $4, $5)",
+      db::Params(static_cast<int64_t>(e.seq), e.time_us, bytes(e.prev_hash), bytes(e.entry_hash),
+                 bytes(leaf)));
+  ASSERT_TRUE(ins.ok()) << ins.status().message();
+  auto upd = holder.Exec(
+      "UPDATE audit_heads SET next_seq = $1, head_hash = $2, compact_range = $3 WHERE org = 'acme'",
+      db::Params(static_cast<int64_t>(e.seq + 1), bytes(e.entry_hash), db::Bytea{cr}));
+  ASSERT_TRUE(upd.ok()) << upd.status().message();
+  ASSERT_TRUE(holder.Exec("COMMIT").ok());
+
+  auto r = fut.get();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->created[0]);
+  EXPECT_EQ(r->entries[0].entry.seq, 2u);
+  EXPECT_EQ(r->entries[0].entry.actor, "alice") << "the holder's entry, not the retry's fields";
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 2);
+  auto more = b.AppendBlocking("acme", {Input("after")});
+  ASSERT_TRUE(more.ok()) << more.status().message();
+  EXPECT_EQ(more->entries[0].entry.seq, 3u);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 3);
+  EXPECT_EQ(b.GetStats().batches_failed, 0u);
+}
+
 TEST_F(BatcherTest, AnyTextTravelsIntact) {
   Batcher b(pool_.get());
   AppendInput in = Input("quote\"d");  // refused by the HTTP parser, but the batcher must not care
