@@ -417,18 +417,20 @@ class DnsService final : public services::Service {
   enum class Need { kRead, kWrite, kAdmin };
 
   // Registers a route whose handler runs on the job threads once the caller is allowed: the admin
-  // token (dns.api_token) may do everything; a gvd_ key with scope "write" every zone route, "read"
-  // the GET routes; key management needs the admin token.
-  void Route(net::Router& router, net::Method m, std::string_view pattern, Need need,
-             std::function<net::Response(net::Request&)> fn) {
+  // token (dns.api_token) may do everything, on every organisation's zones (the handler gets an empty
+  // org); a gvd_ key with scope "write" every zone route, "read" the GET routes, both only on its own
+  // organisation's zones (the handler gets the key's org); key management needs the admin token.
+  using Handler = std::function<net::Response(net::Request&, const std::string& org)>;
+  void Route(net::Router& router, net::Method m, std::string_view pattern, Need need, Handler fn) {
     router.Add(m, pattern, [this, fn, need](net::Request&& req, net::Responder out) {
-      auto run = [this, fn](std::shared_ptr<net::Request> q, std::shared_ptr<net::Responder> o) {
-        jobs_->Post([q, o, fn] { o->Send(fn(*q)); });
+      auto run = [this, fn](std::shared_ptr<net::Request> q, std::shared_ptr<net::Responder> o,
+                            std::string org) {
+        jobs_->Post([q, o, fn, org = std::move(org)] { o->Send(fn(*q, org)); });
       };
       std::string_view bearer = BearerOf(req);
       auto q = std::make_shared<net::Request>(std::move(req));
       auto o = std::make_shared<net::Responder>(std::move(out));
-      if (!bearer.empty() && crypto::ConstantTimeEquals(bearer, token_)) return run(q, o);
+      if (!bearer.empty() && crypto::ConstantTimeEquals(bearer, token_)) return run(q, o, "");
       if (bearer.empty() || !bearer.starts_with("gvd_") || keys_ == nullptr || need == Need::kAdmin) {
         net::Response r = net::ProblemResponse(
             401,
@@ -446,126 +448,155 @@ class DnsService final : public services::Service {
         }
         if (need == Need::kWrite && who->scope != "write")
           return o->Send(net::ProblemResponse(403, "this key has scope 'read'; this needs 'write'", q->path));
-        run(q, o);
+        // A key's org is never empty (ValidateOrg), so it can never mean "every organisation".
+        if (who->org.empty())
+          return o->Send(net::ProblemResponse(403, "this key has no organisation", q->path));
+        run(q, o, who->org);
       });
     });
   }
 
   void AddRoutes(net::Router& router) {
-    Route(router, net::Method::kGet, "/v1/dns/zones", Need::kRead, [this](net::Request& req) {
-      auto zones = store_->ListZones();
-      if (!zones.ok()) return Problem(zones.status(), req);
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& z : *zones) {
-        arr.push_back(
-            {{"name", z.name}, {"serial", z.serial}, {"dnssec", z.dnssec}, {"algorithm", z.algorithm}});
-      }
-      return net::JsonResponse(nlohmann::json{{"zones", arr}}.dump());
-    });
-    Route(router, net::Method::kPost, "/v1/dns/zones", Need::kWrite, [this](net::Request& req) {
-      auto parsed = ParseCreateZoneBody(req.body);
-      if (!parsed.ok()) return Problem(parsed.status(), req);
-      CreateZoneRequest cr = std::move(*parsed);
-      Status s = store_->CreateZone(cr);
-      if (!s.ok()) return Problem(s, req);
-      return net::JsonResponse(nlohmann::json{{"name", *NormalizeZoneName(cr.name)}}.dump(), 201);
-    });
-    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}", Need::kWrite, [this](net::Request& req) {
-      Status s = store_->DeleteZone(req.Param("zone"));
-      if (!s.ok()) return Problem(s, req);
-      return net::Response(204, "");
-    });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/records", Need::kRead, [this](net::Request& req) {
-      auto records = store_->Records(req.Param("zone"));
-      if (!records.ok()) return Problem(records.status(), req);
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& r : *records) arr.push_back(RecordJson(r));
-      return net::JsonResponse(nlohmann::json{{"records", arr}}.dump());
-    });
-    auto put_rrset = [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones", Need::kRead,
+          [this](net::Request& req, const std::string& org) {
+            auto zones = store_->ListZones(org);
+            if (!zones.ok()) return Problem(zones.status(), req);
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& z : *zones) {
+              arr.push_back({{"name", z.name},
+                             {"org", z.org},
+                             {"serial", z.serial},
+                             {"dnssec", z.dnssec},
+                             {"algorithm", z.algorithm}});
+            }
+            return net::JsonResponse(nlohmann::json{{"zones", arr}}.dump());
+          });
+    Route(router, net::Method::kPost, "/v1/dns/zones", Need::kWrite,
+          [this](net::Request& req, const std::string& org) {
+            auto parsed = ParseCreateZoneBody(req.body);
+            if (!parsed.ok()) return Problem(parsed.status(), req);
+            CreateZoneRequest cr = std::move(*parsed);
+            // A key makes zones of its own organisation; the admin token names any (default: "default").
+            if (!org.empty()) {
+              if (cr.org != org && cr.org != kDefaultOrg)
+                return Problem(InvalidArgument("org: a key makes zones of its own organisation only"), req);
+              cr.org = org;
+            } else if (Status v = service_keys::ValidateOrg(cr.org); !v.ok()) {
+              return Problem(InvalidArgument("org: " + v.message()), req);
+            }
+            Status s = store_->CreateZone(cr);
+            if (!s.ok()) return Problem(s, req);
+            return net::JsonResponse(nlohmann::json{{"name", *NormalizeZoneName(cr.name)}}.dump(), 201);
+          });
+    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}", Need::kWrite,
+          [this](net::Request& req, const std::string& org) {
+            Status s = store_->DeleteZone(req.Param("zone"), org);
+            if (!s.ok()) return Problem(s, req);
+            return net::Response(204, "");
+          });
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/records", Need::kRead,
+          [this](net::Request& req, const std::string& org) {
+            auto records = store_->Records(req.Param("zone"), org);
+            if (!records.ok()) return Problem(records.status(), req);
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& r : *records) arr.push_back(RecordJson(r));
+            return net::JsonResponse(nlohmann::json{{"records", arr}}.dump());
+          });
+    auto put_rrset = [this](net::Request& req, const std::string& org) {
       auto body = ParseRRsetBody(req.body);
       if (!body.ok()) return Problem(body.status(), req);
       uint32_t ttl = body->ttl;
       std::vector<std::string> rdatas = std::move(body->rdata);
-      Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), ttl, rdatas);
+      Status s =
+          store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), ttl, rdatas, org);
       if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");
     };
     Route(router, net::Method::kPut, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", Need::kWrite, put_rrset);
     Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", Need::kWrite,
-          [this](net::Request& req) {
-            Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), 0, {});
+          [this](net::Request& req, const std::string& org) {
+            Status s =
+                store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), 0, {}, org);
             if (!s.ok()) return Problem(s, req);
             return net::Response(204, "");
           });
-    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", Need::kWrite, [this](net::Request& req) {
-      Status s = store_->ImportZoneFile(req.Param("zone"), req.body);
-      if (!s.ok()) return Problem(s, req);
-      return net::Response(204, "");
-    });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", Need::kRead, [this](net::Request& req) {
-      auto text = store_->ExportZoneFile(req.Param("zone"));
-      if (!text.ok()) return Problem(text.status(), req);
-      return net::Response(200, std::move(*text), "text/dns");
-    });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", Need::kRead, [this](net::Request& req) {
-      auto zone = store_->LoadZone(req.Param("zone"));
-      if (!zone.ok()) return Problem(zone.status(), req);
-      if (!(*zone)->signed_zone()) return Problem(FailedPrecondition("zone is not signed"), req);
-      nlohmann::json ds = nlohmann::json::array(), dnskey = nlohmann::json::array();
-      for (const auto& r : (*zone)->DsRecords()) ds.push_back(dns::PrintRecord(r));
-      for (const auto& r : (*zone)->Records()) {
-        if (r.type == 48) dnskey.push_back(dns::PrintRecord(r));
-      }
-      return net::JsonResponse(nlohmann::json{{"ds", ds}, {"dnskey", dnskey}}.dump());
-    });
+    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", Need::kWrite,
+          [this](net::Request& req, const std::string& org) {
+            Status s = store_->ImportZoneFile(req.Param("zone"), req.body, org);
+            if (!s.ok()) return Problem(s, req);
+            return net::Response(204, "");
+          });
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", Need::kRead,
+          [this](net::Request& req, const std::string& org) {
+            auto text = store_->ExportZoneFile(req.Param("zone"), org);
+            if (!text.ok()) return Problem(text.status(), req);
+            return net::Response(200, std::move(*text), "text/dns");
+          });
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", Need::kRead,
+          [this](net::Request& req, const std::string& org) {
+            if (Status s = store_->CheckOwner(req.Param("zone"), org); !s.ok()) return Problem(s, req);
+            auto zone = store_->LoadZone(req.Param("zone"));
+            if (!zone.ok()) return Problem(zone.status(), req);
+            if (!(*zone)->signed_zone()) return Problem(FailedPrecondition("zone is not signed"), req);
+            nlohmann::json ds = nlohmann::json::array(), dnskey = nlohmann::json::array();
+            for (const auto& r : (*zone)->DsRecords()) ds.push_back(dns::PrintRecord(r));
+            for (const auto& r : (*zone)->Records()) {
+              if (r.type == 48) dnskey.push_back(dns::PrintRecord(r));
+            }
+            return net::JsonResponse(nlohmann::json{{"ds", ds}, {"dnskey", dnskey}}.dump());
+          });
     // API keys (admin token only): POST {"org","scope","name"} -> 201 {"key"} (shown once), list, revoke.
-    Route(router, net::Method::kPost, "/v1/dns/keys", Need::kAdmin, [this](net::Request& req) {
-      auto j = nlohmann::json::parse(req.body, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
-      auto str = [&](const char* k, const char* dflt) -> std::optional<std::string> {
-        auto it = j.find(k);
-        if (it == j.end()) return std::string(dflt);
-        if (!it->is_string()) return std::nullopt;
-        return it->get<std::string>();
-      };
-      auto org = str("org", "default"), scope = str("scope", ""), kname = str("name", "");
-      if (!org || !scope || !kname)
-        return Problem(InvalidArgument("body: org, scope and name are strings"), req);
-      if (Status s = service_keys::ValidateOrg(*org); !s.ok())
-        return Problem(InvalidArgument("org: " + s.message()), req);
-      if (Status s = DnsKeyTable().CheckScope(*scope); !s.ok())
-        return Problem(InvalidArgument("scope: " + s.message()), req);
-      auto lease = ctx_.db->Checkout();
-      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
-      auto key = service_keys::CreateKey(**lease, DnsKeyTable(), *org, *scope, *kname);
-      if (!key.ok()) return Problem(key.status(), req);
-      return net::JsonResponse(nlohmann::json{{"key", *key}}.dump(), 201);
-    });
-    Route(router, net::Method::kGet, "/v1/dns/keys", Need::kAdmin, [this](net::Request& req) {
-      auto lease = ctx_.db->Checkout();
-      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
-      auto keys = service_keys::ListKeys(**lease, DnsKeyTable());
-      if (!keys.ok()) return Problem(keys.status(), req);
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& k : *keys) {
-        arr.push_back({{"key_id", k.key_id},
-                       {"org", k.org},
-                       {"scope", k.scope},
-                       {"name", k.name},
-                       {"created_at", k.created_at},
-                       {"revoked_at", k.revoked_at ? *k.revoked_at : ""}});
-      }
-      return net::JsonResponse(nlohmann::json{{"keys", arr}}.dump());
-    });
-    Route(router, net::Method::kDelete, "/v1/dns/keys/{key_id}", Need::kAdmin, [this](net::Request& req) {
-      auto lease = ctx_.db->Checkout();
-      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
-      Status s = service_keys::RevokeKey(**lease, DnsKeyTable(), req.Param("key_id"));
-      if (!s.ok()) return Problem(s, req);
-      keys_->Forget(req.Param("key_id"));  // at once in this process; other replicas within the cache TTL
-      return net::Response(204, "");
-    });
+    Route(router, net::Method::kPost, "/v1/dns/keys", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            auto j = nlohmann::json::parse(req.body, nullptr, false);
+            if (j.is_discarded() || !j.is_object())
+              return Problem(InvalidArgument("body: not a JSON object"), req);
+            auto str = [&](const char* k, const char* dflt) -> std::optional<std::string> {
+              auto it = j.find(k);
+              if (it == j.end()) return std::string(dflt);
+              if (!it->is_string()) return std::nullopt;
+              return it->get<std::string>();
+            };
+            auto org = str("org", "default"), scope = str("scope", ""), kname = str("name", "");
+            if (!org || !scope || !kname)
+              return Problem(InvalidArgument("body: org, scope and name are strings"), req);
+            if (Status s = service_keys::ValidateOrg(*org); !s.ok())
+              return Problem(InvalidArgument("org: " + s.message()), req);
+            if (Status s = DnsKeyTable().CheckScope(*scope); !s.ok())
+              return Problem(InvalidArgument("scope: " + s.message()), req);
+            auto lease = ctx_.db->Checkout();
+            if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+            auto key = service_keys::CreateKey(**lease, DnsKeyTable(), *org, *scope, *kname);
+            if (!key.ok()) return Problem(key.status(), req);
+            return net::JsonResponse(nlohmann::json{{"key", *key}}.dump(), 201);
+          });
+    Route(router, net::Method::kGet, "/v1/dns/keys", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            auto lease = ctx_.db->Checkout();
+            if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+            auto keys = service_keys::ListKeys(**lease, DnsKeyTable());
+            if (!keys.ok()) return Problem(keys.status(), req);
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& k : *keys) {
+              arr.push_back({{"key_id", k.key_id},
+                             {"org", k.org},
+                             {"scope", k.scope},
+                             {"name", k.name},
+                             {"created_at", k.created_at},
+                             {"revoked_at", k.revoked_at ? *k.revoked_at : ""}});
+            }
+            return net::JsonResponse(nlohmann::json{{"keys", arr}}.dump());
+          });
+    Route(
+        router, net::Method::kDelete, "/v1/dns/keys/{key_id}", Need::kAdmin,
+        [this](net::Request& req, const std::string&) {
+          auto lease = ctx_.db->Checkout();
+          if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+          Status s = service_keys::RevokeKey(**lease, DnsKeyTable(), req.Param("key_id"));
+          if (!s.ok()) return Problem(s, req);
+          keys_->Forget(req.Param("key_id"));  // at once in this process; other replicas within the cache TTL
+          return net::Response(204, "");
+        });
   }
 
   services::Context ctx_;

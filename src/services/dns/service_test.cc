@@ -226,5 +226,75 @@ TEST_F(DnsServiceTest, ApiKeysByScope) {
   EXPECT_EQ(call(net::Method::kGet, "/v1/dns/zones", writer).status, 200);
 }
 
+// Zones belong to an organisation: a gvd_ key sees and changes only its own org's zones (others' are
+// 404, as if absent), makes zones for its own org; the admin token reaches every zone and names the org.
+TEST_F(DnsServiceTest, KeysReachOnlyTheirOrganisationsZones) {
+  LoadConfig({{"dns.api_token", "admin-secret"}, {"dns.api_listen", "127.0.0.1:0"}});
+  uint16_t port = StartService();
+  ASSERT_NE(port, 0);
+  std::string base = ApiBase();
+  net::HttpClient http;
+  auto call = [&](net::Method m, const std::string& path, const std::string& bearer, std::string body = "") {
+    net::ClientRequest r;
+    r.method = m;
+    r.url = base + path;
+    r.headers.Set("Authorization", "Bearer " + bearer);
+    r.body = std::move(body);
+    auto resp = http.Send(std::move(r));
+    EXPECT_TRUE(resp.ok()) << resp.status().message();
+    return resp.ok() ? *resp : net::ClientResponse{};
+  };
+  auto make_key = [&](const std::string& org, const std::string& scope) {
+    auto r = call(net::Method::kPost, "/v1/dns/keys", "admin-secret",
+                  R"({"org":")" + org + R"(","scope":")" + scope + R"(","name":"t"})");
+    EXPECT_EQ(r.status, 201) << r.body;
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_object() ? j.value("key", std::string()) : std::string();
+  };
+  std::string acme = make_key("acme", "write"), acme_read = make_key("acme", "read"),
+              globex = make_key("globex", "write");
+  EXPECT_EQ(call(net::Method::kPost, "/v1/dns/zones", acme, R"({"name":"acme.test"})").status, 201);
+  EXPECT_EQ(call(net::Method::kPost, "/v1/dns/zones", acme, R"({"name":"x.test","org":"globex"})").status,
+            400);
+  EXPECT_EQ(
+      call(net::Method::kPost, "/v1/dns/zones", "admin-secret", R"({"name":"globex.test","org":"globex"})")
+          .status,
+      201);
+  EXPECT_EQ(call(net::Method::kPost, "/v1/dns/zones", "admin-secret", R"({"name":"y.test","org":"Bad Org"})")
+                .status,
+            400);
+  // globex's key cannot see or touch acme's zone: every zone route answers 404.
+  const std::string a = "/v1/dns/zones/acme.test";
+  EXPECT_EQ(call(net::Method::kGet, a + "/records", globex).status, 404);
+  EXPECT_EQ(call(net::Method::kGet, a + "/file", globex).status, 404);
+  EXPECT_EQ(call(net::Method::kGet, a + "/ds", globex).status, 404);
+  EXPECT_EQ(call(net::Method::kPut, a + "/rrsets/www/A", globex, R"({"rdata":["192.0.2.66"]})").status, 404);
+  EXPECT_EQ(call(net::Method::kDelete, a + "/rrsets/@/NS", globex).status, 404);
+  EXPECT_EQ(call(net::Method::kPost, a + "/file", globex,
+                 "@ 300 IN SOA ns1.acme.test. h.acme.test. 9 1 1 1 1\n@ 300 IN NS ns1.acme.test.\n")
+                .status,
+            404);
+  EXPECT_EQ(call(net::Method::kDelete, a, globex).status, 404);
+  EXPECT_EQ(call(net::Method::kPut, a + "/rrsets/www/A", acme, R"({"rdata":["192.0.2.1"]})").status, 204);
+  EXPECT_TRUE(Eventually(port, "www.acme.test.", 1, {"192.0.2.1"}));  // globex's attempts changed nothing
+  EXPECT_EQ(call(net::Method::kGet, a + "/records", acme_read).status, 200);
+  auto names = [&](const std::string& bearer) {
+    auto r = call(net::Method::kGet, "/v1/dns/zones", bearer);
+    std::vector<std::string> out;
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (j.is_object())
+      for (const auto& z : j["zones"]) out.push_back(z.value("name", "") + "@" + z.value("org", ""));
+    return out;
+  };
+  EXPECT_EQ(names(acme), std::vector<std::string>{"acme.test.@acme"});
+  EXPECT_EQ(names(globex), std::vector<std::string>{"globex.test.@globex"});
+  EXPECT_EQ(names("admin-secret"), (std::vector<std::string>{"acme.test.@acme", "globex.test.@globex"}));
+  // The admin token manages every org's zones.
+  EXPECT_EQ(call(net::Method::kPut, a + "/rrsets/www/A", "admin-secret", R"({"rdata":["192.0.2.2"]})").status,
+            204);
+  EXPECT_EQ(call(net::Method::kDelete, "/v1/dns/zones/globex.test", "admin-secret").status, 204);
+  EXPECT_EQ(call(net::Method::kDelete, a, acme).status, 204);
+}
+
 }  // namespace
 }  // namespace govern::dns_service

@@ -95,7 +95,12 @@ CREATE TABLE dns_zone_keys (
   private_sealed bytea NOT NULL
 );
 )sql"},
-          {2, "dns API keys", service_keys::TableSql(DnsKeyTable())}};
+          {2, "dns API keys", service_keys::TableSql(DnsKeyTable())},
+          // Zones made before organisations belong to 'default', the org keys get when none is given.
+          {3, "dns zones owned by an organisation", R"sql(
+ALTER TABLE dns_zones ADD COLUMN org text NOT NULL DEFAULT 'default';
+CREATE INDEX dns_zones_org ON dns_zones (org, name);
+)sql"}};
 }
 
 Result<std::string> NormalizeZoneName(std::string_view text) {
@@ -107,7 +112,7 @@ Result<std::string> NormalizeZoneName(std::string_view text) {
   return LowerText(*wire);
 }
 
-Status Store::Bump(db::Connection& c, std::string_view zone, int64_t at_least) {
+Status Store::Bump(db::Connection& c, std::string_view zone, std::string_view org, int64_t at_least) {
   GOVERN_ASSIGN_OR_RETURN(
       db::Rows rows,
       // RFC 1982: serials live modulo 2^32; the next one is serial + 1 (wrapping),
@@ -116,8 +121,8 @@ Status Store::Bump(db::Connection& c, std::string_view zone, int64_t at_least) {
       c.ExecPrepared("UPDATE dns_zones SET serial = CASE WHEN $2 >= 0 AND "
                      "(($2 - (serial + 1) % 4294967296) + 4294967296) % 4294967296 "
                      "BETWEEN 1 AND 2147483647 THEN $2 ELSE (serial + 1) % 4294967296 END "
-                     "WHERE name = $1 RETURNING serial",
-                     db::Params(zone, at_least)));
+                     "WHERE name = $1 AND ($3 = '' OR org = $3) RETURNING serial",
+                     db::Params(zone, at_least, org)));
   if (rows.empty()) return NotFound("zone " + std::string(zone) + " does not exist");
   return c.ExecPrepared("SELECT pg_notify($1, $2)", db::Params(kNotifyChannel, zone)).status();
 }
@@ -125,6 +130,7 @@ Status Store::Bump(db::Connection& c, std::string_view zone, int64_t at_least) {
 Status Store::CreateZone(const CreateZoneRequest& req) {
   GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(req.name));
   if (req.algorithm != 13 && req.algorithm != 15) return InvalidArgument("algorithm: 13 or 15");
+  if (req.org.empty()) return InvalidArgument("org: empty");
   std::string soa =
       req.soa.empty() ? "ns1." + zone + " hostmaster." + zone + " 1 3600 600 1209600 300" : req.soa;
   GOVERN_ASSIGN_OR_RETURN(auto soa_rr, ParseRRset(zone, "@", "SOA", 3600, {soa}));
@@ -142,9 +148,10 @@ Status Store::CreateZone(const CreateZoneRequest& req) {
   return pool_->Transact([&](db::Connection& c) -> Status {
     GOVERN_ASSIGN_OR_RETURN(
         db::Rows rows,
-        c.ExecPrepared("INSERT INTO dns_zones (name, serial, dnssec, algorithm) VALUES ($1, 1, $2, $3) "
-                       "ON CONFLICT DO NOTHING RETURNING name",
-                       db::Params(zone, req.dnssec, static_cast<int32_t>(req.algorithm))));
+        c.ExecPrepared(
+            "INSERT INTO dns_zones (name, serial, dnssec, algorithm, org) VALUES ($1, 1, $2, $3, $4) "
+            "ON CONFLICT DO NOTHING RETURNING name",
+            db::Params(zone, req.dnssec, static_cast<int32_t>(req.algorithm), req.org)));
     if (rows.empty()) return AlreadyExists("zone " + zone + " exists");
     for (const auto& r : soa_rr) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
     for (const auto& r : ns_rr) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
@@ -159,21 +166,34 @@ Status Store::CreateZone(const CreateZoneRequest& req) {
   });
 }
 
-Status Store::DeleteZone(std::string_view name) {
+Status Store::DeleteZone(std::string_view name, std::string_view org) {
   GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
   return pool_->Transact([&](db::Connection& c) -> Status {
-    GOVERN_ASSIGN_OR_RETURN(
-        db::Rows rows,
-        c.ExecPrepared("DELETE FROM dns_zones WHERE name = $1 RETURNING name", db::Params(zone)));
+    GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                            c.ExecPrepared("DELETE FROM dns_zones WHERE name = $1 AND ($2 = '' OR org = $2) "
+                                           "RETURNING name",
+                                           db::Params(zone, org)));
     if (rows.empty()) return NotFound("zone " + zone + " does not exist");
     return c.ExecPrepared("SELECT pg_notify($1, $2)", db::Params(kNotifyChannel, zone)).status();
   });
 }
 
-Result<std::vector<ZoneInfo>> Store::ListZones() {
+Status Store::CheckOwner(std::string_view name, std::string_view org) {
+  GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
   GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease c, pool_->Checkout());
-  GOVERN_ASSIGN_OR_RETURN(
-      db::Rows rows, c->ExecPrepared("SELECT name, serial, dnssec, algorithm FROM dns_zones ORDER BY name"));
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c->ExecPrepared("SELECT 1 FROM dns_zones WHERE name = $1 AND "
+                                                         "($2 = '' OR org = $2)",
+                                                         db::Params(zone, org)));
+  if (rows.empty()) return NotFound("zone " + zone + " does not exist");
+  return OkStatus();
+}
+
+Result<std::vector<ZoneInfo>> Store::ListZones(std::string_view org) {
+  GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease c, pool_->Checkout());
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                          c->ExecPrepared("SELECT name, serial, dnssec, algorithm, org FROM "
+                                          "dns_zones WHERE ($1 = '' OR org = $1) ORDER BY name",
+                                          db::Params(org)));
   std::vector<ZoneInfo> out;
   for (int i = 0; i < rows.size(); ++i) {
     ZoneInfo z;
@@ -182,13 +202,14 @@ Result<std::vector<ZoneInfo>> Store::ListZones() {
     GOVERN_ASSIGN_OR_RETURN(z.dnssec, rows.Bool(i, 2));
     GOVERN_ASSIGN_OR_RETURN(int64_t alg, rows.Int64(i, 3));
     z.algorithm = static_cast<int>(alg);
+    z.org = std::string(rows.Text(i, 4));
     out.push_back(std::move(z));
   }
   return out;
 }
 
 Status Store::ReplaceRRset(std::string_view name, std::string_view owner, std::string_view type, uint32_t ttl,
-                           const std::vector<std::string>& rdatas) {
+                           const std::vector<std::string>& rdatas, std::string_view org) {
   GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
   GOVERN_ASSIGN_OR_RETURN(auto records, ParseRRset(zone, owner, type, ttl, rdatas));
   GOVERN_ASSIGN_OR_RETURN(uint16_t t, dns::TypeFromText(type));
@@ -205,7 +226,7 @@ Status Store::ReplaceRRset(std::string_view name, std::string_view owner, std::s
   for (const auto& r : records) GOVERN_RETURN_IF_ERROR(CheckInZone(zone, r));
   if (t == kSoa && owner_text != zone) return InvalidArgument("owner: the SOA is at the apex");
   return pool_->Transact([&](db::Connection& c) -> Status {
-    GOVERN_RETURN_IF_ERROR(Bump(c, zone));
+    GOVERN_RETURN_IF_ERROR(Bump(c, zone, org));
     GOVERN_RETURN_IF_ERROR(
         c.ExecPrepared("DELETE FROM dns_records WHERE zone = $1 AND owner = $2 AND type = $3",
                        db::Params(zone, owner_text, static_cast<int32_t>(t)))
@@ -215,7 +236,7 @@ Status Store::ReplaceRRset(std::string_view name, std::string_view owner, std::s
   });
 }
 
-Status Store::ImportZoneFile(std::string_view name, std::string_view text) {
+Status Store::ImportZoneFile(std::string_view name, std::string_view text, std::string_view org) {
   GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
   GOVERN_ASSIGN_OR_RETURN(auto records, dns::ParseZoneFile(text, zone));
   std::vector<dns::Record> keep;
@@ -232,7 +253,7 @@ Status Store::ImportZoneFile(std::string_view name, std::string_view text) {
   // The same checks as serving: a file that does not build is refused before anything is stored.
   GOVERN_RETURN_IF_ERROR(dns::Zone::Build(zone, keep).status());
   return pool_->Transact([&](db::Connection& c) -> Status {
-    GOVERN_RETURN_IF_ERROR(Bump(c, zone, file_serial));
+    GOVERN_RETURN_IF_ERROR(Bump(c, zone, org, file_serial));
     GOVERN_RETURN_IF_ERROR(
         c.ExecPrepared("DELETE FROM dns_records WHERE zone = $1", db::Params(zone)).status());
     for (const auto& r : keep) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
@@ -315,17 +336,19 @@ Result<std::vector<std::shared_ptr<const dns::Zone>>> Store::LoadAll() {
   return out;
 }
 
-Result<std::vector<dns::Record>> Store::Records(std::string_view zone) {
+Result<std::vector<dns::Record>> Store::Records(std::string_view zone, std::string_view org) {
+  GOVERN_RETURN_IF_ERROR(CheckOwner(zone, org));
   GOVERN_ASSIGN_OR_RETURN(auto z, LoadZone(zone));
   return z->Records();
 }
 
-Result<std::string> Store::ExportZoneFile(std::string_view zone) {
-  GOVERN_ASSIGN_OR_RETURN(auto records, Records(zone));
+Result<std::string> Store::ExportZoneFile(std::string_view zone, std::string_view org) {
+  GOVERN_ASSIGN_OR_RETURN(auto records, Records(zone, org));
   return dns::PrintZoneFile(records);
 }
 
-Result<std::vector<dns::Record>> Store::DsRecords(std::string_view zone) {
+Result<std::vector<dns::Record>> Store::DsRecords(std::string_view zone, std::string_view org) {
+  GOVERN_RETURN_IF_ERROR(CheckOwner(zone, org));
   GOVERN_ASSIGN_OR_RETURN(auto z, LoadZone(zone));
   if (!z->signed_zone()) return FailedPrecondition("zone " + std::string(zone) + " is not signed");
   return z->DsRecords();
