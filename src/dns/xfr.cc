@@ -241,7 +241,8 @@ Status TransferConfig::AddAcl(std::string_view text) {
       auto w = NameFromText(name.ends_with('.') ? std::string(name) : std::string(name) + ".");
       if (!w.ok()) return InvalidArgument("transfer ACL: key name: " + w.status().message());
       LowerName(*w);
-      if (!keyring.Find(*w)) return InvalidArgument("transfer ACL: unknown TSIG key " + std::string(name));
+      if (!allow_unknown_keys && !keyring.Find(*w))
+        return InvalidArgument("transfer ACL: unknown TSIG key " + std::string(name));
       p.keys.push_back(*w);
     } else {
       GOVERN_ASSIGN_OR_RETURN(Netblock n, Netblock::Parse(f[i]));
@@ -285,7 +286,8 @@ Status TransferConfig::AddNotify(std::string_view text) {
     auto w = NameFromText(name.ends_with('.') ? std::string(name) : std::string(name) + ".");
     if (!w.ok()) return InvalidArgument("notify target: key name: " + w.status().message());
     LowerName(*w);
-    if (!keyring.Find(*w)) return InvalidArgument("notify target: unknown TSIG key " + std::string(name));
+    if (!allow_unknown_keys && !keyring.Find(*w))
+      return InvalidArgument("notify target: unknown TSIG key " + std::string(name));
     t.key = *w;
   }
   notify[zone].push_back(std::move(t));
@@ -368,6 +370,17 @@ bool NeedsSlowPath(std::span<const uint8_t> p) {
   return false;
 }
 
+std::shared_ptr<const TsigKeyring> Transfers::keyring() const {
+  std::lock_guard lock(keys_mu_);
+  return keys_;
+}
+
+void Transfers::SetKeyring(TsigKeyring keys) {
+  auto next = std::make_shared<const TsigKeyring>(std::move(keys));
+  std::lock_guard lock(keys_mu_);
+  keys_ = std::move(next);
+}
+
 void Transfers::Handle(const ZoneSet& zones, std::span<const uint8_t> packet, const sockaddr* peer, bool tcp,
                        uint32_t now, const std::function<bool(std::span<const uint8_t>)>& send) const {
   auto parsed = ParseMessage(packet);
@@ -393,7 +406,8 @@ void Transfers::Handle(const ZoneSet& zones, std::span<const uint8_t> packet, co
   std::vector<uint8_t> stripped(packet.begin(), packet.end());
   if (tsig->has_value()) {
     const TsigRecord& t = **tsig;
-    TsigCheck check = VerifyRequest(packet, t, config_.keyring, now);
+    std::shared_ptr<const TsigKeyring> keys = keyring();  // check.key points into it: keep it alive
+    TsigCheck check = VerifyRequest(packet, t, *keys, now);
     if (check.error == kBadKey || check.error == kBadSig || check.error == kBadTrunc) {
       refused_.fetch_add(1, std::memory_order_relaxed);
       auto out = Bare(m, kNotAuth, false);

@@ -69,6 +69,9 @@ struct TransferConfig {
   std::map<std::string, ZoneTransferPolicy> acl;            // apex lower wire; "" = default
   std::map<std::string, std::vector<NotifyTarget>> notify;  // apex lower wire; "" = every zone
   size_t journal_versions = 32;                             // versions kept per zone for IXFR
+  // Let ACLs and NOTIFY targets name keys not in `keyring` (yet): keys made later through the service's
+  // API. Such a name fails closed until the key exists (BADKEY; NOTIFY not sent). Off: unknown is an error.
+  bool allow_unknown_keys = false;
 
   Status AddKey(std::string_view text);
   Status AddAcl(std::string_view text);  // keys named must be added first
@@ -111,8 +114,16 @@ bool NeedsSlowPath(std::span<const uint8_t> packet);
 class Transfers {
  public:
   explicit Transfers(TransferConfig config)
-      : config_(std::move(config)), journal_(config_.journal_versions) {}
+      : config_(std::move(config)),
+        journal_(config_.journal_versions),
+        keys_(std::make_shared<const TsigKeyring>(config_.keyring)) {}
   const TransferConfig& config() const { return config_; }
+  // The TSIG keys requests are checked against: config().keyring until SetKeyring swaps in another set
+  // (keys made through the service's API beside the configured ones). A swap acts on the next request;
+  // one being answered keeps the keys it began with. ACLs and NOTIFY targets name keys: a key named
+  // there and missing from the ring fails closed (BADKEY / no NOTIFY sent).
+  std::shared_ptr<const TsigKeyring> keyring() const;
+  void SetKeyring(TsigKeyring keys);
   Journal& journal() const { return journal_; }
 
   // Answers `packet` (from `peer`, over TCP or UDP) with zero or more messages, each handed to `send`
@@ -127,6 +138,8 @@ class Transfers {
  private:
   TransferConfig config_;
   mutable Journal journal_;
+  mutable std::mutex keys_mu_;
+  std::shared_ptr<const TsigKeyring> keys_;  // guarded by keys_mu_
   mutable std::atomic<uint64_t> transfers_{0}, incremental_{0}, refused_{0};
 };
 

@@ -243,8 +243,12 @@ class DnsService final : public services::Service {
     so.rrl.slip = static_cast<int>(ctx.config->GetInt("dns.rrl.slip"));
     so.rrl.ipv4_prefix = static_cast<int>(ctx.config->GetInt("dns.rrl.ipv4_prefix"));
     so.rrl.ipv6_prefix = static_cast<int>(ctx.config->GetInt("dns.rrl.ipv6_prefix"));
-    GOVERN_ASSIGN_OR_RETURN(transfer_, TransferConfigFrom(*ctx.config));
-    so.transfers = std::make_shared<const dns::Transfers>(transfer_);
+    // TSIG keys made through the API join the configured ones before ACLs and NOTIFY targets are read,
+    // so those may name either.
+    GOVERN_ASSIGN_OR_RETURN(auto api_tsig, store_->LoadTsigKeys());
+    GOVERN_ASSIGN_OR_RETURN(transfer_, TransferConfigFrom(*ctx.config, api_tsig));
+    transfers_ = std::make_shared<dns::Transfers>(transfer_);
+    so.transfers = transfers_;
     if (!transfer_.notify.empty()) {
       dns::NotifyOptions no;
       no.attempts = static_cast<int>(ctx.config->GetInt("dns.transfer.notify_attempts"));
@@ -324,7 +328,28 @@ class DnsService final : public services::Service {
     return OkStatus();
   }
 
+  // The configured TSIG keys and the API's (a configured one wins a name both have), swapped into the
+  // transfer handler and the notifier: later requests use them, no restart.
+  dns::TsigKeyring MergedKeyring(const std::vector<dns::TsigKey>& api) const {
+    std::vector<dns::TsigKey> keys = config_tsig_;
+    for (const auto& k : api) {
+      bool configured = false;
+      for (const auto& c : config_tsig_) configured = configured || c.name == k.name;
+      if (!configured) keys.push_back(k);
+    }
+    return dns::TsigKeyring(std::move(keys));
+  }
+
+  Status ReloadTsig() {
+    GOVERN_ASSIGN_OR_RETURN(auto api, store_->LoadTsigKeys());
+    dns::TsigKeyring ring = MergedKeyring(api);
+    if (notifier_) notifier_->SetKeys(ring);
+    transfers_->SetKeyring(std::move(ring));
+    return OkStatus();
+  }
+
   Status ReloadAll() {
+    GOVERN_RETURN_IF_ERROR(ReloadTsig());
     GOVERN_ASSIGN_OR_RETURN(auto zones, store_->LoadAll());
     auto before = holder_->Load();
     auto after = std::make_shared<const dns::ZoneSet>(std::move(zones));
@@ -333,15 +358,30 @@ class DnsService final : public services::Service {
     return OkStatus();
   }
 
-  static Result<dns::TransferConfig> TransferConfigFrom(const config::Config& c) {
+  Result<dns::TransferConfig> TransferConfigFrom(const config::Config& c,
+                                                 const std::vector<dns::TsigKey>& api) {
     dns::TransferConfig t;
     for (const auto& k : c.GetStringList("dns.transfer.tsig_keys"))
       GOVERN_RETURN_IF_ERROR(t.AddKey(k).WithContext("dns.transfer.tsig_keys"));
+    config_tsig_ = t.keyring.keys();
+    t.keyring = MergedKeyring(api);
+    t.allow_unknown_keys = true;  // may name a key made later through the API
     for (const auto& a : c.GetStringList("dns.transfer.acl"))
       GOVERN_RETURN_IF_ERROR(t.AddAcl(a).WithContext("dns.transfer.acl"));
     for (const auto& n : c.GetStringList("dns.transfer.notify"))
       GOVERN_RETURN_IF_ERROR(t.AddNotify(n).WithContext("dns.transfer.notify"));
     t.journal_versions = static_cast<size_t>(c.GetInt("dns.transfer.journal_versions"));
+    // A name in an ACL or NOTIFY target that no key has yet: probably a key still to be made through
+    // the API, possibly a typo; it fails closed either way, so say so once.
+    std::set<std::string> named;
+    for (const auto& [zone, p] : t.acl) named.insert(p.keys.begin(), p.keys.end());
+    for (const auto& [zone, targets] : t.notify)
+      for (const auto& n : targets)
+        if (!n.key.empty()) named.insert(n.key);
+    for (const auto& n : named)
+      if (!t.keyring.Find(n))
+        log::Warn("dns", "TSIG key named in dns.transfer.acl/notify does not exist (yet)",
+                  {{"key", dns::NameToText(n)}});
     return t;
   }
 
@@ -395,7 +435,7 @@ class DnsService final : public services::Service {
         continue;
       }
       for (const auto& zone : changed) {
-        Status s = ReloadZone(zone);
+        Status s = zone == kTsigPayload ? ReloadTsig() : ReloadZone(zone);
         if (!s.ok()) {
           log::Warn("dns", "zone reload failed", {{"zone", zone}, {"error", s.message()}});
           need_full = true;
@@ -545,6 +585,65 @@ class DnsService final : public services::Service {
             }
             return net::JsonResponse(nlohmann::json{{"ds", ds}, {"dnskey", dnskey}}.dump());
           });
+    // TSIG keys (admin token only): POST {"name","algorithm"} -> 201 with the secret (shown once), list
+    // without secrets, delete. Applied by every server through NOTIFY, no restart.
+    Route(router, net::Method::kPost, "/v1/dns/tsig-keys", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            auto j = nlohmann::json::parse(req.body, nullptr, false);
+            if (j.is_discarded() || !j.is_object())
+              return Problem(InvalidArgument("body: not a JSON object"), req);
+            auto name = j.find("name");
+            if (name == j.end() || !name->is_string())
+              return Problem(InvalidArgument("name: a string is required"), req);
+            std::string alg = "hmac-sha256";
+            if (auto it = j.find("algorithm"); it != j.end()) {
+              if (!it->is_string())
+                return Problem(InvalidArgument("algorithm: hmac-sha256 or hmac-sha512"), req);
+              alg = it->get<std::string>();
+            }
+            if (auto wire = dns::NameFromText(NormalizeZoneName(name->get<std::string>()).value_or("."));
+                wire.ok()) {
+              dns::LowerName(*wire);
+              for (const auto& c : config_tsig_)
+                if (c.name == *wire)
+                  return Problem(
+                      AlreadyExists("TSIG key " + dns::NameToText(c.name) + " is in dns.transfer.tsig_keys"),
+                      req);
+            }
+            auto key = store_->CreateTsigKey(name->get<std::string>(), alg);
+            if (!key.ok()) return Problem(key.status(), req);
+            size_t c1 = key->find(':'), c2 = key->rfind(':');
+            return net::JsonResponse(nlohmann::json{{"name", key->substr(0, c1)},
+                                                    {"algorithm", alg},
+                                                    {"secret", key->substr(c2 + 1)},
+                                                    {"key", *key}}
+                                         .dump(),
+                                     201);
+          });
+    Route(router, net::Method::kGet, "/v1/dns/tsig-keys", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            auto keys = store_->ListTsigKeys();
+            if (!keys.ok()) return Problem(keys.status(), req);
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& c : config_tsig_) {
+              arr.push_back({{"name", dns::NameToText(c.name)},
+                             {"algorithm",
+                              c.algorithm == dns::TsigAlgorithm::kHmacSha256 ? "hmac-sha256" : "hmac-sha512"},
+                             {"source", "config"}});
+            }
+            for (const auto& k : *keys)
+              arr.push_back({{"name", k.name},
+                             {"algorithm", k.algorithm},
+                             {"created_at", k.created_at},
+                             {"source", "api"}});
+            return net::JsonResponse(nlohmann::json{{"keys", arr}}.dump());
+          });
+    Route(router, net::Method::kDelete, "/v1/dns/tsig-keys/{name}", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            Status s = store_->DeleteTsigKey(req.Param("name"));
+            if (!s.ok()) return Problem(s, req);
+            return net::Response(204, "");
+          });
     // API keys (admin token only): POST {"org","scope","name"} -> 201 {"key"} (shown once), list, revoke.
     Route(router, net::Method::kPost, "/v1/dns/keys", Need::kAdmin,
           [this](net::Request& req, const std::string&) {
@@ -606,6 +705,8 @@ class DnsService final : public services::Service {
   std::shared_ptr<dns::ZoneSetHolder> holder_;
   std::unique_ptr<dns::Server> server_;
   dns::TransferConfig transfer_;
+  std::vector<dns::TsigKey> config_tsig_;      // dns.transfer.tsig_keys
+  std::shared_ptr<dns::Transfers> transfers_;  // also held by the server
   std::unique_ptr<dns::Notifier> notifier_;
   std::string dns_host_, api_host_, token_;
   std::thread watcher_;

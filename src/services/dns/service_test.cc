@@ -18,6 +18,7 @@
 #include "db/pool.h"
 #include "db/testing.h"
 #include "dns/testing.h"
+#include "dns/tsig.h"
 #include "net/http_client.h"
 #include "services/dns/store.h"
 
@@ -48,6 +49,41 @@ std::vector<std::string> Ask(uint16_t port, const std::string& name, uint16_t qt
     if (r.type == qtype) out.push_back(dns::RdataToText(r.type, r.rdata));
   }
   return out;
+}
+
+// The RCODE of a TSIG-signed SOA query over UDP; -1 when no answer came or a NOERROR answer's TSIG
+// does not verify with `key`.
+int SignedSoaRcode(uint16_t port, const std::string& zone, const dns::TsigKey& key) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  timeval tv{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  auto q = dns::testing::MakeQuery(zone, 6);
+  dns::TsigSigner signer(key, "");
+  uint64_t now = static_cast<uint64_t>(::time(nullptr));
+  signer.Sign(q, now);
+  ::sendto(fd, q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  std::vector<uint8_t> buf(4096);
+  ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+  ::close(fd);
+  if (n < 12) return -1;
+  buf.resize(static_cast<size_t>(n));
+  int rcode = buf[3] & 0x0f;
+  if (rcode == 0 && !signer.Verify(buf, now).ok()) return -1;
+  return rcode;
+}
+
+// Polls until SignedSoaRcode gives `want` (at most 10 s: a generous bound, not a timing assertion).
+bool EventuallyRcode(uint16_t port, const std::string& zone, const dns::TsigKey& key, int want) {
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (SignedSoaRcode(port, zone, key) == want) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
 }
 
 // Polls until the server answers `want` (at most 10 s: a generous bound, not a timing assertion).
@@ -294,6 +330,72 @@ TEST_F(DnsServiceTest, KeysReachOnlyTheirOrganisationsZones) {
             204);
   EXPECT_EQ(call(net::Method::kDelete, "/v1/dns/zones/globex.test", "admin-secret").status, 204);
   EXPECT_EQ(call(net::Method::kDelete, a, acme).status, 204);
+}
+
+// TSIG keys through the API: made with a secret shown once, listed without it, used by the running
+// server without a restart (NOTIFY), refused again once deleted; configured keys keep working beside.
+TEST_F(DnsServiceTest, TsigKeysThroughTheApiApplyWithoutRestart) {
+  const std::string cfg_text = "cfg-key:hmac-sha256:" + std::string(43, 'A') + "=";
+  LoadConfig({{"dns.api_token", "admin-secret"},
+              {"dns.api_listen", "127.0.0.1:0"},
+              {"dns.transfer.tsig_keys", cfg_text},
+              {"dns.transfer.acl", "* 127.0.0.1 key=api-key."}});  // names a key made later
+  ASSERT_TRUE(store_->CreateZone({.name = "t.test"}).ok());
+  uint16_t port = StartService();
+  ASSERT_NE(port, 0);
+  std::string base = ApiBase();
+  net::HttpClient http;
+  auto call = [&](net::Method m, const std::string& path, std::string body = "") {
+    net::ClientRequest r;
+    r.method = m;
+    r.url = base + path;
+    r.headers.Set("Authorization", "Bearer admin-secret");
+    r.body = std::move(body);
+    auto resp = http.Send(std::move(r));
+    EXPECT_TRUE(resp.ok()) << resp.status().message();
+    return resp.ok() ? *resp : net::ClientResponse{};
+  };
+  auto cfg = dns::TsigKey::FromText(cfg_text);
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(SignedSoaRcode(port, "t.test.", *cfg), 0);  // the configured key works
+  // A key the server does not know yet: BADKEY (NOTAUTH).
+  auto guess = dns::TsigKey::FromText("api-key:hmac-sha256:" + std::string(43, 'g') + "=");
+  ASSERT_TRUE(guess.ok());
+  EXPECT_EQ(SignedSoaRcode(port, "t.test.", *guess), 9);
+
+  EXPECT_EQ(call(net::Method::kPost, "/v1/dns/tsig-keys", R"({"name":"cfg-key"})").status, 409);
+  EXPECT_EQ(call(net::Method::kPost, "/v1/dns/tsig-keys", R"({"name":"x","algorithm":"md5"})").status, 400);
+  auto made =
+      call(net::Method::kPost, "/v1/dns/tsig-keys", R"({"name":"API-Key","algorithm":"hmac-sha512"})");
+  ASSERT_EQ(made.status, 201) << made.body;
+  auto mj = nlohmann::json::parse(made.body, nullptr, false);
+  ASSERT_TRUE(mj.is_object());
+  std::string secret = mj.value("secret", "");
+  EXPECT_EQ(mj.value("name", ""), "api-key.");
+  EXPECT_EQ(call(net::Method::kPost, "/v1/dns/tsig-keys", R"({"name":"api-key"})").status, 409);
+  auto key = dns::TsigKey::FromText(mj.value("key", ""));
+  ASSERT_TRUE(key.ok()) << made.body;
+  EXPECT_EQ(key->secret.size(), 64u);
+  EXPECT_TRUE(EventuallyRcode(port, "t.test.", *key, 0));  // in use without a restart
+
+  auto listed = call(net::Method::kGet, "/v1/dns/tsig-keys");
+  EXPECT_EQ(listed.status, 200);
+  EXPECT_EQ(listed.body.find(secret), std::string::npos) << "a secret was listed";
+  EXPECT_EQ(listed.body.find(std::string(43, 'A')), std::string::npos) << "a configured secret was listed";
+  EXPECT_NE(listed.body.find("api-key."), std::string::npos) << listed.body;
+  EXPECT_NE(listed.body.find("cfg-key."), std::string::npos) << listed.body;
+  // The secret is sealed in the database, not stored as given.
+  auto c = db::Connection::Connect(db_->conninfo());
+  ASSERT_TRUE(c.ok());
+  auto rows = (*c)->Exec("SELECT encode(secret_sealed, 'base64') FROM dns_tsig_keys");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1);
+  EXPECT_EQ(std::string(rows->Text(0, 0)).find(secret.substr(0, 16)), std::string::npos);
+
+  EXPECT_EQ(call(net::Method::kDelete, "/v1/dns/tsig-keys/api-key.").status, 204);
+  EXPECT_EQ(call(net::Method::kDelete, "/v1/dns/tsig-keys/api-key.").status, 404);
+  EXPECT_TRUE(EventuallyRcode(port, "t.test.", *key, 9));  // refused again, still no restart
+  EXPECT_EQ(SignedSoaRcode(port, "t.test.", *cfg), 0);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "crypto/bytes.h"
+#include "crypto/encoding.h"
+#include "crypto/random.h"
 #include "db/connection.h"
 #include "db/pool.h"
 #include "dns/rdata.h"
@@ -100,6 +102,16 @@ CREATE TABLE dns_zone_keys (
           {3, "dns zones owned by an organisation", R"sql(
 ALTER TABLE dns_zones ADD COLUMN org text NOT NULL DEFAULT 'default';
 CREATE INDEX dns_zones_org ON dns_zones (org, name);
+)sql"},
+          // Secrets sealed (AES-256-GCM, the zone-key sealing key): a database read alone does not give
+          // them; the server needs the raw secret, so it is sealed rather than hashed.
+          {4, "dns TSIG keys", R"sql(
+CREATE TABLE dns_tsig_keys (
+  name text PRIMARY KEY,
+  algorithm text NOT NULL CHECK (algorithm IN ('hmac-sha256', 'hmac-sha512')),
+  secret_sealed bytea NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
 )sql"}};
 }
 
@@ -259,6 +271,78 @@ Status Store::ImportZoneFile(std::string_view name, std::string_view text, std::
     for (const auto& r : keep) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
     return CheckBuilds(c, zone);
   });
+}
+
+namespace {
+std::string TsigAad(std::string_view name) { return "tsig:" + std::string(name); }
+}  // namespace
+
+Result<std::string> Store::CreateTsigKey(std::string_view name_text, std::string_view algorithm) {
+  if (algorithm.empty()) algorithm = "hmac-sha256";
+  if (algorithm != "hmac-sha256" && algorithm != "hmac-sha512")
+    return InvalidArgument("algorithm: hmac-sha256 or hmac-sha512");
+  if (name_text.find(':') != std::string_view::npos) return InvalidArgument("name: no ':' in a key name");
+  auto name = NormalizeZoneName(name_text);  // a key name is a domain name
+  if (!name.ok()) return name.status();
+  if (*name == ".") return InvalidArgument("name: the root is not a key name");
+  std::vector<uint8_t> secret(algorithm == "hmac-sha256" ? 32 : 64);
+  GOVERN_RETURN_IF_ERROR(crypto::RandomBytes(secret));
+  GOVERN_ASSIGN_OR_RETURN(auto sealed, key_->Seal(secret, crypto::AsBytes(TsigAad(*name))));
+  std::string b64 = crypto::Base64Encode(secret);
+  std::fill(secret.begin(), secret.end(), 0);
+  GOVERN_RETURN_IF_ERROR(pool_->Transact([&](db::Connection& c) -> Status {
+    GOVERN_ASSIGN_OR_RETURN(
+        db::Rows rows,
+        c.ExecPrepared("INSERT INTO dns_tsig_keys (name, algorithm, secret_sealed) VALUES ($1, $2, $3) "
+                       "ON CONFLICT DO NOTHING RETURNING name",
+                       db::Params(*name, algorithm, db::Bytea{std::string(sealed.begin(), sealed.end())})));
+    if (rows.empty()) return AlreadyExists("TSIG key " + *name + " exists");
+    return c.ExecPrepared("SELECT pg_notify($1, $2)", db::Params(kNotifyChannel, kTsigPayload)).status();
+  }));
+  return *name + ":" + std::string(algorithm) + ":" + b64;
+}
+
+Result<std::vector<TsigKeyInfo>> Store::ListTsigKeys() {
+  GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease c, pool_->Checkout());
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c->ExecPrepared("SELECT name, algorithm, created_at::text FROM "
+                                                         "dns_tsig_keys ORDER BY name"));
+  std::vector<TsigKeyInfo> out;
+  for (int i = 0; i < rows.size(); ++i)
+    out.push_back({std::string(rows.Text(i, 0)), std::string(rows.Text(i, 1)), std::string(rows.Text(i, 2))});
+  return out;
+}
+
+Status Store::DeleteTsigKey(std::string_view name_text) {
+  GOVERN_ASSIGN_OR_RETURN(std::string name, NormalizeZoneName(name_text));
+  return pool_->Transact([&](db::Connection& c) -> Status {
+    GOVERN_ASSIGN_OR_RETURN(
+        db::Rows rows,
+        c.ExecPrepared("DELETE FROM dns_tsig_keys WHERE name = $1 RETURNING name", db::Params(name)));
+    if (rows.empty()) return NotFound("TSIG key " + name + " does not exist");
+    return c.ExecPrepared("SELECT pg_notify($1, $2)", db::Params(kNotifyChannel, kTsigPayload)).status();
+  });
+}
+
+Result<std::vector<dns::TsigKey>> Store::LoadTsigKeys() {
+  GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease c, pool_->Checkout());
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c->ExecPrepared("SELECT name, algorithm, secret_sealed FROM "
+                                                         "dns_tsig_keys ORDER BY name"));
+  std::vector<dns::TsigKey> out;
+  for (int i = 0; i < rows.size(); ++i) {
+    std::string name(rows.Text(i, 0));
+    GOVERN_ASSIGN_OR_RETURN(std::string sealed, rows.Bytes(i, 2));
+    auto secret = key_->Open(crypto::AsBytes(sealed), crypto::AsBytes(TsigAad(name)));
+    if (!secret.ok())
+      return secret.status().WithContext("TSIG key " + name + ": does not open with this data dir's key");
+    dns::TsigKey k;
+    GOVERN_ASSIGN_OR_RETURN(k.name, dns::NameFromText(name));
+    dns::LowerName(k.name);
+    k.algorithm =
+        rows.Text(i, 1) == "hmac-sha512" ? dns::TsigAlgorithm::kHmacSha512 : dns::TsigAlgorithm::kHmacSha256;
+    k.secret = std::string(crypto::AsString(secret->span()));
+    out.push_back(std::move(k));
+  }
+  return out;
 }
 
 Result<std::shared_ptr<const dns::Zone>> Store::LoadZoneOn(db::Connection& c, std::string_view zone) {

@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "crypto/aead.h"
 #include "db/migrator.h"
+#include "dns/tsig.h"
 #include "dns/zone.h"
 #include "services/keys/keys.h"
 
@@ -29,6 +30,8 @@ class Connection;
 namespace govern::dns_service {
 
 inline constexpr std::string_view kNotifyChannel = "govern_dns";
+// The NOTIFY payload of a TSIG key change (never a zone name: those end with '.').
+inline constexpr std::string_view kTsigPayload = "!tsig";
 
 std::vector<db::Migration> Migrations();
 // The zone API's keys (`gvd_...`, table dns_api_keys): scope "read" (GET routes) or "write" (every
@@ -67,6 +70,13 @@ Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_v
 // Normalizes "Example.COM" to "example.com."; InvalidArgument for a bad name.
 Result<std::string> NormalizeZoneName(std::string_view text);
 
+// A TSIG key made through the API, as listed (never its secret).
+struct TsigKeyInfo {
+  std::string name;       // text, lower-case, absolute ("xfr-key.")
+  std::string algorithm;  // "hmac-sha256" or "hmac-sha512"
+  std::string created_at;
+};
+
 class Store {
  public:
   Store(db::Pool* pool, std::shared_ptr<const crypto::Aes256GcmKey> key, dns::Nsec3Params nsec3 = {})
@@ -91,6 +101,14 @@ class Store {
   Result<std::string> ExportZoneFile(std::string_view zone, std::string_view org = {});
   Result<std::vector<dns::Record>> Records(std::string_view zone, std::string_view org = {});
   Result<std::vector<dns::Record>> DsRecords(std::string_view zone, std::string_view org = {});
+
+  // TSIG keys for transfers and NOTIFY (table dns_tsig_keys). The secret is random (32 bytes for
+  // hmac-sha256, 64 for hmac-sha512), sealed with the zone-key sealing key (AAD "tsig:" + name) and
+  // returned once, in the kdig -y form "name:hmac-sha256:BASE64". Each change NOTIFYs kTsigPayload.
+  Result<std::string> CreateTsigKey(std::string_view name, std::string_view algorithm);
+  Result<std::vector<TsigKeyInfo>> ListTsigKeys();
+  Status DeleteTsigKey(std::string_view name);  // NotFound when absent
+  Result<std::vector<dns::TsigKey>> LoadTsigKeys();
 
   // Builds the Zone snapshot of one zone (NotFound when it no longer exists) or of all.
   Result<std::shared_ptr<const dns::Zone>> LoadZone(std::string_view zone);
