@@ -87,6 +87,12 @@ struct TransferVersion {
   std::vector<std::string> keys;  // per record (same order): lower owner, type, TTL, canonical RDATA
 };
 
+// A version in a self-contained byte form, to be kept outside the process (the service keeps the last
+// versions of each zone in PostgreSQL so that IXFR stays incremental across restarts). DecodeVersion
+// takes untrusted bytes: InvalidArgument for anything malformed, never a crash; it remakes `keys`.
+std::string EncodeVersion(const TransferVersion& v);
+Result<std::shared_ptr<const TransferVersion>> DecodeVersion(std::string_view bytes);
+
 // The last versions of every zone (thread-safe).
 class Journal {
  public:
@@ -94,9 +100,20 @@ class Journal {
   // The version for this snapshot (made now if the newest kept one has another serial).
   std::shared_ptr<const TransferVersion> Current(const Zone& zone, uint32_t now);
   std::shared_ptr<const TransferVersion> Find(std::string_view apex, uint32_t serial) const;
+  size_t max_versions() const { return max_; }
+
+  // Called with every version Current makes (apex lower wire), outside the journal's lock, on the
+  // thread that made it. Set once before the journal is used.
+  using Sink = std::function<void(std::string_view apex, const std::shared_ptr<const TransferVersion>&)>;
+  void SetSink(Sink sink) { sink_ = std::move(sink); }
+  // Puts versions kept elsewhere (oldest first) in front of what the zone's journal holds, keeping the
+  // newest max_versions(): after a restart the next version is made from the last one transferred
+  // (reusing its RRSIGs) and IXFR from the restored serials is incremental.
+  void Restore(std::string_view apex, std::vector<std::shared_ptr<const TransferVersion>> versions);
 
  private:
   size_t max_;
+  Sink sink_;
   mutable std::mutex mu_;
   std::map<std::string, std::deque<std::shared_ptr<const TransferVersion>>, std::less<>> zones_;
 };

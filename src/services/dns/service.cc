@@ -1,5 +1,6 @@
 #include "services/dns/service.h"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -180,7 +182,9 @@ class DnsService final : public services::Service {
     schema.Add({.key = "dns.transfer.journal_versions",
                 .type = config::Type::kInt,
                 .default_value = "32",
-                .help = "Versions of each zone kept in memory for IXFR; older serials get a full transfer.",
+                .help =
+                    "Versions of each zone kept for IXFR (in memory, and saved in the database so IXFR stays "
+                    "incremental across restarts); older serials get a full transfer.",
                 .min = 1,
                 .max = 10000});
     // Response rate limiting (UDP): off by default, as in BIND and Knot; docs/dns.md "Rate limiting".
@@ -248,6 +252,7 @@ class DnsService final : public services::Service {
     GOVERN_ASSIGN_OR_RETURN(auto api_tsig, store_->LoadTsigKeys());
     GOVERN_ASSIGN_OR_RETURN(transfer_, TransferConfigFrom(*ctx.config, api_tsig));
     transfers_ = std::make_shared<dns::Transfers>(transfer_);
+    GOVERN_RETURN_IF_ERROR(RestoreJournal(ctx.data_dir));
     so.transfers = transfers_;
     if (!transfer_.notify.empty()) {
       dns::NotifyOptions no;
@@ -325,6 +330,52 @@ class DnsService final : public services::Service {
     auto after = WithZone(*before, *apex, std::move(replacement));
     holder_->Store(after);
     NotifyChanged(before.get(), *after);
+    return OkStatus();
+  }
+
+  // The transfer journal survives restarts: every version made is saved under this server's node id
+  // (<data_dir>/dns/journal-node, made on first start), and the saved ones are put back at start,
+  // before the server takes requests. Saving runs on the transferring thread (the slow path), and a
+  // failed save only costs a full transfer after the next restart.
+  Status RestoreJournal(const std::string& data_dir) {
+    if (data_dir.empty()) return OkStatus();  // nowhere to keep a node id: in memory only
+    std::string path = data_dir + "/dns/journal-node";
+    std::error_code ec;
+    std::filesystem::create_directories(data_dir + "/dns", ec);
+    if (!std::filesystem::exists(path)) {
+      std::array<uint8_t, 16> raw{};
+      GOVERN_RETURN_IF_ERROR(crypto::RandomBytes(raw));
+      Status s = WriteNewFile(path, crypto::HexEncode(raw) + "\n", 0600);
+      if (!s.ok() && s.code() != Code::kAlreadyExists) return s;
+    }
+    GOVERN_ASSIGN_OR_RETURN(std::string node, ReadWholeFile(path));
+    while (!node.empty() && (node.back() == '\n' || node.back() == ' ')) node.pop_back();
+    if (node.empty()) return InvalidArgument(path + ": empty");
+    node_ = node;
+    GOVERN_ASSIGN_OR_RETURN(auto rows, store_->LoadJournal(node_));
+    std::map<std::string, std::vector<std::shared_ptr<const dns::TransferVersion>>> by_zone;
+    for (auto& [zone, bytes] : rows) {
+      auto v = dns::DecodeVersion(bytes);
+      if (!v.ok()) {  // a bad row costs one full transfer, never the start
+        log::Warn("dns", "journal version unreadable; skipped",
+                  {{"zone", zone}, {"error", v.status().message()}});
+        continue;
+      }
+      auto apex = dns::NameFromText(zone);
+      if (!apex.ok()) continue;
+      dns::LowerName(*apex);
+      by_zone[*apex].push_back(std::move(*v));
+    }
+    for (auto& [apex, versions] : by_zone) transfers_->journal().Restore(apex, std::move(versions));
+    size_t keep = transfer_.journal_versions;
+    transfers_->journal().SetSink([this, keep](std::string_view apex,
+                                               const std::shared_ptr<const dns::TransferVersion>& v) {
+      Status s =
+          store_->SaveJournalVersion(node_, dns::NameToText(apex), v->serial, dns::EncodeVersion(*v), keep);
+      if (!s.ok())
+        log::Warn("dns", "journal version not saved",
+                  {{"zone", dns::NameToText(apex)}, {"error", s.message()}});
+    });
     return OkStatus();
   }
 
@@ -705,6 +756,7 @@ class DnsService final : public services::Service {
   std::shared_ptr<dns::ZoneSetHolder> holder_;
   std::unique_ptr<dns::Server> server_;
   dns::TransferConfig transfer_;
+  std::string node_;                           // this server's journal node id
   std::vector<dns::TsigKey> config_tsig_;      // dns.transfer.tsig_keys
   std::shared_ptr<dns::Transfers> transfers_;  // also held by the server
   std::unique_ptr<dns::Notifier> notifier_;

@@ -86,6 +86,29 @@ bool EventuallyRcode(uint16_t port, const std::string& zone, const dns::TsigKey&
   return false;
 }
 
+// kdig's answer lines for a transfer (`type` "AXFR" or "IXFR=<serial>") over TCP.
+std::vector<std::string> Kdig(uint16_t port, const std::string& zone, const std::string& type) {
+  std::string cmd = "kdig @127.0.0.1 -p " + std::to_string(port) + " -t " + type + " " + zone +
+                    " +noall +answer +nottl +noclass 2>&1";
+  std::vector<std::string> lines;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (f == nullptr) return lines;
+  char buf[4096];
+  while (std::fgets(buf, sizeof(buf), f) != nullptr) {
+    std::string l(buf);
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+    if (!l.empty() && l[0] != ';') lines.push_back(l);
+  }
+  ::pclose(f);
+  return lines;
+}
+
+size_t CountContaining(const std::vector<std::string>& lines, const std::string& what) {
+  size_t n = 0;
+  for (const auto& l : lines) n += l.find(what) != std::string::npos;
+  return n;
+}
+
 // Polls until the server answers `want` (at most 10 s: a generous bound, not a timing assertion).
 bool Eventually(uint16_t port, const std::string& name, uint16_t qtype,
                 const std::vector<std::string>& want) {
@@ -396,6 +419,46 @@ TEST_F(DnsServiceTest, TsigKeysThroughTheApiApplyWithoutRestart) {
   EXPECT_EQ(call(net::Method::kDelete, "/v1/dns/tsig-keys/api-key.").status, 404);
   EXPECT_TRUE(EventuallyRcode(port, "t.test.", *key, 9));  // refused again, still no restart
   EXPECT_EQ(SignedSoaRcode(port, "t.test.", *cfg), 0);
+}
+
+// The transfer journal survives a restart: a version transferred before it is restored from
+// PostgreSQL, so an IXFR from its serial after the restart and a further change is a difference (kdig
+// as the judge), not a whole zone; the saved versions stay bounded by dns.transfer.journal_versions.
+TEST_F(DnsServiceTest, IxfrStaysIncrementalAcrossARestart) {
+  LoadConfig({{"dns.transfer.acl", "* 127.0.0.1"}, {"dns.transfer.journal_versions", "2"}});
+  ASSERT_TRUE(store_->CreateZone({.name = "j.test"}).ok());
+  ASSERT_TRUE(store_->ReplaceRRset("j.test", "www", "A", 300, {"192.0.2.1"}).ok());  // serial 2
+  uint16_t port = StartService();
+  ASSERT_NE(port, 0);
+  auto axfr = Kdig(port, "j.test.", "AXFR");  // makes (and saves) the journal's version 2
+  ASSERT_EQ(CountContaining(axfr, "192.0.2.1"), 1u) << ::testing::PrintToString(axfr);
+
+  service_->Stop();
+  service_ = NewDnsService();
+  port = StartService();
+  ASSERT_NE(port, 0);
+  ASSERT_TRUE(store_->ReplaceRRset("j.test", "www", "A", 300, {"192.0.2.3"}).ok());  // serial 3
+  ASSERT_TRUE(Eventually(port, "www.j.test.", 1, {"192.0.2.3"}));
+  auto ixfr = Kdig(port, "j.test.", "IXFR=2");
+  // Incremental (RFC 1995): SOA 3, SOA 2, the deleted A, SOA 3, the added A, SOA 3. A full answer
+  // would be SOA, NS, A, SOA.
+  EXPECT_EQ(CountContaining(ixfr, "\tSOA\t"), 4u) << ::testing::PrintToString(ixfr);
+  EXPECT_EQ(CountContaining(ixfr, "\tNS\t"), 0u) << ::testing::PrintToString(ixfr);
+  EXPECT_EQ(CountContaining(ixfr, "192.0.2.1"), 1u) << ::testing::PrintToString(ixfr);
+  EXPECT_EQ(CountContaining(ixfr, "192.0.2.3"), 1u) << ::testing::PrintToString(ixfr);
+
+  for (int i = 4; i <= 6; ++i) {  // more transferred versions: only the newest 2 stay saved
+    ASSERT_TRUE(store_->ReplaceRRset("j.test", "www", "A", 300, {"192.0.2." + std::to_string(i)}).ok());
+    ASSERT_TRUE(Eventually(port, "www.j.test.", 1, {"192.0.2." + std::to_string(i)}));
+    ASSERT_FALSE(Kdig(port, "j.test.", "AXFR").empty());
+  }
+  auto c = db::Connection::Connect(db_->conninfo());
+  ASSERT_TRUE(c.ok());
+  auto rows = (*c)->Exec("SELECT serial FROM dns_journal ORDER BY serial");
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 2);
+  EXPECT_EQ(*rows->Int64(0, 0), 5);
+  EXPECT_EQ(*rows->Int64(1, 0), 6);
 }
 
 }  // namespace

@@ -112,6 +112,19 @@ CREATE TABLE dns_tsig_keys (
   secret_sealed bytea NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now()
 );
+)sql"},
+          // The transfer journal of each server (node: <data_dir>/dns/journal-node), so the first IXFR
+          // after a restart is incremental. Per node because a signed zone's versions differ between
+          // servers (each signs on its own); seq orders versions (serials wrap).
+          {5, "dns transfer journal", R"sql(
+CREATE TABLE dns_journal (
+  node text NOT NULL,
+  zone text NOT NULL REFERENCES dns_zones (name) ON DELETE CASCADE,
+  serial bigint NOT NULL,
+  seq bigserial NOT NULL,
+  version bytea NOT NULL,
+  PRIMARY KEY (node, zone, serial)
+);
 )sql"}};
 }
 
@@ -341,6 +354,41 @@ Result<std::vector<dns::TsigKey>> Store::LoadTsigKeys() {
         rows.Text(i, 1) == "hmac-sha512" ? dns::TsigAlgorithm::kHmacSha512 : dns::TsigAlgorithm::kHmacSha256;
     k.secret = std::string(crypto::AsString(secret->span()));
     out.push_back(std::move(k));
+  }
+  return out;
+}
+
+Status Store::SaveJournalVersion(std::string_view node, std::string_view zone, uint32_t serial,
+                                 std::string_view version, size_t keep) {
+  return pool_->Transact([&](db::Connection& c) -> Status {
+    GOVERN_ASSIGN_OR_RETURN(
+        db::Rows rows,
+        c.ExecPrepared(
+            "INSERT INTO dns_journal (node, zone, serial, version) "
+            "SELECT $1, name, $3, $4 FROM dns_zones WHERE name = $2 "
+            "ON CONFLICT (node, zone, serial) DO UPDATE SET version = EXCLUDED.version, "
+            "seq = nextval(pg_get_serial_sequence('dns_journal', 'seq')) RETURNING seq",
+            db::Params(node, zone, static_cast<int64_t>(serial), db::Bytea{std::string(version)})));
+    if (rows.empty()) return OkStatus();  // the zone was deleted meanwhile
+    return c
+        .ExecPrepared(
+            "DELETE FROM dns_journal WHERE node = $1 AND zone = $2 AND seq NOT IN "
+            "(SELECT seq FROM dns_journal WHERE node = $1 AND zone = $2 ORDER BY seq DESC LIMIT $3)",
+            db::Params(node, zone, static_cast<int64_t>(keep)))
+        .status();
+  });
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> Store::LoadJournal(std::string_view node) {
+  GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease c, pool_->Checkout());
+  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                          c->ExecPrepared("SELECT zone, version FROM dns_journal WHERE node = $1 "
+                                          "ORDER BY zone, seq",
+                                          db::Params(node)));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (int i = 0; i < rows.size(); ++i) {
+    GOVERN_ASSIGN_OR_RETURN(std::string v, rows.Bytes(i, 1));
+    out.emplace_back(std::string(rows.Text(i, 0)), std::move(v));
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -109,6 +110,12 @@ class Store {
   Result<std::vector<TsigKeyInfo>> ListTsigKeys();
   Status DeleteTsigKey(std::string_view name);  // NotFound when absent
   Result<std::vector<dns::TsigKey>> LoadTsigKeys();
+
+  // The transfer journal of server `node` (table dns_journal): one version (dns::EncodeVersion) of a
+  // zone, keeping the newest `keep` of that zone; and every kept version, by zone, oldest first.
+  Status SaveJournalVersion(std::string_view node, std::string_view zone, uint32_t serial,
+                            std::string_view version, size_t keep);
+  Result<std::vector<std::pair<std::string, std::string>>> LoadJournal(std::string_view node);
 
   // Builds the Zone snapshot of one zone (NotFound when it no longer exists) or of all.
   Result<std::shared_ptr<const dns::Zone>> LoadZone(std::string_view zone);
