@@ -625,8 +625,7 @@ class DnsService final : public services::Service {
           });
     Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", Need::kRead,
           [this](net::Request& req, const std::string& org) {
-            if (Status s = store_->CheckOwner(req.Param("zone"), org); !s.ok()) return Problem(s, req);
-            auto zone = store_->LoadZone(req.Param("zone"));
+            auto zone = store_->LoadZoneFor(req.Param("zone"), org);
             if (!zone.ok()) return Problem(zone.status(), req);
             if (!(*zone)->signed_zone()) return Problem(FailedPrecondition("zone is not signed"), req);
             nlohmann::json ds = nlohmann::json::array(), dnskey = nlohmann::json::array();

@@ -101,6 +101,8 @@ class Store {
   // The zone's records (with the current serial; DNSKEY when signed) as a master file.
   Result<std::string> ExportZoneFile(std::string_view zone, std::string_view org = {});
   Result<std::vector<dns::Record>> Records(std::string_view zone, std::string_view org = {});
+  // LoadZone for a caller of `org` (empty: any): the owner check and the load see one snapshot.
+  Result<std::shared_ptr<const dns::Zone>> LoadZoneFor(std::string_view zone, std::string_view org);
   Result<std::vector<dns::Record>> DsRecords(std::string_view zone, std::string_view org = {});
 
   // TSIG keys for transfers and NOTIFY (table dns_tsig_keys). The secret is random (32 bytes for
