@@ -34,7 +34,7 @@ struct Notifier::Pending {
 
 Result<std::unique_ptr<Notifier>> Notifier::Start(TsigKeyring keys, NotifyOptions options) {
   std::unique_ptr<Notifier> n(new Notifier());
-  n->keys_ = std::move(keys);
+  n->keys_ = std::make_shared<const TsigKeyring>(std::move(keys));
   n->options_ = options;
   n->fd4_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   n->fd6_ = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -58,9 +58,20 @@ Notifier::~Notifier() {
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
+void Notifier::SetKeys(TsigKeyring keys) {
+  auto next = std::make_shared<const TsigKeyring>(std::move(keys));
+  std::lock_guard lock(mu_);
+  keys_ = std::move(next);
+}
+
 void Notifier::Send(std::string_view apex, uint32_t soa_ttl, std::string_view soa_rdata,
                     const std::vector<NotifyTarget>& targets) {
   static thread_local std::mt19937 rng{std::random_device{}()};
+  std::shared_ptr<const TsigKeyring> keys;
+  {
+    std::lock_guard lock(mu_);
+    keys = keys_;
+  }
   std::string lower(apex);
   LowerName(lower);
   std::vector<std::unique_ptr<Pending>> made;
@@ -89,7 +100,7 @@ void Notifier::Send(std::string_view apex, uint32_t soa_ttl, std::string_view so
     if (w.PutRecord(apex, kSOA, kClassIN, soa_ttl, soa_rdata)) w.AddCount(0);
     buf.resize(w.size());
     if (!t.key.empty()) {
-      const TsigKey* key = keys_.Find(t.key);
+      const TsigKey* key = keys->Find(t.key);
       if (key == nullptr) {
         failed_.fetch_add(1);
         continue;

@@ -40,13 +40,16 @@ class Notifier {
   uint64_t failed() const { return failed_.load(); }      // given up, refused, or a bad TSIG on the answer
   // Blocks until nothing is pending or the timeout passes; true when nothing is pending (for tests).
   bool WaitIdle(int timeout_ms);
+  // Replaces the keys NOTIFYs are signed with (keys made through the API): later Send calls use them;
+  // NOTIFYs already queued keep the key they were signed with.
+  void SetKeys(TsigKeyring keys);
 
  private:
   Notifier() = default;
   void Loop();
   void Wake();
   struct Pending;
-  TsigKeyring keys_;
+  std::shared_ptr<const TsigKeyring> keys_;  // guarded by mu_ (swapped whole by SetKeys)
   NotifyOptions options_;
   int fd4_ = -1, fd6_ = -1, wake_fd_ = -1;
   std::mutex mu_;

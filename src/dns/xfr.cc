@@ -241,7 +241,8 @@ Status TransferConfig::AddAcl(std::string_view text) {
       auto w = NameFromText(name.ends_with('.') ? std::string(name) : std::string(name) + ".");
       if (!w.ok()) return InvalidArgument("transfer ACL: key name: " + w.status().message());
       LowerName(*w);
-      if (!keyring.Find(*w)) return InvalidArgument("transfer ACL: unknown TSIG key " + std::string(name));
+      if (!allow_unknown_keys && !keyring.Find(*w))
+        return InvalidArgument("transfer ACL: unknown TSIG key " + std::string(name));
       p.keys.push_back(*w);
     } else {
       GOVERN_ASSIGN_OR_RETURN(Netblock n, Netblock::Parse(f[i]));
@@ -285,7 +286,8 @@ Status TransferConfig::AddNotify(std::string_view text) {
     auto w = NameFromText(name.ends_with('.') ? std::string(name) : std::string(name) + ".");
     if (!w.ok()) return InvalidArgument("notify target: key name: " + w.status().message());
     LowerName(*w);
-    if (!keyring.Find(*w)) return InvalidArgument("notify target: unknown TSIG key " + std::string(name));
+    if (!allow_unknown_keys && !keyring.Find(*w))
+      return InvalidArgument("notify target: unknown TSIG key " + std::string(name));
     t.key = *w;
   }
   notify[zone].push_back(std::move(t));
@@ -320,12 +322,93 @@ std::shared_ptr<const TransferVersion> Journal::Current(const Zone& zone, uint32
   }
   // Made outside the lock: signing a large zone takes a while and other zones should not wait.
   auto v = MakeVersion(zone, now, prev.get());
-  std::lock_guard lock(mu_);
-  auto& d = zones_[zone.apex()];
-  if (!d.empty() && d.back()->serial == v->serial) return d.back();  // another thread made it first
-  d.push_back(v);
-  while (d.size() > max_) d.pop_front();
+  {
+    std::lock_guard lock(mu_);
+    auto& d = zones_[zone.apex()];
+    if (!d.empty() && d.back()->serial == v->serial) return d.back();  // another thread made it first
+    d.push_back(v);
+    while (d.size() > max_) d.pop_front();
+  }
+  if (sink_) sink_(zone.apex(), v);
   return v;
+}
+
+void Journal::Restore(std::string_view apex, std::vector<std::shared_ptr<const TransferVersion>> versions) {
+  std::lock_guard lock(mu_);
+  auto& d = zones_[std::string(apex)];
+  for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
+    bool have = false;
+    for (const auto& v : d) have = have || v->serial == (*it)->serial;
+    if (!have) d.push_front(*it);
+  }
+  while (d.size() > max_) d.pop_front();
+}
+
+namespace {
+void PutU16(std::string& out, uint16_t v) {
+  out.push_back(static_cast<char>(v >> 8));
+  out.push_back(static_cast<char>(v));
+}
+void PutU32(std::string& out, uint32_t v) {
+  PutU16(out, static_cast<uint16_t>(v >> 16));
+  PutU16(out, static_cast<uint16_t>(v));
+}
+}  // namespace
+
+// "GVJ1" serial:u32 count:u32, then per record: owner_len:u8 owner type:u16 ttl:u32 rdlen:u16 rdata.
+std::string EncodeVersion(const TransferVersion& v) {
+  std::string out = "GVJ1";
+  PutU32(out, v.serial);
+  PutU32(out, static_cast<uint32_t>(v.records.size()));
+  for (const auto& r : v.records) {
+    out.push_back(static_cast<char>(r.owner.size()));
+    out += r.owner;
+    PutU16(out, r.type);
+    PutU32(out, r.ttl);
+    PutU16(out, static_cast<uint16_t>(r.rdata.size()));
+    out += r.rdata;
+  }
+  return out;
+}
+
+Result<std::shared_ptr<const TransferVersion>> DecodeVersion(std::string_view b) {
+  const auto* p = reinterpret_cast<const uint8_t*>(b.data());
+  size_t n = b.size(), off = 0;
+  if (n < 12 || b.substr(0, 4) != "GVJ1") return InvalidArgument("journal version: bad header");
+  auto v = std::make_shared<TransferVersion>();
+  v->serial = Get32(p + 4);
+  uint32_t count = Get32(p + 8);
+  off = 12;
+  if (count > (n - off) / 10) return InvalidArgument("journal version: record count past the end");
+  v->records.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (off + 1 > n) return InvalidArgument("journal version: truncated");
+    size_t ol = p[off++];
+    if (off + ol + 8 > n) return InvalidArgument("journal version: truncated");
+    Record r;
+    r.owner.assign(b.data() + off, ol);
+    off += ol;
+    r.type = Get16(p + off);
+    r.ttl = Get32(p + off + 2);
+    size_t rl = Get16(p + off + 6);
+    off += 8;
+    if (off + rl > n) return InvalidArgument("journal version: truncated");
+    r.rdata.assign(b.data() + off, rl);
+    off += rl;
+    // The owner must be a well-formed uncompressed wire name (RecordKey and the transfer writer walk it).
+    size_t at = 0;
+    while (at < ol && r.owner[at] != 0 && static_cast<uint8_t>(r.owner[at]) <= 63)
+      at += 1 + static_cast<uint8_t>(r.owner[at]);
+    if (at + 1 != ol || r.owner[at] != 0) return InvalidArgument("journal version: bad owner name");
+    if (!RdataValid(r.type, r.rdata)) return InvalidArgument("journal version: bad RDATA");
+    v->records.push_back(std::move(r));
+  }
+  if (off != n) return InvalidArgument("journal version: trailing bytes");
+  if (v->records.empty() || v->records[0].type != kSOA)
+    return InvalidArgument("journal version: no SOA first");
+  v->keys.reserve(v->records.size());
+  for (const auto& r : v->records) v->keys.push_back(RecordKey(r));
+  return std::shared_ptr<const TransferVersion>(std::move(v));
 }
 
 std::shared_ptr<const TransferVersion> Journal::Find(std::string_view apex, uint32_t serial) const {
@@ -368,6 +451,17 @@ bool NeedsSlowPath(std::span<const uint8_t> p) {
   return false;
 }
 
+std::shared_ptr<const TsigKeyring> Transfers::keyring() const {
+  std::lock_guard lock(keys_mu_);
+  return keys_;
+}
+
+void Transfers::SetKeyring(TsigKeyring keys) {
+  auto next = std::make_shared<const TsigKeyring>(std::move(keys));
+  std::lock_guard lock(keys_mu_);
+  keys_ = std::move(next);
+}
+
 void Transfers::Handle(const ZoneSet& zones, std::span<const uint8_t> packet, const sockaddr* peer, bool tcp,
                        uint32_t now, const std::function<bool(std::span<const uint8_t>)>& send) const {
   auto parsed = ParseMessage(packet);
@@ -393,7 +487,8 @@ void Transfers::Handle(const ZoneSet& zones, std::span<const uint8_t> packet, co
   std::vector<uint8_t> stripped(packet.begin(), packet.end());
   if (tsig->has_value()) {
     const TsigRecord& t = **tsig;
-    TsigCheck check = VerifyRequest(packet, t, config_.keyring, now);
+    std::shared_ptr<const TsigKeyring> keys = keyring();  // check.key points into it: keep it alive
+    TsigCheck check = VerifyRequest(packet, t, *keys, now);
     if (check.error == kBadKey || check.error == kBadSig || check.error == kBadTrunc) {
       refused_.fetch_add(1, std::memory_order_relaxed);
       auto out = Bare(m, kNotAuth, false);

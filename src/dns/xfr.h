@@ -69,6 +69,9 @@ struct TransferConfig {
   std::map<std::string, ZoneTransferPolicy> acl;            // apex lower wire; "" = default
   std::map<std::string, std::vector<NotifyTarget>> notify;  // apex lower wire; "" = every zone
   size_t journal_versions = 32;                             // versions kept per zone for IXFR
+  // Let ACLs and NOTIFY targets name keys not in `keyring` (yet): keys made later through the service's
+  // API. Such a name fails closed until the key exists (BADKEY; NOTIFY not sent). Off: unknown is an error.
+  bool allow_unknown_keys = false;
 
   Status AddKey(std::string_view text);
   Status AddAcl(std::string_view text);  // keys named must be added first
@@ -84,6 +87,12 @@ struct TransferVersion {
   std::vector<std::string> keys;  // per record (same order): lower owner, type, TTL, canonical RDATA
 };
 
+// A version in a self-contained byte form, to be kept outside the process (the service keeps the last
+// versions of each zone in PostgreSQL so that IXFR stays incremental across restarts). DecodeVersion
+// takes untrusted bytes: InvalidArgument for anything malformed, never a crash; it remakes `keys`.
+std::string EncodeVersion(const TransferVersion& v);
+Result<std::shared_ptr<const TransferVersion>> DecodeVersion(std::string_view bytes);
+
 // The last versions of every zone (thread-safe).
 class Journal {
  public:
@@ -91,9 +100,20 @@ class Journal {
   // The version for this snapshot (made now if the newest kept one has another serial).
   std::shared_ptr<const TransferVersion> Current(const Zone& zone, uint32_t now);
   std::shared_ptr<const TransferVersion> Find(std::string_view apex, uint32_t serial) const;
+  size_t max_versions() const { return max_; }
+
+  // Called with every version Current makes (apex lower wire), outside the journal's lock, on the
+  // thread that made it. Set once before the journal is used.
+  using Sink = std::function<void(std::string_view apex, const std::shared_ptr<const TransferVersion>&)>;
+  void SetSink(Sink sink) { sink_ = std::move(sink); }
+  // Puts versions kept elsewhere (oldest first) in front of what the zone's journal holds, keeping the
+  // newest max_versions(): after a restart the next version is made from the last one transferred
+  // (reusing its RRSIGs) and IXFR from the restored serials is incremental.
+  void Restore(std::string_view apex, std::vector<std::shared_ptr<const TransferVersion>> versions);
 
  private:
   size_t max_;
+  Sink sink_;
   mutable std::mutex mu_;
   std::map<std::string, std::deque<std::shared_ptr<const TransferVersion>>, std::less<>> zones_;
 };
@@ -111,8 +131,16 @@ bool NeedsSlowPath(std::span<const uint8_t> packet);
 class Transfers {
  public:
   explicit Transfers(TransferConfig config)
-      : config_(std::move(config)), journal_(config_.journal_versions) {}
+      : config_(std::move(config)),
+        journal_(config_.journal_versions),
+        keys_(std::make_shared<const TsigKeyring>(config_.keyring)) {}
   const TransferConfig& config() const { return config_; }
+  // The TSIG keys requests are checked against: config().keyring until SetKeyring swaps in another set
+  // (keys made through the service's API beside the configured ones). A swap acts on the next request;
+  // one being answered keeps the keys it began with. ACLs and NOTIFY targets name keys: a key named
+  // there and missing from the ring fails closed (BADKEY / no NOTIFY sent).
+  std::shared_ptr<const TsigKeyring> keyring() const;
+  void SetKeyring(TsigKeyring keys);
   Journal& journal() const { return journal_; }
 
   // Answers `packet` (from `peer`, over TCP or UDP) with zero or more messages, each handed to `send`
@@ -127,6 +155,8 @@ class Transfers {
  private:
   TransferConfig config_;
   mutable Journal journal_;
+  mutable std::mutex keys_mu_;
+  std::shared_ptr<const TsigKeyring> keys_;  // guarded by keys_mu_
   mutable std::atomic<uint64_t> transfers_{0}, incremental_{0}, refused_{0};
 };
 

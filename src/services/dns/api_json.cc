@@ -19,6 +19,10 @@ Result<CreateZoneRequest> ParseCreateZoneBody(std::string_view body) {
   auto name = j.find("name");
   if (name == j.end() || !name->is_string()) return InvalidArgument("name: a string is required");
   cr.name = name->get<std::string>();
+  if (auto it = j.find("org"); it != j.end()) {
+    if (!it->is_string()) return InvalidArgument("org: a string");
+    cr.org = it->get<std::string>();
+  }
   if (auto it = j.find("dnssec"); it != j.end()) {
     if (!it->is_boolean()) return InvalidArgument("dnssec: true or false");
     cr.dnssec = it->get<bool>();

@@ -1,5 +1,6 @@
 #include "services/dns/service.h"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -180,7 +182,9 @@ class DnsService final : public services::Service {
     schema.Add({.key = "dns.transfer.journal_versions",
                 .type = config::Type::kInt,
                 .default_value = "32",
-                .help = "Versions of each zone kept in memory for IXFR; older serials get a full transfer.",
+                .help =
+                    "Versions of each zone kept for IXFR (in memory, and saved in the database so IXFR stays "
+                    "incremental across restarts); older serials get a full transfer.",
                 .min = 1,
                 .max = 10000});
     // Response rate limiting (UDP): off by default, as in BIND and Knot; docs/dns.md "Rate limiting".
@@ -243,8 +247,13 @@ class DnsService final : public services::Service {
     so.rrl.slip = static_cast<int>(ctx.config->GetInt("dns.rrl.slip"));
     so.rrl.ipv4_prefix = static_cast<int>(ctx.config->GetInt("dns.rrl.ipv4_prefix"));
     so.rrl.ipv6_prefix = static_cast<int>(ctx.config->GetInt("dns.rrl.ipv6_prefix"));
-    GOVERN_ASSIGN_OR_RETURN(transfer_, TransferConfigFrom(*ctx.config));
-    so.transfers = std::make_shared<const dns::Transfers>(transfer_);
+    // TSIG keys made through the API join the configured ones before ACLs and NOTIFY targets are read,
+    // so those may name either.
+    GOVERN_ASSIGN_OR_RETURN(auto api_tsig, store_->LoadTsigKeys());
+    GOVERN_ASSIGN_OR_RETURN(transfer_, TransferConfigFrom(*ctx.config, api_tsig));
+    transfers_ = std::make_shared<dns::Transfers>(transfer_);
+    GOVERN_RETURN_IF_ERROR(RestoreJournal(ctx.data_dir));
+    so.transfers = transfers_;
     if (!transfer_.notify.empty()) {
       dns::NotifyOptions no;
       no.attempts = static_cast<int>(ctx.config->GetInt("dns.transfer.notify_attempts"));
@@ -324,7 +333,74 @@ class DnsService final : public services::Service {
     return OkStatus();
   }
 
+  // The transfer journal survives restarts: every version made is saved under this server's node id
+  // (<data_dir>/dns/journal-node, made on first start), and the saved ones are put back at start,
+  // before the server takes requests. Saving runs on the transferring thread (the slow path), and a
+  // failed save only costs a full transfer after the next restart.
+  Status RestoreJournal(const std::string& data_dir) {
+    if (data_dir.empty()) return OkStatus();  // nowhere to keep a node id: in memory only
+    std::string path = data_dir + "/dns/journal-node";
+    std::error_code ec;
+    std::filesystem::create_directories(data_dir + "/dns", ec);
+    if (!std::filesystem::exists(path)) {
+      std::array<uint8_t, 16> raw{};
+      GOVERN_RETURN_IF_ERROR(crypto::RandomBytes(raw));
+      Status s = WriteNewFile(path, crypto::HexEncode(raw) + "\n", 0600);
+      if (!s.ok() && s.code() != Code::kAlreadyExists) return s;
+    }
+    GOVERN_ASSIGN_OR_RETURN(std::string node, ReadWholeFile(path));
+    while (!node.empty() && (node.back() == '\n' || node.back() == ' ')) node.pop_back();
+    if (node.empty()) return InvalidArgument(path + ": empty");
+    node_ = node;
+    GOVERN_ASSIGN_OR_RETURN(auto rows, store_->LoadJournal(node_));
+    std::map<std::string, std::vector<std::shared_ptr<const dns::TransferVersion>>> by_zone;
+    for (auto& [zone, bytes] : rows) {
+      auto v = dns::DecodeVersion(bytes);
+      if (!v.ok()) {  // a bad row costs one full transfer, never the start
+        log::Warn("dns", "journal version unreadable; skipped",
+                  {{"zone", zone}, {"error", v.status().message()}});
+        continue;
+      }
+      auto apex = dns::NameFromText(zone);
+      if (!apex.ok()) continue;
+      dns::LowerName(*apex);
+      by_zone[*apex].push_back(std::move(*v));
+    }
+    for (auto& [apex, versions] : by_zone) transfers_->journal().Restore(apex, std::move(versions));
+    size_t keep = transfer_.journal_versions;
+    transfers_->journal().SetSink([this, keep](std::string_view apex,
+                                               const std::shared_ptr<const dns::TransferVersion>& v) {
+      Status s =
+          store_->SaveJournalVersion(node_, dns::NameToText(apex), v->serial, dns::EncodeVersion(*v), keep);
+      if (!s.ok())
+        log::Warn("dns", "journal version not saved",
+                  {{"zone", dns::NameToText(apex)}, {"error", s.message()}});
+    });
+    return OkStatus();
+  }
+
+  // The configured TSIG keys and the API's (a configured one wins a name both have), swapped into the
+  // transfer handler and the notifier: later requests use them, no restart.
+  dns::TsigKeyring MergedKeyring(const std::vector<dns::TsigKey>& api) const {
+    std::vector<dns::TsigKey> keys = config_tsig_;
+    for (const auto& k : api) {
+      bool configured = false;
+      for (const auto& c : config_tsig_) configured = configured || c.name == k.name;
+      if (!configured) keys.push_back(k);
+    }
+    return dns::TsigKeyring(std::move(keys));
+  }
+
+  Status ReloadTsig() {
+    GOVERN_ASSIGN_OR_RETURN(auto api, store_->LoadTsigKeys());
+    dns::TsigKeyring ring = MergedKeyring(api);
+    if (notifier_) notifier_->SetKeys(ring);
+    transfers_->SetKeyring(std::move(ring));
+    return OkStatus();
+  }
+
   Status ReloadAll() {
+    GOVERN_RETURN_IF_ERROR(ReloadTsig());
     GOVERN_ASSIGN_OR_RETURN(auto zones, store_->LoadAll());
     auto before = holder_->Load();
     auto after = std::make_shared<const dns::ZoneSet>(std::move(zones));
@@ -333,15 +409,30 @@ class DnsService final : public services::Service {
     return OkStatus();
   }
 
-  static Result<dns::TransferConfig> TransferConfigFrom(const config::Config& c) {
+  Result<dns::TransferConfig> TransferConfigFrom(const config::Config& c,
+                                                 const std::vector<dns::TsigKey>& api) {
     dns::TransferConfig t;
     for (const auto& k : c.GetStringList("dns.transfer.tsig_keys"))
       GOVERN_RETURN_IF_ERROR(t.AddKey(k).WithContext("dns.transfer.tsig_keys"));
+    config_tsig_ = t.keyring.keys();
+    t.keyring = MergedKeyring(api);
+    t.allow_unknown_keys = true;  // may name a key made later through the API
     for (const auto& a : c.GetStringList("dns.transfer.acl"))
       GOVERN_RETURN_IF_ERROR(t.AddAcl(a).WithContext("dns.transfer.acl"));
     for (const auto& n : c.GetStringList("dns.transfer.notify"))
       GOVERN_RETURN_IF_ERROR(t.AddNotify(n).WithContext("dns.transfer.notify"));
     t.journal_versions = static_cast<size_t>(c.GetInt("dns.transfer.journal_versions"));
+    // A name in an ACL or NOTIFY target that no key has yet: probably a key still to be made through
+    // the API, possibly a typo; it fails closed either way, so say so once.
+    std::set<std::string> named;
+    for (const auto& [zone, p] : t.acl) named.insert(p.keys.begin(), p.keys.end());
+    for (const auto& [zone, targets] : t.notify)
+      for (const auto& n : targets)
+        if (!n.key.empty()) named.insert(n.key);
+    for (const auto& n : named)
+      if (!t.keyring.Find(n))
+        log::Warn("dns", "TSIG key named in dns.transfer.acl/notify does not exist (yet)",
+                  {{"key", dns::NameToText(n)}});
     return t;
   }
 
@@ -395,7 +486,7 @@ class DnsService final : public services::Service {
         continue;
       }
       for (const auto& zone : changed) {
-        Status s = ReloadZone(zone);
+        Status s = zone == kTsigPayload ? ReloadTsig() : ReloadZone(zone);
         if (!s.ok()) {
           log::Warn("dns", "zone reload failed", {{"zone", zone}, {"error", s.message()}});
           need_full = true;
@@ -417,18 +508,20 @@ class DnsService final : public services::Service {
   enum class Need { kRead, kWrite, kAdmin };
 
   // Registers a route whose handler runs on the job threads once the caller is allowed: the admin
-  // token (dns.api_token) may do everything; a gvd_ key with scope "write" every zone route, "read"
-  // the GET routes; key management needs the admin token.
-  void Route(net::Router& router, net::Method m, std::string_view pattern, Need need,
-             std::function<net::Response(net::Request&)> fn) {
+  // token (dns.api_token) may do everything, on every organisation's zones (the handler gets an empty
+  // org); a gvd_ key with scope "write" every zone route, "read" the GET routes, both only on its own
+  // organisation's zones (the handler gets the key's org); key management needs the admin token.
+  using Handler = std::function<net::Response(net::Request&, const std::string& org)>;
+  void Route(net::Router& router, net::Method m, std::string_view pattern, Need need, Handler fn) {
     router.Add(m, pattern, [this, fn, need](net::Request&& req, net::Responder out) {
-      auto run = [this, fn](std::shared_ptr<net::Request> q, std::shared_ptr<net::Responder> o) {
-        jobs_->Post([q, o, fn] { o->Send(fn(*q)); });
+      auto run = [this, fn](std::shared_ptr<net::Request> q, std::shared_ptr<net::Responder> o,
+                            std::string org) {
+        jobs_->Post([q, o, fn, org = std::move(org)] { o->Send(fn(*q, org)); });
       };
       std::string_view bearer = BearerOf(req);
       auto q = std::make_shared<net::Request>(std::move(req));
       auto o = std::make_shared<net::Responder>(std::move(out));
-      if (!bearer.empty() && crypto::ConstantTimeEquals(bearer, token_)) return run(q, o);
+      if (!bearer.empty() && crypto::ConstantTimeEquals(bearer, token_)) return run(q, o, "");
       if (bearer.empty() || !bearer.starts_with("gvd_") || keys_ == nullptr || need == Need::kAdmin) {
         net::Response r = net::ProblemResponse(
             401,
@@ -446,126 +539,213 @@ class DnsService final : public services::Service {
         }
         if (need == Need::kWrite && who->scope != "write")
           return o->Send(net::ProblemResponse(403, "this key has scope 'read'; this needs 'write'", q->path));
-        run(q, o);
+        // A key's org is never empty (ValidateOrg), so it can never mean "every organisation".
+        if (who->org.empty())
+          return o->Send(net::ProblemResponse(403, "this key has no organisation", q->path));
+        run(q, o, who->org);
       });
     });
   }
 
   void AddRoutes(net::Router& router) {
-    Route(router, net::Method::kGet, "/v1/dns/zones", Need::kRead, [this](net::Request& req) {
-      auto zones = store_->ListZones();
-      if (!zones.ok()) return Problem(zones.status(), req);
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& z : *zones) {
-        arr.push_back(
-            {{"name", z.name}, {"serial", z.serial}, {"dnssec", z.dnssec}, {"algorithm", z.algorithm}});
-      }
-      return net::JsonResponse(nlohmann::json{{"zones", arr}}.dump());
-    });
-    Route(router, net::Method::kPost, "/v1/dns/zones", Need::kWrite, [this](net::Request& req) {
-      auto parsed = ParseCreateZoneBody(req.body);
-      if (!parsed.ok()) return Problem(parsed.status(), req);
-      CreateZoneRequest cr = std::move(*parsed);
-      Status s = store_->CreateZone(cr);
-      if (!s.ok()) return Problem(s, req);
-      return net::JsonResponse(nlohmann::json{{"name", *NormalizeZoneName(cr.name)}}.dump(), 201);
-    });
-    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}", Need::kWrite, [this](net::Request& req) {
-      Status s = store_->DeleteZone(req.Param("zone"));
-      if (!s.ok()) return Problem(s, req);
-      return net::Response(204, "");
-    });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/records", Need::kRead, [this](net::Request& req) {
-      auto records = store_->Records(req.Param("zone"));
-      if (!records.ok()) return Problem(records.status(), req);
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& r : *records) arr.push_back(RecordJson(r));
-      return net::JsonResponse(nlohmann::json{{"records", arr}}.dump());
-    });
-    auto put_rrset = [this](net::Request& req) {
+    Route(router, net::Method::kGet, "/v1/dns/zones", Need::kRead,
+          [this](net::Request& req, const std::string& org) {
+            auto zones = store_->ListZones(org);
+            if (!zones.ok()) return Problem(zones.status(), req);
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& z : *zones) {
+              arr.push_back({{"name", z.name},
+                             {"org", z.org},
+                             {"serial", z.serial},
+                             {"dnssec", z.dnssec},
+                             {"algorithm", z.algorithm}});
+            }
+            return net::JsonResponse(nlohmann::json{{"zones", arr}}.dump());
+          });
+    Route(router, net::Method::kPost, "/v1/dns/zones", Need::kWrite,
+          [this](net::Request& req, const std::string& org) {
+            auto parsed = ParseCreateZoneBody(req.body);
+            if (!parsed.ok()) return Problem(parsed.status(), req);
+            CreateZoneRequest cr = std::move(*parsed);
+            // A key makes zones of its own organisation; the admin token names any (default: "default").
+            if (!org.empty()) {
+              if (cr.org != org && cr.org != kDefaultOrg)
+                return Problem(InvalidArgument("org: a key makes zones of its own organisation only"), req);
+              cr.org = org;
+            } else if (Status v = service_keys::ValidateOrg(cr.org); !v.ok()) {
+              return Problem(InvalidArgument("org: " + v.message()), req);
+            }
+            Status s = store_->CreateZone(cr);
+            if (!s.ok()) return Problem(s, req);
+            return net::JsonResponse(nlohmann::json{{"name", *NormalizeZoneName(cr.name)}}.dump(), 201);
+          });
+    Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}", Need::kWrite,
+          [this](net::Request& req, const std::string& org) {
+            Status s = store_->DeleteZone(req.Param("zone"), org);
+            if (!s.ok()) return Problem(s, req);
+            return net::Response(204, "");
+          });
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/records", Need::kRead,
+          [this](net::Request& req, const std::string& org) {
+            auto records = store_->Records(req.Param("zone"), org);
+            if (!records.ok()) return Problem(records.status(), req);
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& r : *records) arr.push_back(RecordJson(r));
+            return net::JsonResponse(nlohmann::json{{"records", arr}}.dump());
+          });
+    auto put_rrset = [this](net::Request& req, const std::string& org) {
       auto body = ParseRRsetBody(req.body);
       if (!body.ok()) return Problem(body.status(), req);
       uint32_t ttl = body->ttl;
       std::vector<std::string> rdatas = std::move(body->rdata);
-      Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), ttl, rdatas);
+      Status s =
+          store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), ttl, rdatas, org);
       if (!s.ok()) return Problem(s, req);
       return net::Response(204, "");
     };
     Route(router, net::Method::kPut, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", Need::kWrite, put_rrset);
     Route(router, net::Method::kDelete, "/v1/dns/zones/{zone}/rrsets/{owner}/{type}", Need::kWrite,
-          [this](net::Request& req) {
-            Status s = store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), 0, {});
+          [this](net::Request& req, const std::string& org) {
+            Status s =
+                store_->ReplaceRRset(req.Param("zone"), req.Param("owner"), req.Param("type"), 0, {}, org);
             if (!s.ok()) return Problem(s, req);
             return net::Response(204, "");
           });
-    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", Need::kWrite, [this](net::Request& req) {
-      Status s = store_->ImportZoneFile(req.Param("zone"), req.body);
-      if (!s.ok()) return Problem(s, req);
-      return net::Response(204, "");
-    });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", Need::kRead, [this](net::Request& req) {
-      auto text = store_->ExportZoneFile(req.Param("zone"));
-      if (!text.ok()) return Problem(text.status(), req);
-      return net::Response(200, std::move(*text), "text/dns");
-    });
-    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", Need::kRead, [this](net::Request& req) {
-      auto zone = store_->LoadZone(req.Param("zone"));
-      if (!zone.ok()) return Problem(zone.status(), req);
-      if (!(*zone)->signed_zone()) return Problem(FailedPrecondition("zone is not signed"), req);
-      nlohmann::json ds = nlohmann::json::array(), dnskey = nlohmann::json::array();
-      for (const auto& r : (*zone)->DsRecords()) ds.push_back(dns::PrintRecord(r));
-      for (const auto& r : (*zone)->Records()) {
-        if (r.type == 48) dnskey.push_back(dns::PrintRecord(r));
-      }
-      return net::JsonResponse(nlohmann::json{{"ds", ds}, {"dnskey", dnskey}}.dump());
-    });
+    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/file", Need::kWrite,
+          [this](net::Request& req, const std::string& org) {
+            Status s = store_->ImportZoneFile(req.Param("zone"), req.body, org);
+            if (!s.ok()) return Problem(s, req);
+            return net::Response(204, "");
+          });
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/file", Need::kRead,
+          [this](net::Request& req, const std::string& org) {
+            auto text = store_->ExportZoneFile(req.Param("zone"), org);
+            if (!text.ok()) return Problem(text.status(), req);
+            return net::Response(200, std::move(*text), "text/dns");
+          });
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", Need::kRead,
+          [this](net::Request& req, const std::string& org) {
+            auto zone = store_->LoadZoneFor(req.Param("zone"), org);
+            if (!zone.ok()) return Problem(zone.status(), req);
+            if (!(*zone)->signed_zone()) return Problem(FailedPrecondition("zone is not signed"), req);
+            nlohmann::json ds = nlohmann::json::array(), dnskey = nlohmann::json::array();
+            for (const auto& r : (*zone)->DsRecords()) ds.push_back(dns::PrintRecord(r));
+            for (const auto& r : (*zone)->Records()) {
+              if (r.type == 48) dnskey.push_back(dns::PrintRecord(r));
+            }
+            return net::JsonResponse(nlohmann::json{{"ds", ds}, {"dnskey", dnskey}}.dump());
+          });
+    // TSIG keys (admin token only): POST {"name","algorithm"} -> 201 with the secret (shown once), list
+    // without secrets, delete. Applied by every server through NOTIFY, no restart.
+    Route(router, net::Method::kPost, "/v1/dns/tsig-keys", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            auto j = nlohmann::json::parse(req.body, nullptr, false);
+            if (j.is_discarded() || !j.is_object())
+              return Problem(InvalidArgument("body: not a JSON object"), req);
+            auto name = j.find("name");
+            if (name == j.end() || !name->is_string())
+              return Problem(InvalidArgument("name: a string is required"), req);
+            std::string alg = "hmac-sha256";
+            if (auto it = j.find("algorithm"); it != j.end()) {
+              if (!it->is_string())
+                return Problem(InvalidArgument("algorithm: hmac-sha256 or hmac-sha512"), req);
+              alg = it->get<std::string>();
+            }
+            if (auto wire = dns::NameFromText(NormalizeZoneName(name->get<std::string>()).value_or("."));
+                wire.ok()) {
+              dns::LowerName(*wire);
+              for (const auto& c : config_tsig_)
+                if (c.name == *wire)
+                  return Problem(
+                      AlreadyExists("TSIG key " + dns::NameToText(c.name) + " is in dns.transfer.tsig_keys"),
+                      req);
+            }
+            auto key = store_->CreateTsigKey(name->get<std::string>(), alg);
+            if (!key.ok()) return Problem(key.status(), req);
+            size_t c1 = key->find(':'), c2 = key->rfind(':');
+            return net::JsonResponse(nlohmann::json{{"name", key->substr(0, c1)},
+                                                    {"algorithm", alg},
+                                                    {"secret", key->substr(c2 + 1)},
+                                                    {"key", *key}}
+                                         .dump(),
+                                     201);
+          });
+    Route(router, net::Method::kGet, "/v1/dns/tsig-keys", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            auto keys = store_->ListTsigKeys();
+            if (!keys.ok()) return Problem(keys.status(), req);
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& c : config_tsig_) {
+              arr.push_back({{"name", dns::NameToText(c.name)},
+                             {"algorithm",
+                              c.algorithm == dns::TsigAlgorithm::kHmacSha256 ? "hmac-sha256" : "hmac-sha512"},
+                             {"source", "config"}});
+            }
+            for (const auto& k : *keys)
+              arr.push_back({{"name", k.name},
+                             {"algorithm", k.algorithm},
+                             {"created_at", k.created_at},
+                             {"source", "api"}});
+            return net::JsonResponse(nlohmann::json{{"keys", arr}}.dump());
+          });
+    Route(router, net::Method::kDelete, "/v1/dns/tsig-keys/{name}", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            Status s = store_->DeleteTsigKey(req.Param("name"));
+            if (!s.ok()) return Problem(s, req);
+            return net::Response(204, "");
+          });
     // API keys (admin token only): POST {"org","scope","name"} -> 201 {"key"} (shown once), list, revoke.
-    Route(router, net::Method::kPost, "/v1/dns/keys", Need::kAdmin, [this](net::Request& req) {
-      auto j = nlohmann::json::parse(req.body, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return Problem(InvalidArgument("body: not a JSON object"), req);
-      auto str = [&](const char* k, const char* dflt) -> std::optional<std::string> {
-        auto it = j.find(k);
-        if (it == j.end()) return std::string(dflt);
-        if (!it->is_string()) return std::nullopt;
-        return it->get<std::string>();
-      };
-      auto org = str("org", "default"), scope = str("scope", ""), kname = str("name", "");
-      if (!org || !scope || !kname)
-        return Problem(InvalidArgument("body: org, scope and name are strings"), req);
-      if (Status s = service_keys::ValidateOrg(*org); !s.ok())
-        return Problem(InvalidArgument("org: " + s.message()), req);
-      if (Status s = DnsKeyTable().CheckScope(*scope); !s.ok())
-        return Problem(InvalidArgument("scope: " + s.message()), req);
-      auto lease = ctx_.db->Checkout();
-      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
-      auto key = service_keys::CreateKey(**lease, DnsKeyTable(), *org, *scope, *kname);
-      if (!key.ok()) return Problem(key.status(), req);
-      return net::JsonResponse(nlohmann::json{{"key", *key}}.dump(), 201);
-    });
-    Route(router, net::Method::kGet, "/v1/dns/keys", Need::kAdmin, [this](net::Request& req) {
-      auto lease = ctx_.db->Checkout();
-      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
-      auto keys = service_keys::ListKeys(**lease, DnsKeyTable());
-      if (!keys.ok()) return Problem(keys.status(), req);
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& k : *keys) {
-        arr.push_back({{"key_id", k.key_id},
-                       {"org", k.org},
-                       {"scope", k.scope},
-                       {"name", k.name},
-                       {"created_at", k.created_at},
-                       {"revoked_at", k.revoked_at ? *k.revoked_at : ""}});
-      }
-      return net::JsonResponse(nlohmann::json{{"keys", arr}}.dump());
-    });
-    Route(router, net::Method::kDelete, "/v1/dns/keys/{key_id}", Need::kAdmin, [this](net::Request& req) {
-      auto lease = ctx_.db->Checkout();
-      if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
-      Status s = service_keys::RevokeKey(**lease, DnsKeyTable(), req.Param("key_id"));
-      if (!s.ok()) return Problem(s, req);
-      keys_->Forget(req.Param("key_id"));  // at once in this process; other replicas within the cache TTL
-      return net::Response(204, "");
-    });
+    Route(router, net::Method::kPost, "/v1/dns/keys", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            auto j = nlohmann::json::parse(req.body, nullptr, false);
+            if (j.is_discarded() || !j.is_object())
+              return Problem(InvalidArgument("body: not a JSON object"), req);
+            auto str = [&](const char* k, const char* dflt) -> std::optional<std::string> {
+              auto it = j.find(k);
+              if (it == j.end()) return std::string(dflt);
+              if (!it->is_string()) return std::nullopt;
+              return it->get<std::string>();
+            };
+            auto org = str("org", "default"), scope = str("scope", ""), kname = str("name", "");
+            if (!org || !scope || !kname)
+              return Problem(InvalidArgument("body: org, scope and name are strings"), req);
+            if (Status s = service_keys::ValidateOrg(*org); !s.ok())
+              return Problem(InvalidArgument("org: " + s.message()), req);
+            if (Status s = DnsKeyTable().CheckScope(*scope); !s.ok())
+              return Problem(InvalidArgument("scope: " + s.message()), req);
+            auto lease = ctx_.db->Checkout();
+            if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+            auto key = service_keys::CreateKey(**lease, DnsKeyTable(), *org, *scope, *kname);
+            if (!key.ok()) return Problem(key.status(), req);
+            return net::JsonResponse(nlohmann::json{{"key", *key}}.dump(), 201);
+          });
+    Route(router, net::Method::kGet, "/v1/dns/keys", Need::kAdmin,
+          [this](net::Request& req, const std::string&) {
+            auto lease = ctx_.db->Checkout();
+            if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+            auto keys = service_keys::ListKeys(**lease, DnsKeyTable());
+            if (!keys.ok()) return Problem(keys.status(), req);
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& k : *keys) {
+              arr.push_back({{"key_id", k.key_id},
+                             {"org", k.org},
+                             {"scope", k.scope},
+                             {"name", k.name},
+                             {"created_at", k.created_at},
+                             {"revoked_at", k.revoked_at ? *k.revoked_at : ""}});
+            }
+            return net::JsonResponse(nlohmann::json{{"keys", arr}}.dump());
+          });
+    Route(
+        router, net::Method::kDelete, "/v1/dns/keys/{key_id}", Need::kAdmin,
+        [this](net::Request& req, const std::string&) {
+          auto lease = ctx_.db->Checkout();
+          if (!lease.ok()) return Problem(Unavailable("database: " + lease.status().message()), req);
+          Status s = service_keys::RevokeKey(**lease, DnsKeyTable(), req.Param("key_id"));
+          if (!s.ok()) return Problem(s, req);
+          keys_->Forget(req.Param("key_id"));  // at once in this process; other replicas within the cache TTL
+          return net::Response(204, "");
+        });
   }
 
   services::Context ctx_;
@@ -575,6 +755,9 @@ class DnsService final : public services::Service {
   std::shared_ptr<dns::ZoneSetHolder> holder_;
   std::unique_ptr<dns::Server> server_;
   dns::TransferConfig transfer_;
+  std::string node_;                           // this server's journal node id
+  std::vector<dns::TsigKey> config_tsig_;      // dns.transfer.tsig_keys
+  std::shared_ptr<dns::Transfers> transfers_;  // also held by the server
   std::unique_ptr<dns::Notifier> notifier_;
   std::string dns_host_, api_host_, token_;
   std::thread watcher_;

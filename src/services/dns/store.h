@@ -13,11 +13,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "crypto/aead.h"
 #include "db/migrator.h"
+#include "dns/tsig.h"
 #include "dns/zone.h"
 #include "services/keys/keys.h"
 
@@ -29,14 +31,21 @@ class Connection;
 namespace govern::dns_service {
 
 inline constexpr std::string_view kNotifyChannel = "govern_dns";
+// The NOTIFY payload of a TSIG key change (never a zone name: those end with '.').
+inline constexpr std::string_view kTsigPayload = "!tsig";
 
 std::vector<db::Migration> Migrations();
 // The zone API's keys (`gvd_...`, table dns_api_keys): scope "read" (GET routes) or "write" (every
-// zone route). Zones have no organisation yet: a key's org is a label, and a key reaches every zone.
+// zone route). A key reaches only the zones of its organisation (dns_zones.org); others' zones are
+// NotFound to it, as if they did not exist. The admin token (dns.api_token) reaches every zone.
 const service_keys::KeyTable& DnsKeyTable();
+
+// The organisation zones made without one belong to, and which zones from before migration 3 got.
+inline constexpr std::string_view kDefaultOrg = "default";
 
 struct ZoneInfo {
   std::string name;
+  std::string org;
   int64_t serial = 0;
   bool dnssec = false;
   int algorithm = 13;
@@ -44,6 +53,7 @@ struct ZoneInfo {
 
 struct CreateZoneRequest {
   std::string name;
+  std::string org = std::string(kDefaultOrg);  // the owning organisation
   bool dnssec = false;
   int algorithm = 13;  // 13 ECDSA P-256, 15 Ed25519
   // SOA RDATA in presentation form; empty: "ns1.<zone> hostmaster.<zone> 1 3600 600 1209600 300".
@@ -61,25 +71,53 @@ Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_v
 // Normalizes "Example.COM" to "example.com."; InvalidArgument for a bad name.
 Result<std::string> NormalizeZoneName(std::string_view text);
 
+// A TSIG key made through the API, as listed (never its secret).
+struct TsigKeyInfo {
+  std::string name;       // text, lower-case, absolute ("xfr-key.")
+  std::string algorithm;  // "hmac-sha256" or "hmac-sha512"
+  std::string created_at;
+};
+
 class Store {
  public:
   Store(db::Pool* pool, std::shared_ptr<const crypto::Aes256GcmKey> key, dns::Nsec3Params nsec3 = {})
       : pool_(pool), key_(std::move(key)), nsec3_(std::move(nsec3)) {}
 
+  // `org` below: the caller's organisation; a zone of another one is NotFound. Empty: any (admin).
+  // The owner is checked inside each change's transaction, so a change never lands in a zone that was
+  // deleted and re-created by another organisation meanwhile.
   Status CreateZone(const CreateZoneRequest& req);
-  Status DeleteZone(std::string_view zone);
-  Result<std::vector<ZoneInfo>> ListZones();
+  Status DeleteZone(std::string_view zone, std::string_view org = {});
+  Result<std::vector<ZoneInfo>> ListZones(std::string_view org = {});
+  // OkStatus when `zone` exists and belongs to `org` (any when empty), NotFound otherwise.
+  Status CheckOwner(std::string_view zone, std::string_view org);
   // Replaces the RRset (owner, type) with `rdatas` (presentation form); empty `rdatas` deletes it.
   // `owner` is absolute or relative to the zone ('@' is the apex). Errors name the field.
   Status ReplaceRRset(std::string_view zone, std::string_view owner, std::string_view type, uint32_t ttl,
-                      const std::vector<std::string>& rdatas);
+                      const std::vector<std::string>& rdatas, std::string_view org = {});
   // Replaces every record of the zone by a master file (it must hold the apex SOA). The serial becomes
   // the larger of the file's and the current one + 1.
-  Status ImportZoneFile(std::string_view zone, std::string_view text);
+  Status ImportZoneFile(std::string_view zone, std::string_view text, std::string_view org = {});
   // The zone's records (with the current serial; DNSKEY when signed) as a master file.
-  Result<std::string> ExportZoneFile(std::string_view zone);
-  Result<std::vector<dns::Record>> Records(std::string_view zone);
-  Result<std::vector<dns::Record>> DsRecords(std::string_view zone);
+  Result<std::string> ExportZoneFile(std::string_view zone, std::string_view org = {});
+  Result<std::vector<dns::Record>> Records(std::string_view zone, std::string_view org = {});
+  // LoadZone for a caller of `org` (empty: any): the owner check and the load see one snapshot.
+  Result<std::shared_ptr<const dns::Zone>> LoadZoneFor(std::string_view zone, std::string_view org);
+  Result<std::vector<dns::Record>> DsRecords(std::string_view zone, std::string_view org = {});
+
+  // TSIG keys for transfers and NOTIFY (table dns_tsig_keys). The secret is random (32 bytes for
+  // hmac-sha256, 64 for hmac-sha512), sealed with the zone-key sealing key (AAD "tsig:" + name) and
+  // returned once, in the kdig -y form "name:hmac-sha256:BASE64". Each change NOTIFYs kTsigPayload.
+  Result<std::string> CreateTsigKey(std::string_view name, std::string_view algorithm);
+  Result<std::vector<TsigKeyInfo>> ListTsigKeys();
+  Status DeleteTsigKey(std::string_view name);  // NotFound when absent
+  Result<std::vector<dns::TsigKey>> LoadTsigKeys();
+
+  // The transfer journal of server `node` (table dns_journal): one version (dns::EncodeVersion) of a
+  // zone, keeping the newest `keep` of that zone; and every kept version, by zone, oldest first.
+  Status SaveJournalVersion(std::string_view node, std::string_view zone, uint32_t serial,
+                            std::string_view version, size_t keep);
+  Result<std::vector<std::pair<std::string, std::string>>> LoadJournal(std::string_view node);
 
   // Builds the Zone snapshot of one zone (NotFound when it no longer exists) or of all.
   Result<std::shared_ptr<const dns::Zone>> LoadZone(std::string_view zone);
@@ -91,8 +129,8 @@ class Store {
   // loads a zone it cannot serve); InvalidArgument (and so a rollback) otherwise.
   Status CheckBuilds(db::Connection& c, std::string_view zone);
   // Inside a transaction: serial + 1 (or `at_least`: an imported file's serial), NotFound for an
-  // unknown zone, and NOTIFY.
-  Status Bump(db::Connection& c, std::string_view zone, int64_t at_least = -1);
+  // unknown zone or one of another org (`org` non-empty), and NOTIFY.
+  Status Bump(db::Connection& c, std::string_view zone, std::string_view org, int64_t at_least = -1);
 
   db::Pool* pool_;
   std::shared_ptr<const crypto::Aes256GcmKey> key_;
