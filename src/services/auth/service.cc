@@ -779,6 +779,7 @@ class AuthService final : public services::Service {
           if (int64_t wait = OverLimit(*token_limiter_, key, "token"); wait > 0)
             return r.Send(TokenLimited(wait));
           Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
+            if (int64_t wait = OverLimit(*token_limiter_, key, "token"); wait > 0) return TokenLimited(wait);
             Reply reply = provider_->Token(c, q.body, q.headers.Get("Authorization"));
             if (reply.revoked) (void)ReloadRevocations(c);  // a reused refresh token revoked its family
             if (reply.status == 401 && reply.basic_challenge) Failed(*token_limiter_, key, "token");
@@ -838,8 +839,13 @@ class AuthService final : public services::Service {
           std::string key = AddressKey(req);
           if (int64_t wait = OverLimit(*signin_limiter_, key, "password"); wait > 0)
             return r.Send(SignInLimitedPage(wait));
-          Run(std::move(req), std::move(r),
-              [this, key](db::Connection& c, net::Request& q) { return AuthorizePost(c, q, key); });
+          Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
+            // Again when a worker picks it up: requests queued together passed the first check
+            // together, and only ones still under the limit may cost a password hash.
+            if (int64_t wait = OverLimit(*signin_limiter_, key, "password"); wait > 0)
+              return SignInLimitedPage(wait);
+            return AuthorizePost(c, q, key);
+          });
         },
         opts("auth_signin"));
     router.Add(
@@ -849,8 +855,13 @@ class AuthService final : public services::Service {
           std::string key = AddressKey(req);
           if (int64_t wait = OverLimit(*signin_limiter_, key, "totp"); wait > 0)
             return r.Send(SignInLimitedPage(wait));
-          Run(std::move(req), std::move(r),
-              [this, key](db::Connection& c, net::Request& q) { return AuthorizeTotp(c, q, key); });
+          Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
+            // Again when a worker picks it up: requests queued together passed the first check
+            // together, and only ones still under the limit may cost a password hash.
+            if (int64_t wait = OverLimit(*signin_limiter_, key, "totp"); wait > 0)
+              return SignInLimitedPage(wait);
+            return AuthorizeTotp(c, q, key);
+          });
         },
         opts("auth_signin_totp"));
     router.AddSync(
@@ -880,8 +891,13 @@ class AuthService final : public services::Service {
           std::string key = AddressKey(req);
           if (int64_t wait = OverLimit(*signin_limiter_, key, "passkey"); wait > 0)
             return r.Send(SignInLimitedPage(wait));
-          Run(std::move(req), std::move(r),
-              [this, key](db::Connection& c, net::Request& q) { return AuthorizePasskey(c, q, key); });
+          Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
+            // Again when a worker picks it up: requests queued together passed the first check
+            // together, and only ones still under the limit may cost a password hash.
+            if (int64_t wait = OverLimit(*signin_limiter_, key, "passkey"); wait > 0)
+              return SignInLimitedPage(wait);
+            return AuthorizePasskey(c, q, key);
+          });
         },
         opts("auth_signin_passkey"));
     router.Add(
