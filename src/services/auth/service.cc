@@ -22,6 +22,7 @@
 #include "services/auth/form.h"
 #include "services/auth/grants.h"
 #include "services/auth/keys.h"
+#include "services/auth/limiter.h"
 #include "services/auth/passkeys.h"
 #include "services/auth/passwords.h"
 #include "services/auth/schema.h"
@@ -368,8 +369,60 @@ class AuthService final : public services::Service {
     s.Add({.key = "auth.trust_forwarded_for",
            .type = Type::kBool,
            .default_value = "false",
-           .help = "Take the client address for rate limits from X-Forwarded-For (only behind a proxy that "
-                   "sets it)."});
+           .help = "Ignored (kept so old configurations load): list the proxies in auth.trusted_proxies."});
+    s.Add({.key = "auth.trusted_proxies",
+           .type = Type::kStringList,
+           .default_value = "",
+           .help =
+               "Address blocks (CIDR, e.g. 10.0.0.0/8, fd00::/8) of the reverse proxies in front of auth. "
+               "Only when the direct peer is in one is X-Forwarded-For read, and then its rightmost hop "
+               "that is not a trusted proxy is the client. Empty: the direct peer is the client."});
+    s.Add({.key = "auth.limits.signin_per_minute",
+           .type = Type::kInt,
+           .default_value = "10",
+           .help = "Failed password, TOTP and passkey sign-ins one client address (prefix) may make a "
+                   "minute, on average; past the burst the address gets 429 with Retry-After.",
+           .min = 1,
+           .max = 1'000'000});
+    s.Add({.key = "auth.limits.signin_burst",
+           .type = Type::kInt,
+           .default_value = "20",
+           .help = "Failed sign-ins one client address may make at once before auth.limits.signin_per_minute "
+                   "applies.",
+           .min = 1,
+           .max = 1'000'000});
+    s.Add({.key = "auth.limits.token_per_minute",
+           .type = Type::kInt,
+           .default_value = "10",
+           .help = "Failed client authentications at the token endpoint one client address may make a "
+                   "minute, on average.",
+           .min = 1,
+           .max = 1'000'000});
+    s.Add({.key = "auth.limits.token_burst",
+           .type = Type::kInt,
+           .default_value = "20",
+           .help = "Failed client authentications one client address may make at once at the token endpoint.",
+           .min = 1,
+           .max = 1'000'000});
+    s.Add({.key = "auth.limits.ipv4_prefix",
+           .type = Type::kInt,
+           .default_value = "32",
+           .help = "IPv4 addresses are limited per block of this prefix length (32: each address).",
+           .min = 8,
+           .max = 32});
+    s.Add({.key = "auth.limits.ipv6_prefix",
+           .type = Type::kInt,
+           .default_value = "64",
+           .help = "IPv6 addresses are limited per block of this prefix length (64: one host's usual share).",
+           .min = 16,
+           .max = 128});
+    s.Add({.key = "auth.limits.max_addresses",
+           .type = Type::kInt,
+           .default_value = "100000",
+           .help = "Client addresses each limiter remembers (about 100 bytes each); past it the least "
+                   "recently failing one is forgotten.",
+           .min = 100,
+           .max = 100'000'000});
     s.Add({.key = "auth.rotation.period",
            .type = Type::kDuration,
            .default_value = "24h",
@@ -458,7 +511,20 @@ class AuthService final : public services::Service {
     password_.limits.window_s = secs("auth.rate_limit.window").count();
     password_.limits.lockout_s = secs("auth.rate_limit.lockout").count();
     GOVERN_ASSIGN_OR_RETURN(password_.dummy_hash, MakeDummyHash(password_.argon2));
-    trust_forwarded_ = cfg.GetBool("auth.trust_forwarded_for");
+    if (cfg.GetBool("auth.trust_forwarded_for"))
+      log::Warn("auth", "auth.trust_forwarded_for is ignored; list the proxies in auth.trusted_proxies");
+    GOVERN_ASSIGN_OR_RETURN(trusted_proxies_, ParseCidrList(cfg.GetStringList("auth.trusted_proxies")));
+    v4_prefix_ = static_cast<int>(cfg.GetInt("auth.limits.ipv4_prefix"));
+    v6_prefix_ = static_cast<int>(cfg.GetInt("auth.limits.ipv6_prefix"));
+    const auto capacity = static_cast<size_t>(cfg.GetInt("auth.limits.max_addresses"));
+    signin_limiter_ = std::make_unique<AddressLimiter>(AddressLimiter::Options{
+        .per_minute = static_cast<double>(cfg.GetInt("auth.limits.signin_per_minute")),
+        .burst = static_cast<double>(cfg.GetInt("auth.limits.signin_burst")),
+        .capacity = capacity});
+    token_limiter_ = std::make_unique<AddressLimiter>(
+        AddressLimiter::Options{.per_minute = static_cast<double>(cfg.GetInt("auth.limits.token_per_minute")),
+                                .burst = static_cast<double>(cfg.GetInt("auth.limits.token_burst")),
+                                .capacity = capacity});
     session_lifetime_s_ = secs("auth.session_lifetime").count();
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "auth"));
@@ -708,9 +774,15 @@ class AuthService final : public services::Service {
     router.Add(
         net::Method::kPost, "/oauth/token",
         [this](net::Request&& req, net::Responder r) {
-          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
+          if (!ready_.load(std::memory_order_acquire)) return r.Send(NotReady());
+          std::string key = AddressKey(req);
+          if (int64_t wait = OverLimit(*token_limiter_, key, "token"); wait > 0)
+            return r.Send(TokenLimited(wait));
+          Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
+            if (int64_t wait = OverLimit(*token_limiter_, key, "token"); wait > 0) return TokenLimited(wait);
             Reply reply = provider_->Token(c, q.body, q.headers.Get("Authorization"));
             if (reply.revoked) (void)ReloadRevocations(c);  // a reused refresh token revoked its family
+            if (reply.status == 401 && reply.basic_challenge) Failed(*token_limiter_, key, "token");
             return FromReply(reply);
           });
         },
@@ -763,15 +835,33 @@ class AuthService final : public services::Service {
     router.Add(
         net::Method::kPost, "/oauth/authorize",
         [this](net::Request&& req, net::Responder r) {
-          Run(std::move(req), std::move(r),
-              [this](db::Connection& c, net::Request& q) { return AuthorizePost(c, q); });
+          if (!ready_.load(std::memory_order_acquire)) return r.Send(NotReady());
+          std::string key = AddressKey(req);
+          if (int64_t wait = OverLimit(*signin_limiter_, key, "password"); wait > 0)
+            return r.Send(SignInLimitedPage(wait));
+          Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
+            // Again when a worker picks it up: requests queued together passed the first check
+            // together, and only ones still under the limit may cost a password hash.
+            if (int64_t wait = OverLimit(*signin_limiter_, key, "password"); wait > 0)
+              return SignInLimitedPage(wait);
+            return AuthorizePost(c, q, key);
+          });
         },
         opts("auth_signin"));
     router.Add(
         net::Method::kPost, "/oauth/authorize/totp",
         [this](net::Request&& req, net::Responder r) {
-          Run(std::move(req), std::move(r),
-              [this](db::Connection& c, net::Request& q) { return AuthorizeTotp(c, q); });
+          if (!ready_.load(std::memory_order_acquire)) return r.Send(NotReady());
+          std::string key = AddressKey(req);
+          if (int64_t wait = OverLimit(*signin_limiter_, key, "totp"); wait > 0)
+            return r.Send(SignInLimitedPage(wait));
+          Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
+            // Again when a worker picks it up: requests queued together passed the first check
+            // together, and only ones still under the limit may cost a password hash.
+            if (int64_t wait = OverLimit(*signin_limiter_, key, "totp"); wait > 0)
+              return SignInLimitedPage(wait);
+            return AuthorizeTotp(c, q, key);
+          });
         },
         opts("auth_signin_totp"));
     router.AddSync(
@@ -797,8 +887,17 @@ class AuthService final : public services::Service {
     router.Add(
         net::Method::kPost, "/oauth/authorize/passkey",
         [this](net::Request&& req, net::Responder r) {
-          Run(std::move(req), std::move(r),
-              [this](db::Connection& c, net::Request& q) { return AuthorizePasskey(c, q); });
+          if (!ready_.load(std::memory_order_acquire)) return r.Send(NotReady());
+          std::string key = AddressKey(req);
+          if (int64_t wait = OverLimit(*signin_limiter_, key, "passkey"); wait > 0)
+            return r.Send(SignInLimitedPage(wait));
+          Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
+            // Again when a worker picks it up: requests queued together passed the first check
+            // together, and only ones still under the limit may cost a password hash.
+            if (int64_t wait = OverLimit(*signin_limiter_, key, "passkey"); wait > 0)
+              return SignInLimitedPage(wait);
+            return AuthorizePasskey(c, q, key);
+          });
         },
         opts("auth_signin_passkey"));
     router.Add(
@@ -917,15 +1016,50 @@ class AuthService final : public services::Service {
     return page;
   }
 
-  std::string SourceOf(const net::Request& q) const {
-    if (!trust_forwarded_) return "";
-    auto h = q.headers.Get("X-Forwarded-For");
-    if (!h) return "";
-    std::string_view v = *h;
-    v = v.substr(0, v.find(','));
-    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-    return std::string(v.substr(0, 64));
+  // The limiter key of the request's client (limiter.h ClientAddress, masked to its prefix); empty when
+  // there is no address (a Unix socket: the caller is local and already trusted with the socket).
+  std::string AddressKey(const net::Request& q) const {
+    auto a = ClientAddress(q.peer_ip, q.headers.Get("X-Forwarded-For"), trusted_proxies_);
+    return a ? LimitKey(*a, v4_prefix_, v6_prefix_) : std::string();
+  }
+
+  // Seconds `key` must wait before another attempt at `what` (0: go ahead). Checked before the request
+  // takes a worker or a database connection, so a flood of refused guesses costs a hash lookup each.
+  int64_t OverLimit(AddressLimiter& limiter, const std::string& key, std::string_view what) {
+    if (key.empty()) return 0;
+    int64_t wait = limiter.Check(key, clock_->UnixMicros());
+    if (wait > 0)
+      log::Info("auth", "refused: client address over its limit",
+                {{"what", std::string(what)}, {"address", key}, {"retry_after", wait}});
+    return wait;
+  }
+
+  // Counts a failed attempt of `key`; logs once when this one empties its bucket.
+  void Failed(AddressLimiter& limiter, const std::string& key, std::string_view what) {
+    if (key.empty()) return;
+    int64_t wait = limiter.Spend(key, clock_->UnixMicros());
+    if (wait > 0)
+      log::Warn("auth", "client address reached its limit of failed attempts",
+                {{"what", std::string(what)}, {"address", key}, {"retry_after", wait}});
+  }
+
+  // The HTML answer to a sign-in over the address limit: the browser user reads why and how long.
+  static net::Response SignInLimitedPage(int64_t wait) {
+    net::Response page =
+        Page(429, "Too many attempts",
+             "<p id=\"error\" role=\"alert\">Too many failed sign-in attempts came from your "
+             "network. Wait " +
+                 std::to_string(wait) + " seconds, then start again from the application.</p>");
+    page.headers.Set("Retry-After", std::to_string(wait));
+    return NoStore(std::move(page));
+  }
+
+  // The token endpoint's answer over the address limit: 429 with Retry-After and an RFC 6749 error body.
+  static net::Response TokenLimited(int64_t wait) {
+    Reply reply = OAuthError(429, "temporarily_unavailable",
+                             "too many failed client authentications from this address; retry later");
+    reply.retry_after = static_cast<int>(wait);
+    return FromReply(reply);
   }
 
   static bool CsrfOk(const net::Request& q, const AuthorizeParams& p) {
@@ -933,7 +1067,7 @@ class AuthService final : public services::Service {
     return cookie && !p.csrf.empty() && crypto::ConstantTimeEquals(*cookie, p.csrf);
   }
 
-  net::Response AuthorizePost(db::Connection& c, net::Request& q) {
+  net::Response AuthorizePost(db::Connection& c, net::Request& q, const std::string& address) {
     auto form = Form::Parse(q.body);
     if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
     AuthorizeParams p = AuthorizeParams::From(form->values());
@@ -946,14 +1080,16 @@ class AuthService final : public services::Service {
     std::string email = form->GetOr("email");
     int64_t now = clock_->UnixMicros() / 1'000'000;
     SignInResult r =
-        SignInWithPassword(c, password_, client->org, email, form->GetOr("password"), SourceOf(q), now);
+        SignInWithPassword(c, password_, client->org, email, form->GetOr("password"), address, now);
     if (r.status.code() == Code::kResourceExhausted) {
       net::Response page = SignInPage(429, p, "Too many failed sign-ins. Try again later.", email);
       page.headers.Set("Retry-After", std::to_string(r.retry_after));
       return page;
     }
-    if (r.status.code() == Code::kUnauthenticated)
+    if (r.status.code() == Code::kUnauthenticated) {
+      Failed(*signin_limiter_, address, "password");
       return SignInPage(401, p, "Invalid email or password.", email);
+    }
     if (!r.status.ok())
       return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
     log::Info("auth", "password accepted",
@@ -1013,7 +1149,7 @@ class AuthService final : public services::Service {
     return Page(status, "Second factor", body, OriginOf(p.redirect_uri));
   }
 
-  net::Response AuthorizeTotp(db::Connection& c, net::Request& q) {
+  net::Response AuthorizeTotp(db::Connection& c, net::Request& q, const std::string& address) {
     auto form = Form::Parse(q.body);
     if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
     int64_t now = clock_->UnixMicros() / 1'000'000;
@@ -1044,8 +1180,10 @@ class AuthService final : public services::Service {
       page.headers.Set("Retry-After", std::to_string(retry_after));
       return page;
     }
-    if (s.code() == Code::kUnauthenticated)
+    if (s.code() == Code::kUnauthenticated) {
+      Failed(*signin_limiter_, address, "totp");
       return TotpPage(c, 401, p, user_id, now, "Wrong or already used code.");
+    }
     if (!s.ok()) return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
     return FinishSignIn(c, *client, p, user_id, now);
   }
@@ -1053,7 +1191,7 @@ class AuthService final : public services::Service {
   // A passkey sign-in inside an authorization request: the form carries the authorization parameters,
   // `handle` (from /oauth/passkey/options) and `credential` (the browser's credential.toJSON()). A
   // passkey with user verification is both factors: no TOTP step follows.
-  net::Response AuthorizePasskey(db::Connection& c, net::Request& q) {
+  net::Response AuthorizePasskey(db::Connection& c, net::Request& q, const std::string& address) {
     auto form = Form::Parse(q.body);
     if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
     AuthorizeParams p = AuthorizeParams::From(form->values());
@@ -1067,11 +1205,13 @@ class AuthService final : public services::Service {
     if (!response.ok()) return Page(400, "Bad request", "<p>The passkey answer is malformed.</p>");
     int64_t now = clock_->UnixMicros() / 1'000'000;
     auto user = FinishPasskeySignIn(c, rp_, form->GetOr("handle"), *response, now);
-    if (!user.ok() && user.status().code() == Code::kUnauthenticated)
+    if ((!user.ok() && user.status().code() == Code::kUnauthenticated) ||
+        (user.ok() && user->org != client->org)) {
+      Failed(*signin_limiter_, address, "passkey");
       return SignInPage(401, p, "The passkey was not accepted.", "");
+    }
     if (!user.ok())
       return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
-    if (user->org != client->org) return SignInPage(401, p, "The passkey was not accepted.", "");
     return FinishSignIn(c, *client, p, user->user_id, now);
   }
 
@@ -1577,7 +1717,10 @@ class AuthService final : public services::Service {
   bool internal_access_ = false;
   std::optional<crypto::Aes256GcmKey> storage_key_;
   PasswordPolicy password_;
-  bool trust_forwarded_ = false;
+  std::vector<Cidr> trusted_proxies_;  // auth.trusted_proxies
+  int v4_prefix_ = 32, v6_prefix_ = 64;
+  std::unique_ptr<AddressLimiter> signin_limiter_;  // failed password, TOTP and passkey sign-ins
+  std::unique_ptr<AddressLimiter> token_limiter_;   // failed client authentications at /oauth/token
   bool secure_cookie_ = false;
   int64_t session_lifetime_s_ = 0;
   ProviderOptions provider_options_;
