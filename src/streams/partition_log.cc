@@ -301,7 +301,16 @@ AppendInfo PartitionLog::Append(std::string& batch, const BatchHeader& header, i
 
   Segment* seg = &segments_.rbegin()->second;
   if (seg->size > 0 && seg->size + batch.size() > static_cast<uint64_t>(options_.segment_bytes)) {
-    // Indexes of a sealed segment are synced once here, so reopening need not rebuild them.
+    // The sealed segment's data is synced before the next segment's name can reach the disk: recovery
+    // truncates a torn tail only in the last segment and refuses a damaged sealed one, so a power cut
+    // between the new name and the old tail must not leave the old tail unsynced. Its indexes are synced
+    // once here too, so reopening need not rebuild them.
+    if (::fdatasync(seg->file->fd()) != 0) {
+      log::Error("streams", "sync sealed segment", {{"dir", dir_}, {"error", std::strerror(errno)}});
+      failed_ = true;
+      info.error = kerr::kKafkaStorageError;
+      return info;
+    }
     ::fdatasync(seg->index_fd);
     ::fdatasync(seg->time_fd);
     Status s = NewSegment(seg->next_offset);

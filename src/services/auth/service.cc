@@ -1019,7 +1019,18 @@ class AuthService final : public services::Service {
   // The limiter key of the request's client (limiter.h ClientAddress, masked to its prefix); empty when
   // there is no address (a Unix socket: the caller is local and already trusted with the socket).
   std::string AddressKey(const net::Request& q) const {
-    auto a = ClientAddress(q.peer_ip, q.headers.Get("X-Forwarded-For"), trusted_proxies_);
+    // Every X-Forwarded-For line in order, as one list (RFC 9110 5.3): a proxy that adds its own line
+    // instead of appending would otherwise leave the client's own line first, and that one is forged.
+    std::optional<std::string> xff;
+    for (const auto& [name, value] : q.headers.fields()) {
+      if (!net::EqualsIgnoreCase(name, "X-Forwarded-For")) continue;
+      xff = xff ? *xff + ", " + value : value;
+    }
+    // A link-local IPv6 peer carries its zone ("fe80::1%eth0"); the address alone is what is limited.
+    std::string_view peer = q.peer_ip;
+    peer = peer.substr(0, peer.find('%'));
+    auto a =
+        ClientAddress(peer, xff ? std::optional<std::string_view>(*xff) : std::nullopt, trusted_proxies_);
     return a ? LimitKey(*a, v4_prefix_, v6_prefix_) : std::string();
   }
 

@@ -198,6 +198,10 @@ Result<ProxyConfig> ParseProxyConfig(std::string_view text) {
       }
       GOVERN_ASSIGN_OR_RETURN(auto key, detail::OptString(r, "api_key", path));
       route.api_key = key.value_or("");
+      if (auto f = r.find("stub_fault_headers"); f != r.end()) {
+        if (!f->is_boolean()) return InvalidArgument(path + ".stub_fault_headers must be true or false");
+        route.stub_fault_headers = f->get<bool>();
+      }
       while (!route.base_url.empty() && route.base_url.back() == '/') route.base_url.pop_back();
       c.routes.push_back(std::move(route));
     }
@@ -451,8 +455,9 @@ void Proxy::Impl::Serve(WireFormat client, net::Request req, net::Responder resp
     up.headers.Set("anthropic-version", version ? *version : "2023-06-01");
   }
   if (peek->stream) up.headers.Set("Accept", "text/event-stream");
-  // Fault-injection headers of the model stub pass through, so e2e tests can make the provider fail.
+  // Fault-injection headers of the model stub pass through on stub routes, so tests can make it fail.
   for (const auto& [name, value] : req.headers.fields()) {
+    if (!route.stub_fault_headers) break;
     if (name.size() > 7 && net::EqualsIgnoreCase(std::string_view(name).substr(0, 7), "x-stub-"))
       up.headers.Set(name, value);
   }

@@ -41,6 +41,9 @@ struct RouteConfig {
   std::string base_url;  // "http://127.0.0.1:7760" (the API paths /v1/... are appended)
   WireFormat format = WireFormat::kOpenAI;
   std::string api_key;  // sent upstream (Authorization: Bearer, or x-api-key for Anthropic)
+  // Pass the client's `x-stub-*` fault-injection headers upstream: only for a route to the model stub
+  // (tests, benchmarks); a real provider never sees client headers it was not meant to get.
+  bool stub_fault_headers = false;
 };
 
 struct VirtualKeyConfig {

@@ -51,6 +51,7 @@ class ProxyTest : public ::testing::Test {
                 {"gpt-down", "http://127.0.0.1:1", WireFormat::kOpenAI, ""},
                 {"gpt-slow", slow_base, WireFormat::kOpenAI, ""},
                 {"claude-slow", slow_base, WireFormat::kAnthropic, ""}};
+    for (RouteConfig& r : c.routes) r.stub_fault_headers = true;
     c.keys = {{kKey, "acme", 0, 0}, {kLimitedKey, "acme", 2, 0}, {kTokenLimitedKey, "acme", 0, 20}};
     c.prices["gpt-stub"] = {1.0, 2.0, 0.5};
     c.wal_dir = wal_dir_;

@@ -30,7 +30,8 @@ class GatewayService final : public services::Service {
     schema.Add({.key = "gateway.routes_file",
                 .type = config::Type::kString,
                 .default_value = "",
-                .help = "JSON file of routes (model -> base_url, format openai|anthropic, api_key), virtual "
+                .help = "JSON file of routes (model -> base_url, format openai|anthropic, api_key, "
+                        "stub_fault_headers: pass x-stub-* test headers), virtual "
                         "keys (gvg_..., org, requests_per_minute, tokens_per_minute) and prices per "
                         "million tokens (input, output, cached_input). Required."});
     schema.Add({.key = "gateway.usage_dir",

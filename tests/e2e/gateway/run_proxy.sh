@@ -40,8 +40,8 @@ stub_port="$started_port"
 cat >"$work/gateway.json" <<JSON
 {
   "routes": [
-    {"model": "gpt-stub", "base_url": "http://127.0.0.1:$stub_port", "format": "openai", "api_key": "sk-up"},
-    {"model": "claude-stub", "base_url": "http://127.0.0.1:$stub_port", "format": "anthropic", "api_key": "sk-ant-up"}
+    {"model": "gpt-stub", "base_url": "http://127.0.0.1:$stub_port", "format": "openai", "api_key": "sk-up", "stub_fault_headers": true},
+    {"model": "claude-stub", "base_url": "http://127.0.0.1:$stub_port", "format": "anthropic", "api_key": "sk-ant-up", "stub_fault_headers": true}
   ],
   "keys": [
     {"key": "gvg_e2e_key", "org": "acme"},
