@@ -28,29 +28,9 @@ int Fail(const Status& s) {
 }
 
 // A connection to the database `govern serve` uses, with the audit tables in place.
-class AuditStore {
+class AuditStore : public ServiceDatabase {
  public:
-  Status Open(const config::Config& cfg) {
-    GOVERN_ASSIGN_OR_RETURN(data_dir_, ResolveDataDir(cfg));
-    GOVERN_RETURN_IF_ERROR(database_.Open(cfg, data_dir_));
-    auto conn = db::Connection::Connect(database_.conninfo());
-    if (!conn.ok()) return conn.status().WithContext("connect to PostgreSQL");
-    conn_ = std::move(*conn);
-    auto applied = db::Migrator("audit", as::Migrations()).Apply(*conn_);
-    if (!applied.ok()) return applied.status().WithContext("audit: migrations");
-    return OkStatus();
-  }
-  db::Connection& conn() { return *conn_; }
-  const std::string& data_dir() const { return data_dir_; }
-  ~AuditStore() {
-    conn_.reset();  // before the private cluster may stop
-    database_.Release();
-  }
-
- private:
-  Database database_;
-  std::string data_dir_;
-  std::unique_ptr<db::Connection> conn_;
+  Status Open(const config::Config& cfg) { return ServiceDatabase::Open(cfg, "audit", as::Migrations()); }
 };
 
 // --key: the verifier key text itself, or a file holding it (checkpoint.pub).

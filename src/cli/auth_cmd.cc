@@ -56,27 +56,9 @@ json ClientJson(const auth::Client& c) {
 }
 
 // The database `govern serve` uses, with the auth tables in place.
-class Store {
+class Store : public ServiceDatabase {
  public:
-  Status Open(const config::Config& cfg) {
-    GOVERN_ASSIGN_OR_RETURN(std::string data_dir, ResolveDataDir(cfg));
-    GOVERN_RETURN_IF_ERROR(database_.Open(cfg, data_dir));
-    auto conn = db::Connection::Connect(database_.conninfo());
-    if (!conn.ok()) return conn.status().WithContext("connect to PostgreSQL");
-    conn_ = std::move(*conn);
-    auto applied = db::Migrator("auth", auth::Migrations()).Apply(*conn_);
-    if (!applied.ok()) return applied.status().WithContext("auth: migrations");
-    return OkStatus();
-  }
-  db::Connection& conn() { return *conn_; }
-  ~Store() {
-    conn_.reset();  // before the private cluster may stop
-    database_.Release();
-  }
-
- private:
-  Database database_;
-  std::unique_ptr<db::Connection> conn_;
+  Status Open(const config::Config& cfg) { return ServiceDatabase::Open(cfg, "auth", auth::Migrations()); }
 };
 
 }  // namespace

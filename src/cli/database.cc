@@ -8,7 +8,9 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "db/connection.h"
 #include "db/local_cluster.h"
+#include "db/migrator.h"
 
 namespace govern::cli {
 namespace {
@@ -77,6 +79,26 @@ void Database::Release() {
   }
   ::close(users_fd_);
   users_fd_ = -1;
+}
+
+ServiceDatabase::ServiceDatabase() = default;
+
+ServiceDatabase::~ServiceDatabase() {
+  conn_.reset();  // before the private cluster may stop
+  database_.Release();
+}
+
+Status ServiceDatabase::Open(const config::Config& cfg, std::string service,
+                             std::vector<db::Migration> migrations) {
+  GOVERN_ASSIGN_OR_RETURN(data_dir_, ResolveDataDir(cfg));
+  GOVERN_RETURN_IF_ERROR(database_.Open(cfg, data_dir_));
+  auto conn = db::Connection::Connect(database_.conninfo());
+  if (!conn.ok()) return conn.status().WithContext("connect to PostgreSQL");
+  conn_ = std::move(*conn);
+  std::string context = service + ": migrations";
+  auto applied = db::Migrator(std::move(service), std::move(migrations)).Apply(*conn_);
+  if (!applied.ok()) return applied.status().WithContext(context);
+  return OkStatus();
 }
 
 }  // namespace govern::cli

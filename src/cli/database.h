@@ -4,12 +4,15 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "config/config.h"
 
 namespace govern::db {
+class Connection;
 class LocalCluster;
+struct Migration;
 }  // namespace govern::db
 
 namespace govern::cli {
@@ -45,6 +48,22 @@ class Database {
   std::string users_path_;
   std::string owned_path_;
   int users_fd_ = -1;
+};
+
+// One connection to that database with one service's tables migrated: what a `govern <service> ...`
+// subcommand (keys, exports) works on. The connection closes before the private cluster may stop.
+class ServiceDatabase {
+ public:
+  ServiceDatabase();
+  ~ServiceDatabase();
+  Status Open(const config::Config& cfg, std::string service, std::vector<db::Migration> migrations);
+  db::Connection& conn() { return *conn_; }
+  const std::string& data_dir() const { return data_dir_; }
+
+ private:
+  Database database_;
+  std::string data_dir_;
+  std::unique_ptr<db::Connection> conn_;
 };
 
 }  // namespace govern::cli

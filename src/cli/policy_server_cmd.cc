@@ -19,27 +19,9 @@ int Fail(const Status& s) {
 }
 
 // A connection to the database `govern serve policy` uses, with its tables in place.
-class PolicyDb {
+class PolicyDb : public ServiceDatabase {
  public:
-  Status Open(const config::Config& cfg) {
-    GOVERN_ASSIGN_OR_RETURN(std::string data_dir, ResolveDataDir(cfg));
-    GOVERN_RETURN_IF_ERROR(database_.Open(cfg, data_dir));
-    auto conn = db::Connection::Connect(database_.conninfo());
-    if (!conn.ok()) return conn.status().WithContext("connect to PostgreSQL");
-    conn_ = std::move(*conn);
-    auto applied = db::Migrator("policy", policy_service::Migrations()).Apply(*conn_);
-    if (!applied.ok()) return applied.status().WithContext("policy: migrations");
-    return OkStatus();
-  }
-  db::Connection& conn() { return *conn_; }
-  ~PolicyDb() {
-    conn_.reset();  // before the private cluster may stop
-    database_.Release();
-  }
-
- private:
-  Database database_;
-  std::unique_ptr<db::Connection> conn_;
+  Status Open(const config::Config& cfg) { return ServiceDatabase::Open(cfg, "policy", policy_service::Migrations()); }
 };
 
 }  // namespace

@@ -20,27 +20,9 @@ int Fail(const Status& s) {
 }
 
 // A connection to the database `govern serve` uses, with the scim tables in place.
-class ScimDatabase {
+class ScimDatabase : public ServiceDatabase {
  public:
-  Status Open(const config::Config& cfg) {
-    GOVERN_ASSIGN_OR_RETURN(std::string data_dir, ResolveDataDir(cfg));
-    GOVERN_RETURN_IF_ERROR(database_.Open(cfg, data_dir));
-    auto conn = db::Connection::Connect(database_.conninfo());
-    if (!conn.ok()) return conn.status().WithContext("connect to PostgreSQL");
-    conn_ = std::move(*conn);
-    auto applied = db::Migrator("scim", scim_service::Migrations()).Apply(*conn_);
-    if (!applied.ok()) return applied.status().WithContext("scim: migrations");
-    return OkStatus();
-  }
-  db::Connection& conn() { return *conn_; }
-  ~ScimDatabase() {
-    conn_.reset();  // before the private cluster may stop
-    database_.Release();
-  }
-
- private:
-  Database database_;
-  std::unique_ptr<db::Connection> conn_;
+  Status Open(const config::Config& cfg) { return ServiceDatabase::Open(cfg, "scim", scim_service::Migrations()); }
 };
 
 }  // namespace
