@@ -153,6 +153,40 @@ int64_t AddressLimiter::Spend(std::string_view key, int64_t now_us) {
   return WaitFor(e.tokens);
 }
 
+int64_t AddressLimiter::Acquire(std::string_view key, int64_t now_us) {
+  std::lock_guard lk(mu_);
+  std::string k(key);
+  auto it = table_.find(k);
+  if (it != table_.end()) {
+    if (int64_t wait = WaitFor(Refilled(it->second, now_us)); wait > 0) return wait;  // nothing taken
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+  } else {
+    if (table_.size() >= o_.capacity) {
+      table_.erase(lru_.back());
+      lru_.pop_back();
+    }
+    lru_.push_front(k);
+    it = table_.emplace(std::move(k), Entry{o_.burst, now_us, lru_.begin()}).first;
+  }
+  Entry& e = it->second;
+  e.tokens = std::max(Refilled(e, now_us) - 1.0, 0.0);
+  e.at_us = now_us;
+  return 0;
+}
+
+void AddressLimiter::Refund(std::string_view key, int64_t now_us) {
+  std::lock_guard lk(mu_);
+  auto it = table_.find(std::string(key));
+  if (it == table_.end()) return;  // evicted meanwhile: a new key starts full anyway
+  Entry& e = it->second;
+  e.tokens = std::min(o_.burst, Refilled(e, now_us) + 1.0);
+  e.at_us = now_us;
+  if (e.tokens >= o_.burst) {
+    lru_.erase(e.lru);
+    table_.erase(it);
+  }
+}
+
 size_t AddressLimiter::size() const {
   std::lock_guard lk(mu_);
   return table_.size();

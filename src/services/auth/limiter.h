@@ -11,9 +11,12 @@
 // never believed. A malformed hop where a client is expected ends the walk at the last trusted hop.
 //
 // AddressLimiter: a token bucket per key (`burst` tokens, refilled at `per_minute` a minute). Check says
-// how long to wait before the next attempt (0: go ahead); Spend takes a token for a failed attempt. The
-// table holds at most `capacity` keys; a new key past that evicts the least recently spent one (its
-// bucket is the likeliest to have refilled, so the least is forgotten). Thread-safe (one mutex).
+// how long to wait before the next attempt (0: go ahead); Spend takes a token for a failed attempt.
+// Acquire and Refund are the race-free pair the service uses: an attempt takes its token before it runs
+// (check and take in one step under the lock) and gives it back when it did not fail, so N attempts
+// racing on a bucket with k tokens let exactly k through instead of all N. The table holds at most `capacity`
+// keys; a new key past that evicts the least recently spent one (its bucket is the likeliest to have
+// refilled, so the least is forgotten). Thread-safe (one mutex).
 #pragma once
 
 #include <array>
@@ -71,6 +74,13 @@ class AddressLimiter {
   int64_t Check(std::string_view key, int64_t now_us);
   // Takes one token from `key` (a failed attempt); returns the wait as Check would after it.
   int64_t Spend(std::string_view key, int64_t now_us);
+  // Takes one token for an attempt about to run: 0 when taken (the attempt may run; Refund it unless it
+  // fails), else the wait, and nothing is taken. Only failures cost in the end, as with Check + Spend,
+  // but an attempt is counted while it runs.
+  int64_t Acquire(std::string_view key, int64_t now_us);
+  // Gives an acquired token back (the attempt succeeded or did not count). A bucket back at its burst is
+  // forgotten, so addresses that never fail do not fill the table.
+  void Refund(std::string_view key, int64_t now_us);
 
   size_t size() const;
   const Options& options() const { return o_; }

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <barrier>
+#include <thread>
+#include <vector>
+
 namespace govern::auth_service {
 namespace {
 
@@ -124,6 +129,73 @@ TEST(Limiter, TableIsCappedAndEvictsLeastRecentlySpent) {
   EXPECT_GT(lim.Check("d", t), 0);
   for (int i = 0; i < 1000; ++i) lim.Spend("k" + std::to_string(i), t);
   EXPECT_EQ(lim.size(), 3u);
+}
+
+TEST(Limiter, AcquireTakesBeforeAndRefundGivesBack) {
+  AddressLimiter lim({.per_minute = 10, .burst = 2, .capacity = 100});
+  const int64_t t0 = 1'000'000'000;
+  EXPECT_EQ(lim.Acquire("a", t0), 0);
+  EXPECT_EQ(lim.Acquire("a", t0), 0);
+  EXPECT_EQ(lim.Acquire("a", t0), 6);  // both tokens are held by running attempts
+  EXPECT_EQ(lim.Check("a", t0), 6);
+  lim.Refund("a", t0);  // one attempt succeeded
+  EXPECT_EQ(lim.Check("a", t0), 0);
+  EXPECT_EQ(lim.Acquire("a", t0), 0);  // ... so its token serves the next one
+  EXPECT_GT(lim.Acquire("a", t0), 0);
+  lim.Refund("a", t0);
+  lim.Refund("a", t0);
+  EXPECT_EQ(lim.size(), 0u);  // back at its burst: forgotten
+  lim.Refund("never-seen", t0);
+  EXPECT_EQ(lim.size(), 0u);
+  // A refused Acquire takes nothing: the refill is not pushed back.
+  EXPECT_EQ(lim.Acquire("b", t0), 0);
+  EXPECT_EQ(lim.Acquire("b", t0), 0);
+  for (int i = 0; i < 5; ++i) EXPECT_GT(lim.Acquire("b", t0 + 1'000'000), 0);
+  EXPECT_EQ(lim.Acquire("b", t0 + 6'000'000), 0);
+}
+
+// Many threads start attempts on one key at once (the auth workers): exactly `burst` may pass an empty
+// key, and after failures nobody passes, however the threads interleave. Check-then-Spend let every
+// thread through here.
+TEST(Limiter, AcquireIsAtomicUnderThreads) {
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 200;
+  for (int round = 0; round < kRounds; ++round) {
+    AddressLimiter lim({.per_minute = 1, .burst = 3, .capacity = 100});
+    const int64_t t = 1'000'000;
+    std::atomic<int> passed{0};
+    std::barrier start(kThreads);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&] {
+        start.arrive_and_wait();
+        for (int j = 0; j < 4; ++j) {
+          if (lim.Acquire("203.0.113.7/32", t) == 0) passed.fetch_add(1);  // a failure: never refunded
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(passed.load(), 3) << "round " << round;
+    EXPECT_GT(lim.Check("203.0.113.7/32", t), 0);
+  }
+  // Mixed: successes refund, failures keep; the bucket never lets more failures through than its burst.
+  AddressLimiter lim({.per_minute = 1, .burst = 5, .capacity = 100});
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (int j = 0; j < 2000; ++j) {
+        if (lim.Acquire("k", 1'000'000) != 0) continue;
+        if ((i + j) % 3 == 0) {
+          failures.fetch_add(1);
+        } else {
+          lim.Refund("k", 1'000'000);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 5);
 }
 
 }  // namespace

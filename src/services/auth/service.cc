@@ -779,10 +779,12 @@ class AuthService final : public services::Service {
           if (int64_t wait = OverLimit(*token_limiter_, key, "token"); wait > 0)
             return r.Send(TokenLimited(wait));
           Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
-            if (int64_t wait = OverLimit(*token_limiter_, key, "token"); wait > 0) return TokenLimited(wait);
+            Attempt attempt = Begin(*token_limiter_, key, "token");
+            if (attempt.wait > 0) return TokenLimited(attempt.wait);
             Reply reply = provider_->Token(c, q.body, q.headers.Get("Authorization"));
             if (reply.revoked) (void)ReloadRevocations(c);  // a reused refresh token revoked its family
-            if (reply.status == 401 && reply.basic_challenge) Failed(*token_limiter_, key, "token");
+            if (reply.status == 401 && reply.basic_challenge) Failed(attempt);
+            Settle(attempt);
             return FromReply(reply);
           });
         },
@@ -840,11 +842,14 @@ class AuthService final : public services::Service {
           if (int64_t wait = OverLimit(*signin_limiter_, key, "password"); wait > 0)
             return r.Send(SignInLimitedPage(wait));
           Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
-            // Again when a worker picks it up: requests queued together passed the first check
-            // together, and only ones still under the limit may cost a password hash.
-            if (int64_t wait = OverLimit(*signin_limiter_, key, "password"); wait > 0)
-              return SignInLimitedPage(wait);
-            return AuthorizePost(c, q, key);
+            // Again when a worker picks it up, this time taking the token (check and take in one step):
+            // requests queued together passed the first check together, and only as many as the
+            // bucket holds may run (and cost a password hash) at once.
+            Attempt attempt = Begin(*signin_limiter_, key, "password");
+            if (attempt.wait > 0) return SignInLimitedPage(attempt.wait);
+            net::Response out = AuthorizePost(c, q, attempt);
+            Settle(attempt);
+            return out;
           });
         },
         opts("auth_signin"));
@@ -856,11 +861,14 @@ class AuthService final : public services::Service {
           if (int64_t wait = OverLimit(*signin_limiter_, key, "totp"); wait > 0)
             return r.Send(SignInLimitedPage(wait));
           Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
-            // Again when a worker picks it up: requests queued together passed the first check
-            // together, and only ones still under the limit may cost a password hash.
-            if (int64_t wait = OverLimit(*signin_limiter_, key, "totp"); wait > 0)
-              return SignInLimitedPage(wait);
-            return AuthorizeTotp(c, q, key);
+            // Again when a worker picks it up, this time taking the token (check and take in one step):
+            // requests queued together passed the first check together, and only as many as the
+            // bucket holds may run (and cost a password hash) at once.
+            Attempt attempt = Begin(*signin_limiter_, key, "totp");
+            if (attempt.wait > 0) return SignInLimitedPage(attempt.wait);
+            net::Response out = AuthorizeTotp(c, q, attempt);
+            Settle(attempt);
+            return out;
           });
         },
         opts("auth_signin_totp"));
@@ -892,11 +900,14 @@ class AuthService final : public services::Service {
           if (int64_t wait = OverLimit(*signin_limiter_, key, "passkey"); wait > 0)
             return r.Send(SignInLimitedPage(wait));
           Run(std::move(req), std::move(r), [this, key](db::Connection& c, net::Request& q) {
-            // Again when a worker picks it up: requests queued together passed the first check
-            // together, and only ones still under the limit may cost a password hash.
-            if (int64_t wait = OverLimit(*signin_limiter_, key, "passkey"); wait > 0)
-              return SignInLimitedPage(wait);
-            return AuthorizePasskey(c, q, key);
+            // Again when a worker picks it up, this time taking the token (check and take in one step):
+            // requests queued together passed the first check together, and only as many as the
+            // bucket holds may run (and cost a password hash) at once.
+            Attempt attempt = Begin(*signin_limiter_, key, "passkey");
+            if (attempt.wait > 0) return SignInLimitedPage(attempt.wait);
+            net::Response out = AuthorizePasskey(c, q, attempt);
+            Settle(attempt);
+            return out;
           });
         },
         opts("auth_signin_passkey"));
@@ -1045,13 +1056,39 @@ class AuthService final : public services::Service {
     return wait;
   }
 
-  // Counts a failed attempt of `key`; logs once when this one empties its bucket.
-  void Failed(AddressLimiter& limiter, const std::string& key, std::string_view what) {
-    if (key.empty()) return;
-    int64_t wait = limiter.Spend(key, clock_->UnixMicros());
+  // One attempt holding a token of its address's bucket while it runs (AddressLimiter::Acquire).
+  struct Attempt {
+    AddressLimiter* limiter = nullptr;
+    std::string key;  // empty: not limited (no client address)
+    std::string_view what;
+    int64_t wait = 0;  // > 0: refused, nothing taken
+    bool failed = false;
+  };
+
+  // Takes the attempt's token in the same step as the check, so the workers cannot all pass the last one.
+  Attempt Begin(AddressLimiter& limiter, const std::string& key, std::string_view what) {
+    Attempt a{&limiter, key, what};
+    if (key.empty()) return a;
+    a.wait = limiter.Acquire(key, clock_->UnixMicros());
+    if (a.wait > 0)
+      log::Info("auth", "refused: client address over its limit",
+                {{"what", std::string(what)}, {"address", key}, {"retry_after", a.wait}});
+    return a;
+  }
+
+  // The attempt failed: its token stays spent; logs when that left the bucket empty.
+  void Failed(Attempt& a) {
+    a.failed = true;
+    if (a.key.empty()) return;
+    int64_t wait = a.limiter->Check(a.key, clock_->UnixMicros());
     if (wait > 0)
       log::Warn("auth", "client address reached its limit of failed attempts",
-                {{"what", std::string(what)}, {"address", key}, {"retry_after", wait}});
+                {{"what", std::string(a.what)}, {"address", a.key}, {"retry_after", wait}});
+  }
+
+  // Only failures cost: an attempt that did not fail gives its token back.
+  void Settle(const Attempt& a) {
+    if (!a.key.empty() && a.wait == 0 && !a.failed) a.limiter->Refund(a.key, clock_->UnixMicros());
   }
 
   // The HTML answer to a sign-in over the address limit: the browser user reads why and how long.
@@ -1078,7 +1115,7 @@ class AuthService final : public services::Service {
     return cookie && !p.csrf.empty() && crypto::ConstantTimeEquals(*cookie, p.csrf);
   }
 
-  net::Response AuthorizePost(db::Connection& c, net::Request& q, const std::string& address) {
+  net::Response AuthorizePost(db::Connection& c, net::Request& q, Attempt& attempt) {
     auto form = Form::Parse(q.body);
     if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
     AuthorizeParams p = AuthorizeParams::From(form->values());
@@ -1091,14 +1128,14 @@ class AuthService final : public services::Service {
     std::string email = form->GetOr("email");
     int64_t now = clock_->UnixMicros() / 1'000'000;
     SignInResult r =
-        SignInWithPassword(c, password_, client->org, email, form->GetOr("password"), address, now);
+        SignInWithPassword(c, password_, client->org, email, form->GetOr("password"), attempt.key, now);
     if (r.status.code() == Code::kResourceExhausted) {
       net::Response page = SignInPage(429, p, "Too many failed sign-ins. Try again later.", email);
       page.headers.Set("Retry-After", std::to_string(r.retry_after));
       return page;
     }
     if (r.status.code() == Code::kUnauthenticated) {
-      Failed(*signin_limiter_, address, "password");
+      Failed(attempt);
       return SignInPage(401, p, "Invalid email or password.", email);
     }
     if (!r.status.ok())
@@ -1160,7 +1197,7 @@ class AuthService final : public services::Service {
     return Page(status, "Second factor", body, OriginOf(p.redirect_uri));
   }
 
-  net::Response AuthorizeTotp(db::Connection& c, net::Request& q, const std::string& address) {
+  net::Response AuthorizeTotp(db::Connection& c, net::Request& q, Attempt& attempt) {
     auto form = Form::Parse(q.body);
     if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
     int64_t now = clock_->UnixMicros() / 1'000'000;
@@ -1192,7 +1229,7 @@ class AuthService final : public services::Service {
       return page;
     }
     if (s.code() == Code::kUnauthenticated) {
-      Failed(*signin_limiter_, address, "totp");
+      Failed(attempt);
       return TotpPage(c, 401, p, user_id, now, "Wrong or already used code.");
     }
     if (!s.ok()) return Page(503, "Unavailable", "<p>The sign-in service is unavailable. Retry later.</p>");
@@ -1202,7 +1239,7 @@ class AuthService final : public services::Service {
   // A passkey sign-in inside an authorization request: the form carries the authorization parameters,
   // `handle` (from /oauth/passkey/options) and `credential` (the browser's credential.toJSON()). A
   // passkey with user verification is both factors: no TOTP step follows.
-  net::Response AuthorizePasskey(db::Connection& c, net::Request& q, const std::string& address) {
+  net::Response AuthorizePasskey(db::Connection& c, net::Request& q, Attempt& attempt) {
     auto form = Form::Parse(q.body);
     if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
     AuthorizeParams p = AuthorizeParams::From(form->values());
@@ -1218,7 +1255,7 @@ class AuthService final : public services::Service {
     auto user = FinishPasskeySignIn(c, rp_, form->GetOr("handle"), *response, now);
     if ((!user.ok() && user.status().code() == Code::kUnauthenticated) ||
         (user.ok() && user->org != client->org)) {
-      Failed(*signin_limiter_, address, "passkey");
+      Failed(attempt);
       return SignInPage(401, p, "The passkey was not accepted.", "");
     }
     if (!user.ok())
