@@ -2,6 +2,8 @@
 #include "tokens/trust_refresher.h"
 
 #include "base/log.h"
+#include "crypto/bytes.h"
+#include "tokens/ring_file.h"
 
 namespace govern::tokens {
 
@@ -24,6 +26,7 @@ Result<std::string> Fetch(net::HttpClient& client, const std::string& url) {
 void TrustRefresher::SwapKeys() {
   std::vector<VerifyKey> keys;
   if (sources_.local_keys) keys = sources_.local_keys->keys();
+  if (ring_keys_) keys.insert(keys.end(), ring_keys_->keys().begin(), ring_keys_->keys().end());
   if (pulled_) keys.insert(keys.end(), pulled_->keys().begin(), pulled_->keys().end());
   checker_.SetKeys(std::make_shared<const KeySet>(std::move(keys)));
 }
@@ -52,10 +55,39 @@ Status TrustRefresher::RefreshRevocations() {
   return OkStatus();
 }
 
+Status TrustRefresher::RefreshRing() {
+  if (sources_.ring_file.empty()) return OkStatus();
+  const Clock& clock = sources_.clock ? *sources_.clock : Clock::Real();
+  auto bytes = ReadRingFile(sources_.ring_file);
+  Status read = bytes.status();
+  if (bytes.ok() && !(ring_ && crypto::ConstantTimeEquals(bytes->span(), ring_bytes_.span()))) {
+    auto ring = KeyRing::Deserialize(bytes->span());
+    if (ring.ok()) {
+      ring_ = std::make_shared<const KeyRing>(std::move(*ring));
+      ring_bytes_ = std::move(*bytes);
+    } else {
+      read = ring.status().WithContext("ring file " + sources_.ring_file);  // keep the last good ring
+    }
+  }
+  if (!ring_) return read;
+  // Re-derived every time even when the file is unchanged: keys past their overlap leave on schedule.
+  KeySet now = ring_->VerifyKeysAt(clock.UnixMicros() / 1'000'000);
+  std::vector<std::string> kids;
+  for (const auto& k : now.keys()) kids.push_back(k.kid());
+  if (kids != ring_kids_) {
+    ring_kids_ = std::move(kids);
+    ring_keys_ = std::make_shared<const KeySet>(std::move(now));
+    SwapKeys();
+  }
+  return read;
+}
+
 Status TrustRefresher::RefreshOnce() {
   std::lock_guard lock(mu_);
+  Status ring = RefreshRing();
   Status keys = RefreshKeys();
   Status revocations = RefreshRevocations();
+  if (!ring.ok()) return ring;
   return keys.ok() ? revocations : keys;
 }
 

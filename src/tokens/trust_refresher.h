@@ -1,5 +1,6 @@
 // TrustRefresher: keeps a Checker's keys and revocation list current by pulling them over HTTP from the
-// auth service (its JWKS document and its revocation list), on a timer or on demand.
+// auth service (its JWKS document and its revocation list), and by re-reading the internal ring file
+// (ring_file.h: the HS256 keys of Govern's own access tokens), on a timer or on demand.
 //
 // A failed or malformed fetch keeps what the checker had (tokens keep being checked against the last
 // good keys and list) and is reported by RefreshOnce(). Keys are swapped only when the JWKS document
@@ -17,9 +18,11 @@
 #include <string>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "net/http_client.h"
 #include "tokens/checker.h"
+#include "tokens/issuer.h"
 
 namespace govern::tokens {
 
@@ -27,8 +30,13 @@ struct TrustSources {
   std::string jwks_url;         // "http://auth:8080/.well-known/jwks.json"; empty: keys are not pulled
   std::string revocations_url;  // empty: revocations are not pulled
   std::chrono::milliseconds period{std::chrono::seconds(5)};
-  // Keys that are kept beside the pulled ones (the internal HS256 ring from key configuration).
+  // Keys that are kept beside the pulled ones (fixed keys from configuration).
   std::shared_ptr<const KeySet> local_keys;
+  // The internal ring file the auth service writes (auth.internal_ring_file); empty: none. Re-read every
+  // period; its keys at the current time are trusted beside the others, swapped in only when that set
+  // changed (a new or rewritten file, a pending key appearing, a retired key past its overlap).
+  std::string ring_file;
+  const Clock* clock = nullptr;  // for the ring's schedule; nullptr: Clock::Real()
 };
 
 class TrustRefresher {
@@ -39,8 +47,8 @@ class TrustRefresher {
   TrustRefresher(const TrustRefresher&) = delete;
   TrustRefresher& operator=(const TrustRefresher&) = delete;
 
-  // Pulls both sources once and swaps in what is new. The first error (of either source) is returned;
-  // the other source is still applied.
+  // Reads the ring file and pulls both sources once, and swaps in what is new. The first error is
+  // returned; the other sources are still applied.
   Status RefreshOnce();
   // Local keys changed (the internal ring rotated): swapped in together with the last pulled JWKS.
   void SetLocalKeys(std::shared_ptr<const KeySet> keys);
@@ -52,6 +60,7 @@ class TrustRefresher {
  private:
   Status RefreshKeys();
   Status RefreshRevocations();
+  Status RefreshRing();
   void SwapKeys();
 
   TrustSources sources_;
@@ -60,6 +69,10 @@ class TrustRefresher {
   std::mutex mu_;  // guards the fields below and serialises refreshes
   std::string last_jwks_;
   std::shared_ptr<const KeySet> pulled_;
+  crypto::SecretBytes ring_bytes_;           // the ring file as last read
+  std::shared_ptr<const KeyRing> ring_;      // ... parsed
+  std::vector<std::string> ring_kids_;       // the kids of ring_keys_, to notice a change
+  std::shared_ptr<const KeySet> ring_keys_;  // ring_->VerifyKeysAt(now) when last swapped
   uint64_t revocation_version_ = 0;
   bool have_revocations_ = false;
   std::mutex stop_mu_;

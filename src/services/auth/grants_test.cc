@@ -326,19 +326,52 @@ TEST_F(GrantsTest, OutsideIdTokensAreCheckedFully) {
 }
 
 TEST_F(GrantsTest, SsoUsersAreLinkedOrCreated) {
-  auto created = MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-1", "new@example.com");
+  const OutsideEmail verified_new{"new@example.com", true};
+  auto created = MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-1", verified_new);
   ASSERT_TRUE(created.ok()) << created.status().message();
   EXPECT_EQ(created->email, "new@example.com");
-  EXPECT_EQ(MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-1", "changed@example.com")->user_id,
+  // Linked: the email (even a changed, unverified one) no longer matters.
+  EXPECT_EQ(MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-1", {"changed@example.com", false})->user_id,
             created->user_id);
-  auto matched = MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-2", "ANN@example.com");
+  auto matched = MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-2", {"ANN@example.com", true});
   ASSERT_TRUE(matched.ok());
   EXPECT_EQ(matched->user_id, user_.user_id);
   EXPECT_EQ(matched->subject, user_.subject);  // the user's own subject never changes
-  EXPECT_EQ(MatchOrCreateSsoUser(*c_, "other", "https://idp", "s-1", "x@example.com").status().code(),
+  EXPECT_EQ(MatchOrCreateSsoUser(*c_, "other", "https://idp", "s-1", {"x@example.com", true}).status().code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-3", "").status().code(),
+  EXPECT_EQ(MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-3", {"", true}).status().code(),
             Code::kUnauthenticated);
+}
+
+// An outside identity whose email the provider does not vouch for must not pick an existing account (a
+// takeover: register ann@ unverified at the provider, sign on as Ann) nor create one, unless the
+// organisation turned the requirement off; the provider's setting round-trips with the default on.
+TEST_F(GrantsTest, SsoNeedsAVerifiedEmailToMatchOrCreate) {
+  auto refused = MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-9", {"ann@example.com", false});
+  EXPECT_EQ(refused.status().code(), Code::kUnauthenticated);
+  EXPECT_NE(refused.status().message().find("verified"), std::string::npos);
+  auto none = MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-10", {"fresh@example.com", false});
+  EXPECT_EQ(none.status().code(), Code::kUnauthenticated);
+  EXPECT_FALSE(FindUserByEmail(*c_, "acme", "fresh@example.com")->has_value());  // nothing created
+  auto linked = c_->Exec(
+      "SELECT count(*) FROM auth_sso_links WHERE identity IN ('https://idp|s-9', "
+      "'https://idp|s-10')");
+  ASSERT_TRUE(linked.ok());
+  EXPECT_EQ(linked->Text(0, 0), "0");  // nor linked
+  // The organisation's choice: off, the provider is trusted with addresses.
+  auto allowed = MatchOrCreateSsoUser(*c_, "acme", "https://idp", "s-9", {"ann@example.com", false},
+                                      /*require_verified=*/false);
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_EQ(allowed->user_id, user_.user_id);
+
+  auto key = crypto::Aes256GcmKey::Generate();
+  ASSERT_TRUE(key.ok());
+  ASSERT_TRUE(SetSsoProvider(*c_, *key, {"acme", "https://idp.example", "cid", "secret"}).ok());
+  auto p = GetSsoProvider(*c_, *key, "acme");
+  ASSERT_TRUE(p.ok() && p->has_value());
+  EXPECT_TRUE((*p)->require_email_verified);  // the default
+  ASSERT_TRUE(SetSsoProvider(*c_, *key, {"acme", "https://idp.example", "cid", "secret", false}).ok());
+  EXPECT_FALSE((*GetSsoProvider(*c_, *key, "acme"))->require_email_verified);
 }
 
 }  // namespace

@@ -202,6 +202,11 @@ CREATE INDEX auth_factor_events_user ON auth_factor_events (user_id, seq);
 ALTER INDEX IF EXISTS scim_auth_memberships_user RENAME TO auth_memberships_user;
 CREATE INDEX IF NOT EXISTS auth_memberships_user ON auth_memberships (user_id);
 )sql"},
+      {5, "auth single sign-on: email_verified required to match or create users by email", R"sql(
+-- Per organisation; true (the default) refuses an outside identity whose provider does not say its
+-- email is verified when that email would pick or create the user (sso.h MatchOrCreateSsoUser).
+ALTER TABLE auth_sso ADD COLUMN require_email_verified boolean NOT NULL DEFAULT true;
+)sql"},
   };
 }
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <ctime>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -31,6 +33,7 @@
 #include "services/auth/totp.h"
 #include "services/http_config.h"
 #include "services/job_queue.h"
+#include "tokens/ring_file.h"
 
 namespace govern::auth_service {
 namespace {
@@ -178,13 +181,14 @@ std::string OriginOf(std::string_view url) {
 // `form_target` is the origin a form on the page may end at: a form post answered with a redirect to
 // the application (the code) is checked against form-action by browsers, so the application's
 // (already validated) redirect URI origin must be allowed beside 'self'. `script` loads the page script
-// /oauth/signin.js (passkeys); no inline script is ever allowed.
+// `script_src` (/oauth/signin.js, /oauth/account.js); no inline script is ever allowed.
 net::Response Page(int status, std::string_view title, std::string_view body_html,
-                   std::string_view form_target = {}, bool script = false) {
-  std::string html = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
-                     "</title>" + (script ? "<script src=\"/oauth/signin.js\" defer></script>" : "") +
-                     "</head><body>\n<h1>" + HtmlEscape(title) + "</h1>\n" + std::string(body_html) +
-                     "</body></html>\n";
+                   std::string_view form_target = {}, std::string_view script_src = {}) {
+  const bool script = !script_src.empty();
+  std::string html =
+      "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) + "</title>" +
+      (script ? "<script src=\"" + std::string(script_src) + "\" defer></script>" : "") +
+      "</head><body>\n<h1>" + HtmlEscape(title) + "</h1>\n" + std::string(body_html) + "</body></html>\n";
   net::Response r(status, std::move(html), "text/html; charset=utf-8");
   r.headers.Set("X-Frame-Options", "DENY");
   std::string csp = "default-src 'none'; form-action 'self'";
@@ -213,7 +217,7 @@ net::Response SignInPage(int status, const AuthorizeParams& p, std::string_view 
           "<input type=\"hidden\" name=\"handle\" value=\"\">\n<input type=\"hidden\" name=\"credential\" "
           "value=\"\">\n<button type=\"button\" id=\"passkey\" hidden>Sign in with a passkey</button>\n"
           "<p id=\"passkey-error\" role=\"alert\" hidden></p>\n</form>\n";
-  return Page(status, "Sign in", body, OriginOf(p.redirect_uri), /*script=*/true);
+  return Page(status, "Sign in", body, OriginOf(p.redirect_uri), "/oauth/signin.js");
 }
 
 // The sign-in page's only script (served from /oauth/signin.js; the page's CSP allows no inline
@@ -268,6 +272,66 @@ constexpr std::string_view kSignInScript = R"js('use strict';
     form.elements.handle.value = options.handle;
     form.elements.credential.value = JSON.stringify(json(credential));
     form.submit();
+  });
+})();
+)js";
+
+// The account page's only script (/oauth/account.js): "Add a passkey" asks for creation options, runs
+// the browser's ceremony and posts the answer, with the page's CSRF token as X-CSRF-Token (the session
+// cookie alone is not enough), then reloads the page so the list shows the new passkey.
+constexpr std::string_view kAccountScript = R"js('use strict';
+(() => {
+  const button = document.getElementById('add-passkey');
+  const status = document.getElementById('passkey-status');
+  if (!button || !status || !window.PublicKeyCredential || !navigator.credentials) return;
+  const csrf = button.dataset.csrf;
+  const fromB64u = (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0)).buffer;
+  const toB64u = (b) => btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  const parse = (o) => PublicKeyCredential.parseCreationOptionsFromJSON
+    ? PublicKeyCredential.parseCreationOptionsFromJSON(o)
+    : Object.assign({}, o, {
+        challenge: fromB64u(o.challenge),
+        user: Object.assign({}, o.user, { id: fromB64u(o.user.id) }),
+        excludeCredentials: (o.excludeCredentials || []).map((c) => Object.assign({}, c, { id: fromB64u(c.id) })),
+      });
+  const json = (c) => {
+    if (typeof c.toJSON === 'function') return c.toJSON();
+    const r = c.response;
+    return {
+      id: c.id, rawId: toB64u(c.rawId), type: c.type, clientExtensionResults: c.getClientExtensionResults(),
+      authenticatorAttachment: c.authenticatorAttachment || undefined,
+      response: {
+        clientDataJSON: toB64u(r.clientDataJSON), attestationObject: toB64u(r.attestationObject),
+        transports: typeof r.getTransports === 'function' ? r.getTransports() : undefined,
+      },
+    };
+  };
+  const say = (text) => { status.textContent = text; status.hidden = false; button.disabled = false; };
+  const post = (path, body) => fetch(path, {
+    method: 'POST', credentials: 'same-origin', body,
+    headers: { 'X-CSRF-Token': csrf, 'Content-Type': 'application/json' },
+  });
+  button.hidden = false;
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    status.hidden = true;
+    let options;
+    try {
+      const r = await post('/oauth/account/passkeys/options', '{}');
+      if (!r.ok) throw new Error(String(r.status));
+      options = await r.json();
+    } catch (e) {
+      return say('Adding a passkey is unavailable. Reload the page or sign in again.');
+    }
+    let credential;
+    try {
+      credential = await navigator.credentials.create({ publicKey: parse(options) });
+    } catch (e) {
+      return say('The passkey was not created (cancelled, or this device already holds one for you).');
+    }
+    const r = await post('/oauth/account/passkeys', JSON.stringify(json(credential)));
+    if (r.status === 201) return window.location.reload();
+    say(r.status === 409 ? 'This passkey is already registered.' : 'The passkey was not accepted.');
   });
 })();
 )js";
@@ -451,15 +515,27 @@ class AuthService final : public services::Service {
            .choices = {"RS256", "ES256", "EdDSA"}});
     s.Add({.key = "auth.access_token_signing",
            .type = Type::kEnum,
-           .default_value = "published",
+           .default_value = "internal",
            .help = "How access tokens for auth.default_audience (Govern's own services) are signed. "
-                   "'published': with the published ring (auth.id_token_alg), so any service checks them "
-                   "with the JWKS alone (tokens::TrustRefresher on /.well-known/jwks.json; cached checks "
-                   "~0.5 us, the first sight of a token one signature verification). 'internal': HS256 "
-                   "with the internal ring (a check without a signature verification, ~2 us), which only "
-                   "services holding that ring can check; there is no distribution of it yet, so use it "
-                   "only where the checking services load the ring themselves (docs/tokens.md).",
+                   "'internal': HS256 with the internal ring (issue ~2 us, a first check ~3 us), which "
+                   "services check with the ring file (auth.internal_ring_file) beside the JWKS. "
+                   "'published': with the published ring (auth.id_token_alg), so a service holding the "
+                   "JWKS alone can check them (RS256 issue ~250 us, a first check one signature "
+                   "verification). Tokens for any other audience are always on the published ring "
+                   "(docs/tokens.md).",
            .choices = {"published", "internal"}});
+    s.Add({.key = "auth.internal_ring_file",
+           .type = Type::kString,
+           .default_value = "",
+           .help = "Where the service writes the internal HS256 ring (the keys of Govern's own access "
+                   "tokens) for the services that check them: rewritten durably, mode 0600, at start and "
+                   "whenever the ring rotates (checked every auth.rotation.check_every); services read it "
+                   "through tokens::TrustSources::ring_file. Empty: <data_dir>/auth/internal-ring.json. "
+                   "Secret content: anyone who can read it can mint access tokens.",
+           .validate = [](std::string_view v) {
+             return v.empty() || v.starts_with('/') ? OkStatus()
+                                                    : InvalidArgument("an absolute path, or empty");
+           }});
     s.Add({.key = "auth.storage_key",
            .type = Type::kString,
            .default_value = "",
@@ -499,6 +575,13 @@ class AuthService final : public services::Service {
                  secs("auth.rotation.keep_after")};
     GOVERN_ASSIGN_OR_RETURN(id_alg_, tokens::ParseAlg(cfg.GetString("auth.id_token_alg")));
     internal_access_ = cfg.GetString("auth.access_token_signing") == "internal";
+    ring_file_ = cfg.GetString("auth.internal_ring_file");
+    if (ring_file_.empty()) ring_file_ = ctx.data_dir + "/auth/internal-ring.json";
+    {
+      std::error_code ec;  // the directory (the default one is also the storage key's)
+      std::filesystem::create_directories(std::filesystem::path(ring_file_).parent_path(), ec);
+      if (ec) return Unavailable("auth: the internal ring file's directory: " + ec.message());
+    }
     auto key = LoadStorageKey(cfg.GetString("auth.storage_key"), ctx.data_dir + "/auth");
     if (!key.ok()) return key.status().WithContext("auth: storage key");
     storage_key_.emplace(std::move(*key));
@@ -625,6 +708,17 @@ class AuthService final : public services::Service {
     }
     jwks_.store(std::make_shared<const std::string>(std::move(*jwks)));
     if (rings->changed) log::Info("auth", "signing keys created or rotated", {});
+    // The internal ring to the services' key configuration: at start (a deleted or stale file is put
+    // right) and whenever it changed, here or by another replica (read back from PostgreSQL above).
+    if (auto bytes = rings->access->Serialize(); !bytes.ok()) {
+      return bytes.status();
+    } else if (first || !crypto::ConstantTimeEquals(bytes->span(), ring_written_.span())) {
+      if (Status w = tokens::WriteRingFile(ring_file_, *rings->access); !w.ok())
+        return w.WithContext("auth: writing the internal ring file");
+      ring_written_ = std::move(*bytes);
+      log::Info("auth", "internal ring file written",
+                {{"path", ring_file_}, {"keys", static_cast<int64_t>(rings->access->keys().size())}});
+    }
     return ReloadRevocations(**lease);
   }
 
@@ -1393,7 +1487,7 @@ class AuthService final : public services::Service {
                 {{"org", client->org}, {"reason", id.status().message()}});
       return fail("The provider's answer did not check out.");
     }
-    std::string email;
+    OutsideEmail email;
     if (!meta->userinfo_endpoint.empty() && t.contains("access_token")) {
       net::ClientRequest info;
       info.url = meta->userinfo_endpoint;
@@ -1401,10 +1495,17 @@ class AuthService final : public services::Service {
       auto r = http_->Send(std::move(info));
       if (r.ok() && r->status == 200) {
         json u = json::parse(r->body, nullptr, false);
-        if (u.is_object() && u.value("sub", "") == id->sub) email = u.value("email", "");
+        if (u.is_object() && u.value("sub", "") == id->sub) {
+          email.address = u.value("email", "");
+          // OIDC Core 5.1: a boolean. Some providers send the string "true"; anything else is "no".
+          auto v = u.find("email_verified");
+          email.verified = v != u.end() && ((v->is_boolean() && v->get<bool>()) ||
+                                            (v->is_string() && v->get<std::string>() == "true"));
+        }
       }
     }
-    auto user = MatchOrCreateSsoUser(c, client->org, (*provider)->issuer, id->sub, email);
+    auto user = MatchOrCreateSsoUser(c, client->org, (*provider)->issuer, id->sub, email,
+                                     (*provider)->require_email_verified);
     if (!user.ok())
       return fail(user.status().code() == Code::kUnavailable ? "Retry later." : user.status().message());
     if (user->disabled) return fail("This account is disabled.");
@@ -1426,7 +1527,234 @@ class AuthService final : public services::Service {
     return **user;
   }
 
+  // ---- the signed-in user's own account page (browser session, not a token) ----
+  static constexpr std::string_view kAccountCsrfCookie = "govern_account_csrf";
+
+  // The user of the request's session cookie; kUnauthenticated without a live session.
+  Result<User> SessionUser(db::Connection& c, const net::Request& q) {
+    auto cookie = CookieOf(q, kSessionCookie);
+    if (!cookie) return Unauthenticated("not signed in");
+    auto rows = c.ExecPrepared(
+        "SELECT s.user_id FROM auth_sessions s JOIN auth_users u USING (user_id) "
+        "WHERE s.session_hash = $1 AND s.expires_at > $2 AND NOT u.disabled",
+        db::Params(HashHex(*cookie), clock_->UnixMicros() / 1'000'000));
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return Unauthenticated("not signed in");
+    return GetUser(c, rows->Text(0, 0));
+  }
+
+  // Double submit: the page's token, set as a SameSite=Strict cookie, must come back in the form
+  // (`csrf`) or the X-CSRF-Token header. Another site can make the browser send the cookies, not read
+  // the token.
+  static bool AccountCsrfOk(const net::Request& q, std::string_view presented) {
+    auto cookie = CookieOf(q, kAccountCsrfCookie);
+    return cookie && !presented.empty() && crypto::ConstantTimeEquals(*cookie, presented);
+  }
+
+  static net::Response NotSignedInPage() {
+    return Page(401, "Not signed in",
+                "<p id=\"error\" role=\"alert\">You are not signed in. Sign in through an application, then "
+                "open this page again.</p>\n");
+  }
+
+  static std::string Ago(int64_t at) {
+    if (at <= 0) return "-";
+    time_t t = static_cast<time_t>(at);
+    struct tm tm {};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+    return buf;
+  }
+
+  net::Response AccountPage(db::Connection& c, net::Request& q, std::string_view message = {}) {
+    auto me = SessionUser(c, q);
+    if (!me.ok())
+      return me.status().code() == Code::kUnauthenticated ? NotSignedInPage()
+                                                          : Page(503, "Unavailable", "<p>Retry later.</p>");
+    auto factors = ListFactors(c, me->user_id);
+    if (!factors.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
+    auto csrf = NewSecret("gvx_");
+    if (!csrf.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
+    std::string token = HtmlEscape(*csrf);
+    std::string body;
+    if (!message.empty()) body += "<p id=\"notice\" role=\"status\">" + HtmlEscape(message) + "</p>\n";
+    body += "<p>Signed in as <strong id=\"email\">" + HtmlEscape(me->email) + "</strong>.</p>\n";
+    body += "<h2>Ways to sign in</h2>\n<ul id=\"factors\">\n";
+    for (const Factor& f : *factors) {
+      std::string what, kind(FactorKindName(f.kind));
+      switch (f.kind) {
+        case FactorKind::kPassword:
+          what = "Password";
+          break;
+        case FactorKind::kTotp:
+          what = f.confirmed ? "Authenticator app codes" : "Authenticator app (not confirmed)";
+          break;
+        case FactorKind::kPasskey:
+          what = "Passkey added " + Ago(f.created_at) + ", last used " +
+                 (f.last_used_at ? Ago(*f.last_used_at) : "never");
+          break;
+        case FactorKind::kSso:
+          what = "Single sign-on: " + f.id.substr(0, f.id.find('|'));
+          break;
+      }
+      body += "<li class=\"factor\" data-kind=\"" + kind + "\" data-id=\"" + HtmlEscape(f.id) + "\">" +
+              HtmlEscape(what);
+      if (f.kind != FactorKind::kSso) {
+        body +=
+            " <form method=\"post\" action=\"/oauth/account/remove\"><input type=\"hidden\" name=\"csrf\" "
+            "value=\"" +
+            token + "\"><input type=\"hidden\" name=\"kind\" value=\"" + kind +
+            "\"><input type=\"hidden\" name=\"id\" value=\"" + HtmlEscape(f.id) +
+            "\"><button type=\"submit\">Remove</button></form>";
+      }
+      body += "</li>\n";
+    }
+    body += "</ul>\n<p><button type=\"button\" id=\"add-passkey\" data-csrf=\"" + token +
+            "\" hidden>Add a passkey</button></p>\n<p id=\"passkey-status\" role=\"alert\" hidden></p>\n"
+            "<p>Removing a way to sign in ends every session of yours (here and in applications).</p>\n"
+            "<form method=\"post\" action=\"/oauth/account/signout\"><input type=\"hidden\" name=\"csrf\" "
+            "value=\"" +
+            token + "\"><button type=\"submit\" id=\"signout\">Sign out</button></form>\n";
+    net::Response page = Page(200, "Your account", body, {}, "/oauth/account.js");
+    page.headers.Add("Set-Cookie", std::string(kAccountCsrfCookie) + "=" + *csrf +
+                                       "; Path=/oauth; HttpOnly; SameSite=Strict" +
+                                       (secure_cookie_ ? "; Secure" : ""));
+    return page;
+  }
+
+  net::Response AccountRemove(db::Connection& c, net::Request& q) {
+    auto form = Form::Parse(q.body);
+    if (!form.ok()) return Page(400, "Bad request", "<p>" + HtmlEscape(form.status().message()) + "</p>");
+    if (!AccountCsrfOk(q, form->GetOr("csrf")))
+      return Page(403, "Page expired", "<p>This page expired. Open your account page again.</p>");
+    auto me = SessionUser(c, q);
+    if (!me.ok()) return NotSignedInPage();
+    auto kind = ParseRemovableFactorKind(form->GetOr("kind"));
+    if (!kind.ok()) return Page(400, "Bad request", "<p>Unknown kind of factor.</p>");
+    RemoveFactorRequest request{
+        .user_id = me->user_id,
+        .kind = *kind,
+        .passkey_id = *kind == FactorKind::kPasskey ? form->GetOr("id") : std::string(),
+        .force = false,  // a user never removes their own last way in
+        .actor = "user:" + me->subject,
+        .reason = "removed by the user on the account page"};
+    int64_t now = clock_->UnixMicros() / 1'000'000;
+    auto removed = RemoveFactor(c, request, now, now + provider_options_.access_lifetime.count() + 60);
+    if (!removed.ok()) {
+      if (removed.status().code() == Code::kFailedPrecondition)
+        return Page(
+            409, "Not removed",
+            "<p id=\"error\" role=\"alert\">This is your last way to sign in: add another one first.</p>"
+            "<p><a href=\"/oauth/account\">Back to your account</a></p>\n");
+      if (removed.status().code() == Code::kNotFound || removed.status().code() == Code::kInvalidArgument)
+        return Page(404, "Not found", "<p id=\"error\" role=\"alert\">No such way to sign in.</p>");
+      return Page(503, "Unavailable", "<p>Retry later.</p>");
+    }
+    if (removed->refresh_families_revoked > 0) (void)ReloadRevocations(c);
+    log::Info("auth", "factor removed by its user",
+              {{"user", me->user_id}, {"factor", std::string(FactorKindName(*kind))}});
+    net::Response page =
+        Page(200, "Removed",
+             "<p id=\"notice\" role=\"status\">Removed. Every session of yours ended: sign in "
+             "again through an application.</p>\n");
+    page.headers.Add("Set-Cookie", std::string(kSessionCookie) +
+                                       "=; Path=/oauth; Max-Age=0; HttpOnly; SameSite=Lax" +
+                                       (secure_cookie_ ? "; Secure" : ""));
+    return page;
+  }
+
+  net::Response AccountSignOut(db::Connection& c, net::Request& q) {
+    auto form = Form::Parse(q.body);
+    if (!form.ok() || !AccountCsrfOk(q, form->GetOr("csrf")))
+      return Page(403, "Page expired", "<p>This page expired. Open your account page again.</p>");
+    if (auto cookie = CookieOf(q, kSessionCookie)) {
+      if (!c.Exec("DELETE FROM auth_sessions WHERE session_hash = $1", db::Params(HashHex(*cookie))).ok())
+        return Page(503, "Unavailable", "<p>Retry later.</p>");
+    }
+    net::Response page =
+        Page(200, "Signed out", "<p id=\"notice\" role=\"status\">You are signed out.</p>\n");
+    page.headers.Add("Set-Cookie", std::string(kSessionCookie) +
+                                       "=; Path=/oauth; Max-Age=0; HttpOnly; SameSite=Lax" +
+                                       (secure_cookie_ ? "; Secure" : ""));
+    return page;
+  }
+
+  // The account page's JSON calls: session cookie plus the page's token in X-CSRF-Token.
+  Result<User> AccountCaller(db::Connection& c, const net::Request& q) {
+    if (!AccountCsrfOk(q, q.headers.Get("X-CSRF-Token").value_or("")))
+      return PermissionDenied("the account page's token is missing or stale; reload the page");
+    return SessionUser(c, q);
+  }
+
+  void AddAccountRoutes(net::Router& router) {
+    const net::RouteOptions page{
+        .cls = net::RequestClass::kInteractive, .max_body_bytes = 64 * 1024, .name = "auth_account"};
+    router.Add(
+        net::Method::kGet, "/oauth/account",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r),
+              [this](db::Connection& c, net::Request& q) { return AccountPage(c, q); });
+        },
+        page);
+    router.Add(
+        net::Method::kPost, "/oauth/account/remove",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r),
+              [this](db::Connection& c, net::Request& q) { return AccountRemove(c, q); });
+        },
+        page);
+    router.Add(
+        net::Method::kPost, "/oauth/account/signout",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r),
+              [this](db::Connection& c, net::Request& q) { return AccountSignOut(c, q); });
+        },
+        page);
+    router.AddSync(
+        net::Method::kGet, "/oauth/account.js",
+        [](net::Request&) {
+          net::Response r(200, std::string(kAccountScript), "text/javascript; charset=utf-8");
+          r.headers.Set("Cache-Control", "max-age=300");
+          r.headers.Set("X-Content-Type-Options", "nosniff");
+          return r;
+        },
+        page);
+    router.Add(
+        net::Method::kPost, "/oauth/account/passkeys/options",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
+            auto me = AccountCaller(c, q);
+            if (!me.ok()) return StatusProblem(me.status(), q);
+            auto options = BeginPasskeyRegistration(c, rp_, "Govern", *me, clock_->UnixMicros() / 1'000'000);
+            if (!options.ok()) return StatusProblem(options.status(), q);
+            return NoStore(net::JsonResponse(*options));
+          });
+        },
+        page);
+    router.Add(
+        net::Method::kPost, "/oauth/account/passkeys",
+        [this](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
+            auto me = AccountCaller(c, q);
+            if (!me.ok()) return StatusProblem(me.status(), q);
+            auto response = webauthn::ParseRegistrationResponseJson(q.body);
+            if (!response.ok())
+              return Problem(400, "the body is not a registration response: " + response.status().message(),
+                             q);
+            Status s = FinishPasskeyRegistration(c, rp_, *me, *response, clock_->UnixMicros() / 1'000'000);
+            if (s.code() == Code::kAlreadyExists || s.code() == Code::kUnavailable)
+              return StatusProblem(s, q);
+            if (!s.ok()) return Problem(400, "passkey refused: " + s.message(), q);
+            log::Info("auth", "passkey added by its user", {{"user", me->user_id}});
+            return net::Response(201, "");
+          });
+        },
+        page);
+  }
+
   void AddSelfRoutes(net::Router& router) {
+    AddAccountRoutes(router);
     const net::RouteOptions pk{
         .cls = net::RequestClass::kInteractive, .max_body_bytes = 64 * 1024, .name = "auth_passkey_register"};
     router.Add(
@@ -1740,11 +2068,18 @@ class AuthService final : public services::Service {
              [this](db::Connection& c, net::Request& q, const json& in) {
                SsoProvider p{std::string(q.Param("org")), in.value("issuer", ""), in.value("client_id", ""),
                              in.value("client_secret", "")};
+               if (auto v = in.find("require_email_verified"); v != in.end()) {
+                 if (!v->is_boolean()) return Problem(400, "require_email_verified must be true or false", q);
+                 p.require_email_verified = v->get<bool>();
+               }
                while (p.issuer.ends_with('/')) p.issuer.pop_back();
                Status s = SetSsoProvider(c, *storage_key_, p);
                if (!s.ok()) return StatusProblem(s, q);
-               return net::JsonResponse(
-                   json{{"org", p.org}, {"issuer", p.issuer}, {"client_id", p.client_id}}.dump());
+               return net::JsonResponse(json{{"org", p.org},
+                                             {"issuer", p.issuer},
+                                             {"client_id", p.client_id},
+                                             {"require_email_verified", p.require_email_verified}}
+                                            .dump());
              });
     AddAdmin(router, net::Method::kGet, "/v1/auth/orgs/{org}/clients", false,
              [](db::Connection& c, net::Request& q, const json&) {
@@ -1775,6 +2110,8 @@ class AuthService final : public services::Service {
   std::unique_ptr<tokens::Issuer> issuer_;
   std::unique_ptr<tokens::Issuer> external_;  // access tokens for outside audiences, asymmetric ring
   std::unique_ptr<tokens::Checker> checker_;
+  std::string ring_file_;             // auth.internal_ring_file (resolved)
+  crypto::SecretBytes ring_written_;  // what it holds, to rewrite only on change
   std::unique_ptr<Provider> provider_;
   std::atomic<std::shared_ptr<const std::string>> jwks_;
   std::string discovery_;

@@ -22,12 +22,12 @@ Status SetSsoProvider(db::Connection& c, const crypto::Aes256GcmKey& key, const 
     return InvalidArgument("client_id and client_secret are required");
   GOVERN_ASSIGN_OR_RETURN(std::string sealed, Seal(key, p.client_secret, "sso:" + p.org));
   auto rows = c.Exec(
-      "INSERT INTO auth_sso (org, issuer, client_id, client_secret) VALUES ($1, $2, $3, $4) ON CONFLICT "
-      "(org) DO "
+      "INSERT INTO auth_sso (org, issuer, client_id, client_secret, require_email_verified) "
+      "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (org) DO "
       "UPDATE SET issuer = EXCLUDED.issuer, client_id = EXCLUDED.client_id, client_secret = "
-      "EXCLUDED.client_secret, "
+      "EXCLUDED.client_secret, require_email_verified = EXCLUDED.require_email_verified, "
       "updated_at = now()",
-      db::Params(p.org, p.issuer, p.client_id, db::Bytea{sealed}));
+      db::Params(p.org, p.issuer, p.client_id, db::Bytea{sealed}, p.require_email_verified));
   if (!rows.ok() && rows.status().code() == Code::kFailedPrecondition)
     return NotFound("no organisation '" + p.org + "'");
   return rows.status();
@@ -36,13 +36,17 @@ Status SetSsoProvider(db::Connection& c, const crypto::Aes256GcmKey& key, const 
 Result<std::optional<SsoProvider>> GetSsoProvider(db::Connection& c, const crypto::Aes256GcmKey& key,
                                                   std::string_view org) {
   GOVERN_ASSIGN_OR_RETURN(
-      db::Rows rows, c.ExecPrepared("SELECT issuer, client_id, client_secret FROM auth_sso WHERE org = $1",
-                                    db::Params(org)));
+      db::Rows rows,
+      c.ExecPrepared(
+          "SELECT issuer, client_id, client_secret, require_email_verified FROM auth_sso WHERE org = $1",
+          db::Params(org)));
   if (rows.empty()) return std::optional<SsoProvider>();
   GOVERN_ASSIGN_OR_RETURN(std::string sealed, rows.Bytes(0, 2));
   GOVERN_ASSIGN_OR_RETURN(std::string secret, Open(key, sealed, "sso:" + std::string(org)));
+  GOVERN_ASSIGN_OR_RETURN(bool require_verified, rows.Bool(0, 3));
   return std::optional<SsoProvider>(SsoProvider{std::string(org), std::string(rows.Text(0, 0)),
-                                                std::string(rows.Text(0, 1)), std::move(secret)});
+                                                std::string(rows.Text(0, 1)), std::move(secret),
+                                                require_verified});
 }
 
 Result<IdTokenClaims> VerifyOutsideIdToken(std::string_view id_token, std::string_view jwks_json,
@@ -78,7 +82,8 @@ Result<IdTokenClaims> VerifyOutsideIdToken(std::string_view id_token, std::strin
 }
 
 Result<User> MatchOrCreateSsoUser(db::Connection& c, std::string_view org, std::string_view issuer,
-                                  std::string_view sub, std::string_view email) {
+                                  std::string_view sub, const OutsideEmail& outside, bool require_verified) {
+  std::string_view email = outside.address;
   std::string identity = std::string(issuer) + "|" + std::string(sub);
   GOVERN_ASSIGN_OR_RETURN(
       db::Rows linked,
@@ -89,6 +94,8 @@ Result<User> MatchOrCreateSsoUser(db::Connection& c, std::string_view org, std::
     return u;
   }
   if (email.empty()) return Unauthenticated("the provider gave no email to match or create the user with");
+  if (require_verified && !outside.verified)
+    return Unauthenticated("the provider did not say the email address is verified");
   GOVERN_ASSIGN_OR_RETURN(std::optional<User> by_email, FindUserByEmail(c, org, email));
   User user;
   if (by_email) {

@@ -4,9 +4,12 @@
 // The flow (service.cc): /oauth/sso starts from an authorization request, keeps state, nonce and a PKCE
 // verifier in a single-use challenge, and redirects to the provider; /oauth/sso/callback takes the
 // challenge back by state, redeems the code, checks the ID token here (signature with the provider's
-// JWKS, iss, aud, exp, nonce), reads the email from userinfo, and matches or creates the user: first by
-// the link of "<iss>|<sub>" (auth_sso_links), else by email in the organisation (then linked), else a
-// new user (linked). The user's own subject never changes.
+// JWKS, iss, aud, exp, nonce), reads the email and email_verified from userinfo, and matches or creates
+// the user: first by the link of "<iss>|<sub>" (auth_sso_links), else by email in the organisation (then
+// linked), else a new user (linked). The user's own subject never changes. Matching or creating by email
+// needs the provider to say the email is verified (OIDC Core 5.1 email_verified: true), unless the
+// organisation turned that off (require_email_verified): otherwise anyone who can register an
+// unverified address at the provider would take over the Govern account that has it.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +31,7 @@ struct SsoProvider {
   std::string issuer;
   std::string client_id;
   std::string client_secret;
+  bool require_email_verified = true;
 };
 
 Status SetSsoProvider(db::Connection& c, const crypto::Aes256GcmKey& key, const SsoProvider& p);
@@ -46,8 +50,17 @@ Result<IdTokenClaims> VerifyOutsideIdToken(std::string_view id_token, std::strin
                                            std::string_view issuer, std::string_view client_id,
                                            std::string_view expected_nonce, int64_t now_s);
 
-// The user for an outside identity, created when neither its subject nor its email is known.
+// What the provider said about the identity's email (userinfo).
+struct OutsideEmail {
+  std::string address;
+  bool verified = false;  // email_verified was true
+};
+
+// The user for an outside identity, created when neither its subject nor its email is known. A linked
+// identity needs no email; matching or creating by email is refused (kUnauthenticated) when
+// `require_verified` and the provider did not say the email is verified.
 Result<User> MatchOrCreateSsoUser(db::Connection& c, std::string_view org, std::string_view issuer,
-                                  std::string_view sub, std::string_view email);
+                                  std::string_view sub, const OutsideEmail& email,
+                                  bool require_verified = true);
 
 }  // namespace govern::auth_service

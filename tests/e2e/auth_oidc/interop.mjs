@@ -371,9 +371,12 @@ await step('single sign-on through an outside OIDC provider (a second govern ser
   await up('POST', '/v1/auth/orgs/idp/users', { email: 'sam@example.com', password: 'sam-password-1' });
   await up('POST', '/v1/auth/orgs/idp/users', { email: 'ann@example.com', password: 'ann-upstream-1' });
   const upstreamClient = (await up('POST', '/v1/auth/orgs/idp/clients', { kind: 'app', confidential: true, scopes: ['openid', 'email'], redirect_uris: [base + '/oauth/sso/callback'] })).json;
-  const set = await admin('PUT', '/v1/auth/orgs/acme/sso', { issuer: upstream, client_id: upstreamClient.client_id, client_secret: upstreamClient.client_secret });
+  // Govern's own userinfo says email_verified: false (it does not verify addresses), so by default
+  // (require_email_verified) its answers cannot pick or create a user by email.
+  let set = await admin('PUT', '/v1/auth/orgs/acme/sso', { issuer: upstream, client_id: upstreamClient.client_id, client_secret: upstreamClient.client_secret });
   assert.equal(set.status, 200, JSON.stringify(set.json));
-  const ssoSignIn = async (email, pass) => {
+  assert.equal(set.json.require_email_verified, true);
+  const ssoSignIn = async (email, pass, refused = false) => {
     const verifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
     const nonce = client.randomNonce();
@@ -396,12 +399,20 @@ await step('single sign-on through an outside OIDC provider (a second govern ser
     const back = new URL(r.headers.get('location'));
     assert.equal(back.origin + back.pathname, base + '/oauth/sso/callback');
     r = await fetch(back, { redirect: 'manual' });
+    if (refused) {
+      assert.equal(r.status, 401);
+      assert.match(await r.text(), /not say the email address is verified/);
+      return null;
+    }
     assert.equal(r.status, 302, await r.text());
     const done = await client.authorizationCodeGrant(appConfig, new URL(r.headers.get('location')), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
     // Replaying the provider's answer is refused (the state is single use).
     assert.equal((await fetch(back, { redirect: 'manual' })).status, 401);
     return client.fetchUserInfo(appConfig, done.access_token, done.claims().sub);
   };
+  assert.equal(await ssoSignIn('sam@example.com', 'sam-password-1', true), null);
+  set = await admin('PUT', '/v1/auth/orgs/acme/sso', { issuer: upstream, client_id: upstreamClient.client_id, client_secret: upstreamClient.client_secret, require_email_verified: false });
+  assert.equal(set.json.require_email_verified, false);
   const sam = await ssoSignIn('sam@example.com', 'sam-password-1');
   assert.equal(sam.email, 'sam@example.com');
   assert.equal(sam.org, 'acme');

@@ -46,6 +46,9 @@ const signingJwk = { ...(await jose.exportJWK(privateKey)), kid: 'idp-1', alg: '
 const accounts = {
   'sub-new': { email: 'nia@example.com', email_verified: true },
   'sub-existing': { email: 'ed@example.com', email_verified: true },
+  // Someone who registered Ed's address at the provider without proving it, and a new unverified one.
+  'sub-takeover': { email: 'ed@example.com', email_verified: false },
+  'sub-unverified': { email: 'una@example.com' },
 };
 let nextAccount = 'sub-new';
 let tamper = null; // how to change the ID token in the next token response
@@ -226,6 +229,28 @@ await step('an existing user is matched by email', async () => {
   const ed = await signOn();
   const existing = (await users()).find((u) => u.email === 'ed@example.com');
   assert.equal(ed.info.sub, existing.subject);
+});
+await step('an email the provider does not say is verified neither takes over a user nor creates one', async () => {
+  const before = (await users()).length;
+  nextAccount = 'sub-takeover';
+  const takeover = await signOn();
+  assert.equal(takeover.page && takeover.page.status, 401, JSON.stringify(takeover.info));
+  assert.match(takeover.page.body, /not say the email address is verified/);
+  nextAccount = 'sub-unverified';
+  const fresh = await signOn();
+  assert.equal(fresh.page && fresh.page.status, 401, JSON.stringify(fresh.info));
+  assert.equal((await users()).length, before, 'no user created');
+  // The organisation may trust its provider with addresses (require_email_verified: false) ...
+  const off = await admin('PUT', '/v1/auth/orgs/corp/sso', { issuer: idp, client_id: 'govern', client_secret: clientSecret, require_email_verified: false });
+  assert.equal(off.status, 200, JSON.stringify(off.json));
+  assert.equal(off.json.require_email_verified, false);
+  const una = await signOn();
+  assert.ok(una.info, JSON.stringify(una.page));
+  assert.equal(una.info.email, 'una@example.com');
+  // ... and the default is back on when the provider is set without it.
+  const on = await admin('PUT', '/v1/auth/orgs/corp/sso', { issuer: idp, client_id: 'govern', client_secret: clientSecret });
+  assert.equal(on.json.require_email_verified, true);
+  nextAccount = 'sub-existing';
 });
 await step('a replayed state (the same provider answer twice) is refused', async () => {
   const first = await signOn();

@@ -43,15 +43,21 @@ stop() {
   wait "$serve_pid" || fail "govern serve auth exited $? on SIGTERM"
   serve_pid=""
 }
-serve published
+ring="$data/auth/internal-ring.json"
+# A short key schedule (a key signs 60 s; its successor is published 52 s ahead, so ~8 s after start),
+# checked every 200 ms: the rotation and the rewritten ring file happen while the test runs.
+serve internal --set auth.rotation.period=60s --set auth.rotation.publish_ahead=52s --set auth.rotation.check_every=200ms
 admin="$("$GOVERN" --data-dir "$data" auth admin-token --name e2e 2>>"$work/cli.log" |
   node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).admin_token))')"
 [ -n "$admin" ] || fail "govern auth admin-token"
-node "$here/trust.mjs" setup "$base" "$admin" "$TRUST_CHECK" "$work/state.json" || fail "trust steps (published) failed"
+node "$here/trust.mjs" setup "$base" "$admin" "$TRUST_CHECK" "$work/state.json" "$ring" || fail "trust steps (internal) failed"
+node "$here/trust.mjs" rotated "$base" "$admin" "$TRUST_CHECK" "$work/state.json" "$ring" || fail "trust steps (rotated) failed"
+grep -q 'msg="internal ring file written".*keys=1' "$work/internal.log" || fail "no ring file written at start"
+grep -q 'msg="internal ring file written".*keys=2' "$work/internal.log" || fail "the rotation did not rewrite the ring file"
 stop
-# The same deployment switched to HS256 access tokens: a JWKS-only service cannot check new tokens,
-# while tokens issued before the switch still pass.
-serve internal --set auth.access_token_signing=internal
-node "$here/trust.mjs" internal "$base" "$admin" "$TRUST_CHECK" "$work/state.json" || fail "trust steps (internal) failed"
+# The same deployment switched to signatures: JWKS-only services check new tokens, earlier HS256 ones
+# still pass where the ring is loaded.
+serve published --set auth.access_token_signing=published
+node "$here/trust.mjs" published "$base" "$admin" "$TRUST_CHECK" "$work/state.json" "$ring" || fail "trust steps (published) failed"
 stop
 echo "e2e_auth_trust: ok"

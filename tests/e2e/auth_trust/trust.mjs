@@ -1,9 +1,10 @@
-// node trust.mjs setup|internal BASE ADMIN_TOKEN TRUST_CHECK STATE_FILE: tokens from `govern serve auth`
-// checked by auth_trust_check (a Checker fed only by TrustRefresher from BASE).
+// node trust.mjs setup|rotated|published BASE ADMIN_TOKEN TRUST_CHECK STATE_FILE RING_FILE: tokens from
+// `govern serve auth` checked by auth_trust_check (a Checker fed only by TrustRefresher from BASE, and
+// with --ring by the internal ring file the service writes).
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 
-const [mode, base, adminToken, tool, stateFile] = process.argv.slice(2);
+const [mode, base, adminToken, tool, stateFile, ringFile] = process.argv.slice(2);
 let failures = 0;
 function check(ok, what, detail) {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}${ok ? '' : ': ' + JSON.stringify(detail)}`);
@@ -14,10 +15,12 @@ async function admin(method, path, body) {
   return { status: r.status, json: await r.json() };
 }
 // The tool's verdicts, one per token (exit status 1 only says one was refused).
-function verdicts(audience, ...tokens) {
+function verdicts(audience, ...tokens) { return run([], audience, tokens); }
+function ringVerdicts(audience, ...tokens) { return run(['--ring', ringFile], audience, tokens); }
+function run(pre, audience, tokens) {
   let out;
   try {
-    out = execFileSync(tool, [base, audience, ...tokens]).toString();
+    out = execFileSync(tool, [...pre, base, audience, ...tokens]).toString();
   } catch (e) {
     if (e.status !== 1) throw e;
     out = e.stdout.toString();
@@ -34,19 +37,25 @@ async function grant(agent, extra = {}) {
 }
 const alg = (t) => JSON.parse(Buffer.from(t.split('.')[0], 'base64url').toString()).alg;
 
+// Each key of the ring by its schedule (activation time is unique within a ring).
+const ringKids = () => JSON.parse(readFileSync(ringFile)).keys.map((k) => k.activate_at);
+
 if (mode === 'setup') {
   await admin('POST', '/v1/auth/orgs', { org: 'acme', name: 'Acme' });
   const agent = (await admin('POST', '/v1/auth/orgs/acme/clients', { kind: 'agent', name: 'bot', scopes: ['events:write'] })).json;
+  check((statSync(ringFile).mode & 0o777) === 0o600, 'the internal ring file is written, owner-only', (statSync(ringFile).mode & 0o777).toString(8));
   const token = await grant(agent);
-  check(alg(token) === 'RS256', 'by default Govern access tokens are signed with the published ring', alg(token));
-  const [v] = verdicts('govern', token);
+  check(alg(token) === 'HS256', 'by default Govern access tokens are HS256 under the internal ring', alg(token));
+  const [v] = ringVerdicts('govern', token);
   check(v.ok && v.sub === agent.client_id && v.org === 'acme' && v.scope.join() === 'events:write' && v.client_id === agent.client_id,
-        'a service with only the JWKS accepts it and reads org, subject and scope', v);
-  check(!verdicts('govern:other', token)[0].ok && verdicts('govern:other', token)[0].reason === 'wrong_audience', 'another audience is refused');
+        'a service with the ring file accepts it and reads org, subject and scope', v);
+  const [jwksOnly] = verdicts('govern', token);
+  check(!jwksOnly.ok && jwksOnly.reason === 'unknown_key', 'a service with the JWKS alone cannot check it (unknown_key)', jwksOnly);
+  check(ringVerdicts('govern:other', token)[0].reason === 'wrong_audience', 'another audience is refused');
   const [h, p, s] = token.split('.');
   const sig = Buffer.from(s, 'base64url');
   sig[5] ^= 1;
-  check(verdicts('govern', `${h}.${p}.${sig.toString('base64url')}`)[0].reason === 'bad_signature', 'a tampered signature is refused');
+  check(ringVerdicts('govern', `${h}.${p}.${sig.toString('base64url')}`)[0].reason === 'bad_signature', 'a tampered MAC is refused');
   const revokedToken = await grant(agent);
   const r = await fetch(new URL('/oauth/revoke', base), {
     method: 'POST',
@@ -54,18 +63,30 @@ if (mode === 'setup') {
     body: new URLSearchParams({ token: revokedToken }),
   });
   check(r.status === 200, 'revoked at /oauth/revoke');
-  const both = verdicts('govern', token, revokedToken);
+  const both = ringVerdicts('govern', token, revokedToken);
   check(both[0].ok && !both[1].ok && both[1].reason === 'revoked', 'the revocation list the service pulled refuses it (the other token still passes)', both);
-  writeFileSync(stateFile, JSON.stringify({ agent, token }));
+  const outside = await grant(agent, { audience: 'https://api.example' });
+  check(alg(outside) === 'RS256' && verdicts('https://api.example', outside)[0].ok, 'an outside audience gets a published-ring token the JWKS alone checks');
+  writeFileSync(stateFile, JSON.stringify({ agent, token, kids: ringKids() }));
+} else if (mode === 'rotated') {
+  // The short schedule publishes the successor ahead of its use, and the file follows.
+  const state = JSON.parse(readFileSync(stateFile));
+  let kids = ringKids();
+  for (let i = 0; i < 300 && kids.length < 2; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    kids = ringKids();
+  }
+  check(kids.length === 2 && kids.includes(state.kids[0]), 'the rotation rewrote the ring file: the successor beside the current key', { before: state.kids, after: kids });
+  check((statSync(ringFile).mode & 0o777) === 0o600, 'still owner-only after the rewrite');
+  const both = ringVerdicts('govern', state.token, await grant(state.agent));
+  check(both[0].ok && both[1].ok, 'the earlier token and a new one pass with the rewritten file', both);
 } else {
   const { agent, token } = JSON.parse(readFileSync(stateFile));
-  const hs = await grant(agent);
-  check(alg(hs) === 'HS256', 'auth.access_token_signing=internal issues HS256', alg(hs));
-  const both = verdicts('govern', token, hs);
-  check(both[0].ok, 'a token issued before the switch still passes', both[0]);
-  check(!both[1].ok && both[1].reason === 'unknown_key', 'a JWKS-only service cannot check an HS256 token (unknown_key)', both[1]);
-  const outside = await grant(agent, { audience: 'https://api.example' });
-  check(alg(outside) === 'RS256' && verdicts('https://api.example', outside)[0].ok, 'an outside audience still gets a published-ring token');
+  const rs = await grant(agent);
+  check(alg(rs) === 'RS256', 'auth.access_token_signing=published issues RS256', alg(rs));
+  check(verdicts('govern', rs)[0].ok, 'a JWKS-only service checks it');
+  const both = ringVerdicts('govern', token, rs);
+  check(both[0].ok && both[1].ok, 'a token issued before the switch still passes where the ring is loaded', both);
 }
 if (failures > 0) process.exit(1);
 console.log(`trust ${mode}: all checks passed`);

@@ -3,7 +3,8 @@
 // Headless Chromium with a CDP virtual authenticator (CTAP2, resident keys, user verification):
 //   - signs in with the password on the sign-in page (a real browser follows the redirect to the app,
 //     which the page's Content-Security-Policy form-action must allow), the app redeems the code;
-//   - registers a passkey with that access token (/v1/auth/me/passkeys);
+//   - on the auth service's account page (/oauth/account, the browser session of that sign-in) adds a
+//     passkey with the page's button, sees it listed, and signs out;
 //   - signs in twice with the page's "Sign in with a passkey" button: each time a code for the same
 //     user, and the counter moves;
 //   - refusals: the user not verified (the browser refuses since the server asks for UV; and when the
@@ -100,19 +101,28 @@ try {
   check(pw.tokens && pw.info.email === 'pat@example.com', 'password sign-in in the browser reaches the app with a code', pw.error);
   const sub = pw.info && pw.info.sub;
 
-  // 2. Register a passkey with the user's access token, from a page of the auth service's origin.
-  req = authorizeUrl();
-  await page.goto(req.url);
-  const reg = await page.evaluate(async (token) => {
-    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const options = await (await fetch('/v1/auth/me/passkeys/options', { method: 'POST', headers: auth })).json();
-    const cred = await navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options) });
-    const r = await fetch('/v1/auth/me/passkeys', { method: 'POST', headers: auth, body: JSON.stringify(cred.toJSON()) });
-    return { status: r.status, uv: options.authenticatorSelection && options.authenticatorSelection.userVerification };
-  }, pw.tokens.access_token);
-  check(reg.status === 201, 'passkey registered through /v1/auth/me/passkeys', reg);
+  // 2. Self-service on the auth service's own account page, with the browser session the password
+  // sign-in left: the page lists the password, "Add a passkey" registers one (account.js under the
+  // page's CSP), the list shows it; then the user signs out and the page no longer opens.
+  await page.goto(new URL('/oauth/account', base).toString());
+  check((await page.textContent('#email')) === 'pat@example.com', 'the account page opens with the session of the password sign-in');
+  const kinds = async () => page.$$eval('li.factor', (ls) => ls.map((l) => l.dataset.kind));
+  check((await kinds()).join() === 'password', 'it lists the password as the only way to sign in', await kinds());
+  check(await page.isVisible('#add-passkey'), 'it offers "Add a passkey" (account.js ran under the page CSP)');
+  await Promise.all([page.waitForNavigation(), page.click('#add-passkey')]);
+  check((await kinds()).join() === 'password,passkey', 'after "Add a passkey" the page lists the passkey', await kinds());
   let creds = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
   check(creds.length === 1 && creds[0].isResidentCredential, 'the authenticator holds one discoverable credential', creds.length);
+  // The JSON calls need the page's token beside the session cookie (a cross-site page has only the cookie).
+  const forged = await page.evaluate(async () => (await fetch('/oauth/account/passkeys/options', { method: 'POST', body: '{}' })).status);
+  check(forged === 403, 'the registration call without the page token is refused', forged);
+  await Promise.all([page.waitForNavigation(), page.click('#signout')]);
+  check((await page.textContent('#notice')).includes('signed out'), 'signing out on the account page');
+  const gone = await page.goto(new URL('/oauth/account', base).toString());
+  check(gone.status() === 401, 'after signing out the account page says not signed in', gone.status());
+  req = authorizeUrl(null);
+  await page.goto(req.url);
+  check(!page.url().startsWith(redirect), 'and the authorization request shows the sign-in page again', page.url());
 
   // 3. Two passkey sign-ins through the page's button.
   // `older`: as a browser without the JSON helpers (parseRequestOptionsFromJSON, toJSON), which
@@ -258,6 +268,34 @@ try {
     }
     check(code === 1, '`govern auth factor remove` of a missing factor exits 1', code);
   }
+
+  // 10. Users remove their own factors on the account page: a second user signs in with the password,
+  // adds a passkey, removes the password (allowed beside the passkey; it ends the user's sessions),
+  // signs in with the passkey, and cannot remove it (the last way in); the record names the user.
+  await cdp.send('WebAuthn.clearCredentials', { authenticatorId });
+  const quinn = await admin('POST', '/v1/auth/orgs/pk/users', { email: 'quinn@example.com', password, display_name: 'Quinn' });
+  req = authorizeUrl();
+  await page.goto(req.url);
+  await page.fill('input[name=email]', 'quinn@example.com');
+  await page.fill('input[name=password]', password);
+  await Promise.all([page.waitForURL((u) => u.toString().startsWith(redirect)), page.click('form[action="/oauth/authorize"] button[type=submit]')]);
+  const account = new URL('/oauth/account', base).toString();
+  await page.goto(account);
+  await Promise.all([page.waitForNavigation(), page.click('#add-passkey')]);
+  check((await kinds()).join() === 'password,passkey', 'a second user adds a passkey on the account page', await kinds());
+  await Promise.all([page.waitForNavigation(), page.click('li.factor[data-kind=password] button')]);
+  check((await page.textContent('#notice')).includes('Removed'), 'the user removes their password on the page');
+  check((await page.goto(account)).status() === 401, 'removing it ended the user\'s session');
+  const q = await passkeySignIn();
+  check(q.tokens && q.info.email === 'quinn@example.com', 'the user signs in with the passkey', q.error || q.info);
+  await page.goto(account);
+  check((await kinds()).join() === 'passkey', 'the page lists the passkey alone', await kinds());
+  [nav] = await Promise.all([page.waitForNavigation(), page.click('li.factor[data-kind=passkey] button')]);
+  check(nav && nav.status() === 409 && /last way to sign in/.test(await page.textContent('#error')), 'the last way in cannot be removed by the user', nav && nav.status());
+  const record = await admin('GET', `/v1/auth/orgs/pk/users/${quinn.json.user_id}/factors`);
+  check(record.json.factors.map((f) => f.kind).join() === 'passkey' && record.json.events.length === 1 &&
+        record.json.events[0].factor === 'password' && record.json.events[0].actor.startsWith('user:'),
+        'the record shows the user removed their password', record.json);
 } finally {
   await browser.close();
   app.close();
