@@ -1,12 +1,12 @@
 // The auth service's signing keys: two tokens::KeyRing values kept in PostgreSQL, sealed with
 // AES-256-GCM under the storage key, and rotated on the schedule of tokens::RotationPolicy.
 //
-// Rings: "access" (HS256, Govern's own access tokens; services receive it through key configuration)
-// and "id" (asymmetric: ID tokens and the published JWKS). The storage key comes from auth.storage_key
-// (64 hex digits) or from <data_dir>/auth/storage.key, made on first start (0600). Losing it loses the
-// rings: the service then refuses to start rather than silently minting new keys (delete the
-// auth_signing_keys rows to start over; every issued token then stops verifying).
-// Not thread-safe by itself: the service calls these from one thread (start, then its rotation timer).
+// Rings: "access" (HS256, Govern's own access tokens; services receive it as the ring file the service
+// writes, tokens/ring_file.h) and "id" (asymmetric: ID tokens and the published JWKS). The storage key
+// comes from auth.storage_key (64 hex digits) or from <data_dir>/auth/storage.key, made on first start
+// (0600). Losing it loses the rings: the service then refuses to start rather than silently minting new keys
+// (delete the auth_signing_keys rows to start over; every issued token then stops verifying). Not thread-safe
+// by itself: the service calls these from one thread (start, then its rotation timer).
 #pragma once
 
 #include <cstdint>
