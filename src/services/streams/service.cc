@@ -1,6 +1,7 @@
 // `govern serve streams` (see service.h).
 #include "services/streams/service.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -161,6 +162,13 @@ class StreamsService final : public services::Service {
            .default_value = "",
            .help = "Base URL of the auth service for /.well-known/jwks.json and /oauth/revocations; empty: "
                    "the issuer."});
+    s.Add({.key = "streams.auth.internal_ring_file",
+           .type = Type::kString,
+           .default_value = "",
+           .help = "The auth service's internal key ring file (its auth.internal_ring_file), re-read every "
+                   "period, so OAUTHBEARER accepts the default HS256 access tokens; empty: "
+                   "<data_dir>/auth/internal-ring.json when that file exists at start (an auth service "
+                   "on this machine), otherwise the pulled JWKS only."});
     s.Add({.key = "streams.auth.jwks_file",
            .type = Type::kString,
            .default_value = "",
@@ -200,7 +208,7 @@ class StreamsService final : public services::Service {
            .validate = [](std::string_view v) { return streams::ParseTopicModes(v).status(); }});
   }
 
-  Status BuildSecurity(const config::Config& c, streams::BrokerOptions& o) {
+  Status BuildSecurity(const config::Config& c, const std::string& data_dir, streams::BrokerOptions& o) {
     using namespace streams;
     SecurityOptions so;
     so.require_sasl = c.GetString("streams.auth.mode") == "sasl";
@@ -225,11 +233,17 @@ class StreamsService final : public services::Service {
         std::string base = c.GetString("streams.auth.trust_url");
         if (base.empty()) base = issuer;
         while (base.ends_with('/')) base.pop_back();
+        std::string ring_file = c.GetString("streams.auth.internal_ring_file");
+        if (ring_file.empty()) {
+          std::string beside = data_dir + "/auth/internal-ring.json";
+          if (std::error_code ec; std::filesystem::exists(beside, ec)) ring_file = beside;
+        }
         http_ = std::make_unique<net::HttpClient>();
         refresher_ = std::make_unique<tokens::TrustRefresher>(
             tokens::TrustSources{.jwks_url = base + "/.well-known/jwks.json",
                                  .revocations_url = base + "/oauth/revocations",
-                                 .local_keys = file_keys},
+                                 .local_keys = file_keys,
+                                 .ring_file = ring_file},
             *checker_, *http_);
         // Not fatal: the broker serves PLAIN and retries the pull every period.
         if (Status rs = refresher_->RefreshOnce(); !rs.ok())
@@ -289,7 +303,7 @@ class StreamsService final : public services::Service {
     o.max_request_bytes = static_cast<size_t>(c.GetBytes("streams.max_request_bytes"));
     o.max_message_bytes = static_cast<size_t>(c.GetBytes("streams.max_message_bytes"));
     o.threads = static_cast<int>(c.GetInt("streams.threads"));
-    GOVERN_RETURN_IF_ERROR(BuildSecurity(c, o));
+    GOVERN_RETURN_IF_ERROR(BuildSecurity(c, ctx.data_dir, o));
     host_ = o.listen_host;
     broker_ = std::make_unique<streams::Broker>(o);
     streams::groups::CoordinatorOptions g;
