@@ -511,6 +511,13 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   std::shared_ptr<g::GroupCoordinator> c = impl->coordinator;
   Broker* b = &broker;
   Gate gate(b);
+  // A deleted topic's committed offsets go with it (Kafka does the same), before DeleteTopics answers.
+  broker.OnTopicsDeleted([c](std::vector<std::string> topics, std::function<void()> done) {
+    c->DeleteTopicOffsets(std::move(topics), [done = std::move(done)](Status s) {
+      if (!s.ok()) log::Warn("streams", "offsets of deleted topics not removed", {{"error", s.ToString()}});
+      done();
+    });
+  });
 
   broker.RegisterApi(api::kFindCoordinator,
                      Immediate(2, groupwire::DecodeFindCoordinator,

@@ -1122,6 +1122,10 @@ void GroupCoordinator::Shutdown() {
   }
 }
 
+void GroupCoordinator::DeleteTopicOffsets(std::vector<std::string> topics, std::function<void(Status)> done) {
+  impl_->store->DeleteTopics(std::move(topics), std::move(done));
+}
+
 Status GroupCoordinator::FlushOffsets() { return impl_->store->Flush(); }
 
 const OffsetStore& GroupCoordinator::offsets() const { return *impl_->store; }
