@@ -22,6 +22,8 @@ std::string_view ErrorName(ErrorCode code) {
       return "UNKNOWN_SERVER_ERROR";
     case ErrorCode::kNone:
       return "NONE";
+    case ErrorCode::kUnknownTopicOrPartition:
+      return "UNKNOWN_TOPIC_OR_PARTITION";
     case ErrorCode::kOffsetMetadataTooLarge:
       return "OFFSET_METADATA_TOO_LARGE";
     case ErrorCode::kCoordinatorLoadInProgress:
