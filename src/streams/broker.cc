@@ -204,7 +204,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return Shutdown();
     }
     if (broker_.opts.security && !broker_.opts.security->Admit(*session_, peek->api_key)) {
-      log::Info("streams", "closing connection: not authenticated or session expired",
+      log::Info("streams", "closing connection: not authenticated, or the session expired or was revoked",
                 {{"api_key", std::to_string(peek->api_key)}});
       return Shutdown();
     }
