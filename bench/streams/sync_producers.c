@@ -2,8 +2,11 @@
  * producer (acks=all) bound to partition (thread % PARTITIONS), send BATCH records of SIZE bytes, wait
  * until every one is acknowledged (rd_kafka_flush), and repeat for SECONDS. Prints records/s, MB/s and
  * the p50/p99 of one batch's round trip.
- * Usage: sync_producers BROKERS TOPIC PARTITIONS THREADS BATCH SIZE SECONDS */
+ * BROKERS "mock": each producer gets librdkafka's in-memory mock cluster (no durability), as a reference.
+ * Environment: STREAMS_BENCH_TOKEN (a file holding an access token): SASL OAUTHBEARER with it.
+ * Usage: sync_producers BROKERS|mock TOPIC PARTITIONS THREADS BATCH SIZE SECONDS */
 #include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,11 +42,36 @@ static void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaqu
   }
 }
 
+static void token_cb(rd_kafka_t* rk, const char* config, void* opaque) {
+  (void)config;
+  (void)opaque;
+  char tok[8192] = {0}, err[512];
+  FILE* f = fopen(getenv("STREAMS_BENCH_TOKEN"), "r");
+  size_t n = f ? fread(tok, 1, sizeof tok - 1, f) : 0;
+  if (f) fclose(f);
+  while (n > 0 && (tok[n - 1] == '\n' || tok[n - 1] == ' ')) tok[--n] = 0;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  long long lifetime_ms = (long long)ts.tv_sec * 1000 + 300000; /* only schedules librdkafka's refresh */
+  if (rd_kafka_oauthbearer_set_token(rk, tok, lifetime_ms, "govern", NULL, 0, err, sizeof err))
+    rd_kafka_oauthbearer_set_token_failure(rk, err);
+}
+
 static void* run(void* arg) {
   struct worker* w = arg;
   char err[256];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "bootstrap.servers", brokers, err, sizeof err);
+  if (strcmp(brokers, "mock") == 0) {
+    rd_kafka_conf_set(conf, "test.mock.num.brokers", "1", err, sizeof err);
+    rd_kafka_conf_set(conf, "log_level", "4", err, sizeof err); /* not the mock's notice per producer */
+  } else {
+    rd_kafka_conf_set(conf, "bootstrap.servers", brokers, err, sizeof err);
+  }
+  if (getenv("STREAMS_BENCH_TOKEN")) {
+    rd_kafka_conf_set(conf, "security.protocol", "SASL_PLAINTEXT", err, sizeof err);
+    rd_kafka_conf_set(conf, "sasl.mechanisms", "OAUTHBEARER", err, sizeof err);
+    rd_kafka_conf_set_oauthbearer_token_refresh_cb(conf, token_cb);
+  }
   rd_kafka_conf_set(conf, "acks", "all", err, sizeof err);
   rd_kafka_conf_set(conf, "linger.ms", "1000", err, sizeof err); /* flush sends the batch at once */
   rd_kafka_conf_set(conf, "batch.num.messages", "100000", err, sizeof err);
@@ -53,6 +81,8 @@ static void* run(void* arg) {
     fprintf(stderr, "%s\n", err);
     exit(2);
   }
+  rd_kafka_mock_cluster_t* mock = rd_kafka_handle_mock_cluster(rk);
+  if (mock) rd_kafka_mock_topic_create(mock, topic, partitions, 1); /* the broker's partition count */
   char* value = malloc((size_t)size);
   memset(value, 'v', (size_t)size);
   int partition = w->id % partitions;

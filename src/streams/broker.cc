@@ -99,6 +99,7 @@ class Broker::Impl {
   std::vector<std::thread> threads;
   std::unique_ptr<Syncer> syncer;
   std::map<int16_t, ApiSpec> apis;
+  Broker::TopicsDeletedHook topics_deleted;
   uint16_t bound_port = 0;
   bool started = false;
   int lock_fd = -1;
@@ -203,7 +204,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return Shutdown();
     }
     if (broker_.opts.security && !broker_.opts.security->Admit(*session_, peek->api_key)) {
-      log::Info("streams", "closing connection: not authenticated or session expired",
+      log::Info("streams", "closing connection: not authenticated, or the session expired or was revoked",
                 {{"api_key", std::to_string(peek->api_key)}});
       return Shutdown();
     }
@@ -954,6 +955,7 @@ void Broker::Impl::DeleteTopics(const Request& req, Respond respond) {
   Writer w;
   if (v >= 1) w.Int32(0);
   w.ArrayCount(static_cast<int32_t>(parsed->names.size()));
+  std::vector<std::shared_ptr<Topic>> deleted;
   for (std::string_view name : parsed->names) {
     std::shared_ptr<Topic> t;
     bool may_delete = Permit(req, AclOp::kDelete, ResourceType::kTopic, name);
@@ -968,7 +970,13 @@ void Broker::Impl::DeleteTopics(const Request& req, Respond respond) {
     int16_t error = !may_delete ? kErrTopicAuthorizationFailed
                     : t         ? kerr::kNone
                                 : kerr::kUnknownTopicOrPartition;
-    if (t) {
+    if (t) deleted.push_back(t);
+    w.String(name);
+    w.Int16(error);
+  }
+  // The files go once the groups' offsets of these topics are gone (durably), then the answer.
+  auto finish = [this, deleted, respond = std::move(respond), body = std::move(w.str())]() mutable {
+    for (const auto& t : deleted) {
       for (auto& p : t->partitions) {
         std::error_code ec;
         fs::remove_all(p->dir(), ec);
@@ -976,12 +984,16 @@ void Broker::Impl::DeleteTopics(const Request& req, Respond respond) {
         // Close the log only after syncs already queued for it have called back (they run in order).
         syncer->Request(nullptr, [keep = p](Status) {});
       }
-      log::Info("streams", "topic deleted", {{"topic", std::string(name)}});
+      log::Info("streams", "topic deleted", {{"topic", t->name}});
     }
-    w.String(name);
-    w.Int16(error);
-  }
-  respond(Reply::Send(std::move(w.str())));
+    respond(Reply::Send(std::move(body)));
+  };
+  if (deleted.empty() || !topics_deleted) return finish();
+  std::vector<std::string> names;
+  for (const auto& t : deleted) names.push_back(t->name);
+  // The hook calls back on another thread (the offsets' sync thread): the file work runs on ours.
+  topics_deleted(std::move(names),
+                 [this, finish = std::move(finish)]() mutable { asio::post(io, std::move(finish)); });
 }
 
 void Broker::Impl::InitProducerId(const Request& req, Respond respond) {
@@ -1011,6 +1023,7 @@ void Broker::Impl::InitProducerId(const Request& req, Respond respond) {
 Broker::Broker(BrokerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Broker::~Broker() { Stop(); }
 void Broker::RegisterApi(int16_t api_key, ApiSpec spec) { impl_->apis[api_key] = std::move(spec); }
+void Broker::OnTopicsDeleted(TopicsDeletedHook hook) { impl_->topics_deleted = std::move(hook); }
 Status Broker::Start() { return impl_->Start(); }
 void Broker::Stop() {
   if (impl_) impl_->Stop();

@@ -97,6 +97,12 @@ class Broker {
 
   // Adds or replaces the handler of one API key. Only before Start.
   void RegisterApi(int16_t api_key, ApiSpec spec);
+  // Called by DeleteTopics with the names it deleted, after they stopped being served and before their
+  // files are removed; the answer waits for `done` (the group coordinator drops their committed offsets
+  // durably). A crash in between leaves the topics with their data and without offsets, and the client,
+  // never answered, retries. Only before Start.
+  using TopicsDeletedHook = std::function<void(std::vector<std::string> topics, std::function<void()> done)>;
+  void OnTopicsDeleted(TopicsDeletedHook hook);
 
   // Locks data_dir (FailedPrecondition when another broker holds it), opens every partition under it
   // (recovering each), binds and starts serving.

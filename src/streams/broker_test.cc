@@ -1,5 +1,6 @@
 // Broker over real sockets with hand-built frames: version negotiation, produce/fetch/list offsets,
-// idempotent retries, long polling, and bad input that closes one connection and leaves others working.
+// idempotent retries, long polling, bad input that closes one connection and leaves others working, and a
+// revoked token closing its open connection.
 #include "streams/broker.h"
 
 #include <arpa/inet.h>
@@ -12,7 +13,10 @@
 #include <thread>
 
 #include "streams/errors.h"
+#include "streams/security.h"
 #include "streams/wire.h"
+#include "tokens/checker.h"
+#include "tokens/issuer.h"
 
 namespace govern::streams {
 namespace {
@@ -178,6 +182,70 @@ class BrokerTest : public ::testing::Test {
   std::string dir_;
   std::unique_ptr<Broker> broker_;
 };
+
+// A token revoked while its connection is open: the connection's next request closes it (the session
+// ended, as at expiry), a reconnect with the token is refused with SASL_AUTHENTICATION_FAILED, and
+// another client's connection keeps being served.
+TEST_F(BrokerTest, RevokedTokenClosesItsOpenConnection) {
+  int64_t now = Clock::Real().UnixMicros() / 1'000'000;
+  auto ring = std::make_shared<tokens::KeyRing>(*tokens::KeyRing::Create(tokens::Alg::kES256, {}, now - 60));
+  tokens::Issuer issuer(tokens::IssuerOptions{"https://iss.test"}, ring, nullptr);
+  auto checker = std::make_shared<tokens::Checker>(tokens::CheckerOptions{"https://iss.test"},
+                                                   std::make_shared<tokens::KeySet>(ring->VerifyKeysAt(now)));
+  auto token = [&](std::string sub) {
+    tokens::Claims c;
+    c.sub = std::move(sub);
+    c.aud = {"govern:streams"};
+    return *issuer.IssueAccess(std::move(c), std::chrono::seconds(300));
+  };
+  broker_.reset();
+  BrokerOptions o;
+  o.listen_port = 0;
+  o.data_dir = dir_;
+  o.security = std::make_shared<Security>(SecurityOptions{
+      .require_sasl = true,
+      .authenticator = std::make_shared<Authenticator>(AuthenticatorOptions{}, nullptr, checker)});
+  broker_ = std::make_unique<Broker>(o);
+  ASSERT_TRUE(broker_->Start().ok());
+
+  // Handshake + authenticate (v1) on `c`; the SaslAuthenticate error.
+  auto login = [](Client& c, const std::string& tok) {
+    Writer hs;
+    hs.String("OAUTHBEARER");
+    c.Send(kApiSaslHandshake, 1, 1, hs.str());
+    EXPECT_TRUE(c.Receive().has_value());
+    Writer w;
+    w.NullableBytes(
+        "n,,\x01"
+        "auth=Bearer " +
+        tok + "\x01\x01");
+    c.Send(kApiSaslAuthenticate, 1, 2, w.str());
+    auto r = c.Receive();
+    if (!r) return int16_t{-100};
+    Reader rd(std::string_view(*r).substr(4));
+    return rd.Int16();
+  };
+  Writer none;
+  none.ArrayCount(0);  // Metadata v1 of no topics
+  std::string alice = token("alice"), bob = token("bob");
+  Client a(broker_->port()), b(broker_->port());
+  ASSERT_EQ(login(a, alice), 0);
+  ASSERT_EQ(login(b, bob), 0);
+  a.Send(api::kMetadata, 1, 3, none.str());
+  ASSERT_TRUE(a.Receive().has_value());
+
+  auto claims = checker->Check(alice, "govern:streams");
+  ASSERT_TRUE(claims.ok());
+  checker->SetRevocations(std::make_shared<tokens::RevocationList>(
+      7, tokens::RevocationList::Entries{{(*claims)->jti, (*claims)->exp}},
+      tokens::RevocationList::Entries{}));
+  a.Send(api::kMetadata, 1, 4, none.str());
+  EXPECT_TRUE(a.Closed());
+  b.Send(api::kMetadata, 1, 3, none.str());
+  EXPECT_TRUE(b.Receive().has_value());
+  Client again(broker_->port());
+  EXPECT_EQ(login(again, alice), kErrSaslAuthenticationFailed);
+}
 
 TEST_F(BrokerTest, ApiVersionsNegotiation) {
   Client c(broker_->port());

@@ -511,6 +511,13 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   std::shared_ptr<g::GroupCoordinator> c = impl->coordinator;
   Broker* b = &broker;
   Gate gate(b);
+  // A deleted topic's committed offsets go with it (Kafka does the same), before DeleteTopics answers.
+  broker.OnTopicsDeleted([c](std::vector<std::string> topics, std::function<void()> done) {
+    c->DeleteTopicOffsets(std::move(topics), [done = std::move(done)](Status s) {
+      if (!s.ok()) log::Warn("streams", "offsets of deleted topics not removed", {{"error", s.ToString()}});
+      done();
+    });
+  });
 
   broker.RegisterApi(api::kFindCoordinator,
                      Immediate(2, groupwire::DecodeFindCoordinator,
@@ -600,35 +607,45 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   ApiSpec commit;
   commit.max_version = 7;
   commit.pause_reading = true;
-  commit.handler = [c, gate](const Request& req, Respond respond) {
+  commit.handler = [c, b, gate](const Request& req, Respond respond) {
     int16_t v = req.header.api_version;
     auto q = groupwire::DecodeOffsetCommit(req.header.body, v);
     if (!q.ok()) return respond(Reply::Close());
     if (!gate.Group(req, AclOp::kRead, q->group_id))
       return respond(Reply::Send(groupwire::Encode(CommitAll(*q, kGroupDenied), v)));
-    // Topics the principal may not read are answered 29 here; the rest go to the coordinator.
+    // Topics the principal may not read are answered 29 here, topics the broker does not have 3 (as
+    // Kafka does; a deleted topic's offsets are not put back); the rest go to the coordinator.
     g::OffsetCommitRequest original = *q;
-    std::vector<bool> allowed;
+    std::vector<g::ErrorCode> refused;  // per topic: kNone (sent on) or the answer
     q->topics.clear();
     for (const auto& t : original.topics) {
-      allowed.push_back(gate.Topic(req, AclOp::kRead, t.name));
-      if (allowed.back()) q->topics.push_back(t);
+      refused.push_back(!gate.Topic(req, AclOp::kRead, t.name) ? kTopicDenied
+                        : !b->Partition(t.name, 0)             ? g::ErrorCode::kUnknownTopicOrPartition
+                                                               : g::ErrorCode::kNone);
+      if (refused.back() == g::ErrorCode::kNone) q->topics.push_back(t);
     }
+    // Every partition of the request, answered with its topic's refusal (or kNone, filled in below).
+    auto answers = [](const g::OffsetCommitRequest& asked, const std::vector<g::ErrorCode>& codes) {
+      g::OffsetCommitResponse all = CommitAll(asked, g::ErrorCode::kNone);
+      for (size_t i = 0; i < all.topics.size(); i++)
+        for (auto& p : all.topics[i].partitions) p.error = codes[i];
+      return all;
+    };
     if (q->topics.size() == original.topics.size()) {
       c->OffsetCommit(std::move(*q), [v, respond = std::move(respond)](g::OffsetCommitResponse r) {
         respond(Reply::Send(groupwire::Encode(r, v)));
       });
       return;
     }
-    if (q->topics.empty())
-      return respond(Reply::Send(groupwire::Encode(CommitAll(original, kTopicDenied), v)));
-    c->OffsetCommit(std::move(*q), [v, original = std::move(original), allowed = std::move(allowed),
+    if (q->topics.empty()) return respond(Reply::Send(groupwire::Encode(answers(original, refused), v)));
+    c->OffsetCommit(std::move(*q), [v, answers, original = std::move(original), refused = std::move(refused),
                                     respond = std::move(respond)](g::OffsetCommitResponse got) {
       // The coordinator answers in request order: merge back by position.
-      g::OffsetCommitResponse all = CommitAll(original, kTopicDenied);
+      g::OffsetCommitResponse all = answers(original, refused);
       size_t next = 0;
       for (size_t i = 0; i < all.topics.size(); i++)
-        if (allowed[i] && next < got.topics.size()) all.topics[i] = std::move(got.topics[next++]);
+        if (refused[i] == g::ErrorCode::kNone && next < got.topics.size())
+          all.topics[i] = std::move(got.topics[next++]);
       respond(Reply::Send(groupwire::Encode(all, v)));
     });
   };

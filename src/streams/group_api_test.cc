@@ -136,6 +136,12 @@ class GroupApiTest : public ::testing::Test {
     ASSERT_TRUE(api.ok()) << api.status().ToString();
     api_ = std::move(*api);
     ASSERT_TRUE(broker_->Start().ok());
+    // The topics the tests commit to (OffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION for others).
+    for (const char* t : {"t", "u"}) {
+      if (!broker_->Partition(t, 0)) {
+        ASSERT_TRUE(broker_->CreateTopic(t, 1).ok());
+      }
+    }
   }
   void StopBroker() {
     if (api_) api_->Shutdown();
@@ -350,6 +356,73 @@ TEST_F(GroupApiTest, OneMemberLifecycle) {
   StartBroker();
   Client c2(broker_->port());
   EXPECT_EQ(FetchOffset(c2, "g1", 1), 42);
+}
+
+// DeleteTopics removes every group's committed offsets of the deleted topic (as Kafka does), durably:
+// gone before the answer, still gone after a restart and when the topic is created again; other
+// topics' offsets stay.
+TEST_F(GroupApiTest, DeleteTopicsDropsCommittedOffsets) {
+  ASSERT_TRUE(broker_->CreateTopic("keep", 1).ok());
+  auto commit = [&](const std::string& group, const std::string& topic, int32_t partition, int64_t offset) {
+    groups::OffsetCommitRequest q;
+    q.group_id = group;
+    q.generation_id = -1;  // standalone
+    q.topics = {{topic, {{partition, offset}}}};
+    std::promise<groups::OffsetCommitResponse> done;
+    api_->coordinator().OffsetCommit(q, [&done](groups::OffsetCommitResponse r) { done.set_value(r); });
+    auto r = done.get_future().get();
+    ASSERT_EQ(r.topics.size(), 1u);
+    EXPECT_EQ(r.topics[0].partitions[0].error, groups::ErrorCode::kNone);
+  };
+  commit("g1", "t", 0, 11);
+  commit("g1", "t", 1, 12);
+  commit("g1", "keep", 0, 13);
+  commit("g2", "t", 0, 21);
+  Client c(broker_->port());
+  EXPECT_EQ(FetchOffset(c, "g1", 1), 11);
+  EXPECT_EQ(FetchOffset(c, "g2", 2), 21);
+
+  Writer w;
+  w.ArrayCount(1);
+  w.String("t");
+  w.Int32(5000);
+  c.Send(20, 1, 3, w.str());  // DeleteTopics v1
+  auto body = c.Receive(3);
+  ASSERT_TRUE(body);
+  Reader r(*body);
+  r.Int32();
+  ASSERT_EQ(r.ArrayCount(), 1);
+  EXPECT_EQ(r.String(), "t");
+  EXPECT_EQ(r.Int16(), 0);
+  // Answered: the offsets are gone, from every group; g2 had nothing else and is left without offsets.
+  EXPECT_EQ(FetchOffset(c, "g1", 4), -1);
+  EXPECT_EQ(FetchOffset(c, "g2", 5), -1);
+  EXPECT_FALSE(api_->coordinator().offsets().Get("g1", {"t", 1}).has_value());
+  EXPECT_FALSE(api_->coordinator().offsets().HasOffsets("g2"));
+  ASSERT_TRUE(api_->coordinator().offsets().Get("g1", {"keep", 0}).has_value());
+  // A commit to the deleted topic is refused with UNKNOWN_TOPIC_OR_PARTITION and stores nothing.
+  c.Send(api::kOffsetCommit, 7, 6, CommitBody("g2", -1, "", 99));
+  auto refused = c.Receive(6);
+  ASSERT_TRUE(refused);
+  Reader rr(*refused);
+  rr.Int32();
+  ASSERT_EQ(rr.ArrayCount(), 1);
+  EXPECT_EQ(rr.String(), "t");
+  ASSERT_EQ(rr.ArrayCount(), 1);
+  EXPECT_EQ(rr.Int32(), 0);
+  EXPECT_EQ(rr.Int16(), 3);
+  EXPECT_FALSE(api_->coordinator().offsets().HasOffsets("g2"));
+  // Durably: after a restart too (StartBroker creates "t" again: a topic of the same name starts without
+  // the old offsets).
+  StopBroker();
+  StartBroker();
+  Client c2(broker_->port());
+  EXPECT_EQ(FetchOffset(c2, "g1", 1), -1);
+  EXPECT_FALSE(api_->coordinator().offsets().Get("g1", {"t", 1}).has_value());
+  EXPECT_FALSE(api_->coordinator().offsets().HasOffsets("g2"));
+  auto kept = api_->coordinator().offsets().Get("g1", {"keep", 0});
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->offset, 13);
 }
 
 // A second member's JoinGroup waits for the first member to rejoin; a ListGroups pipelined behind it on

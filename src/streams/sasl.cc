@@ -154,6 +154,11 @@ Result<std::shared_ptr<const UserStore>> UserStore::LoadFile(const std::string& 
   return r;
 }
 
+std::string_view UserStore::HashOf(std::string_view user) const {
+  auto it = users_.find(user);
+  return it == users_.end() ? std::string_view() : std::string_view(it->second);
+}
+
 Status UserStore::Verify(std::string_view user, std::string_view password) const {
   auto it = users_.find(user);
   if (it == users_.end()) {
@@ -172,24 +177,55 @@ Authenticator::Authenticator(AuthenticatorOptions options, std::shared_ptr<const
 
 std::vector<std::string> Authenticator::mechanisms() const {
   std::vector<std::string> out;
-  if (users_) out.push_back("PLAIN");
+  if (users()) out.push_back("PLAIN");
   if (checker_) out.push_back("OAUTHBEARER");
   return out;
 }
 
 bool Authenticator::Offers(std::string_view m) const {
-  return (m == "PLAIN" && users_) || (m == "OAUTHBEARER" && checker_);
+  return (m == "PLAIN" && users()) || (m == "OAUTHBEARER" && checker_);
+}
+
+void Authenticator::SetUsers(std::shared_ptr<const UserStore> users) {
+  if (!users || !this->users()) return;  // PLAIN is offered or not for the broker's whole life
+  users_.store(std::move(users), std::memory_order_release);
+  users_generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+uint64_t Authenticator::trust_version() const {
+  // Both parts only grow (the TrustRefresher ignores older revocation lists), so the sum changes
+  // whenever either does.
+  return users_generation_.load(std::memory_order_acquire) + (checker_ ? checker_->revocation_version() : 0);
+}
+
+Status Authenticator::StillValid(std::string_view mechanism, std::string_view credential) const {
+  if (mechanism == "OAUTHBEARER" && checker_) {
+    auto claims = checker_->Check(credential, options_.audience);  // cached: a hash and a lookup
+    if (claims.ok()) return OkStatus();
+    return Unauthenticated("session ended: " +
+                           std::string(tokens::Describe(tokens::RejectOf(claims.status()))));
+  }
+  if (mechanism == "PLAIN") {
+    auto u = users();
+    size_t sp = credential.find(' ');
+    if (u && sp != std::string_view::npos &&
+        crypto::ConstantTimeEquals(u->HashOf(credential.substr(0, sp)), credential.substr(sp + 1)))
+      return OkStatus();
+    return Unauthenticated("session ended: the user was removed or its password changed");
+  }
+  return Unauthenticated("session ended: mechanism no longer offered");
 }
 
 Result<AuthResult> Authenticator::Authenticate(std::string_view mechanism, std::string_view message) const {
   int64_t now_ms = clock_.UnixMicros() / 1000;
-  if (mechanism == "PLAIN" && users_) {
+  if (auto users = this->users(); mechanism == "PLAIN" && users) {
     auto m = ParsePlain(message);
     if (!m.ok()) return Unauthenticated("authentication failed: " + m.status().message());
     if (!m->authzid.empty() && m->authzid != m->authcid)
       return Unauthenticated("authentication failed: authorization identity must be the user's own");
-    GOVERN_RETURN_IF_ERROR(users_->Verify(m->authcid, m->password));
-    AuthResult r{"User:" + std::string(m->authcid), 0};
+    GOVERN_RETURN_IF_ERROR(users->Verify(m->authcid, m->password));
+    AuthResult r{"User:" + std::string(m->authcid), 0, "PLAIN",
+                 std::string(m->authcid) + " " + std::string(users->HashOf(m->authcid))};
     if (options_.max_session_ms > 0) r.session_end_ms = now_ms + options_.max_session_ms;
     return r;
   }
@@ -204,7 +240,7 @@ Result<AuthResult> Authenticator::Authenticate(std::string_view mechanism, std::
     if (c.sub.empty()) return Unauthenticated("authentication failed: token has no subject");
     if (!m->authzid.empty() && m->authzid != c.sub)
       return Unauthenticated("authentication failed: authorization identity must be the token's subject");
-    AuthResult r{"User:" + c.sub, c.exp * 1000};
+    AuthResult r{"User:" + c.sub, c.exp * 1000, "OAUTHBEARER", std::string(m->token)};
     if (options_.max_session_ms > 0)
       r.session_end_ms = std::min(r.session_end_ms, now_ms + options_.max_session_ms);
     return r;

@@ -10,10 +10,16 @@
 // the configured audience; the principal is User:<sub>, and the session ends when the token expires
 // (KIP-368: SaslAuthenticate v1+ tells the client, which re-authenticates before then).
 //
-// Pure parsers are thread-safe; UserStore and Authenticator are immutable after construction (the
-// Checker they use is thread-safe): thread-safe.
+// A session stays tied to what granted it (AuthResult::credential): when the trust state changes (the
+// Checker's revocation list gets a new version, or SetUsers swaps the users), Security re-checks each
+// session on its next request with StillValid, so a revoked token or a removed user (or changed password)
+// ends sessions that were already open, not only new authentications.
+//
+// Pure parsers are thread-safe; UserStore is immutable; Authenticator is thread-safe (the users are
+// swapped atomically by SetUsers; the Checker it uses is thread-safe).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -56,6 +62,8 @@ class UserStore {
   // ok when the user exists and the password matches; kUnauthenticated otherwise (the same message for
   // an unknown user and a wrong password; an unknown user still costs a hash).
   Status Verify(std::string_view user, std::string_view password) const;
+  // The stored hash of `user`, empty when there is no such user.
+  std::string_view HashOf(std::string_view user) const;
   size_t size() const { return users_.size(); }
 
  private:
@@ -72,6 +80,10 @@ struct AuthenticatorOptions {
 struct AuthResult {
   std::string principal;       // "User:<name>"
   int64_t session_end_ms = 0;  // Unix ms when the session must re-authenticate; 0: never
+  // What the session rests on, for StillValid: the mechanism, and the token (OAUTHBEARER) or the user
+  // name and its stored hash (PLAIN, "<name> <hash>").
+  std::string mechanism;
+  std::string credential;
 };
 
 class Authenticator {
@@ -87,9 +99,23 @@ class Authenticator {
   // token or malformed message; kUnimplemented for a mechanism not offered.
   Result<AuthResult> Authenticate(std::string_view mechanism, std::string_view message) const;
 
+  // Changes whenever a session granted earlier may have lost its ground: a new revocation list in the
+  // Checker or new users (SetUsers). Cheap (atomic loads); Security compares it on every request.
+  uint64_t trust_version() const;
+  // Whether a session granted by Authenticate (its mechanism and credential) still stands: the token is
+  // not revoked (nor expired), the PLAIN user still exists with the same hash. kUnauthenticated with a
+  // message safe to show otherwise.
+  Status StillValid(std::string_view mechanism, std::string_view credential) const;
+
+  // Replaces the PLAIN users (the users file was reloaded). Only when PLAIN is offered (users were given
+  // at construction); ignored otherwise.
+  void SetUsers(std::shared_ptr<const UserStore> users);
+
  private:
+  std::shared_ptr<const UserStore> users() const { return users_.load(std::memory_order_acquire); }
   AuthenticatorOptions options_;
-  std::shared_ptr<const UserStore> users_;
+  std::atomic<std::shared_ptr<const UserStore>> users_;
+  std::atomic<uint64_t> users_generation_{0};
   std::shared_ptr<const tokens::Checker> checker_;
   const Clock& clock_;
 };

@@ -244,6 +244,7 @@ struct RecordView {
   bool key_null = true, value_null = true;
   size_t headers_count_pos = 0;  // offset in `whole` of the header count
   int32_t headers = 0;
+  std::vector<std::string_view> header_values;  // non-empty values, screened like key and value
 };
 
 // Reads one record body; false when malformed.
@@ -267,7 +268,7 @@ bool ReadRecord(std::string_view body, RecordView* rv) {
     if (hk < 0) return false;
     r.Bytes(static_cast<size_t>(hk));
     int32_t hv = r.Varint();
-    if (hv > 0) r.Bytes(static_cast<size_t>(hv));
+    if (hv > 0) rv->header_values.push_back(r.Bytes(static_cast<size_t>(hv)));
     if (!r.ok()) return false;
   }
   return r.ok() && r.remaining() == 0;
@@ -323,11 +324,15 @@ Result<ScreenVerdict> Screener::Screen(std::string_view batch, ScreenMode mode) 
     if (!r.ok() || !ReadRecord(body, &rv))
       return FailedPrecondition("record " + std::to_string(i) + " is malformed");
     std::set<std::string_view> hit;
-    for (std::string_view text : {rv.key, rv.value}) {
-      if (text.empty()) continue;
+    auto scan = [&](std::string_view text) {
+      if (text.empty()) return;
       rules_->Scan(text, &findings);
       for (const auto& f : findings) hit.insert(f.detector);
-    }
+    };
+    scan(rv.key);
+    scan(rv.value);
+    // Header values carry data too (trace baggage, user ids, e-mail addresses): screened the same way.
+    for (std::string_view hv : rv.header_values) scan(hv);
     if (hit.empty()) continue;
     all.insert(hit.begin(), hit.end());
     if (mode == ScreenMode::kBlock) continue;  // keep going to name every detector in the batch

@@ -20,19 +20,37 @@ int64_t Session::session_end_ms() const {
 }
 
 Security::Security(SecurityOptions options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock) {}
+    : options_(std::move(options)), authorizer_(options_.authorizer), clock_(clock) {}
+
+void Security::SetAuthorizer(std::shared_ptr<const Authorizer> authorizer) {
+  authorizer_.store(std::move(authorizer), std::memory_order_release);
+}
 
 bool Security::Admit(const Session& s, int16_t api_key) const {
   if (api_key == kApiSaslHandshake || api_key == kApiSaslAuthenticate) return true;
   std::lock_guard<std::mutex> l(s.mu_);
-  if (s.authenticated_) return s.end_ms_ == 0 || clock_.UnixMicros() / 1000 < s.end_ms_;
-  return !options_.require_sasl || api_key == 18;  // ApiVersions
+  if (!s.authenticated_) return !options_.require_sasl || api_key == 18;  // ApiVersions
+  if (s.end_ms_ != 0 && clock_.UnixMicros() / 1000 >= s.end_ms_) return false;
+  const Authenticator* auth = options_.authenticator.get();
+  if (auth && !s.ended_ && !s.credential_.empty()) {
+    uint64_t v = auth->trust_version();
+    if (v != s.trust_version_) {
+      Status still = auth->StillValid(s.auth_mechanism_, s.credential_);
+      if (!still.ok()) {
+        s.ended_ = true;
+        log::Info("streams", "closing session", {{"principal", s.principal_}, {"reason", still.message()}});
+      }
+      s.trust_version_ = v;
+    }
+  }
+  return !s.ended_;
 }
 
 bool Security::Allowed(const Session& s, AclOp op, ResourceType type, std::string_view name) const {
-  if (!options_.authorizer) return true;
+  auto authorizer = authorizer_.load(std::memory_order_acquire);
+  if (!authorizer) return true;
   std::lock_guard<std::mutex> l(s.mu_);
-  return options_.authorizer->Allowed(s.principal_, op, type, name);
+  return authorizer->Allowed(s.principal_, op, type, name);
 }
 
 std::optional<std::string> Security::SaslHandshake(Session& s, int16_t version, std::string_view body) const {
@@ -75,6 +93,8 @@ std::optional<std::string> Security::SaslAuthenticate(Session& s, int16_t versio
     error = kErrIllegalSaslState;
     message = "SaslAuthenticate without a SaslHandshake naming an enabled mechanism";
   } else {
+    // Read before the check: a revocation that lands meanwhile is seen by the next request.
+    uint64_t trust_version = options_.authenticator->trust_version();
     auto res = options_.authenticator->Authenticate(mechanism, bytes.value_or(std::string_view()));
     if (!res.ok()) {
       error = kErrSaslAuthenticationFailed;
@@ -95,6 +115,10 @@ std::optional<std::string> Security::SaslAuthenticate(Session& s, int16_t versio
         s.authenticated_ = true;
         s.principal_ = res->principal;
         s.end_ms_ = res->session_end_ms;
+        s.auth_mechanism_ = std::move(res->mechanism);
+        s.credential_ = std::move(res->credential);
+        s.trust_version_ = trust_version;
+        s.ended_ = false;
         if (s.end_ms_ != 0) lifetime_ms = s.end_ms_ - now_ms;
       }
     }

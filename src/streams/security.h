@@ -10,12 +10,21 @@
 //    end (a token's exp, or max_session_ms) is told its lifetime in SaslAuthenticate v1+ (KIP-368); once
 //    it has passed, any request but the SASL ones closes the connection. Re-authentication on the same
 //    connection must keep the principal.
+//  - Revocation: a session keeps what granted it (the token, or the PLAIN user's hash). When the
+//    Authenticator's trust_version changes (a new revocation list, reloaded users), the next request of
+//    each authenticated connection re-checks it (StillValid: a cached token check, a map lookup) and a
+//    session whose token was revoked or whose user was removed or changed ends there: the request closes
+//    the connection, as an expired session does (KIP-368), and the client's reconnect gets
+//    SASL_AUTHENTICATION_FAILED. Requests pay one atomic comparison while nothing changes.
 //  - Allowed(): the Authorizer's answer for the session's principal (always true without one).
+//    SetAuthorizer swaps the rules atomically (the ACL file was reloaded); a request sees the old rules
+//    or the new ones, never a mix.
 //
-// Security is immutable after construction and thread-safe; a Session is shared by the requests of one
-// connection (which may be handled on several threads) and guards itself with a mutex.
+// Security is thread-safe (only the authorizer changes after construction); a Session is shared by the
+// requests of one connection (which may be handled on several threads) and guards itself with a mutex.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -56,6 +65,11 @@ class Session {
   bool authenticated_ = false;
   std::string mechanism_;  // chosen by the last SaslHandshake; cleared by SaslAuthenticate
   int64_t end_ms_ = 0;
+  // What the session rests on (AuthResult), re-checked when the trust version moves past trust_version_.
+  std::string auth_mechanism_;
+  std::string credential_;
+  mutable uint64_t trust_version_ = 0;
+  mutable bool ended_ = false;  // revoked or removed since authentication
 };
 
 struct SecurityOptions {
@@ -71,7 +85,9 @@ class Security {
 
   bool require_sasl() const { return options_.require_sasl; }
   const Authenticator* authenticator() const { return options_.authenticator.get(); }
-  const Authorizer* authorizer() const { return options_.authorizer.get(); }
+  std::shared_ptr<const Authorizer> authorizer() const { return authorizer_.load(std::memory_order_acquire); }
+  // Replaces the ACL rules (null: everything allowed). Thread-safe beside Allowed.
+  void SetAuthorizer(std::shared_ptr<const Authorizer> authorizer);
   const Screener* screener() const { return options_.screener.get(); }
 
   // Whether a request with this API key may be served on the session now (see the header comment).
@@ -86,6 +102,7 @@ class Security {
 
  private:
   SecurityOptions options_;
+  std::atomic<std::shared_ptr<const Authorizer>> authorizer_;
   const Clock& clock_;
 };
 

@@ -5,11 +5,17 @@
 #include "streams/security.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "crypto/password.h"
 #include "dlp/rule_set.h"
 #include "storage/crc32c.h"
 #include "streams/batch.h"
+#include "streams/reloader.h"
 #include "streams/wire.h"
 #include "tokens/checker.h"
 #include "tokens/issuer.h"
@@ -245,6 +251,153 @@ TEST(Security, HandshakeAuthenticateGateAndExpiry) {
   EXPECT_TRUE(r.ok() && r.remaining() == 0);
 }
 
+// Sessions already open end when the trust state changes under them: a revoked token (new revocation
+// list), a PLAIN user whose password changed or who was removed (SetUsers). Others keep going.
+TEST(Security, RevocationEndsOpenSessions) {
+  TokenFixture f;
+  auto users =
+      UserStore::Parse("bob " + *HashPasswordSha256("pw") + "\ndave " + *HashPasswordSha256("pw") + "\n");
+  ASSERT_TRUE(users.ok());
+  auto auth = std::make_shared<Authenticator>(AuthenticatorOptions{}, *users, f.checker, f.clock);
+  Handlers h;
+  h.security =
+      std::make_shared<Security>(SecurityOptions{.require_sasl = true, .authenticator = auth}, f.clock);
+  std::string ta = f.Issue("alice"), tc = f.Issue("carol");
+  Session a, c, bob, dave;
+  h.Handshake(a, "OAUTHBEARER");
+  ASSERT_EQ(h.Auth(a, Bearer(ta)).first, 0);
+  h.Handshake(c, "OAUTHBEARER");
+  ASSERT_EQ(h.Auth(c, Bearer(tc)).first, 0);
+  h.Handshake(bob, "PLAIN");
+  ASSERT_EQ(h.Auth(bob, Plain("bob", "pw")).first, 0);
+  h.Handshake(dave, "PLAIN");
+  ASSERT_EQ(h.Auth(dave, Plain("dave", "pw")).first, 0);
+  for (Session* s : {&a, &c, &bob, &dave}) EXPECT_TRUE(h.security->Admit(*s, 0));
+
+  auto claims = f.checker->Check(ta, "govern:streams");
+  ASSERT_TRUE(claims.ok());
+  ASSERT_FALSE((*claims)->jti.empty());
+  f.checker->SetRevocations(std::make_shared<tokens::RevocationList>(
+      1, tokens::RevocationList::Entries{{(*claims)->jti, (*claims)->exp}},
+      tokens::RevocationList::Entries{}));
+  EXPECT_FALSE(h.security->Admit(a, 0));  // the next request closes the connection
+  EXPECT_FALSE(h.security->Admit(a, 1));
+  EXPECT_TRUE(h.security->Admit(c, 0));
+  EXPECT_TRUE(h.security->Admit(bob, 0));
+  EXPECT_TRUE(h.security->Admit(a, kApiSaslHandshake));
+  // Re-authenticating with the revoked token: SASL_AUTHENTICATION_FAILED, and the session stays ended.
+  h.Handshake(a, "OAUTHBEARER");
+  EXPECT_EQ(h.Auth(a, Bearer(ta)).first, kErrSaslAuthenticationFailed);
+  EXPECT_FALSE(h.security->Admit(a, 0));
+  // A fresh connection with it: refused at authentication.
+  Session a2;
+  h.Handshake(a2, "OAUTHBEARER");
+  EXPECT_EQ(h.Auth(a2, Bearer(ta)).first, kErrSaslAuthenticationFailed);
+  // A new token for the same subject re-authenticates the connection (KIP-368) and it serves again.
+  h.Handshake(a, "OAUTHBEARER");
+  EXPECT_EQ(h.Auth(a, Bearer(f.Issue("alice"))).first, 0);
+  EXPECT_TRUE(h.security->Admit(a, 0));
+
+  // PLAIN: bob's password changes, dave is unchanged.
+  std::string dave_line = "dave " + std::string((*users)->HashOf("dave")) + "\n";
+  auto changed = UserStore::Parse("bob " + *HashPasswordSha256("pw2") + "\n" + dave_line);
+  ASSERT_TRUE(changed.ok());
+  auth->SetUsers(*changed);
+  EXPECT_FALSE(h.security->Admit(bob, 0));
+  EXPECT_TRUE(h.security->Admit(dave, 0));
+  EXPECT_TRUE(h.security->Admit(c, 0));
+  Session bob2;
+  h.Handshake(bob2, "PLAIN");
+  EXPECT_EQ(h.Auth(bob2, Plain("bob", "pw")).first, kErrSaslAuthenticationFailed);
+  h.Handshake(bob2, "PLAIN");
+  EXPECT_EQ(h.Auth(bob2, Plain("bob", "pw2")).first, 0);
+  // dave removed.
+  auth->SetUsers(*UserStore::Parse("bob " + std::string((*changed)->HashOf("bob")) + "\n"));
+  EXPECT_FALSE(h.security->Admit(dave, 0));
+  EXPECT_TRUE(h.security->Admit(bob2, 0));
+}
+
+// The ACL and users files are re-read when they change: whole-file swaps (rename over), an in-place
+// edit, a broken edit keeping the old rules, and a changed users file ending a PLAIN session.
+TEST(SecurityReloader, AclAndUsersFiles) {
+  char tmpl[] = "/tmp/streams-reload-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  auto write = [&](const std::string& name, const std::string& text) {
+    // Beside, then renamed over: a poll sees the old file or the new one.
+    std::string tmp = dir + "/." + name + ".tmp";
+    std::ofstream(tmp) << text;
+    std::filesystem::rename(tmp, dir + "/" + name);
+  };
+  std::string acl = dir + "/acl", users_file = dir + "/users";
+  write("acl", "allow User:alice read topic:orders\n");
+  write("users", "bob " + *HashPasswordSha256("pw") + "\n");
+  auto users = UserStore::LoadFile(users_file);
+  ASSERT_TRUE(users.ok());
+  auto auth = std::make_shared<Authenticator>(AuthenticatorOptions{}, *users, nullptr);
+  auto security = std::make_shared<Security>(
+      SecurityOptions{.authenticator = auth, .authorizer = *Authorizer::LoadFile(acl, {"User:root"})});
+  SecurityReloader reloader({.acl_file = acl, .super_users = {"User:root"}, .users_file = users_file},
+                            security, auth);
+  ASSERT_TRUE(reloader.CheckOnce().ok());
+  EXPECT_EQ(reloader.reloads(), 2u);  // the first check loads both
+  ASSERT_TRUE(reloader.CheckOnce().ok());
+  EXPECT_EQ(reloader.reloads(), 2u);  // unchanged: nothing read
+
+  Session alice;
+  Handlers h;
+  h.security = security;
+  h.Handshake(alice, "PLAIN");
+  Session bob;
+  h.Handshake(bob, "PLAIN");
+  ASSERT_EQ(h.Auth(bob, Plain("bob", "pw")).first, 0);
+  EXPECT_FALSE(security->Allowed(bob, AclOp::kRead, ResourceType::kTopic, "anything"));
+  // Without authentication the session is User:ANONYMOUS: the ACL file names alice only.
+  EXPECT_FALSE(security->Allowed(alice, AclOp::kRead, ResourceType::kTopic, "orders"));
+
+  write("acl", "allow User:bob read topic:orders\nallow User:bob write topic:orders\n");
+  ASSERT_TRUE(reloader.CheckOnce().ok());
+  EXPECT_TRUE(security->Allowed(bob, AclOp::kWrite, ResourceType::kTopic, "orders"));
+  EXPECT_FALSE(security->Allowed(bob, AclOp::kWrite, ResourceType::kTopic, "payments"));
+
+  // A broken edit: refused, the rules in place stay; fixing it applies the fix.
+  write("acl", "allow User:bob read topic:orders\nallow bob everything\n");
+  EXPECT_FALSE(reloader.CheckOnce().ok());
+  EXPECT_TRUE(security->Allowed(bob, AclOp::kWrite, ResourceType::kTopic, "orders"));
+  EXPECT_TRUE(reloader.CheckOnce().ok());  // unchanged since: not re-read, no new error
+  { std::ofstream(acl, std::ios::trunc) << "deny User:bob write topic:orders\nallow User:bob all topic:*\n"; }
+  ASSERT_TRUE(reloader.CheckOnce().ok());  // an edit in place (same inode, other size)
+  EXPECT_FALSE(security->Allowed(bob, AclOp::kWrite, ResourceType::kTopic, "orders"));
+  EXPECT_TRUE(security->Allowed(bob, AclOp::kWrite, ResourceType::kTopic, "payments"));
+  // Super users survive reloads.
+  EXPECT_TRUE(security->authorizer()->Allowed("User:root", AclOp::kAll, ResourceType::kCluster, ""));
+
+  // Users: bob's password changes; his open session ends on its next request; the new one works.
+  EXPECT_TRUE(security->Admit(bob, 0));
+  write("users", "bob " + *HashPasswordSha256("pw2") + "\n");
+  ASSERT_TRUE(reloader.CheckOnce().ok());
+  EXPECT_FALSE(security->Admit(bob, 0));
+  Session bob2;
+  h.Handshake(bob2, "PLAIN");
+  EXPECT_EQ(h.Auth(bob2, Plain("bob", "pw")).first, kErrSaslAuthenticationFailed);
+  h.Handshake(bob2, "PLAIN");
+  EXPECT_EQ(h.Auth(bob2, Plain("bob", "pw2")).first, 0);
+  // A removed file keeps what is in place.
+  std::filesystem::remove(users_file);
+  EXPECT_FALSE(reloader.CheckOnce().ok());
+  EXPECT_TRUE(security->Admit(bob2, 0));
+
+  // The polling thread picks up a change by itself.
+  SecurityReloader polling({.acl_file = acl, .period = std::chrono::milliseconds(10)}, security, nullptr);
+  polling.Start();
+  write("acl", "allow User:bob read topic:polled\n");
+  for (int i = 0; i < 500 && !security->Allowed(bob2, AclOp::kRead, ResourceType::kTopic, "polled"); i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(security->Allowed(bob2, AclOp::kRead, ResourceType::kTopic, "polled"));
+  polling.Stop();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Authorizer, Matching) {
   auto a = Authorizer::Parse(R"(
     allow User:alice write topic:orders
@@ -328,6 +481,76 @@ std::string Compress(const std::string& batch, int codec) {
   StoreBe32(b.data() + 17, storage::Crc32c(b.data() + kBatchCrcStart, b.size() - kBatchCrcStart));
   EXPECT_TRUE(ParseBatch(b).ok());
   return b;
+}
+
+// A batch of records each with one header (key "trace", value `header_values[i]`) and value "v<i>".
+std::string BatchWithHeaders(const std::vector<std::string>& header_values) {
+  auto varlong = [](std::string& out, int64_t v) {
+    uint64_t z = (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+    while (z >= 0x80) {
+      out.push_back(static_cast<char>((z & 0x7f) | 0x80));
+      z >>= 7;
+    }
+    out.push_back(static_cast<char>(z));
+  };
+  std::string records;
+  for (size_t i = 0; i < header_values.size(); i++) {
+    std::string rec(1, '\0');
+    varlong(rec, 0);
+    varlong(rec, static_cast<int64_t>(i));
+    varlong(rec, -1);
+    std::string value = "v" + std::to_string(i);
+    varlong(rec, static_cast<int64_t>(value.size()));
+    rec += value;
+    varlong(rec, 1);
+    varlong(rec, 5);
+    rec += "trace";
+    varlong(rec, static_cast<int64_t>(header_values[i].size()));
+    rec += header_values[i];
+    varlong(records, static_cast<int64_t>(rec.size()));
+    records += rec;
+  }
+  // The header of a batch of as many records (BuildBatch), then our records section.
+  std::vector<std::string> placeholders(header_values.size(), "x");
+  std::string b = BuildBatch(placeholders, 1000).substr(0, kBatchHeaderSize) + records;
+  StoreBe32(b.data() + kBatchLengthOffset, static_cast<uint32_t>(b.size() - kBatchLogOverhead));
+  StoreBe32(b.data() + 17, storage::Crc32c(b.data() + kBatchCrcStart, b.size() - kBatchCrcStart));
+  EXPECT_TRUE(ParseBatch(b).ok());
+  return b;
+}
+
+TEST(Screener, HeaderValues) {
+  auto rules = dlp::RuleSet::Compile({});
+  ASSERT_TRUE(rules.ok());
+  Screener s({.default_mode = ScreenMode::kBlock}, *rules);
+  std::string clean = BatchWithHeaders({"span-1", "span-2"});
+  std::string dirty = BatchWithHeaders({"span-1", "user=alice@example.com"});
+  auto v = s.Screen(clean, ScreenMode::kBlock);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_FALSE(v->blocked);
+  for (int codec : {0, 4}) {
+    SCOPED_TRACE(codec);
+    std::string in = codec == 0 ? dirty : Compress(dirty, codec);
+    v = s.Screen(in, ScreenMode::kBlock);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_TRUE(v->blocked);
+    EXPECT_EQ(v->detectors, "email");
+    // Flag: the record with the finding in a header keeps its header and gets ours after it.
+    v = s.Screen(in, ScreenMode::kFlag);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    ASSERT_TRUE(v->rewritten.has_value());
+    ASSERT_TRUE(ParseBatch(*v->rewritten).ok());
+    auto recs = Records(*v->rewritten);
+    ASSERT_EQ(recs.size(), 2u);
+    EXPECT_EQ(recs[0].second.size(), 1u);
+    ASSERT_EQ(recs[1].second.size(), 2u);
+    EXPECT_EQ(recs[1].first, "v1");
+    EXPECT_EQ(recs[1].second[0], (std::pair<std::string, std::string>{"trace", "user=alice@example.com"}));
+    EXPECT_EQ(recs[1].second[1], (std::pair<std::string, std::string>{"govern-dlp", "email"}));
+  }
+  v = s.Screen(clean, ScreenMode::kFlag);
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->rewritten.has_value());
 }
 
 TEST(Screener, BlockAndFlag) {

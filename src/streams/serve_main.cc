@@ -5,7 +5,8 @@
 // under <data-dir>/groups).
 // Security (docs/streams-security.md): [--require-sasl true] [--users-file F] [--jwks-file F --issuer ISS
 // [--audience AUD]] [--acl-file F] [--super-users User:a,User:b] [--screening topic=mode,prefix*=mode]
-// [--screening-default off|flag|block]. Stops on SIGINT/SIGTERM.
+// [--screening-default off|flag|block] [--reload-ms N] (poll the ACL and users files every N ms; 0: never).
+// Stops on SIGINT/SIGTERM.
 #include <signal.h>
 
 #include <cstdio>
@@ -19,17 +20,20 @@
 #include "dlp/rule_set.h"
 #include "streams/broker.h"
 #include "streams/group_api.h"
+#include "streams/reloader.h"
 #include "streams/security.h"
 #include "tokens/checker.h"
 
 namespace {
 
-// Builds BrokerOptions::security from the security flags; null when none was given.
-govern::Result<std::shared_ptr<const govern::streams::Security>> BuildSecurity(
-    const std::map<std::string, std::string>& f) {
+// Builds BrokerOptions::security from the security flags (null when none was given) and, with
+// --reload-ms, the reloader of its files.
+govern::Result<std::shared_ptr<govern::streams::Security>> BuildSecurity(
+    const std::map<std::string, std::string>& f,
+    std::unique_ptr<govern::streams::SecurityReloader>* reloader) {
   using namespace govern;
   using namespace govern::streams;
-  if (f.empty()) return std::shared_ptr<const Security>();
+  if (f.empty()) return std::shared_ptr<Security>();
   auto get = [&](const char* k) {
     auto it = f.find(k);
     return it == f.end() ? std::string() : it->second;
@@ -49,10 +53,12 @@ govern::Result<std::shared_ptr<const govern::streams::Security>> BuildSecurity(
     checker = std::make_shared<tokens::Checker>(tokens::CheckerOptions{get("--issuer")},
                                                 std::make_shared<const tokens::KeySet>(std::move(keys)));
   }
+  std::shared_ptr<Authenticator> authenticator;
   if (users || checker) {
     AuthenticatorOptions ao;
     if (!get("--audience").empty()) ao.audience = get("--audience");
-    so.authenticator = std::make_shared<Authenticator>(ao, users, checker);
+    authenticator = std::make_shared<Authenticator>(ao, users, checker);
+    so.authenticator = authenticator;
   }
   std::vector<std::string> supers;
   for (std::string_view rest = get("--super-users"); !rest.empty();) {
@@ -72,7 +78,15 @@ govern::Result<std::shared_ptr<const govern::streams::Security>> BuildSecurity(
     GOVERN_ASSIGN_OR_RETURN(auto rules, dlp::RuleSet::Compile({}));
     so.screener = std::make_shared<Screener>(std::move(sc), std::move(rules));
   }
-  return std::shared_ptr<const Security>(std::make_shared<Security>(std::move(so)));
+  auto security = std::make_shared<Security>(std::move(so));
+  if (int ms = std::atoi(get("--reload-ms").c_str()); ms > 0) {
+    *reloader = std::make_unique<SecurityReloader>(ReloadOptions{.acl_file = get("--acl-file"),
+                                                                 .super_users = supers,
+                                                                 .users_file = get("--users-file"),
+                                                                 .period = std::chrono::milliseconds(ms)},
+                                                   security, authenticator);
+  }
+  return security;
 }
 
 }  // namespace
@@ -103,14 +117,15 @@ int main(int argc, char** argv) {
       o.advertised_host = v;
     } else if (k == "--require-sasl" || k == "--users-file" || k == "--jwks-file" || k == "--issuer" ||
                k == "--audience" || k == "--acl-file" || k == "--super-users" || k == "--screening" ||
-               k == "--screening-default") {
+               k == "--screening-default" || k == "--reload-ms") {
       security_flags[k] = v;
     } else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
     }
   }
-  auto security = BuildSecurity(security_flags);
+  std::unique_ptr<govern::streams::SecurityReloader> reloader;
+  auto security = BuildSecurity(security_flags, &reloader);
   if (!security.ok()) {
     std::fprintf(stderr, "%s\n", security.status().ToString().c_str());
     return 2;
@@ -132,11 +147,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;
   }
+  if (reloader) reloader->Start();
   std::printf("listening %u\n", broker.port());
   std::fflush(stdout);
   int sig;
   sigwait(&set, &sig);
   uint64_t syncs = broker.syncs(), rounds = broker.sync_rounds();
+  if (reloader) reloader->Stop();
   (*groups)->Shutdown();  // waiting joins answered, commits durable, while connections are open
   broker.Stop();
   std::fprintf(stderr, "syncs %llu rounds %llu\n", static_cast<unsigned long long>(syncs),

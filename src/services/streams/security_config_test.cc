@@ -34,6 +34,7 @@ TEST(StreamsServiceSecurity, ConfigKeys) {
   EXPECT_FALSE(Load(schema, {{"streams.auth.mode", "maybe"}}).ok());
   EXPECT_FALSE(Load(schema, {{"streams.screening.default", "loud"}}).ok());
   EXPECT_FALSE(Load(schema, {{"streams.screening.topics", "orders"}}).ok());
+  EXPECT_FALSE(Load(schema, {{"streams.auth.reload_interval", "soon"}}).ok());
 
   auto start = [&](std::vector<std::pair<std::string, std::string>> flags) {
     flags.emplace_back("streams.listen", "127.0.0.1:0");
@@ -56,6 +57,12 @@ TEST(StreamsServiceSecurity, ConfigKeys) {
                      {"streams.auth.acl_file", dir + "/acl"},
                      {"streams.screening.topics", "pii=block,logs-*=flag"}})
                   .ok());
+  // The reloader polls the files while the service runs (off with 0).
+  EXPECT_TRUE(start({{"streams.auth.users_file", dir + "/users"},
+                     {"streams.auth.acl_file", dir + "/acl"},
+                     {"streams.auth.reload_interval", "10ms"}})
+                  .ok());
+  EXPECT_TRUE(start({{"streams.auth.acl_file", dir + "/acl"}, {"streams.auth.reload_interval", "0s"}}).ok());
   EXPECT_TRUE(start({{"streams.auth.mode", "sasl"}, {"streams.auth.issuer", "http://127.0.0.1:1"}}).ok());
   fs::remove_all(dir);
 }

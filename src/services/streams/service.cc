@@ -11,6 +11,7 @@
 #include "services/http_config.h"
 #include "streams/broker.h"
 #include "streams/group_api.h"
+#include "streams/reloader.h"
 #include "streams/security.h"
 #include "tokens/checker.h"
 #include "tokens/trust_refresher.h"
@@ -190,6 +191,12 @@ class StreamsService final : public services::Service {
            .help =
                "ACL rules (allow|deny User:<name> <operation> topic|group|cluster:<name>[*]); empty: every "
                "principal may do everything."});
+    s.Add({.key = "streams.auth.reload_interval",
+           .type = Type::kDuration,
+           .default_value = "5s",
+           .help = "How often the ACL and users files are checked for changes and reloaded (a file that does "
+                   "not parse keeps the rules in place); 0: read only at start.",
+           .min = 0});
     s.Add({.key = "streams.auth.super_users",
            .type = Type::kString,
            .default_value = "",
@@ -251,11 +258,13 @@ class StreamsService final : public services::Service {
         refresher_->Start();
       }
     }
+    std::shared_ptr<Authenticator> authenticator;
     if (users || checker_) {
       AuthenticatorOptions ao;
       ao.audience = c.GetString("streams.auth.audience");
       ao.max_session_ms = c.GetDuration("streams.auth.max_session").count();
-      so.authenticator = std::make_shared<Authenticator>(ao, users, checker_);
+      authenticator = std::make_shared<Authenticator>(ao, users, checker_);
+      so.authenticator = authenticator;
     }
     if (so.require_sasl && !so.authenticator)
       return InvalidArgument(
@@ -278,8 +287,21 @@ class StreamsService final : public services::Service {
       GOVERN_ASSIGN_OR_RETURN(auto rules, dlp::RuleSet::Compile({}));
       so.screener = std::make_shared<Screener>(std::move(sc), std::move(rules));
     }
-    if (so.require_sasl || so.authenticator || so.authorizer || so.screener)
-      o.security = std::make_shared<Security>(std::move(so));
+    if (so.require_sasl || so.authenticator || so.authorizer || so.screener) {
+      auto security = std::make_shared<Security>(std::move(so));
+      o.security = security;
+      auto interval = c.GetDuration("streams.auth.reload_interval");
+      std::string acl_file = c.GetString("streams.auth.acl_file");
+      std::string users_file = c.GetString("streams.auth.users_file");
+      if (interval.count() > 0 && (!acl_file.empty() || !users_file.empty())) {
+        reloader_ = std::make_unique<SecurityReloader>(
+            ReloadOptions{.acl_file = acl_file,
+                          .super_users = supers,
+                          .users_file = users_file,
+                          .period = std::chrono::duration_cast<std::chrono::milliseconds>(interval)},
+            security, authenticator);
+      }
+    }
     return OkStatus();
   }
 
@@ -326,8 +348,10 @@ class StreamsService final : public services::Service {
     if (!started.ok()) {
       groups_.reset();
       broker_.reset();
+      reloader_.reset();
       return started;
     }
+    if (reloader_) reloader_->Start();
     return OkStatus();
   }
 
@@ -338,6 +362,8 @@ class StreamsService final : public services::Service {
 
   void Stop() override {
     // Waiting joins are answered and commits made durable while their connections are still open.
+    if (reloader_) reloader_->Stop();
+    reloader_.reset();
     if (groups_) groups_->Shutdown();
     if (broker_) broker_->Stop();
     groups_.reset();
@@ -356,6 +382,8 @@ class StreamsService final : public services::Service {
   std::shared_ptr<tokens::Checker> checker_;
   std::unique_ptr<net::HttpClient> http_;
   std::unique_ptr<tokens::TrustRefresher> refresher_;
+  // Re-reads the ACL and users files when they change (streams.auth.reload_interval).
+  std::unique_ptr<streams::SecurityReloader> reloader_;
 };
 
 }  // namespace

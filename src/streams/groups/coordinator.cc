@@ -22,6 +22,8 @@ std::string_view ErrorName(ErrorCode code) {
       return "UNKNOWN_SERVER_ERROR";
     case ErrorCode::kNone:
       return "NONE";
+    case ErrorCode::kUnknownTopicOrPartition:
+      return "UNKNOWN_TOPIC_OR_PARTITION";
     case ErrorCode::kOffsetMetadataTooLarge:
       return "OFFSET_METADATA_TOO_LARGE";
     case ErrorCode::kCoordinatorLoadInProgress:
@@ -1120,6 +1122,10 @@ void GroupCoordinator::Shutdown() {
     }
     Run(d);
   }
+}
+
+void GroupCoordinator::DeleteTopicOffsets(std::vector<std::string> topics, std::function<void(Status)> done) {
+  impl_->store->DeleteTopics(std::move(topics), std::move(done));
 }
 
 Status GroupCoordinator::FlushOffsets() { return impl_->store->Flush(); }

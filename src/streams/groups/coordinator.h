@@ -36,6 +36,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/status.h"
@@ -102,6 +103,11 @@ class GroupCoordinator {
   // Answers every waiting JoinGroup/SyncGroup with NOT_COORDINATOR; from then on every request gets
   // NOT_COORDINATOR. Idempotent.
   void Shutdown();
+
+  // The topics were deleted: every group's committed offsets of them go (as Kafka does), durably, and
+  // `done` runs once that is on disk (with the store's error if it failed). Commits queued before the
+  // call are removed too.
+  void DeleteTopicOffsets(std::vector<std::string> topics, std::function<void(Status)> done);
 
   // Waits until every offset commit queued so far is durable; the store's health.
   Status FlushOffsets();

@@ -20,6 +20,7 @@ namespace govern::streams::groups {
 enum class ErrorCode : int16_t {
   kUnknownServerError = -1,
   kNone = 0,
+  kUnknownTopicOrPartition = 3,
   kOffsetMetadataTooLarge = 12,
   kCoordinatorLoadInProgress = 14,
   kCoordinatorNotAvailable = 15,

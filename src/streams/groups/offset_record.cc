@@ -104,7 +104,9 @@ Result<size_t> DecodeRecord(std::string_view data, OffsetRecord* out) {
   Cursor c(payload);
   OffsetRecord r;
   uint8_t type = c.Get<uint8_t>();
-  if (type != static_cast<uint8_t>(RecordType::kCommit) && type != static_cast<uint8_t>(RecordType::kDelete))
+  if (type != static_cast<uint8_t>(RecordType::kCommit) &&
+      type != static_cast<uint8_t>(RecordType::kDelete) &&
+      type != static_cast<uint8_t>(RecordType::kDeleteTopics))
     return DataLoss("unknown record type " + std::to_string(type));
   r.type = static_cast<RecordType>(type);
   r.group = c.String16();

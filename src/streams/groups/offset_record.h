@@ -4,10 +4,12 @@
 // File layout (little-endian throughout):
 //   header  "GOVGOFS1" (8 bytes)
 //   frame*  u32 payload_length | u32 crc32c(payload) | payload
-//   payload u8 type (1 commit, 2 delete) | u16 group_len | group | u32 count | entry*count
+//   payload u8 type (1 commit, 2 delete, 3 delete topics) | u16 group_len | group | u32 count | entry*count
 //   commit entry  u16 topic_len | topic | i32 partition | i64 offset | i32 leader_epoch
 //                 | i64 commit_timestamp_ms | i64 expire_timestamp_ms | u32 metadata_len | metadata
 //   delete entry  u16 topic_len | topic | i32 partition
+// Type 3 (the topics were deleted) has an empty group and delete entries with partition -1: every
+// group's offsets of those topics go.
 // A frame is all or nothing: one OffsetCommit request is one frame, so a crash never keeps half of it.
 //
 // Pure functions; thread-safe.
@@ -43,13 +45,13 @@ struct OffsetValue {
   friend bool operator==(const OffsetValue&, const OffsetValue&) = default;
 };
 
-enum class RecordType : uint8_t { kCommit = 1, kDelete = 2 };
+enum class RecordType : uint8_t { kCommit = 1, kDelete = 2, kDeleteTopics = 3 };
 
 struct OffsetRecord {
   RecordType type = RecordType::kCommit;
   std::string group;
   std::vector<std::pair<TopicPartition, OffsetValue>> commits;  // kCommit
-  std::vector<TopicPartition> deletes;                          // kDelete
+  std::vector<TopicPartition> deletes;                          // kDelete, kDeleteTopics
 };
 
 // Appends one framed record to `out`. InvalidArgument if a string is longer than its length field.

@@ -39,6 +39,20 @@ TEST(OffsetRecord, CommitAndDeleteRoundTrip) {
   EXPECT_EQ(out.type, RecordType::kDelete);
   ASSERT_EQ(out.deletes.size(), 1u);
   EXPECT_EQ(out.deletes[0], (TopicPartition{"orders", 3}));
+
+  std::string t;
+  OffsetRecord topics;
+  topics.type = RecordType::kDeleteTopics;
+  topics.deletes = {{"orders", -1}, {"payments", -1}};
+  ASSERT_TRUE(EncodeRecord(topics, &t).ok());
+  auto k = DecodeRecord(t, &out);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(*k, t.size());
+  EXPECT_EQ(out.type, RecordType::kDeleteTopics);
+  EXPECT_EQ(out.group, "");
+  EXPECT_EQ(out.deletes, topics.deletes);
+  t[kFrameHeaderSize] = 4;  // another type: caught (by the CRC first)
+  EXPECT_FALSE(DecodeRecord(t, &out).ok());
 }
 
 TEST(OffsetRecord, EveryTruncationIsTorn) {

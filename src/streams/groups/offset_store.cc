@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
@@ -76,6 +77,30 @@ struct OffsetStore::Impl {
 
   // Applies a durable record to the map; caller holds mu (or is Open, before the thread starts).
   void Apply(const OffsetRecord& r) {
+    if (r.type == RecordType::kDeleteTopics) {
+      // Every group's offsets of these topics, as they stand when the frame is applied (in order after
+      // every commit queued before it).
+      for (auto git = offsets.begin(); git != offsets.end();) {
+        auto& g = git->second;
+        for (auto it = g.begin(); it != g.end();) {
+          bool hit = std::any_of(r.deletes.begin(), r.deletes.end(),
+                                 [&](const TopicPartition& d) { return d.topic == it->first.topic; });
+          if (!hit) {
+            ++it;
+            continue;
+          }
+          live_bytes -= EntryBytes(it->first, it->second);
+          it = g.erase(it);
+        }
+        if (g.empty()) {
+          live_bytes -= GroupBytes(git->first);
+          git = offsets.erase(git);
+        } else {
+          ++git;
+        }
+      }
+      return;
+    }
     auto [git, inserted] = offsets.try_emplace(r.group);
     if (inserted) live_bytes += GroupBytes(r.group);
     auto& g = git->second;
@@ -353,6 +378,13 @@ void OffsetStore::Delete(const std::string& group, std::vector<TopicPartition> p
   r.type = RecordType::kDelete;
   r.group = group;
   r.deletes = std::move(partitions);
+  impl_->Enqueue(std::move(r), std::move(done));
+}
+
+void OffsetStore::DeleteTopics(std::vector<std::string> topics, Done done) {
+  OffsetRecord r;
+  r.type = RecordType::kDeleteTopics;
+  for (auto& t : topics) r.deletes.push_back({std::move(t), -1});
   impl_->Enqueue(std::move(r), std::move(done));
 }
 

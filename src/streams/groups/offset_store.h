@@ -53,6 +53,9 @@ class OffsetStore {
               Done done);
   // Queues the deletion of offsets (absent ones are ignored).
   void Delete(const std::string& group, std::vector<TopicPartition> partitions, Done done);
+  // Queues the deletion of every group's offsets of these topics (the topics were deleted). Applied in
+  // order: commits queued before it are removed too.
+  void DeleteTopics(std::vector<std::string> topics, Done done);
   // Waits until everything queued before the call is durable or failed; returns the store's health.
   Status Flush();
 

@@ -66,6 +66,34 @@ TEST(OffsetStore, CommitIsVisibleAfterAckAndAfterReopen) {
   EXPECT_EQ((*s)->Groups(), std::vector<std::string>{"g"});
 }
 
+// DeleteTopics drops every group's offsets of the topics, including a commit queued just before it, and
+// the deletion is replayed at reopen.
+TEST(OffsetStore, DeleteTopicsAcrossGroups) {
+  testing::TempDir dir;
+  {
+    auto s = OffsetStore::Open(dir.path());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE(CommitSync(**s, "g", "gone", 0, 10).ok());
+    ASSERT_TRUE(CommitSync(**s, "g", "kept", 0, 11).ok());
+    ASSERT_TRUE(CommitSync(**s, "h", "gone", 3, 12).ok());
+    ASSERT_TRUE(CommitSync(**s, "h", "also-gone", 0, 13).ok());
+    // Queued, not yet applied, when the deletion is queued behind it.
+    (*s)->Commit("i", {{{"gone", 1}, Value(14)}}, nullptr);
+    Status del = Internal("not called");
+    (*s)->DeleteTopics({"gone", "also-gone"}, [&](Status st) { del = st; });
+    ASSERT_TRUE((*s)->Flush().ok());
+    EXPECT_TRUE(del.ok());
+    EXPECT_EQ((*s)->Groups(), std::vector<std::string>{"g"});
+    EXPECT_EQ((*s)->GetGroup("g").size(), 1u);
+    EXPECT_EQ((*s)->Get("g", {"kept", 0})->offset, 11);
+  }
+  auto s = OffsetStore::Open(dir.path());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->Groups(), std::vector<std::string>{"g"});
+  EXPECT_FALSE((*s)->Get("g", {"gone", 0}).has_value());
+  EXPECT_EQ((*s)->Get("g", {"kept", 0})->offset, 11);
+}
+
 TEST(OffsetStore, TornTailIsCutAndAppendsContinue) {
   testing::TempDir dir;
   std::string path = dir.path() + "/offsets.log";

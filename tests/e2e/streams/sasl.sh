@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # govern-streams-serve with SASL required, ACLs and DLP screening, judged by real clients: kcat (librdkafka
-# 2.0.2) with SASL PLAIN, and streams_oauth_client (librdkafka, OAUTHBEARER with real Govern access tokens
+# 2.0.2) with SASL PLAIN (header values screened; ACL and users files reloaded while it runs), and
+# streams_oauth_client (librdkafka, OAUTHBEARER with real Govern access tokens
 # signed by a test key ring whose JWKS the broker trusts). Expects $STREAMS_SERVE, $STREAMS_OAUTH and
 # $STREAMS_TOKEN_TOOL (ctest sets them). Each check prints FAIL with what it saw; the exit status counts
 # failures.
@@ -42,7 +43,7 @@ EOT
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 B="127.0.0.1:$port"
 "$STREAMS_SERVE" --listen "$B" --data-dir "$work/data" --require-sasl true --users-file users \
-  --jwks-file trusted/jwks.json --issuer "$ISS" --acl-file acl --screening "pii=block,flagged*=flag" \
+  --jwks-file trusted/jwks.json --issuer "$ISS" --acl-file acl --screening "pii=block,flagged*=flag" --reload-ms 200 \
   >>"$work/broker.log" 2>&1 &
 broker_pid=$!
 for _ in $(seq 100); do
@@ -100,6 +101,13 @@ for codec in none zstd gzip; do
   lacks "flag $codec" "plain one|govern-dlp" "$out"
 done
 
+# Header values are screened too: a clean value with an address in a header is blocked, or flagged.
+out="$(printf 'clean value\n' | plain alice alice-pw -P -t pii -p 0 -H 'trace=user alice@example.com')"
+contains "block by header" "Policy violation" "$out"
+printf 'clean value\n' | plain alice alice-pw -P -t flagged-hdr -p 0 -H 'trace=user bob@example.org' >/dev/null
+out="$(plain alice alice-pw -C -t flagged-hdr -p 0 -o beginning -e -q -f '%s|%h\n')"
+contains "flag by header" "clean value|trace=user bob@example.org,govern-dlp=email" "$out"
+
 # 5. OAUTHBEARER with Govern tokens: good, expired, wrong audience, untrusted key; kcat's unsecured JWT.
 "$TOOL" mint trusted "$ISS" carol govern:streams 300 > good
 "$TOOL" mint trusted "$ISS" carol govern:streams -60 > expired
@@ -120,6 +128,32 @@ grep -q "invalid token: .*expired\|token expired\|expired" broker.log || fail "b
 out="$(timeout 20 kcat -b "$B" -X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=OAUTHBEARER \
   -X sasl.oauthbearer.config='principal=carol' -X enable.sasl.oauthbearer.unsecure.jwt=true -L -m 3 2>&1)" \
   && fail "unsecured JWT accepted: $out"
+
+# 6. The ACL and users files are reloaded while the broker runs (--reload-ms 200): bob is granted write on
+# orders (the file replaced by a rename), then removed from the users file.
+cp acl acl.new && echo "allow User:bob write topic:orders" >> acl.new && mv acl.new acl
+ok=""
+for _ in $(seq 40); do
+  if printf 'from-bob\n' | plain bob bob-pw -P -t orders -p 0 | grep -q "authorization failed"; then
+    sleep 0.25
+  else
+    ok=1
+    break
+  fi
+done
+[ -n "$ok" ] || fail "bob's write grant was not picked up"
+out="$(plain alice alice-pw -C -t orders -p 0 -o beginning -e -q)"
+contains "bob's record after the grant" "from-bob" "$out"
+grep -v '^bob ' users > users.new && mv users.new users
+ok=""
+for _ in $(seq 40); do
+  out="$(plain bob bob-pw -L -m 3)"
+  if [[ "$out" == *"SASL authentication error"* ]]; then ok=1; break; fi
+  sleep 0.25
+done
+[ -n "$ok" ] || fail "bob still authenticates after his removal: $out"
+grep -q "ACL file reloaded" broker.log || fail "broker log lacks the ACL reload"
+grep -q "users file reloaded" broker.log || fail "broker log lacks the users reload"
 
 kill "$broker_pid" && wait "$broker_pid" 2>/dev/null
 broker_pid=""

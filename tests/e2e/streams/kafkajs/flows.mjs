@@ -1,7 +1,8 @@
 // kafkajs 2.2.4 against the broker at argv[2]: admin creates a topic, an idempotent producer sends 600
 // keyed records, a consumer group reads every record exactly once (in order per partition,
 // byte-identical) and commits, a second consumer in the same group finds nothing left, admin describes
-// and lists the group, then deletes the topic. Exits non-zero with the reason on the first failure.
+// and lists the group, then deletes the topic, whose committed offsets go with it (a topic created again
+// under the name has none). Exits non-zero with the reason on the first failure.
 import { Kafka, logLevel } from "kafkajs";
 
 const broker = process.argv[2];
@@ -91,5 +92,11 @@ if (after.groups[0].state !== "Empty") fail("after disconnect the group is " + a
 
 await admin.deleteTopics({ topics: [topic] });
 if ((await admin.listTopics()).includes(topic)) fail("deleteTopics left the topic");
+if (!(await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true })))
+  fail("createTopics again returned false");
+const again = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+for (const p of again[0].partitions)
+  if (p.offset !== "-1") fail(`after deleteTopics, partition ${p.partition} still has committed ${p.offset}`);
+await admin.deleteTopics({ topics: [topic] });
 await admin.disconnect();
 console.log(`kafkajs: produced ${sent.length}, consumed ${count} once each, group described and listed`);
