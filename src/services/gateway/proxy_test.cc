@@ -11,6 +11,8 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "gateway/anthropic.h"
 #include "gateway/openai.h"
@@ -55,6 +57,8 @@ class ProxyTest : public ::testing::Test {
     c.keys = {{kKey, "acme", 0, 0}, {kLimitedKey, "acme", 2, 0}, {kTokenLimitedKey, "acme", 0, 20}};
     c.prices["gpt-stub"] = {1.0, 2.0, 0.5};
     c.wal_dir = wal_dir_;
+    c.upstream.header_timeout = header_timeout_;
+    c.usage_durable_before_response = durable_;
     c.on_record = [this](const UsageRecord& r) {
       std::lock_guard lock(mu_);
       records_.push_back(r);
@@ -73,6 +77,10 @@ class ProxyTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    // The client's keep-alive connections go first: net::Server::Stop leaves a connection whose stream
+    // ends during its drain open until drain_timeout (a net bug, reported), which a closed client
+    // connection sidesteps.
+    client_.reset();
     if (server_) server_->Stop();
     proxy_.reset();
     if (stub_) stub_->Stop();
@@ -95,7 +103,7 @@ class ProxyTest : public ::testing::Test {
     }
     for (auto& [k, v] : extra) r.headers.Set(k, v);
     r.body = std::move(body);
-    auto resp = client_.Send(std::move(r));
+    auto resp = client_->Send(std::move(r));
     EXPECT_TRUE(resp.ok()) << resp.status().ToString();
     return resp.ok() ? *resp : net::ClientResponse{};
   }
@@ -116,11 +124,23 @@ class ProxyTest : public ::testing::Test {
     return out;
   }
 
+  // Waits (up to 10 s) until `done` holds.
+  template <class Fn>
+  static bool Eventually(Fn done) {
+    for (int i = 0; i < 1000; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  }
+
+  std::chrono::milliseconds header_timeout_{600000};
+  bool durable_ = false;
   std::unique_ptr<model_stub::StubServer> stub_;
   std::unique_ptr<model_stub::StubServer> slow_stub_;
   std::unique_ptr<Proxy> proxy_;
   std::unique_ptr<net::Server> server_;
-  net::HttpClient client_;
+  std::optional<net::HttpClient> client_{std::in_place};
   std::string url_;
   std::string wal_dir_;
   std::mutex mu_;
@@ -386,6 +406,106 @@ TEST_F(ProxyTest, ClientLeavingMidStreamCancelsAndIsRecorded) {
       EXPECT_EQ(r.input_tokens, 3);
     }
   }
+  // The provider saw both calls end early: its writes failed (it was not left to stream 1000 tokens
+  // into a pooled connection), and it holds no connection any more.
+  EXPECT_TRUE(Eventually([&] {
+    auto st = slow_stub_->stats();
+    return st.answers_cut == 2 && st.open_connections == 0;
+  })) << "cut "
+      << slow_stub_->stats().answers_cut << " open " << slow_stub_->stats().open_connections;
+  EXPECT_EQ(slow_stub_->stats().requests, 2u);
+}
+
+TEST_F(ProxyTest, PooledConnectionIsReusedAndReplacedAfterTheProviderClosesIt) {
+  ASSERT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);
+  ASSERT_EQ(Post("/v1/chat/completions", kChatStream, kKey).status, 200);
+  auto st = proxy_->upstream_stats();
+  EXPECT_EQ(st.connections_opened, 1u);
+  EXPECT_EQ(st.connections_reused, 1u);
+  EXPECT_EQ(stub_->stats().connections_accepted, 1u);
+
+  // The provider restarts on the same port: the pooled connection is closed under the gateway.
+  uint16_t port = stub_->port();
+  stub_->Stop();
+  auto again = model_stub::StubServer::Start({.port = port, .threads = 1});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  stub_ = std::move(*again);
+  auto r = Post("/v1/chat/completions", kChat, kKey);
+  EXPECT_EQ(r.status, 200) << r.body;
+  st = proxy_->upstream_stats();
+  EXPECT_EQ(st.stale_dropped, 1u);
+  EXPECT_EQ(st.connections_opened, 2u);
+  EXPECT_EQ(stub_->stats().requests, 1u);  // sent once, on the fresh connection
+}
+
+TEST_F(ProxyTest, RequestThatMayHaveReachedTheProviderIsNeverResent) {
+  // On a fresh connection and on a pooled one: the provider reads the request and hangs up.
+  for (int i = 0; i < 2; ++i) {
+    auto r = Post("/v1/chat/completions", kChat, kKey, false, {{"x-stub-drop", "1"}});
+    EXPECT_EQ(r.status, 502) << r.body;
+    EXPECT_EQ(Json::parse(r.body)["error"]["type"], "api_error");
+    ASSERT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);  // leaves a pooled connection
+  }
+  EXPECT_EQ(stub_->stats().requests, 4u);  // two dropped, two answered: nothing sent twice
+  EXPECT_EQ(proxy_->upstream_stats().retried, 0u);
+  EXPECT_GE(proxy_->upstream_stats().connections_reused, 1u);
+
+  // Connecting sends nothing, so a refused connect is tried again.
+  EXPECT_EQ(Post("/v1/chat/completions", R"({"model":"gpt-down","messages":[]})", kKey).status, 502);
+  EXPECT_EQ(proxy_->upstream_stats().retried, 1u);
+  std::vector<int> statuses;
+  for (size_t i = 1; i <= 5; ++i) statuses.push_back(WaitRecord(i).status);
+  std::sort(statuses.begin(), statuses.end());
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 502, 502, 502}));
+}
+
+class ProxyTimeoutTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    header_timeout_ = std::chrono::milliseconds(300);
+    ProxyTest::SetUp();
+  }
+};
+
+TEST_F(ProxyTimeoutTest, ProviderTooSlowGives504InEachShape) {
+  auto r = Post("/v1/chat/completions", kChat, kKey, false, {{"x-stub-delay-ms", "3000"}});
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["error"]["type"], "api_error");
+  auto a = Post("/v1/messages",
+                R"({"model":"claude-stub","max_tokens":5,"messages":[{"role":"user","content":"x"}]})", kKey,
+                true, {{"x-stub-delay-ms", "3000"}});
+  EXPECT_EQ(a.status, 504) << a.body;
+  EXPECT_EQ(Json::parse(a.body)["error"]["type"], "api_error");
+  EXPECT_EQ(WaitRecord(1).status, 504);
+  EXPECT_EQ(WaitRecord(2).status, 504);
+  EXPECT_EQ(stub_->stats().requests, 2u);  // a timeout is not retried either
+  // A timed-out connection is closed, not pooled: the next call opens a fresh one and succeeds.
+  EXPECT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);
+  EXPECT_EQ(proxy_->upstream_stats().connections_reused, 0u);
+}
+
+class ProxyDurableTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    durable_ = true;
+    ProxyTest::SetUp();
+  }
+};
+
+TEST_F(ProxyDurableTest, AnswersCompleteOnceTheRecordIsSynced) {
+  auto r = Post("/v1/chat/completions", kChat, kKey);
+  EXPECT_EQ(r.status, 200);
+  auto s = Post("/v1/chat/completions", kChatStream, kKey);
+  EXPECT_EQ(s.status, 200);
+  auto events = Events(s.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(events.back().IsDone());
+  EXPECT_EQ(Post("/v1/chat/completions", R"({"model":"nope","messages":[]})", kKey).status, 404);
+  WaitRecord(3);
+  proxy_.reset();
+  auto log = wal::Log::Open(wal_dir_);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ((*log)->DurableSequence(), 3u);
 }
 
 TEST(ProxyConfig, ParsesAndRejects) {
