@@ -508,6 +508,88 @@ TEST_F(ProxyDurableTest, AnswersCompleteOnceTheRecordIsSynced) {
   EXPECT_EQ((*log)->DurableSequence(), 3u);
 }
 
+// A self-signed certificate for localhost, made with the openssl command line tool (as in net's tests).
+class TlsFiles {
+ public:
+  TlsFiles() {
+    dir_ = std::filesystem::temp_directory_path() / ("govern-gateway-tls-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+    std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+        "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+        key() + " -out " + cert() + " >/dev/null 2>&1";
+    ok_ = std::system(cmd.c_str()) == 0;
+  }
+  ~TlsFiles() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  bool ok() const { return ok_; }
+  std::string cert() const { return (dir_ / "cert.pem").string(); }
+  std::string key() const { return (dir_ / "key.pem").string(); }
+
+ private:
+  std::filesystem::path dir_;
+  bool ok_ = false;
+};
+
+TEST(ProxyTls, HttpsProviderIsVerifiedAndPooled) {
+  TlsFiles tls;
+  ASSERT_TRUE(tls.ok()) << "openssl could not make a certificate";
+  // The provider: an HTTPS server answering as the stub does.
+  net::Router provider_routes;
+  provider_routes.AddSync(net::Method::kPost, "/v1/chat/completions", [](net::Request& req) {
+    model_stub::Reply r = model_stub::Answer("POST", req.path, req.body, {}, {}, 1700000000);
+    return net::Response(r.status, std::move(r.body), r.content_type);
+  });
+  net::ServerConfig pc;
+  pc.workers = 1;
+  pc.tls_cert_file = tls.cert();
+  pc.tls_key_file = tls.key();
+  net::Server provider(pc, std::move(provider_routes));
+  ASSERT_TRUE(provider.Start().ok());
+  std::string base = "https://localhost:" + std::to_string(provider.port());
+
+  auto run = [&](std::string ca_file, int expect_status, int calls) {
+    ProxyConfig c;
+    c.routes = {{"gpt-tls", base, WireFormat::kOpenAI, "sk-upstream"}};
+    c.keys = {{kKey, "acme", 0, 0}};
+    c.upstream.ca_file = std::move(ca_file);
+    c.upstream.connect_attempts = 1;
+    auto proxy = Proxy::Create(std::move(c));
+    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+    net::Router router;
+    (*proxy)->Register(router);
+    net::ServerConfig sc;
+    sc.workers = 1;
+    net::Server server(sc, std::move(router));
+    ASSERT_TRUE(server.Start().ok());
+    {
+      net::HttpClient client;
+      for (int i = 0; i < calls; ++i) {
+        net::ClientRequest req;
+        req.method = net::Method::kPost;
+        req.url = "http://127.0.0.1:" + std::to_string(server.port()) + "/v1/chat/completions";
+        req.headers.Set("Authorization", std::string("Bearer ") + kKey);
+        req.body = R"({"model":"gpt-tls","messages":[{"role":"user","content":"one two"}]})";
+        auto r = client.Send(std::move(req));
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        EXPECT_EQ(r->status, expect_status) << r->body;
+      }
+    }
+    auto st = (*proxy)->upstream_stats();
+    if (expect_status == 200) {
+      EXPECT_EQ(st.connections_opened, 1u);
+      EXPECT_EQ(st.connections_reused, static_cast<uint64_t>(calls - 1));
+    }
+    server.Stop();
+  };
+  // Trusting the provider's certificate: answered, over one pooled TLS connection.
+  run(tls.cert(), 200, 2);
+  // Trusting only the system store: the self-signed provider is refused (502), never sent the request.
+  run("", 502, 1);
+}
+
 TEST(ProxyConfig, ParsesAndRejects) {
   auto c = ParseProxyConfig(
       R"({"routes":[{"model":"m","base_url":"http://h:1/","format":"anthropic","api_key":"k"}],)"
@@ -520,6 +602,22 @@ TEST(ProxyConfig, ParsesAndRejects) {
   EXPECT_FALSE(ParseProxyConfig(R"({"routes":[{"model":"m","base_url":"x","format":"grpc"}]})").ok());
   EXPECT_FALSE(ParseProxyConfig(R"({"keys":[{"key":"sk_x","org":"o"}]})").ok());
   EXPECT_FALSE(ParseProxyConfig("[").ok());
+
+  auto u = ParseProxyConfig(
+      R"({"usage_durable_before_response":true,"upstream":{"connect_timeout_ms":250,"header_timeout_ms":1000,)"
+      R"("read_timeout_ms":2000,"idle_timeout_ms":3000,"max_idle_per_host":4,"threads":2,"ca_file":"/x.pem"}})");
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_TRUE(u->usage_durable_before_response);
+  EXPECT_EQ(u->upstream.connect_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(u->upstream.header_timeout, std::chrono::milliseconds(1000));
+  EXPECT_EQ(u->upstream.read_timeout, std::chrono::milliseconds(2000));
+  EXPECT_EQ(u->upstream.idle_timeout, std::chrono::milliseconds(3000));
+  EXPECT_EQ(u->upstream.max_idle_per_host, 4u);
+  EXPECT_EQ(u->upstream.threads, 2);
+  EXPECT_EQ(u->upstream.ca_file, "/x.pem");
+  EXPECT_FALSE(ParseProxyConfig(R"({"upstream":{"threads":0}})").ok());
+  EXPECT_FALSE(ParseProxyConfig(R"({"upstream":{"header_timeout_ms":0}})").ok());
+  EXPECT_FALSE(ParseProxyConfig(R"({"upstream":[]})").ok());
 }
 
 }  // namespace
