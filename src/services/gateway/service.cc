@@ -105,14 +105,14 @@ class GatewayService final : public services::Service {
     config.upstream.max_idle_per_host = static_cast<size_t>(c.GetInt("gateway.upstream_max_idle_per_host"));
     config.upstream.threads = static_cast<int>(c.GetInt("gateway.upstream_threads"));
     config.upstream.ca_file = c.GetString("gateway.upstream_ca_file");
+    // A provider may take minutes over a whole (non-streamed) answer, bounded by the upstream header
+    // timeout (which answers 504 by itself); streams are answered once their head is sent.
+    std::chrono::milliseconds handler_timeout =
+        config.upstream.header_timeout + config.upstream.connect_timeout * 2 + std::chrono::seconds(5);
     GOVERN_ASSIGN_OR_RETURN(proxy_, Proxy::Create(std::move(config)));
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "gateway"));
-    // A provider may take minutes over a whole (non-streamed) answer (bounded by the upstream header
-    // timeout, which answers 504); streams are answered once their head is sent.
-    sc.handler_timeout = std::max<std::chrono::milliseconds>(
-        sc.handler_timeout,
-        config.upstream.header_timeout + config.upstream.connect_timeout * 2 + std::chrono::seconds(5));
+    sc.handler_timeout = std::max(sc.handler_timeout, handler_timeout);
     sc.max_body_bytes = std::max<size_t>(sc.max_body_bytes, 32u << 20);
     net::Router router;
     proxy_->Register(router);
