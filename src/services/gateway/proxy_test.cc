@@ -39,7 +39,8 @@ class ProxyTest : public ::testing::Test {
     stub_ = std::move(*stub);
     std::string base = "http://127.0.0.1:" + std::to_string(stub_->port());
     // A slow provider: 1000 tokens at 200 a second, for a client that leaves mid-stream.
-    auto slow = model_stub::StubServer::Start({.port = 0, .threads = 1, .tokens_per_second = 200});
+    auto slow = model_stub::StubServer::Start(
+        {.port = 0, .threads = 1, .tokens_per_second = slow_tokens_per_second_});
     ASSERT_TRUE(slow.ok()) << slow.status().ToString();
     slow_stub_ = std::move(*slow);
     std::string slow_base = "http://127.0.0.1:" + std::to_string(slow_stub_->port());
@@ -58,6 +59,7 @@ class ProxyTest : public ::testing::Test {
     c.prices["gpt-stub"] = {1.0, 2.0, 0.5};
     c.wal_dir = wal_dir_;
     c.upstream.header_timeout = header_timeout_;
+    c.upstream.read_timeout = read_timeout_;
     c.usage_durable_before_response = durable_;
     c.on_record = [this](const UsageRecord& r) {
       std::lock_guard lock(mu_);
@@ -135,6 +137,8 @@ class ProxyTest : public ::testing::Test {
   }
 
   std::chrono::milliseconds header_timeout_{600000};
+  std::chrono::milliseconds read_timeout_{300000};
+  int64_t slow_tokens_per_second_ = 200;
   bool durable_ = false;
   std::unique_ptr<model_stub::StubServer> stub_;
   std::unique_ptr<model_stub::StubServer> slow_stub_;
@@ -463,6 +467,8 @@ class ProxyTimeoutTest : public ProxyTest {
  protected:
   void SetUp() override {
     header_timeout_ = std::chrono::milliseconds(300);
+    read_timeout_ = std::chrono::milliseconds(300);
+    slow_tokens_per_second_ = 1;  // a token every second: the stream goes quiet longer than read_timeout
     ProxyTest::SetUp();
   }
 };
@@ -479,6 +485,14 @@ TEST_F(ProxyTimeoutTest, ProviderTooSlowGives504InEachShape) {
   EXPECT_EQ(WaitRecord(1).status, 504);
   EXPECT_EQ(WaitRecord(2).status, 504);
   EXPECT_EQ(stub_->stats().requests, 2u);  // a timeout is not retried either
+  // A stream that goes quiet for longer than read_timeout ends with the format's error event.
+  auto quiet = Post("/v1/chat/completions",
+                    R"({"model":"gpt-slow","stream":true,"messages":[{"role":"user","content":"x"}]})", kKey);
+  ASSERT_EQ(quiet.status, 200);
+  auto events = Events(quiet.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(Json::parse(events.back().data).contains("error")) << events.back().data;
+  EXPECT_EQ(WaitRecord(3).status, 504);
   // A timed-out connection is closed, not pooled: the next call opens a fresh one and succeeds.
   EXPECT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);
   EXPECT_EQ(proxy_->upstream_stats().connections_reused, 0u);
