@@ -1,7 +1,8 @@
 // gateway_proxy: the gateway's request path as a program of its own, for e2e tests and benchmarks
 // that should not need the whole govern binary (`govern serve gateway` is the service). Prints
 // "listening <host>:<port>" once serving; stops on SIGINT/SIGTERM.
-//   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N]
+//   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N] [--upstream-threads N]
+// (the provider client's other settings are the config file's "upstream" object).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:7770";
   std::string config_file;
   int workers = 1;
+  int upstream_threads = 0;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto next = [&]() -> std::string {
@@ -34,8 +36,12 @@ int main(int argc, char** argv) {
       config_file = next();
     } else if (a == "--workers") {
       workers = std::atoi(next().c_str());
+    } else if (a == "--upstream-threads") {
+      upstream_threads = std::atoi(next().c_str());
     } else {
-      std::fprintf(stderr, "usage: %s --config FILE [--listen HOST:PORT] [--workers N]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -51,6 +57,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
     return 2;
   }
+  if (upstream_threads > 0) config->upstream.threads = upstream_threads;
+  // A whole answer may take up to the provider header timeout, which answers 504 by itself.
+  auto handler_timeout =
+      config->upstream.header_timeout + config->upstream.connect_timeout * 2 + std::chrono::seconds(5);
   auto addr = services::ParseListen(listen);
   if (!addr.ok()) {
     std::fprintf(stderr, "--listen: %s\n", addr.status().message().c_str());
@@ -73,7 +83,7 @@ int main(int argc, char** argv) {
   sc.port = addr->port;
   sc.workers = workers;
   sc.max_body_bytes = 32 * 1024 * 1024;
-  sc.handler_timeout = std::chrono::minutes(10);
+  sc.handler_timeout = handler_timeout;
   net::Server server(sc, std::move(router));
   if (Status s = server.Start(); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());

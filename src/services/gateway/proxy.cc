@@ -240,35 +240,341 @@ Result<ProxyConfig> ParseProxyConfig(std::string_view text) {
   }
   GOVERN_ASSIGN_OR_RETURN(auto wal_dir, detail::OptString(j, "wal_dir", "gateway config"));
   c.wal_dir = wal_dir.value_or("");
+  GOVERN_ASSIGN_OR_RETURN(auto durable,
+                          detail::OptBool(j, "usage_durable_before_response", "gateway config"));
+  c.usage_durable_before_response = durable.value_or(false);
+  if (auto it = j.find("upstream"); it != j.end()) {
+    if (!it->is_object()) return InvalidArgument("gateway config: upstream must be an object");
+    const Json& u = *it;
+    auto millis = [&](const char* key, std::chrono::milliseconds& out) -> Status {
+      GOVERN_ASSIGN_OR_RETURN(auto v, detail::OptInt(u, key, "upstream"));
+      if (!v) return OkStatus();
+      if (*v < 1) return InvalidArgument(std::string("upstream.") + key + " must be positive");
+      out = std::chrono::milliseconds(*v);
+      return OkStatus();
+    };
+    GOVERN_RETURN_IF_ERROR(millis("connect_timeout_ms", c.upstream.connect_timeout));
+    GOVERN_RETURN_IF_ERROR(millis("header_timeout_ms", c.upstream.header_timeout));
+    GOVERN_RETURN_IF_ERROR(millis("read_timeout_ms", c.upstream.read_timeout));
+    GOVERN_RETURN_IF_ERROR(millis("idle_timeout_ms", c.upstream.idle_timeout));
+    GOVERN_ASSIGN_OR_RETURN(auto idle, detail::OptInt(u, "max_idle_per_host", "upstream"));
+    if (idle) {
+      if (*idle < 0) return InvalidArgument("upstream.max_idle_per_host must not be negative");
+      c.upstream.max_idle_per_host = static_cast<size_t>(*idle);
+    }
+    GOVERN_ASSIGN_OR_RETURN(auto threads, detail::OptInt(u, "threads", "upstream"));
+    if (threads) {
+      if (*threads < 1 || *threads > 256) return InvalidArgument("upstream.threads must be 1..256");
+      c.upstream.threads = static_cast<int>(*threads);
+    }
+    GOVERN_ASSIGN_OR_RETURN(auto ca, detail::OptString(u, "ca_file", "upstream"));
+    c.upstream.ca_file = ca.value_or("");
+  }
   return c;
 }
 
-struct Proxy::Impl {
+struct Exchange;
+
+// Everything the handlers and exchanges share; Proxy::Impl is this (kept apart so that Exchange, outside
+// Proxy, may name it).
+struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   ProxyConfig config;
   std::unordered_map<std::string, RouteConfig> routes;
   std::unique_ptr<wal::Log> wal;
+  std::unique_ptr<UpstreamClient> upstream;
 
   std::mutex keys_mu;
   std::unordered_map<std::string, std::unique_ptr<KeyState>> keys;
 
-  std::mutex calls_mu;
-  std::condition_variable calls_cv;
-  size_t in_flight = 0;
+  // Exchanges in flight (from the upstream call's start to their record), so the destructor can end
+  // them: one parked on a slow client's back-pressure has no operation pending to cancel.
+  std::mutex live_mu;
+  std::condition_variable live_cv;
   bool stopping = false;
-  std::set<UpstreamCall*> calls;
+  std::unordered_map<Exchange*, std::shared_ptr<Exchange>> live;
 
-  // ---- one request ----
-  void Serve(WireFormat client, net::Request req, net::Responder responder);
-  void Record(UsageRecord& r, const Meter& m, SteadyClock::time_point start);
-  bool Track(UpstreamCall* call) {
-    std::lock_guard lock(calls_mu);
-    if (stopping) return false;
-    calls.insert(call);
+  // On the server's event loop: everything that can refuse a request, then the provider call.
+  void Begin(WireFormat client, net::Request& req, net::Responder responder);
+  // Computes cost and latency, queues the record (WAL, on_record) and then runs `respond`: at once,
+  // or once the record is durable with usage_durable_before_response.
+  void Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start, std::function<void()> respond);
+  void Debit(KeyState* ks, const Meter& m) {
+    std::lock_guard lock(keys_mu);
+    ks->tokens.Take(static_cast<double>(m.input + m.output), SteadyClock::now());
+  }
+};
+
+struct Proxy::Impl : ProxyCore {};
+
+// One proxied request from the provider call's start to its usage record. Every method after Start
+// runs on the call's loop (the upstream client's), so the state needs no lock.
+struct Exchange : std::enable_shared_from_this<Exchange> {
+  std::shared_ptr<ProxyCore> impl;
+  WireFormat client = WireFormat::kOpenAI;
+  const RouteConfig* route = nullptr;
+  net::Responder responder;
+  UsageRecord rec;
+  Meter meter;
+  SteadyClock::time_point start;
+  KeyState* ks = nullptr;
+  bool stream_requested = false;
+  bool include_usage = false;
+  std::shared_ptr<UpstreamCall> call;
+  bool finished = false;
+
+  // A relayed stream.
+  net::BodyStream stream;
+  SseParser parser;
+  std::vector<SseEvent> events;
+  std::unique_ptr<MessagesToChatStream> from_anthropic;
+  ChatToMessagesStream from_openai;
+  bool complete = false;  // the provider's end marker was seen
+  // OpenAI streams carry usage only in their last chunk: for a stream cut before it, the content
+  // chunks seen stand in for output tokens (providers send about one token per chunk).
+  int64_t streamed_chunks = 0;
+  std::string out;
+
+  void Start(UpstreamRequest up) {
+    {
+      std::lock_guard lock(impl->live_mu);
+      if (impl->stopping) return Fail(503, "the gateway is stopping");
+      call = impl->upstream->NewCall(std::move(up));
+      impl->live.emplace(this, shared_from_this());
+    }
+    auto self = shared_from_this();
+    call->Start([self](Status st) { self->OnHead(st); });
+  }
+
+  // Ends the exchange: the one place a record is made.
+  void Done(std::function<void()> respond) {
+    finished = true;
+    if (ks) impl->Debit(ks, meter);
+    impl->Commit(rec, meter, start, std::move(respond));
+    std::shared_ptr<Exchange> keep;  // this may be the last reference
+    std::lock_guard lock(impl->live_mu);
+    if (auto it = impl->live.find(this); it != impl->live.end()) {
+      keep = std::move(it->second);
+      impl->live.erase(it);
+      impl->live_cv.notify_all();
+    }
+  }
+
+  void Fail(int status, std::string message) {
+    if (finished) return;
+    rec.status = status;
+    rec.error = message;
+    auto r = std::make_shared<net::Response>(ErrorResponse(client, status, message));
+    auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
+    Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
+  }
+
+  void Respond(int status, std::string body) {
+    if (finished) return;
+    rec.status = status;
+    auto r = std::make_shared<net::Response>(status, std::move(body), "application/json");
+    auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
+    Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
+  }
+
+  // The proxy is stopping: end now, whatever the call is doing.
+  void Abandon() {
+    if (finished) return;
+    if (call) call->Cancel();
+    rec.error = "the gateway is stopping";
+    if (!responder.pending()) {  // the stream began: it ends with the format's error event
+      rec.status = 503;
+      Write(StreamErrorEvent(client, rec.error));
+      return EndStream();
+    }
+    Fail(503, rec.error);
+  }
+
+  void OnHead(Status st) {
+    if (finished) return;
+    if (!st.ok()) {
+      if (st.code() == Code::kDeadlineExceeded) return Fail(504, "upstream: " + st.message());
+      if (st.code() == Code::kCancelled) return Fail(503, "the gateway is stopping");
+      return Fail(502, "upstream: " + st.message());
+    }
+    int up_status = call->status();
+    bool up_is_stream =
+        call->headers().Get("Content-Type").value_or("").find("text/event-stream") != std::string_view::npos;
+    if (up_status < 200 || up_status >= 300 || !stream_requested || !up_is_stream) {
+      auto self = shared_from_this();
+      call->ReadAll(64u << 20, [self](Result<std::string> body) { self->OnWhole(std::move(body)); });
+      return;
+    }
+    stream = responder.Stream(net::SseResponseHead());
+    rec.status = 200;
+    if (route->format == WireFormat::kAnthropic && client == WireFormat::kOpenAI)
+      from_anthropic = std::make_unique<MessagesToChatStream>(include_usage, rec.time_ns / 1000000000);
+    Pump();
+  }
+
+  void OnWhole(Result<std::string> body) {
+    if (finished) return;
+    if (!body.ok()) {
+      if (body.status().code() == Code::kDeadlineExceeded)
+        return Fail(504, "upstream: " + body.status().message());
+      return Fail(502, "upstream answer cut: " + body.status().message());
+    }
+    int up_status = call->status();
+    if (up_status < 200 || up_status >= 300) {
+      std::string message = UpstreamErrorMessage(*body);
+      int status = up_status >= 500 ? 502 : up_status;
+      if (client == route->format && up_status < 500) {
+        rec.error = message;
+        return Respond(status, std::move(*body));
+      }
+      return Fail(status, "upstream: " + message);
+    }
+    std::string out_body;
+    if (route->format == WireFormat::kOpenAI) {
+      auto resp = openai::ParseChatResponse(*body);
+      if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
+      if (resp->usage) meter.Set(*resp->usage);
+      out_body = client == route->format ? std::move(*body)
+                                         : detail::Dump(anthropic::ToJson(ChatToMessagesResponse(*resp)));
+    } else {
+      auto resp = anthropic::ParseMessagesResponse(*body);
+      if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
+      meter.Set(ChatUsageFrom(resp->usage));
+      int64_t created = rec.time_ns / 1000000000;
+      out_body = client == route->format
+                     ? std::move(*body)
+                     : detail::Dump(openai::ToJson(MessagesToChatResponse(*resp, created)));
+    }
+    Respond(200, std::move(out_body));
+  }
+
+  bool Write(std::string_view bytes) {
+    if (bytes.empty()) return true;
+    if (!stream.Write(bytes)) return false;
+    stream.Flush();
     return true;
   }
-  void Untrack(UpstreamCall* call) {
-    std::lock_guard lock(calls_mu);
-    calls.erase(call);
+
+  void Pump() {
+    auto self = shared_from_this();
+    call->Read([self](Result<std::string> piece) { self->OnPiece(std::move(piece)); });
+  }
+
+  void ClientGone() {
+    call->Cancel();
+    rec.status = 499;
+    rec.error = "client went away";
+    EndStream();
+  }
+
+  void EndStream() {
+    if (finished) return;
+    if (meter.output == 0) meter.output = streamed_chunks;
+    auto s = std::make_shared<net::BodyStream>(std::move(stream));
+    // The error event (if any) tells the SDK; the body itself is complete.
+    Done([s] { s->Finish(); });
+  }
+
+  void OnPiece(Result<std::string> piece) {
+    if (finished) return;
+    if (!piece.ok() || piece->empty()) {
+      if (!piece.ok()) {
+        if (piece.status().code() == Code::kCancelled) {
+          if (stream.closed()) return ClientGone();
+          rec.status = 503;
+          rec.error = "the gateway is stopping";
+        } else {
+          rec.status = piece.status().code() == Code::kDeadlineExceeded ? 504 : 502;
+          rec.error = "upstream stream cut: " + piece.status().message();
+        }
+      } else if (!complete) {
+        rec.status = 502;
+        rec.error = "upstream stream ended without its end marker";
+      }
+      if (client == WireFormat::kAnthropic && route->format == WireFormat::kOpenAI &&
+          !from_openai.finished() && rec.status == 200) {
+        std::vector<anthropic::StreamEvent> evs;
+        from_openai.Finish(evs);
+        out.clear();
+        for (const auto& e : evs) AppendSseEvent(out, e.name(), detail::Dump(anthropic::ToJson(e)));
+        Write(out);
+      }
+      if (rec.status != 200) Write(StreamErrorEvent(client, rec.error));
+      return EndStream();
+    }
+    out.clear();
+    if (client == route->format) out = *piece;
+    events.clear();
+    if (Status s = parser.Feed(*piece, events); !s.ok()) {
+      call->Cancel();
+      rec.status = 502;
+      rec.error = "upstream stream unreadable: " + s.message();
+      Write(StreamErrorEvent(client, rec.error));
+      return EndStream();
+    }
+    for (const SseEvent& ev : events) Translate(ev);
+    if (!Write(out)) return ClientGone();
+    if (stream.writable()) return Pump();
+    // Back-pressure: the next piece is read only once the client took enough of this one.
+    auto self = shared_from_this();
+    stream.OnWritable([self] {
+      self->call->Post([self] {
+        if (self->finished) return;
+        if (self->stream.closed()) return self->ClientGone();
+        self->Pump();
+      });
+    });
+  }
+
+  void Translate(const SseEvent& ev) {
+    if (route->format == WireFormat::kOpenAI) {
+      if (ev.IsDone()) {
+        complete = true;
+        if (client == WireFormat::kAnthropic) {
+          std::vector<anthropic::StreamEvent> evs;
+          from_openai.Finish(evs);
+          for (const auto& e : evs) AppendSseEvent(out, e.name(), detail::Dump(anthropic::ToJson(e)));
+        }
+        return;
+      }
+      auto chunk = openai::ParseChatChunk(ev.data);
+      if (!chunk.ok()) {
+        // An in-stream error object ends the stream; anything else unknown is relayed as is when the
+        // formats match.
+        auto j = detail::ParseJson(ev.data, "event");
+        if (j.ok() && j->is_object() && j->contains("error")) {
+          complete = true;
+          if (client == WireFormat::kAnthropic)
+            out += StreamErrorEvent(client, UpstreamErrorMessage(ev.data));
+        }
+        return;
+      }
+      if (chunk->usage) meter.Set(*chunk->usage);
+      for (const auto& c : chunk->choices) {
+        if (c.content || !c.tool_calls.empty()) ++streamed_chunks;
+      }
+      if (client == WireFormat::kAnthropic) {
+        std::vector<anthropic::StreamEvent> evs;
+        from_openai.Feed(*chunk, evs);
+        for (const auto& e : evs) AppendSseEvent(out, e.name(), detail::Dump(anthropic::ToJson(e)));
+      }
+    } else {
+      auto sev = anthropic::ParseStreamEvent(ev.data);
+      if (!sev.ok()) return;
+      if (sev->type == anthropic::StreamEvent::Type::kMessageStop ||
+          sev->type == anthropic::StreamEvent::Type::kError)
+        complete = true;
+      if (!from_anthropic) {
+        // Same format: usage read through a translator whose output is dropped.
+        from_anthropic = std::make_unique<MessagesToChatStream>(false, 0);
+      }
+      std::vector<openai::Json> chunks;
+      from_anthropic->Feed(*sev, chunks);
+      meter.Set(from_anthropic->usage());
+      if (client == WireFormat::kOpenAI) {
+        for (const auto& c : chunks) AppendSseEvent(out, "", detail::Dump(c));
+        if (from_anthropic->done()) out += kSseDone;
+      }
+    }
   }
 };
 
@@ -290,45 +596,49 @@ Result<std::unique_ptr<Proxy>> Proxy::Create(ProxyConfig config) {
     o.preallocate = false;
     GOVERN_ASSIGN_OR_RETURN(impl->wal, wal::Log::Open(config.wal_dir, o));
   }
+  GOVERN_ASSIGN_OR_RETURN(impl->upstream, UpstreamClient::Create(config.upstream));
   impl->config = std::move(config);
   return std::unique_ptr<Proxy>(new Proxy(std::move(impl)));
 }
 
 Proxy::~Proxy() {
-  std::unique_lock lock(impl_->calls_mu);
-  impl_->stopping = true;
-  for (UpstreamCall* c : impl_->calls) c->Cancel();
-  impl_->calls_cv.wait(lock, [&] { return impl_->in_flight == 0; });
-  lock.unlock();
+  Impl& s = *impl_;
+  std::vector<std::shared_ptr<Exchange>> live;
+  {
+    std::lock_guard lock(s.live_mu);
+    s.stopping = true;
+    for (auto& [raw, ex] : s.live) live.push_back(ex);
+  }
+  // Each exchange ends on its own loop (recorded); one whose loop drops the task (the client already
+  // stopping) cannot happen here, the client stops below.
+  for (auto& ex : live) {
+    ex->call->Post([ex] { ex->Abandon(); });
+  }
+  live.clear();
+  {
+    std::unique_lock lock(s.live_mu);
+    s.live_cv.wait(lock, [&] { return s.live.empty(); });
+  }
+  s.upstream.reset();
   // The routes registered with a server share impl_ and may outlive the Proxy (they answer 503 once
   // stopping), so the WAL is closed here rather than with the last reference.
-  if (impl_->wal) (void)impl_->wal->Flush();
-  impl_->wal.reset();
+  if (s.wal) (void)s.wal->Flush();
+  s.wal.reset();
 }
+
+UpstreamClient::Stats Proxy::upstream_stats() const { return impl_->upstream->stats(); }
 
 void Proxy::Register(net::Router& router) {
   std::shared_ptr<Impl> impl = impl_;
-  auto spawn = [impl](WireFormat f) {
+  auto handler = [impl](WireFormat f) {
     return [impl, f](net::Request&& req, net::Responder responder) {
-      {
-        std::lock_guard lock(impl->calls_mu);
-        if (impl->stopping) {
-          responder.Send(ErrorResponse(f, 503, "the gateway is stopping"));
-          return;
-        }
-        ++impl->in_flight;
-      }
-      std::thread([impl, f, req = std::move(req), responder = std::move(responder)]() mutable {
-        impl->Serve(f, std::move(req), std::move(responder));
-        std::lock_guard lock(impl->calls_mu);
-        if (--impl->in_flight == 0) impl->calls_cv.notify_all();
-      }).detach();
+      impl->Begin(f, req, std::move(responder));
     };
   };
   net::RouteOptions options;
   options.max_body_bytes = 32 * 1024 * 1024;
-  router.Add(net::Method::kPost, "/v1/chat/completions", spawn(WireFormat::kOpenAI), options);
-  router.Add(net::Method::kPost, "/v1/messages", spawn(WireFormat::kAnthropic), options);
+  router.Add(net::Method::kPost, "/v1/chat/completions", handler(WireFormat::kOpenAI), options);
+  router.Add(net::Method::kPost, "/v1/messages", handler(WireFormat::kAnthropic), options);
   router.AddSync(net::Method::kGet, "/v1/models", [impl](net::Request& req) {
     auto token = net::BearerToken(req);
     std::optional<std::string_view> key = token;
@@ -344,7 +654,8 @@ void Proxy::Register(net::Router& router) {
   });
 }
 
-void Proxy::Impl::Record(UsageRecord& r, const Meter& m, SteadyClock::time_point start) {
+void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start,
+                       std::function<void()> respond) {
   r.input_tokens = m.input;
   r.output_tokens = m.output;
   r.cached_tokens = m.cached;
@@ -356,23 +667,42 @@ void Proxy::Impl::Record(UsageRecord& r, const Meter& m, SteadyClock::time_point
              1e6;
   }
   r.latency_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
-  if (wal) {
-    std::string line = UsageRecordJson(r);
-    if (auto s = wal->Append(line); !s.ok())
-      log::Error("gateway", "usage record not written", {{"error", s.status().ToString()}});
-  }
   if (config.on_record) config.on_record(r);
+  if (!wal) return respond();
+  std::string line = UsageRecordJson(r);
+  if (config.usage_durable_before_response) {
+    // The WAL's sync thread completes the response (Responder and BodyStream are thread-safe).
+    wal->AppendAsync(
+        line,
+        [respond = std::move(respond)](Result<uint64_t> seq) {
+          if (!seq.ok())
+            log::Error("gateway", "usage record not written", {{"error", seq.status().ToString()}});
+          respond();
+        },
+        wal::Durability::kSync);
+    return;
+  }
+  wal->AppendAsync(
+      line,
+      [](Result<uint64_t> seq) {
+        if (!seq.ok())
+          log::Error("gateway", "usage record not written", {{"error", seq.status().ToString()}});
+      },
+      wal::Durability::kBuffered);
+  respond();
 }
 
-void Proxy::Impl::Serve(WireFormat client, net::Request req, net::Responder responder) {
+void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder responder) {
   auto start = SteadyClock::now();
-  UsageRecord rec;
+  auto ex = std::make_shared<Exchange>();
+  ex->start = start;
+  ex->client = client;
+  UsageRecord& rec = ex->rec;
   rec.request_id = NewRequestId();
   rec.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
   rec.client_format = std::string(FormatName(client));
-  Meter meter;
 
   // Authentication: a virtual key as either SDK sends it.
   std::optional<std::string_view> key = net::BearerToken(req);
@@ -390,58 +720,53 @@ void Proxy::Impl::Serve(WireFormat client, net::Request req, net::Responder resp
     }
     rec.org = ks->config.org;
     rec.key_id = ks->config.key.substr(0, 12);
+  }
+  // From here every answer goes through the exchange, so it is recorded exactly once.
+  ex->impl = shared_from_this();
+  ex->responder = std::move(responder);
+  {
+    std::lock_guard lock(keys_mu);
     auto now = SteadyClock::now();
     if (!ks->requests.HasRoom(now) || !ks->tokens.HasRoom(now)) {
-      rec.status = 429;
-      rec.error = "rate limit";
-      responder.Send(ErrorResponse(client, 429, "rate limit reached for this key"));
-      Record(rec, meter, start);
-      return;
+      return ex->Fail(429, "rate limit reached for this key");
     }
     ks->requests.Take(1, now);
   }
-  auto fail = [&](int status, std::string message) {
-    rec.status = status;
-    rec.error = message;
-    responder.Send(ErrorResponse(client, status, message));
-    Record(rec, meter, start);
-  };
-  auto debit_tokens = [&] {
-    std::lock_guard lock(keys_mu);
-    ks->tokens.Take(static_cast<double>(meter.input + meter.output), SteadyClock::now());
-  };
+  ex->ks = ks;
 
   auto peek = PeekRequest(req.body);
-  if (!peek.ok()) return fail(400, peek.status().message());
+  if (!peek.ok()) return ex->Fail(400, peek.status().message());
   rec.model = peek->model;
   rec.stream = peek->stream;
+  ex->stream_requested = peek->stream;
   auto route_it = routes.find(peek->model);
-  if (route_it == routes.end()) return fail(404, "the model `" + peek->model + "` does not exist");
+  if (route_it == routes.end()) return ex->Fail(404, "the model `" + peek->model + "` does not exist");
   const RouteConfig& route = route_it->second;
+  ex->route = &route;
   rec.route = route.base_url;
 
   // The upstream body: the client's bytes when the formats match, else a translation.
   UpstreamRequest up;
-  bool include_usage = peek->include_usage.value_or(false);
+  ex->include_usage = peek->include_usage.value_or(false);
   if (client == route.format) {
-    if (client == WireFormat::kOpenAI && peek->stream && !include_usage) {
+    if (client == WireFormat::kOpenAI && peek->stream && !ex->include_usage) {
       auto body = WithIncludeUsage(req.body, *peek);
-      if (!body.ok()) return fail(400, body.status().message());
+      if (!body.ok()) return ex->Fail(400, body.status().message());
       up.body = std::move(*body);
     } else {
       up.body = std::move(req.body);
     }
   } else if (client == WireFormat::kOpenAI) {
     auto chat = openai::ParseChatRequest(req.body);
-    if (!chat.ok()) return fail(400, chat.status().message());
+    if (!chat.ok()) return ex->Fail(400, chat.status().message());
     auto msgs = ChatToMessagesRequest(*chat);
-    if (!msgs.ok()) return fail(400, msgs.status().message());
+    if (!msgs.ok()) return ex->Fail(400, msgs.status().message());
     up.body = detail::Dump(anthropic::ToJson(*msgs));
   } else {
     auto msgs = anthropic::ParseMessagesRequest(req.body);
-    if (!msgs.ok()) return fail(400, msgs.status().message());
+    if (!msgs.ok()) return ex->Fail(400, msgs.status().message());
     auto chat = MessagesToChatRequest(*msgs);
-    if (!chat.ok()) return fail(400, chat.status().message());
+    if (!chat.ok()) return ex->Fail(400, chat.status().message());
     up.body = detail::Dump(openai::ToJson(*chat));
   }
   up.headers.Set("Content-Type", "application/json");
@@ -461,167 +786,7 @@ void Proxy::Impl::Serve(WireFormat client, net::Request req, net::Responder resp
     if (name.size() > 7 && net::EqualsIgnoreCase(std::string_view(name).substr(0, 7), "x-stub-"))
       up.headers.Set(name, value);
   }
-
-  auto opened = UpstreamCall::Open(up);
-  if (!opened.ok()) return fail(502, "upstream: " + opened.status().message());
-  std::unique_ptr<UpstreamCall> call = std::move(*opened);
-  if (!Track(call.get())) return fail(503, "the gateway is stopping");
-  struct Untracker {
-    Impl* impl;
-    UpstreamCall* call;
-    ~Untracker() { impl->Untrack(call); }
-  } untracker{this, call.get()};
-
-  int up_status = call->status();
-  bool up_is_stream =
-      call->headers().Get("Content-Type").value_or("").find("text/event-stream") != std::string_view::npos;
-  if (up_status < 200 || up_status >= 300 || !peek->stream || !up_is_stream) {
-    auto body = call->ReadAll();
-    if (!body.ok()) return fail(502, "upstream answer cut: " + body.status().message());
-    if (up_status < 200 || up_status >= 300) {
-      std::string message = UpstreamErrorMessage(*body);
-      int status = up_status >= 500 ? 502 : up_status;
-      if (client == route.format && up_status < 500) {
-        rec.status = status;
-        rec.error = message;
-        net::Response r(status, std::move(*body), "application/json");
-        responder.Send(std::move(r));
-        return Record(rec, meter, start);
-      }
-      return fail(status, "upstream: " + message);
-    }
-    std::string out;
-    if (route.format == WireFormat::kOpenAI) {
-      auto resp = openai::ParseChatResponse(*body);
-      if (!resp.ok()) return fail(502, "upstream answer unreadable: " + resp.status().message());
-      if (resp->usage) meter.Set(*resp->usage);
-      out = client == route.format ? std::move(*body)
-                                   : detail::Dump(anthropic::ToJson(ChatToMessagesResponse(*resp)));
-    } else {
-      auto resp = anthropic::ParseMessagesResponse(*body);
-      if (!resp.ok()) return fail(502, "upstream answer unreadable: " + resp.status().message());
-      meter.Set(ChatUsageFrom(resp->usage));
-      int64_t created = rec.time_ns / 1000000000;
-      out = client == route.format ? std::move(*body)
-                                   : detail::Dump(openai::ToJson(MessagesToChatResponse(*resp, created)));
-    }
-    rec.status = 200;
-    responder.Send(net::Response(200, std::move(out), "application/json"));
-    debit_tokens();
-    return Record(rec, meter, start);
-  }
-
-  // A stream: relayed event by event.
-  net::BodyStream stream = responder.Stream(net::SseResponseHead());
-  rec.status = 200;
-  SseParser parser;
-  std::vector<SseEvent> events;
-  MessagesToChatStream from_anthropic(include_usage, rec.time_ns / 1000000000);
-  ChatToMessagesStream from_openai;
-  bool complete = false;  // the provider's end marker was seen
-  // OpenAI streams carry usage only in their last chunk: for a stream cut before it, the content
-  // chunks seen stand in for output tokens (providers send about one token per chunk).
-  int64_t streamed_chunks = 0;
-  std::string out;
-  auto write = [&](std::string_view bytes) {
-    if (bytes.empty()) return true;
-    if (!stream.Write(bytes)) return false;
-    stream.Flush();
-    if (!stream.writable() && !stream.WaitWritable(std::chrono::seconds(60))) return false;
-    return true;
-  };
-  while (true) {
-    auto piece = call->Read();
-    if (!piece.ok() || piece->empty()) {
-      if (!piece.ok() && piece.status().code() != Code::kCancelled) {
-        rec.status = 502;
-        rec.error = "upstream stream cut: " + piece.status().message();
-      } else if (piece.ok() && !complete) {
-        rec.status = 502;
-        rec.error = "upstream stream ended without its end marker";
-      }
-      if (client == WireFormat::kAnthropic && route.format == WireFormat::kOpenAI &&
-          !from_openai.finished() && rec.status == 200) {
-        std::vector<anthropic::StreamEvent> evs;
-        from_openai.Finish(evs);
-        out.clear();
-        for (const auto& e : evs) AppendSseEvent(out, e.name(), detail::Dump(anthropic::ToJson(e)));
-        write(out);
-      }
-      if (rec.status != 200) write(StreamErrorEvent(client, rec.error));
-      break;
-    }
-    out.clear();
-    if (client == route.format) out = *piece;
-    events.clear();
-    if (Status s = parser.Feed(*piece, events); !s.ok()) {
-      rec.status = 502;
-      rec.error = "upstream stream unreadable: " + s.message();
-      write(StreamErrorEvent(client, rec.error));
-      break;
-    }
-    for (const SseEvent& ev : events) {
-      if (route.format == WireFormat::kOpenAI) {
-        if (ev.IsDone()) {
-          complete = true;
-          if (client == WireFormat::kAnthropic) {
-            std::vector<anthropic::StreamEvent> evs;
-            from_openai.Finish(evs);
-            for (const auto& e : evs) AppendSseEvent(out, e.name(), detail::Dump(anthropic::ToJson(e)));
-          }
-          continue;
-        }
-        auto chunk = openai::ParseChatChunk(ev.data);
-        if (!chunk.ok()) {
-          // An in-stream error object ends the stream; anything else unknown is relayed as is when
-          // the formats match.
-          auto j = detail::ParseJson(ev.data, "event");
-          if (j.ok() && j->is_object() && j->contains("error")) {
-            complete = true;
-            if (client == WireFormat::kAnthropic)
-              out += StreamErrorEvent(client, UpstreamErrorMessage(ev.data));
-          }
-          continue;
-        }
-        if (chunk->usage) meter.Set(*chunk->usage);
-        for (const auto& c : chunk->choices) {
-          if (c.content || !c.tool_calls.empty()) ++streamed_chunks;
-        }
-        if (client == WireFormat::kAnthropic) {
-          std::vector<anthropic::StreamEvent> evs;
-          from_openai.Feed(*chunk, evs);
-          for (const auto& e : evs) AppendSseEvent(out, e.name(), detail::Dump(anthropic::ToJson(e)));
-        }
-      } else {
-        auto sev = anthropic::ParseStreamEvent(ev.data);
-        if (!sev.ok()) continue;
-        std::vector<openai::Json> chunks;
-        from_anthropic.Feed(*sev, chunks);
-        meter.Set(from_anthropic.usage());
-        if (sev->type == anthropic::StreamEvent::Type::kMessageStop ||
-            sev->type == anthropic::StreamEvent::Type::kError)
-          complete = true;
-        if (client == WireFormat::kOpenAI) {
-          for (const auto& c : chunks) AppendSseEvent(out, "", detail::Dump(c));
-          if (from_anthropic.done()) out += kSseDone;
-        }
-      }
-    }
-    if (!write(out)) {
-      call->Cancel();
-      rec.status = 499;
-      rec.error = "client went away";
-      break;
-    }
-  }
-  if (rec.status == 200 || rec.status == 499) {
-    stream.Finish();
-  } else {
-    stream.Finish();  // the error event tells the SDK; the body itself is complete
-  }
-  if (meter.output == 0) meter.output = streamed_chunks;
-  debit_tokens();
-  Record(rec, meter, start);
+  ex->Start(std::move(up));
 }
 
 }  // namespace govern::gateway

@@ -12,13 +12,24 @@
 //    401 (missing or unknown key), 404 (unknown model), 429 (requests or tokens per minute over the
 //    key's limit), 400 (bad body), 502 (the provider failed, answered 5xx or cut its answer). An error
 //    after a stream has started is sent as the format's in-stream error event.
-//  - A client that goes away cancels the provider call (its connection is shut down); usage seen so
-//    far is still recorded.
+//  - The key, the route and the key's limits are checked on the server's event loop before any
+//    provider work; a refused request costs no thread and no connection.
+//  - Provider calls are asynchronous (UpstreamClient, upstream.h: pooled keep-alive connections,
+//    connect/header/read timeouts, a request never sent twice once any byte of it may have reached the
+//    provider). A provider that does not answer in time gives 504.
+//  - A client that goes away mid-stream cancels the provider call (its connection is closed) at the
+//    next event the provider sends; usage seen so far is still recorded (status 499).
 //  - Exactly one usage record per request that passed authentication (UsageRecord), appended to the
-//    WAL in ProxyConfig::wal_dir when set, and handed to ProxyConfig::on_record.
+//    WAL in ProxyConfig::wal_dir when set, and handed to ProxyConfig::on_record, before the response
+//    completes (the last byte of a whole answer, the end of a stream). With
+//    usage_durable_before_response the response completes only once the record is fdatasync'd;
+//    otherwise the record is queued to the WAL first and written to its file within microseconds
+//    (from then on it survives a crash of the process) and synced within the WAL's buffered interval
+//    (5 ms): see docs/gateway.md, "Usage records".
 //
-// Threads: each proxied request runs on a thread of its own (blocking upstream I/O); the destructor
-// cancels the calls in flight and waits for them. Register() once, before the server starts.
+// Threads: handlers run on the server's event loops; provider calls, streams and records on the
+// upstream client's loops. The destructor ends the calls in flight (each recorded), waits for them,
+// stops the client and flushes the WAL. Register() once, before the server starts.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +42,7 @@
 
 #include "base/status.h"
 #include "net/router.h"
+#include "services/gateway/upstream.h"
 
 namespace govern::gateway {
 
@@ -85,12 +97,18 @@ struct ProxyConfig {
   std::vector<VirtualKeyConfig> keys;
   std::map<std::string, PriceConfig> prices;  // by model
   std::string wal_dir;                        // usage record WAL; empty: no WAL
+  // Hold each response's completion until its usage record is fdatasync'd (costs the sync's latency
+  // per request); false: the record is queued first and synced within the WAL's buffered interval.
+  bool usage_durable_before_response = false;
+  UpstreamOptions upstream;
   std::function<void(const UsageRecord&)> on_record;
 };
 
 // Reads {"routes":[{"model","base_url","format":"openai"|"anthropic","api_key"}],
 // "keys":[{"key","org","requests_per_minute","tokens_per_minute"}],
-// "prices":{"<model>":{"input","output","cached_input"}}, "wal_dir"}. InvalidArgument naming the field.
+// "prices":{"<model>":{"input","output","cached_input"}}, "wal_dir", "usage_durable_before_response",
+// "upstream":{"connect_timeout_ms","header_timeout_ms","read_timeout_ms","idle_timeout_ms",
+// "max_idle_per_host","threads","ca_file"}}. InvalidArgument naming the field.
 Result<ProxyConfig> ParseProxyConfig(std::string_view json);
 
 class Proxy {
@@ -101,6 +119,9 @@ class Proxy {
   Proxy& operator=(const Proxy&) = delete;
 
   void Register(net::Router& router);
+
+  // The provider client's counters (connections opened and reused, retries), for tests and metrics.
+  UpstreamClient::Stats upstream_stats() const;
 
  private:
   struct Impl;

@@ -38,6 +38,52 @@ class GatewayService final : public services::Service {
                 .type = config::Type::kString,
                 .default_value = "",
                 .help = "Directory of the usage record WAL; empty: <data_dir>/gateway/usage."});
+    schema.Add({.key = "gateway.usage_durable_before_response",
+                .type = config::Type::kBool,
+                .default_value = "false",
+                .help = "Complete each response (the last byte of an answer, the end of a stream) only once "
+                        "its usage record is fdatasync'd. false: the record is queued first, written to the "
+                        "WAL file within microseconds (surviving a crash of the process) and synced within "
+                        "5 ms (what a power cut can take)."});
+    schema.Add({.key = "gateway.upstream_connect_timeout",
+                .type = config::Type::kDuration,
+                .default_value = "5s",
+                .help = "Longest TCP connect plus TLS handshake to a provider, per attempt.",
+                .min = 1});
+    schema.Add({.key = "gateway.upstream_header_timeout",
+                .type = config::Type::kDuration,
+                .default_value = "10m",
+                .help = "Longest wait from sending a request to a provider until its response head (a "
+                        "non-streamed answer comes whole, so this bounds it): over it, 504.",
+                .min = 1});
+    schema.Add({.key = "gateway.upstream_read_timeout",
+                .type = config::Type::kDuration,
+                .default_value = "5m",
+                .help = "Longest wait for the next bytes of a provider's answer body (a quiet stream): over "
+                        "it the answer is cut (504, or an in-stream error event).",
+                .min = 1});
+    schema.Add({.key = "gateway.upstream_idle_timeout",
+                .type = config::Type::kDuration,
+                .default_value = "15s",
+                .help = "A pooled keep-alive connection to a provider unused this long is closed (keep it "
+                        "below the provider's own keep-alive timeout).",
+                .min = 1});
+    schema.Add({.key = "gateway.upstream_max_idle_per_host",
+                .type = config::Type::kInt,
+                .default_value = "64",
+                .help = "Idle keep-alive connections kept per provider origin and upstream thread.",
+                .min = 0,
+                .max = 100000});
+    schema.Add({.key = "gateway.upstream_threads",
+                .type = config::Type::kInt,
+                .default_value = "1",
+                .help = "Event loops (threads) that run provider calls and relay streams.",
+                .min = 1,
+                .max = 256});
+    schema.Add({.key = "gateway.upstream_ca_file",
+                .type = config::Type::kString,
+                .default_value = "",
+                .help = "PEM bundle to verify https:// providers against; empty: the system store."});
   }
 
   Status Start(const services::Context& ctx) override {
@@ -50,12 +96,23 @@ class GatewayService final : public services::Service {
     GOVERN_ASSIGN_OR_RETURN(ProxyConfig config, ParseProxyConfig(text.str()));
     config.wal_dir = ctx.config->GetString("gateway.usage_dir");
     if (config.wal_dir.empty()) config.wal_dir = ctx.data_dir + "/gateway/usage";
+    const config::Config& c = *ctx.config;
+    config.usage_durable_before_response = c.GetBool("gateway.usage_durable_before_response");
+    config.upstream.connect_timeout = c.GetDuration("gateway.upstream_connect_timeout");
+    config.upstream.header_timeout = c.GetDuration("gateway.upstream_header_timeout");
+    config.upstream.read_timeout = c.GetDuration("gateway.upstream_read_timeout");
+    config.upstream.idle_timeout = c.GetDuration("gateway.upstream_idle_timeout");
+    config.upstream.max_idle_per_host = static_cast<size_t>(c.GetInt("gateway.upstream_max_idle_per_host"));
+    config.upstream.threads = static_cast<int>(c.GetInt("gateway.upstream_threads"));
+    config.upstream.ca_file = c.GetString("gateway.upstream_ca_file");
+    // A provider may take minutes over a whole (non-streamed) answer, bounded by the upstream header
+    // timeout (which answers 504 by itself); streams are answered once their head is sent.
+    std::chrono::milliseconds handler_timeout =
+        config.upstream.header_timeout + config.upstream.connect_timeout * 2 + std::chrono::seconds(5);
     GOVERN_ASSIGN_OR_RETURN(proxy_, Proxy::Create(std::move(config)));
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "gateway"));
-    // A provider may take minutes over a whole (non-streamed) answer; streams are answered once their
-    // head is sent, so this only bounds the former.
-    sc.handler_timeout = std::max<std::chrono::milliseconds>(sc.handler_timeout, std::chrono::minutes(10));
+    sc.handler_timeout = std::max(sc.handler_timeout, handler_timeout);
     sc.max_body_bytes = std::max<size_t>(sc.max_body_bytes, 32u << 20);
     net::Router router;
     proxy_->Register(router);

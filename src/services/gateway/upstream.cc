@@ -1,14 +1,29 @@
+// The gateway's asynchronous provider client: event loops of its own, a keep-alive pool per loop and
+// origin, timeouts on beast::tcp_stream, and retries only where no byte of the request can have reached
+// the provider (see upstream.h).
 #include "services/gateway/upstream.h"
 
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include <atomic>
-#include <boost/asio/connect.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <cerrno>
+#include <deque>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -18,163 +33,531 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-// Sockets are only used with blocking calls, which need no running io_context; one shared context lets
-// a connection outlive the call that opened it. Both are leaked on purpose: a pooled socket must not
-// be destroyed after its context during static destruction.
-asio::io_context& SharedIo() {
-  static auto* io = new asio::io_context;
-  return *io;
+struct Url {
+  bool tls = false;
+  std::string host;  // without brackets
+  std::string port;
+  std::string authority;  // for the Host header: host[:port] as the URL gave it
+  std::string origin;     // scheme://host:port, the pool key
+  std::string target;
+};
+
+Result<Url> ParseUrl(std::string_view url) {
+  Url u;
+  if (url.starts_with("http://")) {
+    url.remove_prefix(7);
+  } else if (url.starts_with("https://")) {
+    u.tls = true;
+    url.remove_prefix(8);
+  } else {
+    return InvalidArgument("upstream URL must be http:// or https://");
+  }
+  size_t slash = url.find('/');
+  std::string_view authority = url.substr(0, slash);
+  u.target = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
+  u.authority = std::string(authority);
+  u.port = u.tls ? "443" : "80";
+  if (authority.starts_with("[")) {
+    size_t close = authority.find(']');
+    if (close == std::string_view::npos) return InvalidArgument("upstream URL: unclosed [ in the host");
+    u.host = std::string(authority.substr(1, close - 1));
+    std::string_view rest = authority.substr(close + 1);
+    if (rest.starts_with(":")) u.port = std::string(rest.substr(1));
+  } else if (size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
+    u.host = std::string(authority.substr(0, colon));
+    u.port = std::string(authority.substr(colon + 1));
+  } else {
+    u.host = std::string(authority);
+  }
+  if (u.host.empty()) return InvalidArgument("upstream URL has no host");
+  if (u.port.empty() || u.port.find_first_not_of("0123456789") != std::string::npos)
+    return InvalidArgument("upstream URL has a bad port");
+  u.origin = (u.tls ? "https://" : "http://") + u.host + ":" + u.port;
+  return u;
 }
 
-// Idle keep-alive connections by "host:port", reused by later calls (a connect and an accept saved per
-// request).
-class Pool {
- public:
-  static Pool& Get() {
-    static auto* pool = new Pool;
-    return *pool;
-  }
-  std::optional<tcp::socket> Take(const std::string& authority) {
-    std::lock_guard lock(mu_);
-    auto it = idle_.find(authority);
-    if (it == idle_.end() || it->second.empty()) return std::nullopt;
-    tcp::socket s = std::move(it->second.back());
-    it->second.pop_back();
-    return s;
-  }
-  void Put(const std::string& authority, tcp::socket s) {
-    std::lock_guard lock(mu_);
-    auto& list = idle_[authority];
-    if (list.size() < kMaxIdlePerHost) list.push_back(std::move(s));
-  }
+Status FromError(const beast::error_code& ec, std::string_view what) {
+  if (ec == beast::error::timeout) return DeadlineExceeded(std::string(what) + ": timed out");
+  if (ec == asio::error::operation_aborted) return Cancelled(std::string(what) + ": cancelled");
+  if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == http::error::partial_message)
+    return Unavailable(std::string(what) + ": the provider closed the connection");
+  return Unavailable(std::string(what) + ": " + ec.message());
+}
 
- private:
-  static constexpr size_t kMaxIdlePerHost = 256;
-  std::mutex mu_;
-  std::unordered_map<std::string, std::vector<tcp::socket>> idle_;
+// One connection: plain or TLS over a beast::tcp_stream (which carries the timeouts).
+struct Conn {
+  std::unique_ptr<beast::tcp_stream> plain;
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  SteadyClock::time_point idle_since{};
+  beast::tcp_stream& tcp() { return tls ? tls->next_layer() : *plain; }
+  void Close() {
+    beast::error_code ec;
+    tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
+    tcp().close();
+  }
+  // An idle HTTP/1.1 connection must have nothing to read: end of stream means the provider closed
+  // it, and bytes it was not asked for mean it cannot be trusted with a request.
+  bool Usable() {
+    if (!tcp().socket().is_open()) return false;
+    char b;
+    ssize_t n = ::recv(tcp().socket().native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
 };
 
 }  // namespace
 
-struct UpstreamCall::Impl {
-  std::string authority;
-  std::mutex socket_mu;  // pooling (moving the socket away) against Cancel()
-  tcp::socket socket{SharedIo()};
-  beast::flat_buffer buffer;
-  http::response_parser<http::buffer_body> parser;
-  net::Headers headers;
-  std::atomic<bool> cancelled{false};
-  bool done = false;
+struct Loop {
+  asio::io_context io{1};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
+  std::thread thread;
+  // Loop thread only.
+  std::unordered_map<std::string, std::deque<std::unique_ptr<Conn>>> idle;  // newest at the back
+  size_t idle_count = 0;
+  asio::steady_timer sweep{io};
+  bool sweep_armed = false;
+  // Calls holding a connection (weakly: a call dropped with one closes it itself).
+  std::unordered_map<UpstreamCall::Impl*, std::weak_ptr<UpstreamCall::Impl>> active;
 };
 
-UpstreamCall::UpstreamCall(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-UpstreamCall::~UpstreamCall() = default;
+struct UpstreamClient::Impl {
+  UpstreamOptions opts;
+  asio::ssl::context ssl{asio::ssl::context::tls_client};
+  std::vector<std::unique_ptr<Loop>> loops;
+  std::atomic<size_t> next{0};
+  std::mutex mu;  // guards stopping against posts from other threads
+  bool stopping = false;
+  std::atomic<uint64_t> opened{0}, reused{0}, stale{0}, retried{0};
 
-Result<std::unique_ptr<UpstreamCall>> UpstreamCall::Open(const UpstreamRequest& request) {
-  std::string_view url = request.url;
-  constexpr std::string_view kScheme = "http://";
-  if (url.substr(0, kScheme.size()) != kScheme)
-    return InvalidArgument("upstream URL must be http://: " + request.url);
-  url.remove_prefix(kScheme.size());
-  size_t slash = url.find('/');
-  std::string_view authority = url.substr(0, slash);
-  std::string target = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
-  std::string host(authority);
-  std::string port = "80";
-  if (size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
-    host = std::string(authority.substr(0, colon));
-    port = std::string(authority.substr(colon + 1));
+  // Posts `fn` to `loop` unless the client is stopping (then false; fn is dropped).
+  template <class Fn>
+  bool PostTo(Loop& loop, Fn&& fn) {
+    std::lock_guard lock(mu);
+    if (stopping) return false;
+    asio::post(loop.io, std::forward<Fn>(fn));
+    return true;
   }
-  if (host.empty()) return InvalidArgument("upstream URL has no host: " + request.url);
 
-  http::request<http::string_body> req{http::verb::post, target, 11};
-  req.set(http::field::host, authority);
-  for (const auto& [name, value] : request.headers.fields()) req.insert(name, value);
-  req.body() = request.body;
-  req.prepare_payload();
-
-  // A pooled connection first; when the provider had closed it, once more on a fresh one.
-  std::unique_ptr<Impl> impl;
-  beast::error_code ec;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    impl = std::make_unique<Impl>();
-    impl->authority = std::string(authority);
-    std::optional<tcp::socket> pooled = attempt == 0 ? Pool::Get().Take(impl->authority) : std::nullopt;
-    if (pooled) {
-      impl->socket = std::move(*pooled);
-    } else {
-      tcp::resolver resolver(SharedIo());
-      auto endpoints = resolver.resolve(host, port, ec);
-      if (ec) return Unavailable("resolving " + host + ": " + ec.message());
-      asio::connect(impl->socket, endpoints, ec);
-      if (ec) return Unavailable("connecting to " + std::string(authority) + ": " + ec.message());
-      impl->socket.set_option(tcp::no_delay(true), ec);
+  std::unique_ptr<Conn> TakeIdle(Loop& loop, const std::string& origin) {
+    auto it = loop.idle.find(origin);
+    if (it == loop.idle.end()) return nullptr;
+    auto now = SteadyClock::now();
+    while (!it->second.empty()) {
+      std::unique_ptr<Conn> c = std::move(it->second.back());
+      it->second.pop_back();
+      --loop.idle_count;
+      if (now - c->idle_since < opts.idle_timeout && c->Usable()) return c;
+      stale.fetch_add(1, std::memory_order_relaxed);
+      c->Close();
     }
-    impl->parser.body_limit(boost::none);
-    http::write(impl->socket, req, ec);
-    if (!ec) http::read_header(impl->socket, impl->buffer, impl->parser, ec);
-    if (!ec) break;
-    if (!pooled) return Unavailable("upstream request failed: " + ec.message());
+    return nullptr;
   }
-  if (ec) return Unavailable("upstream request failed: " + ec.message());
-  for (const auto& field : impl->parser.get()) {
-    impl->headers.Add(field.name_string(), field.value());
+
+  void PutIdle(Loop& loop, const std::string& origin, std::unique_ptr<Conn> c) {
+    auto& list = loop.idle[origin];
+    if (list.size() >= opts.max_idle_per_host) {
+      c->Close();
+      return;
+    }
+    c->tcp().expires_never();
+    c->idle_since = SteadyClock::now();
+    list.push_back(std::move(c));
+    ++loop.idle_count;
+    ArmSweep(loop);
   }
-  impl->done = impl->parser.is_done();
-  return std::unique_ptr<UpstreamCall>(new UpstreamCall(std::move(impl)));
-}
 
-int UpstreamCall::status() const { return static_cast<int>(impl_->parser.get().result_int()); }
-const net::Headers& UpstreamCall::headers() const { return impl_->headers; }
+  void ArmSweep(Loop& loop) {
+    if (loop.sweep_armed) return;
+    loop.sweep_armed = true;
+    loop.sweep.expires_after(opts.idle_timeout);
+    loop.sweep.async_wait([this, &loop](beast::error_code ec) {
+      loop.sweep_armed = false;
+      if (ec) return;
+      auto now = SteadyClock::now();
+      for (auto& [origin, list] : loop.idle) {
+        // Oldest at the front.
+        while (!list.empty() && now - list.front()->idle_since >= opts.idle_timeout) {
+          list.front()->Close();
+          list.pop_front();
+          --loop.idle_count;
+        }
+      }
+      if (loop.idle_count > 0) ArmSweep(loop);
+    });
+  }
+};
 
-Result<std::string> UpstreamCall::Read() {
-  Impl& s = *impl_;
-  if (s.done) return std::string();
+struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
+  // Declared first so it is destroyed last: the loops' io_contexts outlive this call's sockets.
+  std::shared_ptr<UpstreamClient::Impl> client;
+  Loop* loop = nullptr;
+  Url url;
+  Status url_error;
+  http::request<http::string_body> req;
+  std::function<void(Status)> on_head;
+  std::unique_ptr<Conn> conn;  // loop thread only
+  beast::flat_buffer buffer;
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  net::Headers headers;
+  int status = 0;
+  bool body_done = false;
+  Status pending_error;  // an error that came with the last bytes, reported by the next Read
+  std::atomic<bool> cancelled{false};
+  std::atomic<bool> sent{false};
   char tmp[16 * 1024];
-  while (true) {
-    s.parser.get().body().data = tmp;
-    s.parser.get().body().size = sizeof tmp;
+
+  // A call dropped while it holds a connection (its owner gave up without reading to the end) closes
+  // it; the loop's `active` entry is weak, so nothing reaches this call afterwards.
+  ~Impl() {
+    if (conn) conn->Close();
+  }
+
+  void SetConn(std::unique_ptr<Conn> c) {
+    conn = std::move(c);
+    loop->active.insert_or_assign(this, weak_from_this());
+  }
+  std::unique_ptr<Conn> TakeConn() {
+    loop->active.erase(this);
+    return std::move(conn);
+  }
+  void DropConn() {
+    if (auto c = TakeConn()) c->Close();
+  }
+
+  template <class Fn>
+  auto WithStream(Fn&& fn) {
+    return conn->tls ? fn(*conn->tls) : fn(*conn->plain);
+  }
+
+  asio::awaitable<Result<std::unique_ptr<Conn>>> Connect() {
     beast::error_code ec;
-    http::read_some(s.socket, s.buffer, s.parser, ec);
-    if (ec == http::error::need_buffer) ec = {};
-    if (s.cancelled.load()) return Cancelled("upstream call cancelled");
-    size_t n = sizeof tmp - s.parser.get().body().size;
-    if (s.parser.is_done()) {
-      s.done = true;
-      // A whole answer on a keep-alive connection with nothing extra read: the connection can serve
-      // another call.
-      std::lock_guard lock(s.socket_mu);
-      if (!ec && s.parser.keep_alive() && s.buffer.size() == 0 && !s.cancelled.load()) {
-        Pool::Get().Put(s.authority, std::move(s.socket));
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    tcp::resolver resolver(loop->io);
+    auto endpoints = co_await resolver.async_resolve(url.host, url.port, token);
+    if (ec) co_return Unavailable("resolving " + url.host + ": " + ec.message());
+    if (cancelled.load()) co_return Cancelled("upstream call cancelled");
+    auto c = std::make_unique<Conn>();
+    if (url.tls) {
+      c->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(loop->io, client->ssl);
+    } else {
+      c->plain = std::make_unique<beast::tcp_stream>(loop->io);
+    }
+    // Held by the call while connecting, so Cancel() can close it.
+    SetConn(std::move(c));
+    conn->tcp().expires_after(client->opts.connect_timeout);
+    co_await conn->tcp().async_connect(endpoints, token);
+    if (ec) {
+      DropConn();
+      co_return FromError(ec, "connecting to " + url.origin);
+    }
+    conn->tcp().socket().set_option(tcp::no_delay(true), ec);
+    client->opened.fetch_add(1, std::memory_order_relaxed);
+    if (url.tls) {
+      // SSL_set_tlsext_host_name, spelled out because the macro uses a C cast.
+      if (!SSL_ctrl(conn->tls->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                    const_cast<char*>(url.host.c_str()))) {
+        DropConn();
+        co_return Unavailable("tls: cannot set the server name");
+      }
+      if (client->opts.verify_peer)
+        conn->tls->set_verify_callback(asio::ssl::host_name_verification(url.host));
+      co_await conn->tls->async_handshake(asio::ssl::stream_base::client, token);
+      if (ec) {
+        DropConn();
+        co_return FromError(ec, "tls handshake with " + url.origin);
       }
     }
-    if (ec) {
-      if (n > 0) return std::string(tmp, n);  // the error comes back on the next call
-      return DataLoss("upstream response cut: " + ec.message());
+    co_return TakeConn();
+  }
+
+  asio::awaitable<Status> Exchange() {
+    const UpstreamOptions& opts = client->opts;
+    int connect_failures = 0;
+    bool allow_pool = true;
+    while (true) {
+      if (cancelled.load()) co_return Cancelled("upstream call cancelled");
+      std::unique_ptr<Conn> c;
+      bool pooled = false;
+      if (allow_pool) {
+        c = client->TakeIdle(*loop, url.origin);
+        pooled = c != nullptr;
+      }
+      if (!c) {
+        auto r = co_await Connect();
+        if (!r.ok()) {
+          if (cancelled.load()) co_return Cancelled("upstream call cancelled");
+          // Connecting sends nothing: safe to try again, after a short pause.
+          if (++connect_failures < opts.connect_attempts) {
+            client->retried.fetch_add(1, std::memory_order_relaxed);
+            asio::steady_timer pause(loop->io, std::chrono::milliseconds(50) * connect_failures);
+            beast::error_code ignored;
+            co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+            continue;
+          }
+          co_return r.status();
+        }
+        c = std::move(*r);
+      } else {
+        client->reused.fetch_add(1, std::memory_order_relaxed);
+      }
+      SetConn(std::move(c));
+      if (cancelled.load()) co_return Cancelled("upstream call cancelled");
+
+      beast::error_code ec;
+      auto token = asio::redirect_error(asio::use_awaitable, ec);
+      conn->tcp().expires_after(opts.header_timeout);
+      size_t written = co_await WithStream([&](auto& s) { return http::async_write(s, req, token); });
+      if (written > 0) sent.store(true);
+      if (ec) {
+        if (cancelled.load()) co_return Cancelled("upstream call cancelled");
+        if (pooled && written == 0) {
+          // The pooled connection failed before any byte of the request left: nothing can have
+          // reached the provider, so a fresh connection may carry it.
+          DropConn();
+          client->retried.fetch_add(1, std::memory_order_relaxed);
+          allow_pool = false;
+          continue;
+        }
+        co_return FromError(ec, "sending to " + url.origin + " (not resent)");
+      }
+      parser.emplace();
+      parser->body_limit(boost::none);
+      co_await WithStream([&](auto& s) { return http::async_read_header(s, buffer, *parser, token); });
+      if (ec) {
+        if (cancelled.load()) co_return Cancelled("upstream call cancelled");
+        // The request was sent: the provider may be working on it, so it is never sent again.
+        co_return FromError(ec, "reading the answer of " + url.origin + " (not resent)");
+      }
+      co_return OkStatus();
     }
-    if (n > 0 || s.done) return std::string(tmp, n);
+  }
+
+  // `self` keeps the call alive while its coroutine runs.
+  asio::awaitable<void> Run(std::shared_ptr<Impl> self) {
+    (void)self;
+    Status st = co_await Exchange();
+    if (st.ok()) {
+      status = static_cast<int>(parser->get().result_int());
+      for (const auto& field : parser->get()) headers.Add(field.name_string(), field.value());
+      if (parser->is_done()) Complete();
+    } else {
+      DropConn();
+    }
+    auto cb = std::move(on_head);
+    cb(st);
+  }
+
+  // The body is complete: the connection serves another call when the provider keeps it open and sent
+  // nothing beyond the answer.
+  void Complete() {
+    body_done = true;
+    std::unique_ptr<Conn> c = TakeConn();
+    if (!c) return;
+    if (parser->keep_alive() && buffer.size() == 0 && !cancelled.load()) {
+      client->PutIdle(*loop, url.origin, std::move(c));
+    } else {
+      c->Close();
+    }
+  }
+
+  void Read(std::function<void(Result<std::string>)> done) {
+    auto self = shared_from_this();
+    auto finish = [&](Result<std::string> r) {
+      asio::post(loop->io, [done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+    };
+    if (cancelled.load()) return finish(Cancelled("upstream call cancelled"));
+    if (!pending_error.ok()) return finish(pending_error);
+    if (body_done) return finish(std::string());
+    if (!conn || !parser) return finish(FailedPrecondition("upstream call has no open answer"));
+    conn->tcp().expires_after(client->opts.read_timeout);
+    parser->get().body().data = tmp;
+    parser->get().body().size = sizeof tmp;
+    WithStream([&](auto& s) {
+      http::async_read_some(s, buffer, *parser,
+                            [self, done = std::move(done)](beast::error_code ec, size_t) mutable {
+                              self->OnRead(ec, std::move(done));
+                            });
+    });
+  }
+
+  void OnRead(beast::error_code ec, std::function<void(Result<std::string>)> done) {
+    if (ec == http::error::need_buffer) ec = {};
+    size_t got = sizeof tmp - parser->get().body().size;
+    if (cancelled.load()) {
+      DropConn();
+      return done(Cancelled("upstream call cancelled"));
+    }
+    if (!ec && parser->is_done()) Complete();
+    if (ec) {
+      DropConn();
+      Status st = ec == beast::error::timeout ? DeadlineExceeded("upstream answer: no bytes in time")
+                                              : DataLoss("upstream answer cut: " + ec.message());
+      if (got == 0) return done(st);
+      pending_error = st;
+    }
+    if (got > 0 || body_done) return done(std::string(tmp, got));
+    Read(std::move(done));  // progress without body bytes (a chunk header): read on
+  }
+
+  void ReadAll(size_t max_bytes, std::shared_ptr<std::string> all,
+               std::function<void(Result<std::string>)> done) {
+    auto self = shared_from_this();
+    Read([self, max_bytes, all, done = std::move(done)](Result<std::string> piece) mutable {
+      if (!piece.ok()) return done(piece.status());
+      if (piece->empty()) return done(std::move(*all));
+      *all += *piece;
+      if (all->size() > max_bytes) {
+        self->Cancel();
+        return done(ResourceExhausted("upstream answer too large"));
+      }
+      self->ReadAll(max_bytes, all, std::move(done));
+    });
+  }
+
+  void Cancel() {
+    if (cancelled.exchange(true)) return;
+    client->PostTo(*loop, [self = shared_from_this()] {
+      if (self->conn) self->conn->Close();  // pending operations end with operation_aborted
+    });
+  }
+};
+
+UpstreamClient::UpstreamClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<UpstreamClient>> UpstreamClient::Create(UpstreamOptions options) {
+  if (options.threads < 1) return InvalidArgument("upstream client: threads must be at least 1");
+  if (options.connect_attempts < 1) options.connect_attempts = 1;
+  auto impl = std::make_shared<Impl>();
+  impl->opts = std::move(options);
+  beast::error_code ec;
+  impl->ssl.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                            asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                            asio::ssl::context::no_tlsv1_1,
+                        ec);
+  if (impl->opts.verify_peer) {
+    impl->ssl.set_verify_mode(asio::ssl::verify_peer, ec);
+    if (!impl->opts.ca_file.empty()) {
+      impl->ssl.load_verify_file(impl->opts.ca_file, ec);
+      if (ec) return InvalidArgument("upstream tls ca file " + impl->opts.ca_file + ": " + ec.message());
+    } else {
+      impl->ssl.set_default_verify_paths(ec);
+      if (ec) return InvalidArgument("upstream tls system trust store: " + ec.message());
+    }
+  } else {
+    impl->ssl.set_verify_mode(asio::ssl::verify_none, ec);
+  }
+  for (int i = 0; i < impl->opts.threads; ++i) {
+    auto loop = std::make_unique<Loop>();
+    loop->guard.emplace(loop->io.get_executor());
+    loop->thread = std::thread([l = loop.get()] { l->io.run(); });
+    impl->loops.push_back(std::move(loop));
+  }
+  return std::unique_ptr<UpstreamClient>(new UpstreamClient(std::move(impl)));
+}
+
+UpstreamClient::~UpstreamClient() {
+  Impl& s = *impl_;
+  {
+    std::lock_guard lock(s.mu);
+    s.stopping = true;
+    for (auto& lp : s.loops) {
+      Loop* loop = lp.get();
+      asio::post(loop->io, [loop] {
+        beast::error_code ec;
+        loop->sweep.cancel();
+        for (auto& [origin, list] : loop->idle) {
+          for (auto& c : list) c->Close();
+        }
+        loop->idle.clear();
+        loop->idle_count = 0;
+        // Every call holding a connection: closed, so its pending operation completes (cancelled).
+        for (auto& [raw, weak] : loop->active) {
+          auto call = weak.lock();
+          if (!call) continue;
+          call->cancelled.store(true);
+          if (call->conn) call->conn->Close();
+        }
+      });
+    }
+  }
+  for (auto& lp : s.loops) lp->guard.reset();
+  for (auto& lp : s.loops) {
+    if (lp->thread.joinable()) lp->thread.join();
+  }
+  // The loops ran out of work, so no handler holds a call any more; calls held elsewhere keep impl_
+  // (and so the io_contexts their sockets belong to) alive until they go.
+}
+
+std::shared_ptr<UpstreamCall> UpstreamClient::NewCall(UpstreamRequest request) {
+  auto call = std::make_shared<UpstreamCall::Impl>();
+  call->client = impl_;
+  auto url = ParseUrl(request.url);
+  if (!url.ok()) {
+    call->url_error = url.status();
+    return std::make_shared<UpstreamCall>(call);
+  }
+  call->url = std::move(*url);
+  call->loop = impl_->loops[impl_->next.fetch_add(1, std::memory_order_relaxed) % impl_->loops.size()].get();
+  http::request<http::string_body>& req = call->req;
+  req.method(http::verb::post);
+  req.target(call->url.target);
+  req.version(11);
+  for (const auto& [name, value] : request.headers.fields()) {
+    if (net::EqualsIgnoreCase(name, "Host") || net::EqualsIgnoreCase(name, "Content-Length") ||
+        net::EqualsIgnoreCase(name, "Connection") || net::EqualsIgnoreCase(name, "Transfer-Encoding"))
+      continue;
+    req.insert(name, value);
+  }
+  req.set(http::field::host, call->url.authority);
+  req.body() = std::move(request.body);
+  req.prepare_payload();
+  return std::make_shared<UpstreamCall>(call);
+}
+
+UpstreamClient::Stats UpstreamClient::stats() const {
+  return {impl_->opened.load(), impl_->reused.load(), impl_->stale.load(), impl_->retried.load()};
+}
+
+UpstreamCall::UpstreamCall(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+UpstreamCall::~UpstreamCall() = default;
+
+int UpstreamCall::status() const { return impl_->status; }
+const net::Headers& UpstreamCall::headers() const { return impl_->headers; }
+bool UpstreamCall::request_sent() const { return impl_->sent.load(); }
+
+void UpstreamCall::Start(std::function<void(Status)> on_head) {
+  Impl& c = *impl_;
+  if (!c.url_error.ok()) return on_head(c.url_error);
+  c.on_head = std::move(on_head);
+  bool posted = c.client->PostTo(
+      *c.loop, [call = impl_] { asio::co_spawn(call->loop->io, call->Run(call), asio::detached); });
+  if (!posted) {
+    auto cb = std::move(c.on_head);
+    cb(Cancelled("the upstream client is stopping"));
   }
 }
 
-Result<std::string> UpstreamCall::ReadAll(size_t max_bytes) {
-  std::string all;
-  while (true) {
-    GOVERN_ASSIGN_OR_RETURN(std::string piece, Read());
-    if (piece.empty()) return all;
-    all += piece;
-    if (all.size() > max_bytes) return ResourceExhausted("upstream response too large");
-  }
+void UpstreamCall::Read(std::function<void(Result<std::string>)> done) { impl_->Read(std::move(done)); }
+
+void UpstreamCall::ReadAll(size_t max_bytes, std::function<void(Result<std::string>)> done) {
+  impl_->ReadAll(max_bytes, std::make_shared<std::string>(), std::move(done));
+}
+
+void UpstreamCall::Post(std::function<void()> fn) {
+  if (impl_->loop == nullptr) return;
+  impl_->client->PostTo(*impl_->loop, std::move(fn));
 }
 
 void UpstreamCall::Cancel() {
-  std::lock_guard lock(impl_->socket_mu);
-  impl_->cancelled.store(true);
-  // shutdown() on the descriptor is safe beside a blocked read on another thread and wakes it. A
-  // socket already handed back to the pool is no longer this call's (the moved-from one is closed).
-  if (impl_->socket.is_open()) ::shutdown(impl_->socket.native_handle(), SHUT_RDWR);
+  if (impl_->loop == nullptr) {
+    impl_->cancelled.store(true);
+    return;
+  }
+  impl_->Cancel();
 }
 
 }  // namespace govern::gateway

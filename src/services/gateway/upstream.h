@@ -1,13 +1,35 @@
-// UpstreamCall: one HTTP/1.1 request to a model provider whose response body is read piece by piece
-// as it arrives (net::HttpClient hands back only whole bodies, and a stream must be relayed chunk by
-// chunk). Plain http:// only in this slice; one fresh connection per call (no pooling yet).
+// UpstreamClient: the gateway's asynchronous HTTP/1.1 client to model providers. A call's response body
+// is read piece by piece as it arrives (a stream is relayed chunk by chunk, with back-pressure: the
+// caller asks for the next piece only when it can take it), on event loops the client owns.
 //
-// Blocking: Open() and Read() run on the caller's thread. Cancel() may be called from any other
-// thread and makes a blocked Read() return at once (the socket is shut down): that is how a client
-// that went away cancels the provider's work.
+// Promises:
+//  - Keep-alive connections are pooled per scheme://host:port on each loop and reused. A pooled
+//    connection is checked before reuse (one non-blocking peek: a provider that closed it, or sent
+//    anything unasked, makes it unusable) and closed once idle longer than idle_timeout.
+//  - Never sends a request twice when any byte of it may have reached the provider (a POST is not
+//    idempotent and is billed). A call is retried only (a) on a fresh connection when a pooled one
+//    failed before any byte of the request was written, and (b) when connecting failed (every resolved
+//    address is tried, and the connect is tried connect_attempts times). A connection that fails after
+//    bytes were written fails the call with kUnavailable ("not resent").
+//  - Timeouts: connect_timeout (TCP connect plus TLS handshake, per attempt), header_timeout (from the
+//    first byte written until the response head is read), read_timeout (the longest wait for the next
+//    bytes of the body). Expiry gives kDeadlineExceeded.
+//  - Cancel() closes the call's connection at once (the provider sees it go, and stops its work); the
+//    pending callback, if any, runs with kCancelled. A cancelled or failed call's connection is closed,
+//    never pooled.
+//  - https:// verifies the provider against ca_file or the system store, with host name checking.
+//
+// Threads: Create starts `threads` event loops. Start() may be called from any thread; a call stays on
+// one loop, and its callbacks run there (they must not block). Cancel() and Post() are thread-safe;
+// Read() is called from the call's callbacks (or from Post). The client's destructor cancels every call
+// in flight (their pending callbacks run with kCancelled) and joins its loops; a call object may outlive
+// the client (its methods then do nothing, Post drops the function).
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,36 +38,88 @@
 
 namespace govern::gateway {
 
-struct UpstreamRequest {
-  std::string url;  // "http://host:port/path"
-  net::Headers headers;
-  std::string body;
+struct UpstreamOptions {
   std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds header_timeout{600000};  // a whole non-streamed answer can take minutes
+  std::chrono::milliseconds read_timeout{300000};
+  std::chrono::milliseconds idle_timeout{15000};  // below the usual provider keep-alive (60 s and more)
+  size_t max_idle_per_host = 64;                  // per loop
+  int connect_attempts = 2;
+  int threads = 1;
+  std::string ca_file;      // PEM bundle for https upstreams; empty: the system store
+  bool verify_peer = true;  // false only for tests against throwaway certificates
+};
+
+struct UpstreamRequest {
+  std::string url;       // "http://host:port/path" or "https://..."
+  net::Headers headers;  // Host and Content-Length are set by the client
+  std::string body;      // sent as a POST
+};
+
+class UpstreamCall;
+
+class UpstreamClient {
+ public:
+  // Errors: kInvalidArgument (threads < 1, an unreadable ca_file).
+  static Result<std::unique_ptr<UpstreamClient>> Create(UpstreamOptions options);
+  ~UpstreamClient();
+  UpstreamClient(const UpstreamClient&) = delete;
+  UpstreamClient& operator=(const UpstreamClient&) = delete;
+
+  // A call of `request` on one of the loops, not started yet (so its owner holds it before any
+  // callback can run).
+  std::shared_ptr<UpstreamCall> NewCall(UpstreamRequest request);
+
+  struct Stats {
+    uint64_t connections_opened = 0;
+    uint64_t connections_reused = 0;  // calls that went out on a pooled connection
+    uint64_t stale_dropped = 0;       // pooled connections found closed (or unusable) at reuse
+    uint64_t retried = 0;             // calls retried under the rules above
+  };
+  Stats stats() const;
+
+ private:
+  friend class UpstreamCall;
+  struct Impl;
+  explicit UpstreamClient(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
 };
 
 class UpstreamCall {
  public:
-  // Connects, sends the request and reads the response head. Errors: kInvalidArgument (bad URL),
-  // kUnavailable (connect, write or head read failed).
-  static Result<std::unique_ptr<UpstreamCall>> Open(const UpstreamRequest& request);
   ~UpstreamCall();
   UpstreamCall(const UpstreamCall&) = delete;
   UpstreamCall& operator=(const UpstreamCall&) = delete;
 
+  // Connects (or reuses a pooled connection), writes the request and reads the response head. `on_head`
+  // runs once, on the call's loop (on the calling thread when the URL is bad or the client is
+  // stopping): ok (status() and headers() are set), or kInvalidArgument (bad URL), kUnavailable (connect
+  // or exchange failed), kDeadlineExceeded, kCancelled. Once per call.
+  void Start(std::function<void(Status)> on_head);
+
+  // After a successful head.
   int status() const;
   const net::Headers& headers() const;
-  // The next bytes of the body, or "" once the body is complete. kDataLoss when the connection ended
-  // before the body did (a cut stream), kCancelled after Cancel().
-  Result<std::string> Read();
+
+  // Reads the next bytes of the body (at most 16 KiB). `done` runs once on the call's loop: the bytes,
+  // "" once the body is complete (the connection is then pooled when it can be), kDataLoss (the
+  // connection ended before the body did), kDeadlineExceeded (read_timeout), kCancelled. One Read at a
+  // time.
+  void Read(std::function<void(Result<std::string>)> done);
   // Reads the rest of the body, at most max_bytes (kResourceExhausted beyond).
-  Result<std::string> ReadAll(size_t max_bytes = 64 * 1024 * 1024);
-  // Thread-safe: shuts the connection down; a blocked Read() returns kCancelled.
+  void ReadAll(size_t max_bytes, std::function<void(Result<std::string>)> done);
+  // Runs `fn` on the call's loop (dropped when the client is gone).
+  void Post(std::function<void()> fn);
+  // Thread-safe, idempotent.
   void Cancel();
+  // Whether any byte of the request was handed to the connection (the provider may have it).
+  bool request_sent() const;
+
+  struct Impl;
+  explicit UpstreamCall(std::shared_ptr<Impl> impl);
 
  private:
-  struct Impl;
-  explicit UpstreamCall(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace govern::gateway

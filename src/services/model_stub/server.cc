@@ -39,6 +39,7 @@ struct StubServer::Impl {
   std::vector<std::thread> threads;
   std::atomic<bool> stopped{false};
   uint16_t port = 0;
+  std::atomic<uint64_t> accepted{0}, open{0}, requests{0}, cut{0};
 
   explicit Impl(ServerOptions o)
       : options(std::move(o)),
@@ -55,11 +56,17 @@ struct StubServer::Impl {
         continue;
       }
       socket.set_option(tcp::no_delay(true));
+      accepted.fetch_add(1);
+      open.fetch_add(1);
       asio::co_spawn(io, Serve(std::move(socket)), asio::detached);
     }
   }
 
   asio::awaitable<void> Serve(tcp::socket socket) {
+    struct OpenCount {
+      std::atomic<uint64_t>& n;
+      ~OpenCount() { n.fetch_sub(1); }
+    } open_count{open};
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     for (;;) {
@@ -69,6 +76,7 @@ struct StubServer::Impl {
       (void)n;
       if (ec) co_return;  // closed, or a request we cannot read: drop the connection
       http::request<http::string_body> req = parser.release();
+      requests.fetch_add(1);
       std::string_view target(req.target().data(), req.target().size());
       std::string_view path = target.substr(0, target.find('?'));
       Faults faults = FaultsFrom([&](std::string_view name) -> std::string_view {
@@ -79,9 +87,11 @@ struct StubServer::Impl {
       Reply reply = Answer(std::string_view(req.method_string().data(), req.method_string().size()), path,
                            req.body(), faults, options.stub, static_cast<int64_t>(std::time(nullptr)));
       if (faults.delay_ms > 0) co_await Pause(std::chrono::milliseconds(faults.delay_ms));
+      if (faults.drop) break;
       bool keep_alive = req.keep_alive();
       bool ok = reply.stream ? co_await WriteStream(stream, reply, req.version(), keep_alive)
                              : co_await WriteWhole(stream, reply, req.version(), keep_alive);
+      if (!ok && reply.truncate_at < 0) cut.fetch_add(1);
       if (!ok || !keep_alive) break;
     }
     beast::error_code ignored;
@@ -179,6 +189,10 @@ Result<std::unique_ptr<StubServer>> StubServer::Start(ServerOptions options) {
 }
 
 uint16_t StubServer::port() const { return impl_->port; }
+
+StubServer::Stats StubServer::stats() const {
+  return {impl_->accepted.load(), impl_->open.load(), impl_->requests.load(), impl_->cut.load()};
+}
 
 void StubServer::Stop() {
   if (!impl_ || impl_->stopped.exchange(true)) return;

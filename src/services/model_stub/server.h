@@ -35,6 +35,15 @@ class StubServer {
   StubServer& operator=(const StubServer&) = delete;
 
   uint16_t port() const;
+
+  // What the server saw so far (for tests of a client: retries, pooling, cancellation).
+  struct Stats {
+    uint64_t connections_accepted = 0;
+    uint64_t open_connections = 0;  // accepted and not yet closed
+    uint64_t requests = 0;          // requests read whole (each one a provider call a client paid for)
+    uint64_t answers_cut = 0;       // answers whose write failed: the client went away mid-answer
+  };
+  Stats stats() const;
   // Closes the listener and every connection (streams in flight are cut), joins the threads. Idempotent.
   void Stop();
 

@@ -599,6 +599,7 @@ Faults FaultsFrom(const std::function<std::string_view(std::string_view)>& heade
   if (ParseInt(header("x-stub-error-after"), v) && v >= 0) f.error_after = v;
   if (ParseInt(header("x-stub-output-tokens"), v) && v >= 0 && v <= kMaxOutputTokens) f.output_tokens = v;
   if (ParseInt(header("x-stub-cached-tokens"), v) && v >= 0) f.cached_tokens = v;
+  f.drop = header("x-stub-drop") == "1";
   return f;
 }
 

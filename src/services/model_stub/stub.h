@@ -22,6 +22,8 @@
 //   x-stub-error-after: K   streams: after K events send the provider's in-stream error and end
 //   x-stub-output-tokens: N answer length in tokens (0..100000)
 //   x-stub-cached-tokens: N report N of the input tokens as read from the prompt cache
+//   x-stub-drop: 1          read the request, then close the connection without answering (a provider
+//                           that failed after the request reached it: a client must not resend it)
 //
 // Thread-safety: Answer is a pure function of its arguments.
 #pragma once
@@ -48,6 +50,7 @@ struct Faults {
   int64_t error_after = -1;
   std::optional<int64_t> output_tokens;
   int64_t cached_tokens = 0;
+  bool drop = false;
 };
 
 // Reads the x-stub-* headers through `header` (name in lower case -> value or ""). Bad numbers are
