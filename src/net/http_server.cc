@@ -637,7 +637,8 @@ class Connection final : public ConnBase,
     }
     chunk_.clear();
     chunk_.shrink_to_fit();
-    if (close_after_) return Linger();
+    // A drain that began while the stream ran must close the connection now, not at its idle timeout.
+    if (close_after_ || s_->draining.load(std::memory_order_relaxed)) return Linger();
     if (reading_) {
       // The read posted during the stream is still out (so nothing is buffered): it begins the next
       // request when it completes (a second read must not be posted).
