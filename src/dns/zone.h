@@ -133,10 +133,11 @@ class Zone {
   // The same with signer `i` (< Signers(type).size()) into `rrsig`, reusing its buffer: false on failure.
   bool SignOnceInto(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata, uint32_t now,
                     size_t i, std::string* rrsig) const;
-  // The keys that sign an RRset of `type`: DNSKEY: ksk, zsk (when another key), dnskey_also; every
-  // other type: zsk, zone_also. Empty when unsigned.
+  // The keys that sign an RRset of `type`: DNSKEY, CDS and CDNSKEY: ksk, zsk (when another key),
+  // dnskey_also (the parent checks CDS with a key its DS names, RFC 7344 section 4.1, so CDS is signed as
+  // DNSKEY is); every other type: zsk, zone_also. Empty when unsigned.
   const std::vector<const SigningKey*>& Signers(uint16_t type) const {
-    return type == kDnskeyType ? dnskey_signers_ : zone_signers_;
+    return type == kDnskeyType || type == kCdsType || type == kCdnskeyType ? dnskey_signers_ : zone_signers_;
   }
 
   // The answer cache (bounded; see zone.cc). Lookup copies the shared_ptr under a shared lock.
@@ -149,7 +150,7 @@ class Zone {
   std::unordered_map<std::string, Node, StringHash, std::equal_to<>> nodes_;
   const RRset* soa_ = nullptr;
   uint32_t negative_ttl_ = 0;
-  static constexpr uint16_t kDnskeyType = 48;
+  static constexpr uint16_t kDnskeyType = 48, kCdsType = 59, kCdnskeyType = 60;
   ZoneKeys keys_;
   std::vector<const SigningKey*> dnskey_signers_, zone_signers_;
   mutable std::mutex sig_mu_;

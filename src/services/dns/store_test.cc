@@ -192,6 +192,7 @@ struct Published {
   std::vector<int> cds;          // key tags of the CDS records
   std::vector<int> cdnskey;      // key tags of the CDNSKEY records
   std::vector<int> sig_algs;     // algorithms of the SOA's RRSIGs
+  std::vector<int> cds_sigs;     // key tags of the RRSIGs over the CDS RRset
 };
 
 std::vector<int> Sorted(std::vector<int> v) {
@@ -219,12 +220,17 @@ Published Inspect(const dns::Zone& z) {
     p.soa_sigs.push_back(SigTag(m));
     p.sig_algs.push_back(static_cast<uint8_t>(m[2]));
   }
-  if (const dns::RRset* cds = apex->Find(dns::kCDS))
+  if (const dns::RRset* cds = apex->Find(dns::kCDS)) {
     for (const auto& rd : cds->rdatas)
       p.cds.push_back((static_cast<uint8_t>(rd[0]) << 8) | static_cast<uint8_t>(rd[1]));
+    auto cs = z.SigFor(apex->owner, *cds, now);
+    p.cds_sigs.push_back(SigTag(cs->rrsig));
+    for (const auto& m : cs->more) p.cds_sigs.push_back(SigTag(m));
+  }
   if (const dns::RRset* cdnskey = apex->Find(dns::kCDNSKEY))
     for (const auto& rd : cdnskey->rdatas) p.cdnskey.push_back(dns::KeyTag(rd));
-  for (auto* v : {&p.dnskey, &p.dnskey_sigs, &p.soa_sigs, &p.cds, &p.cdnskey, &p.sig_algs}) *v = Sorted(*v);
+  for (auto* v : {&p.dnskey, &p.dnskey_sigs, &p.soa_sigs, &p.cds, &p.cdnskey, &p.sig_algs, &p.cds_sigs})
+    *v = Sorted(*v);
   return p;
 }
 
@@ -308,6 +314,7 @@ TEST_F(DnsRolloverTest, EveryPhase) {
     EXPECT_EQ(p.soa_sigs, c.from == c.to ? std::vector<int>{old_tag} : both);
     EXPECT_EQ(p.cds, both);
     EXPECT_EQ(p.cdnskey, both);
+    EXPECT_EQ(p.cds_sigs, both);
     // A second rollover waits for this one; nothing is due yet.
     EXPECT_EQ(store_->StartRollover(zone, {}).code(), Code::kFailedPrecondition);
     auto moved = store_->AdvanceRollovers();
@@ -334,6 +341,8 @@ TEST_F(DnsRolloverTest, EveryPhase) {
     EXPECT_EQ(p.soa_sigs, c.from == c.to ? std::vector<int>{new_tag} : both);
     EXPECT_EQ(p.cds, std::vector<int>{new_tag});
     EXPECT_EQ(p.cdnskey, std::vector<int>{new_tag});
+    // Signed as DNSKEY is: by the old key too, which the parent's DS may still name alone.
+    EXPECT_EQ(p.cds_sigs, both);
     auto zones = store_->ListZones();
     for (const auto& z : *zones)
       if (z.name == zone) {
