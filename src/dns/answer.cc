@@ -51,6 +51,7 @@ struct Render {
     if (!sig) return;
     if (refresh_at == 0 || sig->refresh_at < refresh_at) refresh_at = sig->refresh_at;
     Put(out_owner, kRRSIG, set.ttl, sig->rrsig, section);
+    for (const auto& more : sig->more) Put(out_owner, kRRSIG, set.ttl, more, section);
   }
   void PutSet(std::string_view out_owner, std::string_view sign_owner, const RRset& set, int section) {
     for (const auto& rd : set.rdatas) Put(out_owner, set.type, set.ttl, rd, section);
@@ -66,6 +67,7 @@ struct Render {
         if (refresh_at == 0 || sig->refresh_at < refresh_at) refresh_at = sig->refresh_at;
         // The RRSIG keeps the SOA's own TTL as original TTL; the record TTL follows the negative TTL.
         Put(a->owner, kRRSIG, z.negative_ttl(), sig->rrsig, 1);
+        for (const auto& more : sig->more) Put(a->owner, kRRSIG, z.negative_ttl(), more, 1);
       }
     }
   }
@@ -82,12 +84,15 @@ struct Render {
     if (extra) types[n++] = extra;
     std::sort(types, types + n);
     int m = static_cast<int>(std::unique(types, types + n) - types);
-    std::string rdata(next);
-    rdata += TypeBitmap(std::span<const uint16_t>(types, m));
+    // Per-thread buffers: once grown, denial allocates nothing besides what OpenSSL does inside.
+    thread_local std::string rdata, sig;
+    rdata.assign(next);
+    AppendTypeBitmap(std::span<const uint16_t>(types, m), &rdata);
     uint32_t ttl = z.negative_ttl();
-    std::string sig = z.SignOnce(owner, kNSEC, ttl, rdata, now);
     Put(owner, kNSEC, ttl, rdata, 1);
-    if (!sig.empty()) Put(owner, kRRSIG, ttl, sig, 1);
+    size_t signers = z.Signers(kNSEC).size();
+    for (size_t i = 0; i < signers; ++i)
+      if (z.SignOnceInto(owner, kNSEC, ttl, rdata, now, i, &sig)) Put(owner, kRRSIG, ttl, sig, 1);
   }
   void DenyAt(std::string_view owner_out, const Node* node, uint16_t extra) {
     if (!dnssec) return;

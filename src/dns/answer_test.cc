@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -207,6 +208,68 @@ TEST(AnswerTest, SignaturesAreRemadeBeforeTheyExpire) {
     EXPECT_LE(Get32(reinterpret_cast<const uint8_t*>(sig.data()) + 12), now);  // inception in the past
   }
   EXPECT_NE(rrsig_at(t0 + 8 * 86400), first);
+}
+
+// A zone in the middle of an algorithm rollover: the new key is in the DNSKEY RRset and signs it and
+// every other RRset beside the old key; CDS/CDNSKEY name both. Answers carry every signature.
+TEST(AnswerTest, RolloverKeysSignTogether) {
+  const char* text =
+      "$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nns1 A 127.0.0.1\nwww A 192.0.2.1\n";
+  auto recs = ParseZoneFile(text, "roll.test.");
+  ASSERT_TRUE(recs.ok());
+  auto o = SigningKey::Generate(Algorithm::kEcdsaP256Sha256, 257);
+  auto n = SigningKey::Generate(Algorithm::kEd25519, 257);
+  ASSERT_TRUE(o.ok() && n.ok());
+  auto old_key = std::make_shared<const SigningKey>(std::move(*o));
+  auto new_key = std::make_shared<const SigningKey>(std::move(*n));
+  ZoneKeys keys{old_key, old_key};
+  keys.dnskey_also = {new_key};
+  keys.zone_also = {new_key};
+  keys.cds = {old_key, new_key};
+  auto z = Zone::Build("roll.test.", *recs, keys);
+  ASSERT_TRUE(z.ok()) << z.status().message();
+  ZoneSet set({*z});
+  std::vector<int> both = {old_key->key_tag(), new_key->key_tag()};
+  std::sort(both.begin(), both.end());
+  // Key tags of the RRSIGs covering `type` in `section`, and the count of `type` records there.
+  auto ask = [&](const std::string& name, uint16_t qtype, int section, uint16_t type) {
+    auto q = testing::MakeQuery(name, qtype, true, true);
+    std::vector<uint8_t> out(65535);
+    out.resize(Answer(set, q, AnswerOptions{false, 1790000000}, out.data(), out.size()));
+    auto m = testing::ReadMessage(out);
+    std::vector<int> tags;
+    int count = 0;
+    for (auto& r : m.sections[section]) {
+      if (r.type == type) ++count;
+      if (r.type == kRRSIG && Get16(reinterpret_cast<const uint8_t*>(r.rdata.data())) == type)
+        tags.push_back(Get16(reinterpret_cast<const uint8_t*>(r.rdata.data()) + 16));
+    }
+    std::sort(tags.begin(), tags.end());
+    return std::pair{count, tags};
+  };
+  for (int round = 0; round < 2; ++round) {  // rendered, then from the cache
+    EXPECT_EQ(ask("roll.test.", kDNSKEY, 0, kDNSKEY), std::pair(2, both));
+    EXPECT_EQ(ask("www.roll.test.", kA, 0, kA), std::pair(1, both));
+    EXPECT_EQ(ask("roll.test.", kCDS, 0, kCDS), std::pair(2, both));
+    EXPECT_EQ(ask("roll.test.", kCDNSKEY, 0, kCDNSKEY), std::pair(2, both));
+    // Compact denial: the NSEC and the SOA each signed by both keys.
+    EXPECT_EQ(ask("nx.roll.test.", kA, 1, kNSEC), std::pair(1, both));
+    EXPECT_EQ(ask("nx.roll.test.", kA, 1, kSOA), std::pair(1, both));
+  }
+  // The transfer form carries CDS/CDNSKEY and two RRSIGs per RRset.
+  int cds = 0, cdnskey = 0, soa_sigs = 0;
+  for (const auto& r : (*z)->SignedRecords(1790000000)) {
+    cds += r.type == kCDS;
+    cdnskey += r.type == kCDNSKEY;
+    soa_sigs += r.type == kRRSIG && Get16(reinterpret_cast<const uint8_t*>(r.rdata.data())) == kSOA;
+  }
+  EXPECT_EQ(cds, 2);
+  EXPECT_EQ(cdnskey, 2);
+  EXPECT_EQ(soa_sigs, 2);
+  // Rollover keys need a signed zone.
+  ZoneKeys unsigned_keys;
+  unsigned_keys.cds = {old_key};
+  EXPECT_FALSE(Zone::Build("roll.test.", *recs, unsigned_keys).ok());
 }
 
 }  // namespace

@@ -1,9 +1,17 @@
 #include "dns/dnssec.h"
 
+// EC_KEY and ECDSA_do_sign are deprecated in OpenSSL 3.0 but still there, and they are the fastest way
+// to one P-256 signature: no provider dispatch, no DER encoding to take apart again (measured in
+// bench/dns: about 0.8 us of a 22 us signature). This file alone uses them.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <atomic>
@@ -64,7 +72,11 @@ struct SigningKey::Impl {
   uint16_t tag = 0;
   uint64_t id = next_key_id.fetch_add(1);
   EVP_PKEY* evp = nullptr;  // the P-256 key again, as OpenSSL's own object for the fast path
-  ~Impl() { EVP_PKEY_free(evp); }
+  EC_KEY* ec = nullptr;     // and as the legacy EC_KEY for ECDSA_do_sign (read-only while signing)
+  ~Impl() {
+    EC_KEY_free(ec);
+    EVP_PKEY_free(evp);
+  }
 };
 
 SigningKey::SigningKey(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -109,6 +121,7 @@ struct SigningKeyBuilder {
       BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
       impl->evp = bio ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr) : nullptr;
       BIO_free(bio);
+      if (impl->evp) impl->ec = EVP_PKEY_get1_EC_KEY(impl->evp);
       ERR_clear_error();
     }
     impl->p256 = std::move(p256);
@@ -167,10 +180,27 @@ std::string DsRdataFor(std::string_view owner, std::string_view dnskey) {
   return out;
 }
 
-Result<std::string> SigningKey::Sign(std::string_view data) const {
+Status SigningKey::SignAppend(std::string_view data, std::string* out) const {
   auto bytes = crypto::AsBytes(data);
+  if (impl_->ec) {
+    // SHA-256, then ECDSA on the digest; r || s, 32 bytes each, as RFC 6605 wants.
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(bytes.data(), bytes.size(), digest);
+    ECDSA_SIG* sig = ECDSA_do_sign(digest, sizeof digest, impl_->ec);
+    if (sig) {
+      const BIGNUM *r = nullptr, *s = nullptr;
+      ECDSA_SIG_get0(sig, &r, &s);
+      unsigned char rs[64];
+      bool ok = BN_bn2binpad(r, rs, 32) == 32 && BN_bn2binpad(s, rs + 32, 32) == 32;
+      ECDSA_SIG_free(sig);
+      if (ok) {
+        out->append(reinterpret_cast<const char*>(rs), sizeof rs);
+        return OkStatus();
+      }
+    }
+    ERR_clear_error();  // fall through to the EVP path
+  }
   if (impl_->evp) {
-    // SHA-256, then ECDSA on the digest with this thread's context; r || s as RFC 6605 wants.
     unsigned char digest[32];
     unsigned int dlen = 0;
     EVP_PKEY_CTX* ctx = sign_contexts.For(impl_->id, impl_->evp);
@@ -179,16 +209,81 @@ Result<std::string> SigningKey::Sign(std::string_view data) const {
     if (ctx && EVP_Digest(bytes.data(), bytes.size(), digest, &dlen, EVP_sha256(), nullptr) == 1 &&
         EVP_PKEY_sign(ctx, der, &der_len, digest, dlen) > 0) {
       auto raw = crypto::EcdsaDerToRaw(std::span<const uint8_t>(der, der_len));
-      if (raw.ok()) return std::string(reinterpret_cast<const char*>(raw->data()), raw->size());
+      if (raw.ok()) {
+        out->append(reinterpret_cast<const char*>(raw->data()), raw->size());
+        return OkStatus();
+      }
     }
     ERR_clear_error();  // fall through to the slow path
   }
   if (impl_->p256) {
     GOVERN_ASSIGN_OR_RETURN(auto sig, impl_->p256->SignRaw(bytes));
-    return std::string(reinterpret_cast<const char*>(sig.data()), sig.size());
+    out->append(reinterpret_cast<const char*>(sig.data()), sig.size());
+    return OkStatus();
   }
   GOVERN_ASSIGN_OR_RETURN(auto sig, impl_->ed->Sign(bytes));
-  return std::string(reinterpret_cast<const char*>(sig.data()), sig.size());
+  out->append(reinterpret_cast<const char*>(sig.data()), sig.size());
+  return OkStatus();
+}
+
+Result<std::string> SigningKey::Sign(std::string_view data) const {
+  std::string out;
+  GOVERN_RETURN_IF_ERROR(SignAppend(data, &out));
+  return out;
+}
+
+namespace {
+// The RRSIG RDATA up to the signer's name (RFC 4034 section 3.1), appended to `out`.
+void AppendRrsigPrefix(std::string* out, const SigningKey& key, uint16_t type, int labels, uint32_t ttl,
+                       uint32_t inception, uint32_t expiration, std::string_view lower_signer) {
+  uint8_t h[18];
+  Put16(h, type);
+  h[2] = static_cast<uint8_t>(key.algorithm());
+  h[3] = static_cast<uint8_t>(labels);
+  Put32(h + 4, ttl);
+  Put32(h + 8, expiration);
+  Put32(h + 12, inception);
+  Put16(h + 16, key.key_tag());
+  out->append(reinterpret_cast<char*>(h), sizeof h);
+  out->append(lower_signer);
+}
+
+// Types whose RDATA holds no name that canonical form lowers (RFC 4034 section 6.2, RFC 6840 5.1).
+bool RdataIsCanonical(uint16_t type) {
+  return type != kNS && type != kCNAME && type != kPTR && type != kDNAME && type != kMX && type != kSRV &&
+         type != kSOA;
+}
+}  // namespace
+
+Status SignOneInto(const SigningKey& key, std::string_view signer, std::string_view owner, uint16_t type,
+                   uint32_t ttl, std::string_view rdata, uint32_t inception, uint32_t expiration,
+                   std::string* rrsig) {
+  if (owner.size() > kMaxName || signer.size() > kMaxName) return InvalidArgument("name too long");
+  char lower_owner[kMaxName + 1], lower_signer[kMaxName + 1];
+  LowerNameInto(owner, lower_owner);
+  LowerNameInto(signer, lower_signer);
+  std::string_view lo(lower_owner, owner.size()), ls(lower_signer, signer.size());
+  int labels = LabelCount(lo);
+  if (lo.size() > 2 && lo[0] == 1 && lo[1] == '*') --labels;
+  // The signed data in a per-thread buffer: the prefix, then the one record in canonical form.
+  thread_local std::string data;
+  data.clear();
+  AppendRrsigPrefix(&data, key, type, labels, ttl, inception, expiration, ls);
+  size_t prefix = data.size();
+  data.append(lo);
+  uint8_t h[10];
+  Put16(h, type);
+  Put16(h + 2, kClassIN);
+  Put32(h + 4, ttl);
+  Put16(h + 8, static_cast<uint16_t>(rdata.size()));
+  data.append(reinterpret_cast<char*>(h), 10);
+  if (RdataIsCanonical(type)) {
+    data.append(rdata);
+  } else {
+    data += CanonicalRdata(type, rdata);
+  }
+  rrsig->assign(data, 0, prefix);
+  return key.SignAppend(data, rrsig);
 }
 
 Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner,

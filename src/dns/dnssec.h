@@ -2,7 +2,7 @@
 // RRsets in canonical form (RFC 4034 section 6).
 //
 // A SigningKey is immutable once made and Sign() is const: safe to call from many threads at once
-// (OpenSSL EVP_PKEY signing with a per-call context).
+// (P-256 signs with ECDSA_do_sign on a read-only EC_KEY; the EVP fallback keeps a context per thread).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,8 @@ class SigningKey {
   std::string DsRdata(std::string_view owner) const;
   // Raw signature (r||s for P-256, 64 bytes for Ed25519) over `data`.
   Result<std::string> Sign(std::string_view data) const;
+  // The same, appended to `out` (no allocation when `out` has room): the online denial path.
+  Status SignAppend(std::string_view data, std::string* out) const;
 
  private:
   friend struct SigningKeyBuilder;
@@ -50,6 +52,12 @@ std::string DsRdataFor(std::string_view owner, std::string_view dnskey_rdata);
 
 // RRSIG RDATA over the RRset (owner wire, type, original TTL, rdatas). `labels` is the owner's label
 // count without a leading '*' (RFC 4034 section 3.1.3). Sorts the RDATA canonically itself.
+// SignRRset over a one-record RRset into `rrsig` (replacing its contents, reusing its capacity): what
+// online denial signs per query, without allocating once the caller's and this thread's buffers have
+// grown.
+Status SignOneInto(const SigningKey& key, std::string_view signer, std::string_view owner, uint16_t type,
+                   uint32_t ttl, std::string_view rdata, uint32_t inception, uint32_t expiration,
+                   std::string* rrsig);
 Result<std::string> SignRRset(const SigningKey& key, std::string_view signer, std::string_view owner,
                               uint16_t type, uint32_t ttl, std::span<const std::string> rdatas,
                               uint32_t inception, uint32_t expiration);

@@ -22,7 +22,7 @@ constexpr TypeName kTypes[] = {
     {kHINFO, "HINFO"},   {kMX, "MX"},     {kTXT, "TXT"},     {kAAAA, "AAAA"},     {kSRV, "SRV"},
     {kDNAME, "DNAME"},   {kOPT, "OPT"},   {kDS, "DS"},       {kRRSIG, "RRSIG"},   {kNSEC, "NSEC"},
     {kDNSKEY, "DNSKEY"}, {kSVCB, "SVCB"}, {kHTTPS, "HTTPS"}, {kNXNAME, "NXNAME"}, {kAXFR, "AXFR"},
-    {kIXFR, "IXFR"},     {kANY, "ANY"},   {kCAA, "CAA"},
+    {kIXFR, "IXFR"},     {kANY, "ANY"},   {kCAA, "CAA"},     {kCDS, "CDS"},       {kCDNSKEY, "CDNSKEY"},
 };
 
 bool IEquals(std::string_view a, std::string_view b) {
@@ -284,6 +284,12 @@ std::string TypeToText(uint16_t type) {
 
 std::string TypeBitmap(std::span<const uint16_t> types) {
   std::string out;
+  AppendTypeBitmap(types, &out);
+  return out;
+}
+
+void AppendTypeBitmap(std::span<const uint16_t> types, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   int window = -1;
   uint8_t bits[32];
   int maxbyte = -1;
@@ -306,7 +312,6 @@ std::string TypeBitmap(std::span<const uint16_t> types) {
     if (b > maxbyte) maxbyte = b;
   }
   flush();
-  return out;
 }
 
 Result<std::string> RdataFromText(uint16_t type, std::span<const Token> f, std::string_view origin) {
@@ -429,7 +434,8 @@ Result<std::string> RdataFromText(uint16_t type, std::span<const Token> f, std::
       }
       return out;
     }
-    case kDS: {
+    case kDS:
+    case kCDS: {
       if (f.size() < 4) return InvalidArgument("DS needs key tag, algorithm, digest type and digest");
       uint16_t tag;
       uint8_t alg, dt;
@@ -443,7 +449,8 @@ Result<std::string> RdataFromText(uint16_t type, std::span<const Token> f, std::
       GOVERN_ASSIGN_OR_RETURN(std::string d, HexDecode(hex));
       return out + d;
     }
-    case kDNSKEY: {
+    case kDNSKEY:
+    case kCDNSKEY: {
       if (f.size() < 4) return InvalidArgument("DNSKEY needs flags, protocol, algorithm and key");
       uint16_t flags;
       uint8_t proto, alg;
@@ -569,10 +576,12 @@ std::string RdataToText(uint16_t type, std::string_view r) {
              QuoteCharString(r.substr(2 + tl));
     }
     case kDS:
+    case kCDS:
       if (r.size() < 5) return generic();
       return std::to_string(u16(0)) + " " + std::to_string(static_cast<uint8_t>(r[2])) + " " +
              std::to_string(static_cast<uint8_t>(r[3])) + " " + Hex(r.substr(4));
     case kDNSKEY:
+    case kCDNSKEY:
       if (r.size() < 5) return generic();
       return std::to_string(u16(0)) + " " + std::to_string(static_cast<uint8_t>(r[2])) + " " +
              std::to_string(static_cast<uint8_t>(r[3])) + " " + B64(r.substr(4));

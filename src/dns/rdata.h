@@ -36,5 +36,6 @@ bool RdataValid(uint16_t type, std::string_view rdata);
 std::string CanonicalRdata(uint16_t type, std::string_view rdata);
 // The NSEC type bit map for the given sorted, distinct types.
 std::string TypeBitmap(std::span<const uint16_t> types);
+void AppendTypeBitmap(std::span<const uint16_t> types, std::string* out);
 
 }  // namespace govern::dns

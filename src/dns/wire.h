@@ -39,6 +39,8 @@ enum Type : uint16_t {
   kDNSKEY = 48,
   kNSEC3 = 50,
   kNSEC3PARAM = 51,
+  kCDS = 59,
+  kCDNSKEY = 60,
   kSVCB = 64,
   kHTTPS = 65,
   kNXNAME = 128,

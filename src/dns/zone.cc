@@ -39,6 +39,25 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
     records.push_back(r);
     if (keys.zsk != keys.ksk)
       records.push_back(Record{z->apex_, kDNSKEY, keys.dnskey_ttl, keys.zsk->dnskey_rdata()});
+    z->dnskey_signers_.push_back(keys.ksk.get());
+    if (keys.zsk != keys.ksk) z->dnskey_signers_.push_back(keys.zsk.get());
+    z->zone_signers_.push_back(keys.zsk.get());
+    for (const auto& k : keys.dnskey_also) {
+      if (!k) return InvalidArgument("a null rollover key");
+      records.push_back(Record{z->apex_, kDNSKEY, keys.dnskey_ttl, k->dnskey_rdata()});
+      z->dnskey_signers_.push_back(k.get());
+    }
+    for (const auto& k : keys.zone_also) {
+      if (!k) return InvalidArgument("a null rollover key");
+      z->zone_signers_.push_back(k.get());
+    }
+    for (const auto& k : keys.cds) {
+      if (!k) return InvalidArgument("a null CDS key");
+      records.push_back(Record{z->apex_, kCDS, keys.cds_ttl, k->DsRdata(z->apex_)});
+      records.push_back(Record{z->apex_, kCDNSKEY, keys.cds_ttl, k->dnskey_rdata()});
+    }
+  } else if (!keys.dnskey_also.empty() || !keys.zone_also.empty() || !keys.cds.empty()) {
+    return InvalidArgument("rollover keys for an unsigned zone");
   }
   for (auto& r : records) {
     std::string lower = r.owner;
@@ -175,12 +194,9 @@ std::vector<Record> Zone::SignedRecords(uint32_t now, const SignatureReuse* reus
       types.push_back(set.type);
       for (const auto& rd : set.rdatas) out.push_back(Record{n->owner, set.type, set.ttl, rd});
       if (delegation && set.type != kDS) continue;  // NS and glue at a cut belong to the child
-      const SigningKey& key = set.type == kDNSKEY ? *keys_.ksk : *keys_.zsk;
-      auto sig = sign(key, n, set.type, set.ttl, set.rdatas);
-      if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, set.ttl, *sig});
-      if (set.type == kDNSKEY && keys_.ksk != keys_.zsk) {
-        auto zsig = sign(*keys_.zsk, n, set.type, set.ttl, set.rdatas);
-        if (zsig.ok()) out.push_back(Record{n->owner, kRRSIG, set.ttl, *zsig});
+      for (const SigningKey* key : Signers(set.type)) {
+        auto sig = sign(*key, n, set.type, set.ttl, set.rdatas);
+        if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, set.ttl, *sig});
       }
     }
     if (nsec3) continue;      // the NSEC3 chain follows below
@@ -191,8 +207,10 @@ std::vector<Record> Zone::SignedRecords(uint32_t now, const SignatureReuse* reus
     std::string nsec = chain[(i + 1) % chain.size()]->owner + TypeBitmap(types);
     out.push_back(Record{n->owner, kNSEC, negative_ttl_, nsec});
     const std::string one[1] = {nsec};
-    auto sig = sign(*keys_.zsk, n, kNSEC, negative_ttl_, std::span<const std::string>(one));
-    if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, negative_ttl_, *sig});
+    for (const SigningKey* key : zone_signers_) {
+      auto sig = sign(*key, n, kNSEC, negative_ttl_, std::span<const std::string>(one));
+      if (sig.ok()) out.push_back(Record{n->owner, kRRSIG, negative_ttl_, *sig});
+    }
   }
   if (nsec3) {
     // RFC 5155: NSEC3PARAM at the apex, and one NSEC3 per authoritative name and empty non-terminal,
@@ -210,9 +228,10 @@ std::vector<Record> Zone::SignedRecords(uint32_t now, const SignatureReuse* reus
     std::string apex_owner = apex_node ? apex_node->owner : apex_;
     out.push_back(Record{apex_owner, kNSEC3PARAM, 0, param});
     const std::string one_param[1] = {param};
-    auto psig =
-        sign_at(*keys_.zsk, apex_, apex_owner, kNSEC3PARAM, 0, std::span<const std::string>(one_param));
-    if (psig.ok()) out.push_back(Record{apex_owner, kRRSIG, 0, *psig});
+    for (const SigningKey* key : zone_signers_) {
+      auto psig = sign_at(*key, apex_, apex_owner, kNSEC3PARAM, 0, std::span<const std::string>(one_param));
+      if (psig.ok()) out.push_back(Record{apex_owner, kRRSIG, 0, *psig});
+    }
     struct Hashed {
       std::string hash;  // 20 octets
       std::vector<uint16_t> types;
@@ -259,8 +278,10 @@ std::vector<Record> Zone::SignedRecords(uint32_t now, const SignatureReuse* reus
       if (!h.types.empty()) rd += TypeBitmap(h.types);
       out.push_back(Record{owner, kNSEC3, negative_ttl_, rd});
       const std::string one[1] = {rd};
-      auto sig = sign_at(*keys_.zsk, lower, owner, kNSEC3, negative_ttl_, std::span<const std::string>(one));
-      if (sig.ok()) out.push_back(Record{owner, kRRSIG, negative_ttl_, *sig});
+      for (const SigningKey* key : zone_signers_) {
+        auto sig = sign_at(*key, lower, owner, kNSEC3, negative_ttl_, std::span<const std::string>(one));
+        if (sig.ok()) out.push_back(Record{owner, kRRSIG, negative_ttl_, *sig});
+      }
     }
   }
   for (const Node* n : glue)
@@ -312,23 +333,38 @@ std::shared_ptr<const CachedSig> Zone::SigFor(std::string_view owner, const RRse
     if (set.sig && now < set.sig->refresh_at) return set.sig;
   }
   Validity v = ValidityAt(now);
-  const SigningKey& key = set.type == kDNSKEY ? *keys_.ksk : *keys_.zsk;
-  auto rrsig = SignRRset(key, apex_, owner, set.type, set.ttl, set.rdatas, v.inception, v.expiration);
-  if (!rrsig.ok()) return nullptr;
-  auto made = std::make_shared<const CachedSig>(CachedSig{std::move(*rrsig), v.refresh_at});
+  const auto& signers = Signers(set.type);
+  auto made = std::make_shared<CachedSig>();
+  made->refresh_at = v.refresh_at;
+  for (size_t i = 0; i < signers.size(); ++i) {
+    auto rrsig =
+        SignRRset(*signers[i], apex_, owner, set.type, set.ttl, set.rdatas, v.inception, v.expiration);
+    if (!rrsig.ok()) return nullptr;
+    if (i == 0) {
+      made->rrsig = std::move(*rrsig);
+    } else {
+      made->more.push_back(std::move(*rrsig));
+    }
+  }
+  std::shared_ptr<const CachedSig> done = std::move(made);
   std::lock_guard lock(sig_mu_);
-  set.sig = made;
-  return made;
+  set.sig = done;
+  return done;
 }
 
 std::string Zone::SignOnce(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata,
                            uint32_t now) const {
-  if (!keys_.zsk) return {};
+  std::string rrsig;
+  if (!SignOnceInto(owner, type, ttl, rdata, now, 0, &rrsig)) return {};
+  return rrsig;
+}
+
+bool Zone::SignOnceInto(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata,
+                        uint32_t now, size_t i, std::string* rrsig) const {
+  const auto& signers = Signers(type);
+  if (i >= signers.size()) return false;
   Validity v = ValidityAt(now);
-  std::string_view one[1] = {rdata};
-  auto rrsig = SignRRset(*keys_.zsk, apex_, owner, type, ttl, std::span<const std::string_view>(one),
-                         v.inception, v.expiration);
-  return rrsig.ok() ? std::move(*rrsig) : std::string();
+  return SignOneInto(*signers[i], apex_, owner, type, ttl, rdata, v.inception, v.expiration, rrsig).ok();
 }
 
 std::shared_ptr<const CachedAnswer> Zone::CacheLookup(std::string_view key, uint32_t now) const {

@@ -45,6 +45,15 @@ struct ZoneKeys {
   std::shared_ptr<const SigningKey> zsk;
   uint32_t dnskey_ttl = 3600;
   Nsec3Params nsec3;
+  // Key rollover (RFC 7583, RFC 6781; the service's rollover drives these): further keys in the DNSKEY
+  // RRset that sign it too (a key being introduced or retired, so either key's DS validates it).
+  std::vector<std::shared_ptr<const SigningKey>> dnskey_also;
+  // Further keys that sign every other RRset beside zsk (an algorithm rollover: RFC 4035 section 2.2
+  // wants each RRset signed with every algorithm of the DNSKEY RRset).
+  std::vector<std::shared_ptr<const SigningKey>> zone_also;
+  // CDS and CDNSKEY (RFC 7344, RFC 8078) at the apex for these keys: the DS set the parent should have.
+  std::vector<std::shared_ptr<const SigningKey>> cds;
+  uint32_t cds_ttl = 3600;
 };
 
 // RFC 5155 section 5: the SHA-1 NSEC3 hash of a lower-case wire name; and its owner label text.
@@ -53,8 +62,9 @@ std::string Base32HexLower(std::string_view bytes);
 
 // A signature made for an RRset and when to make a new one.
 struct CachedSig {
-  std::string rrsig;    // RDATA
-  uint32_t refresh_at;  // make a new one from this time on (half the validity is left)
+  std::string rrsig;              // RDATA
+  uint32_t refresh_at;            // make a new one from this time on (half the validity is left)
+  std::vector<std::string> more;  // RRSIGs of the further signers (during a key rollover)
 };
 
 struct RRset {
@@ -116,9 +126,19 @@ class Zone {
   // The RRSIG for `set` owned by `owner`, made now if missing or due. Null when unsigned or on a
   // signing failure.
   std::shared_ptr<const CachedSig> SigFor(std::string_view owner, const RRset& set, uint32_t now) const;
-  // Signs a one-off RRset (the NSEC records of denial). Empty on failure.
+  // Signs a one-off RRset (the NSEC records of denial) with the first signer of other RRsets. Empty
+  // on failure.
   std::string SignOnce(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata,
                        uint32_t now) const;
+  // The same with signer `i` (< Signers(type).size()) into `rrsig`, reusing its buffer: false on failure.
+  bool SignOnceInto(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata, uint32_t now,
+                    size_t i, std::string* rrsig) const;
+  // The keys that sign an RRset of `type`: DNSKEY, CDS and CDNSKEY: ksk, zsk (when another key),
+  // dnskey_also (the parent checks CDS with a key its DS names, RFC 7344 section 4.1, so CDS is signed as
+  // DNSKEY is); every other type: zsk, zone_also. Empty when unsigned.
+  const std::vector<const SigningKey*>& Signers(uint16_t type) const {
+    return type == kDnskeyType || type == kCdsType || type == kCdnskeyType ? dnskey_signers_ : zone_signers_;
+  }
 
   // The answer cache (bounded; see zone.cc). Lookup copies the shared_ptr under a shared lock.
   std::shared_ptr<const CachedAnswer> CacheLookup(std::string_view key, uint32_t now) const;
@@ -130,7 +150,9 @@ class Zone {
   std::unordered_map<std::string, Node, StringHash, std::equal_to<>> nodes_;
   const RRset* soa_ = nullptr;
   uint32_t negative_ttl_ = 0;
+  static constexpr uint16_t kDnskeyType = 48, kCdsType = 59, kCdnskeyType = 60;
   ZoneKeys keys_;
+  std::vector<const SigningKey*> dnskey_signers_, zone_signers_;
   mutable std::mutex sig_mu_;
   static constexpr int kShards = 16;
   struct Shard {

@@ -11,6 +11,16 @@ Result<nlohmann::json> Object(std::string_view body) {
   return j;
 }
 
+// A non-negative integer up to `max` (JSON numbers above INT64_MAX read as negative through int64_t).
+Result<int64_t> Count(const nlohmann::json& v, std::string_view field, int64_t max) {
+  std::string err = std::string(field) + ": 0 to " + std::to_string(max);
+  if (!v.is_number_integer()) return InvalidArgument(err);
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max)) return InvalidArgument(err);
+  int64_t n = v.get<int64_t>();
+  if (n < 0 || n > max) return InvalidArgument(err);
+  return n;
+}
+
 }  // namespace
 
 Result<CreateZoneRequest> ParseCreateZoneBody(std::string_view body) {
@@ -44,6 +54,10 @@ Result<CreateZoneRequest> ParseCreateZoneBody(std::string_view body) {
       cr.ns.push_back((*it)[i].get<std::string>());
     }
   }
+  if (auto it = j.find("dnskey_ttl"); it != j.end()) {
+    GOVERN_ASSIGN_OR_RETURN(int64_t t, Count(*it, "dnskey_ttl", 0x7fffffff));
+    cr.dnskey_ttl = static_cast<uint32_t>(t);
+  }
   return cr;
 }
 
@@ -66,6 +80,29 @@ Result<RRsetBody> ParseRRsetBody(std::string_view body) {
     r.rdata.push_back((*rd)[i].get<std::string>());
   }
   if (r.rdata.empty()) return InvalidArgument("rdata: empty (DELETE removes an RRset)");
+  return r;
+}
+
+Result<RolloverRequest> ParseRolloverBody(std::string_view body, const RolloverRequest& defaults) {
+  RolloverRequest r = defaults;
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return r;
+  GOVERN_ASSIGN_OR_RETURN(nlohmann::json j, Object(body));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "algorithm" && it.key() != "propagation_delay" && it.key() != "parent_delay")
+      return InvalidArgument(it.key() + ": unknown field");
+  }
+  if (auto it = j.find("algorithm"); it != j.end()) {
+    if (!it->is_number_integer() || (it->get<int64_t>() != 13 && it->get<int64_t>() != 15) ||
+        (it->is_number_unsigned() && it->get<uint64_t>() > 15))
+      return InvalidArgument("algorithm: 13 or 15");
+    r.algorithm = static_cast<int>(it->get<int64_t>());
+  }
+  if (auto it = j.find("propagation_delay"); it != j.end()) {
+    GOVERN_ASSIGN_OR_RETURN(r.propagation_delay, Count(*it, "propagation_delay", 30 * 86400));
+  }
+  if (auto it = j.find("parent_delay"); it != j.end()) {
+    GOVERN_ASSIGN_OR_RETURN(r.parent_delay, Count(*it, "parent_delay", 90 * 86400));
+  }
   return r;
 }
 

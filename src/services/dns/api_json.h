@@ -13,7 +13,7 @@
 
 namespace govern::dns_service {
 
-// {"name", "dnssec": false, "algorithm": 13|15, "soa": "<SOA rdata>", "ns": ["..."]}
+// {"name", "dnssec": false, "algorithm": 13|15, "soa": "<SOA rdata>", "ns": ["..."], "dnskey_ttl": 3600}
 Result<CreateZoneRequest> ParseCreateZoneBody(std::string_view body);
 
 struct RRsetBody {
@@ -22,5 +22,9 @@ struct RRsetBody {
 };
 // {"ttl": 300, "rdata": ["192.0.2.1", ...]}
 Result<RRsetBody> ParseRRsetBody(std::string_view body);
+
+// {"algorithm": 13|15, "propagation_delay": seconds, "parent_delay": seconds}, every field optional:
+// an absent one keeps the value `defaults` has. An empty body is {}.
+Result<RolloverRequest> ParseRolloverBody(std::string_view body, const RolloverRequest& defaults);
 
 }  // namespace govern::dns_service

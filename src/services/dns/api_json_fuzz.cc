@@ -1,7 +1,8 @@
 // Fuzz target for the zone API's JSON bodies and what the API does with them before the database: the
-// first byte picks the route (zone creation or an RRset PUT); for a PUT the first line is "OWNER TYPE"
-// (the URL's path parts) and the rest the body. Accepted input goes on through ParseRRset and
-// Zone::Build, as the store would. Nothing may crash or throw; accepted records must be in the zone.
+// first byte picks the route (odd: zone creation; 'R': a key rollover start; else an RRset PUT); for a PUT
+// the first line is "OWNER TYPE" (the URL's path parts) and the rest the body. Accepted input goes on through
+// ParseRRset and Zone::Build, as the store would. Nothing may crash or throw; accepted records must be in the
+// zone.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +19,15 @@ using namespace govern;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (data[0] == 'R') {
+    dns_service::RolloverRequest defaults;
+    auto r = dns_service::ParseRolloverBody(in, defaults);
+    if (!r.ok()) return 0;
+    if ((r->algorithm != 0 && r->algorithm != 13 && r->algorithm != 15) || r->propagation_delay < 0 ||
+        r->propagation_delay > 30 * 86400 || r->parent_delay < 0 || r->parent_delay > 90 * 86400)
+      std::abort();
+    return 0;
+  }
   if (data[0] & 1) {
     auto cr = dns_service::ParseCreateZoneBody(in);
     if (!cr.ok()) return 0;

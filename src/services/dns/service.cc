@@ -187,6 +187,29 @@ class DnsService final : public services::Service {
                     "incremental across restarts); older serials get a full transfer.",
                 .min = 1,
                 .max = 10000});
+    // Key rollover (docs/dns.md "Key rollover"): defaults for POST .../keys/rollover.
+    schema.Add({.key = "dns.rollover.propagation_delay",
+                .type = config::Type::kDuration,
+                .default_value = "1h",
+                .help = "Key rollover: time for a zone change to reach every server and secondary; added to "
+                        "the DNSKEY TTL before the new key signs, and to the largest TTL before the old key "
+                        "goes. A rollover request may give its own (propagation_delay, seconds).",
+                .min = 0,
+                .max = int64_t{30} * 86400 * 1000});
+    schema.Add({.key = "dns.rollover.parent_delay",
+                .type = config::Type::kDuration,
+                .default_value = "48h",
+                .help = "Key rollover: time for the parent to replace the DS set with the one CDS/CDNSKEY "
+                        "name, plus the parent's DS TTL; the old key stays in DNSKEY at least this long "
+                        "after the new one signs. A rollover request may give its own (parent_delay).",
+                .min = 0,
+                .max = int64_t{30} * 86400 * 1000});
+    schema.Add({.key = "dns.rollover.check_interval",
+                .type = config::Type::kDuration,
+                .default_value = "1s",
+                .help = "How often each server looks for rollover phases that are due (one indexed query).",
+                .min = 50,
+                .max = 3600 * 1000});
     // Response rate limiting (UDP): off by default, as in BIND and Knot; docs/dns.md "Rate limiting".
     schema.Add({.key = "dns.rrl.rate",
                 .type = config::Type::kInt,
@@ -269,6 +292,13 @@ class DnsService final : public services::Service {
     dns_host_ = so.address;
     NotifyChanged(nullptr, *holder_->Load());  // secondaries catch up with changes made while we were down
     watcher_ = std::thread([this] { Watch(); });
+    // Every server moves rollover phases on when due (the first to lock a row does it; the others find
+    // it moved), so rollovers advance with no API process running.
+    rollover_interval_ = ctx.config->GetDuration("dns.rollover.check_interval");
+    rollover_defaults_.propagation_delay =
+        ctx.config->GetDuration("dns.rollover.propagation_delay").count() / 1000;
+    rollover_defaults_.parent_delay = ctx.config->GetDuration("dns.rollover.parent_delay").count() / 1000;
+    roller_ = std::thread([this] { Roll(); });
 
     token_ = ctx.config->GetString("dns.api_token");
     if (!token_.empty()) {
@@ -308,6 +338,7 @@ class DnsService final : public services::Service {
     keys_.reset();
     stop_ = true;
     if (watcher_.joinable()) watcher_.join();
+    if (roller_.joinable()) roller_.join();
     if (server_) server_->Stop();
     notifier_.reset();
     if (listener_) {
@@ -446,6 +477,23 @@ class DnsService final : public services::Service {
       if (targets.empty()) continue;
       const dns::Node* apex = z->Find(z->apex());
       notifier_->Send(apex ? apex->owner : z->apex(), z->soa().ttl, z->soa().rdatas[0], targets);
+    }
+  }
+
+  void Roll() {
+    auto next = std::chrono::steady_clock::now();
+    while (!stop_) {
+      if (std::chrono::steady_clock::now() < next) {
+        std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(rollover_interval_, 100ms));
+        continue;
+      }
+      next = std::chrono::steady_clock::now() + rollover_interval_;
+      auto moved = store_->AdvanceRollovers();
+      if (!moved.ok()) {
+        log::Warn("dns", "key rollover step failed", {{"error", moved.status().message()}});
+        continue;
+      }
+      for (const auto& zone : *moved) log::Info("dns", "key rollover moved on", {{"zone", zone}});
     }
   }
 
@@ -635,6 +683,50 @@ class DnsService final : public services::Service {
             }
             return net::JsonResponse(nlohmann::json{{"ds", ds}, {"dnskey", dnskey}}.dump());
           });
+    // Keys and rollover (docs/dns.md "Key rollover").
+    auto keys_json = [this](net::Request& req, const std::string& org, int status) {
+      auto ks = store_->Keys(req.Param("zone"), org);
+      if (!ks.ok()) return Problem(ks.status(), req);
+      nlohmann::json keys = nlohmann::json::array();
+      for (const auto& k : ks->keys) {
+        keys.push_back({{"key_tag", k.key_tag},
+                        {"algorithm", k.algorithm},
+                        {"flags", k.flags},
+                        {"state", k.state},
+                        {"ds", k.ds},
+                        {"dnskey", k.dnskey},
+                        {"created_at", k.created_at}});
+      }
+      nlohmann::json out{{"keys", keys}, {"rollover", nullptr}};
+      if (ks->rollover_present) {
+        const RolloverInfo& r = ks->rollover;
+        out["rollover"] = {
+            {"phase", r.phase},
+            {"from_algorithm", r.from_algorithm},
+            {"to_algorithm", r.to_algorithm},
+            {"propagation_delay", r.propagation_delay},
+            {"parent_delay", r.parent_delay},
+            {"started_at", r.started_at},
+            {"phase_started_at", r.phase_started_at},
+            {"next_at", r.next_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.next_at)},
+            {"seconds_left", r.seconds_left},
+            {"completed_at",
+             r.completed_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.completed_at)}};
+      }
+      net::Response resp = net::JsonResponse(out.dump());
+      resp.status = status;
+      return resp;
+    };
+    Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/keys", Need::kRead,
+          [keys_json](net::Request& req, const std::string& org) { return keys_json(req, org, 200); });
+    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/keys/rollover", Need::kWrite,
+          [this, keys_json](net::Request& req, const std::string& org) {
+            auto body = ParseRolloverBody(req.body, rollover_defaults_);
+            if (!body.ok()) return Problem(body.status(), req);
+            Status s = store_->StartRollover(req.Param("zone"), *body, org);
+            if (!s.ok()) return Problem(s, req);
+            return keys_json(req, org, 202);
+          });
     // TSIG keys (admin token only): POST {"name","algorithm"} -> 201 with the secret (shown once), list
     // without secrets, delete. Applied by every server through NOTIFY, no restart.
     Route(router, net::Method::kPost, "/v1/dns/tsig-keys", Need::kAdmin,
@@ -761,6 +853,9 @@ class DnsService final : public services::Service {
   std::unique_ptr<dns::Notifier> notifier_;
   std::string dns_host_, api_host_, token_;
   std::thread watcher_;
+  std::thread roller_;
+  std::chrono::milliseconds rollover_interval_{1000};
+  RolloverRequest rollover_defaults_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> reloads_all_{0};
   std::unique_ptr<services::JobQueue> jobs_;

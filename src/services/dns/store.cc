@@ -14,7 +14,7 @@
 namespace govern::dns_service {
 namespace {
 
-constexpr uint16_t kSoa = 6, kDnskey = 48;
+constexpr uint16_t kSoa = 6, kDnskey = 48, kCds = 59, kCdnskey = 60;
 
 std::string LowerText(std::string_view wire) {
   std::string w(wire);
@@ -51,7 +51,7 @@ Result<std::vector<dns::Record>> ParseRRset(std::string_view zone, std::string_v
   auto t = dns::TypeFromText(type);
   if (!t.ok()) return InvalidArgument("type: " + t.status().message());
   if (*t == kDnskey || *t == 46 /*RRSIG*/ || *t == 47 /*NSEC*/ || *t == 50 /*NSEC3*/ ||
-      *t == 51 /*NSEC3PARAM*/) {
+      *t == 51 /*NSEC3PARAM*/ || *t == kCds || *t == kCdnskey) {
     return InvalidArgument("type: " + std::string(type) + " records are made by the server");
   }
   std::vector<dns::Record> out;
@@ -125,6 +125,29 @@ CREATE TABLE dns_journal (
   version bytea NOT NULL,
   PRIMARY KEY (node, zone, serial)
 );
+)sql"},
+          // Key rollover (docs/dns.md "Key rollover"): each key has a state; a zone's rollover is one row
+          // whose phase moves on by time (next_at, the database clock). Keys from before are active.
+          {6, "dns key rollover", R"sql(
+ALTER TABLE dns_zone_keys ADD COLUMN id bigserial PRIMARY KEY;
+ALTER TABLE dns_zone_keys ADD COLUMN state text NOT NULL DEFAULT 'active'
+  CHECK (state IN ('active', 'incoming', 'retiring'));
+ALTER TABLE dns_zone_keys ADD COLUMN created_at timestamptz NOT NULL DEFAULT now();
+ALTER TABLE dns_zones ADD COLUMN dnskey_ttl bigint NOT NULL DEFAULT 3600;
+ALTER TABLE dns_zones ADD COLUMN publish_cds boolean NOT NULL DEFAULT false;
+CREATE TABLE dns_rollovers (
+  zone text PRIMARY KEY REFERENCES dns_zones (name) ON DELETE CASCADE,
+  phase text NOT NULL CHECK (phase IN ('publish', 'switch', 'done')),
+  from_algorithm integer NOT NULL,
+  to_algorithm integer NOT NULL,
+  propagation_delay bigint NOT NULL,
+  parent_delay bigint NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  phase_started_at timestamptz NOT NULL DEFAULT now(),
+  next_at timestamptz,
+  completed_at timestamptz
+);
+CREATE INDEX dns_rollovers_due ON dns_rollovers (next_at) WHERE phase <> 'done';
 )sql"}};
 }
 
@@ -156,6 +179,7 @@ Status Store::CreateZone(const CreateZoneRequest& req) {
   GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(req.name));
   if (req.algorithm != 13 && req.algorithm != 15) return InvalidArgument("algorithm: 13 or 15");
   if (req.org.empty()) return InvalidArgument("org: empty");
+  if (req.dnskey_ttl > 0x7fffffff) return InvalidArgument("dnskey_ttl: 0 to 2147483647");
   std::string soa =
       req.soa.empty() ? "ns1." + zone + " hostmaster." + zone + " 1 3600 600 1209600 300" : req.soa;
   GOVERN_ASSIGN_OR_RETURN(auto soa_rr, ParseRRset(zone, "@", "SOA", 3600, {soa}));
@@ -173,10 +197,10 @@ Status Store::CreateZone(const CreateZoneRequest& req) {
   return pool_->Transact([&](db::Connection& c) -> Status {
     GOVERN_ASSIGN_OR_RETURN(
         db::Rows rows,
-        c.ExecPrepared(
-            "INSERT INTO dns_zones (name, serial, dnssec, algorithm, org) VALUES ($1, 1, $2, $3, $4) "
-            "ON CONFLICT DO NOTHING RETURNING name",
-            db::Params(zone, req.dnssec, static_cast<int32_t>(req.algorithm), req.org)));
+        c.ExecPrepared("INSERT INTO dns_zones (name, serial, dnssec, algorithm, org, dnskey_ttl) "
+                       "VALUES ($1, 1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING name",
+                       db::Params(zone, req.dnssec, static_cast<int32_t>(req.algorithm), req.org,
+                                  static_cast<int64_t>(req.dnskey_ttl))));
     if (rows.empty()) return AlreadyExists("zone " + zone + " exists");
     for (const auto& r : soa_rr) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
     for (const auto& r : ns_rr) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
@@ -271,7 +295,8 @@ Status Store::ImportZoneFile(std::string_view name, std::string_view text, std::
       file_serial = dns::Get32(reinterpret_cast<const uint8_t*>(r.rdata.data()) + r.rdata.size() - 20);
     }
     GOVERN_RETURN_IF_ERROR(CheckInZone(zone, r));
-    if (r.type == kDnskey || r.type == 46 || r.type == 47 || r.type == 50 || r.type == 51)
+    if (r.type == kDnskey || r.type == 46 || r.type == 47 || r.type == 50 || r.type == 51 || r.type == kCds ||
+        r.type == kCdnskey)
       continue;  // the server makes these
     keep.push_back(std::move(r));
   }
@@ -393,11 +418,38 @@ Result<std::vector<std::pair<std::string, std::string>>> Store::LoadJournal(std:
   return out;
 }
 
+Result<std::vector<Store::LoadedKey>> Store::LoadKeys(db::Connection& c, std::string_view zone) {
+  GOVERN_ASSIGN_OR_RETURN(db::Rows keys, c.ExecPrepared("SELECT id, flags, algorithm, private_sealed, state, "
+                                                        "created_at::text FROM dns_zone_keys "
+                                                        "WHERE zone = $1 ORDER BY id",
+                                                        db::Params(zone)));
+  std::vector<LoadedKey> out;
+  for (int i = 0; i < keys.size(); ++i) {
+    GOVERN_ASSIGN_OR_RETURN(int64_t id, keys.Int64(i, 0));
+    GOVERN_ASSIGN_OR_RETURN(int64_t flags, keys.Int64(i, 1));
+    GOVERN_ASSIGN_OR_RETURN(int64_t alg, keys.Int64(i, 2));
+    GOVERN_ASSIGN_OR_RETURN(std::string sealed, keys.Bytes(i, 3));
+    auto priv = key_->Open(crypto::AsBytes(sealed), crypto::AsBytes(zone));
+    if (!priv.ok())
+      return priv.status().WithContext("zone " + std::string(zone) +
+                                       ": key does not open with this data dir's key");
+    GOVERN_ASSIGN_OR_RETURN(dns::SigningKey k, dns::SigningKey::FromPrivate(static_cast<dns::Algorithm>(alg),
+                                                                            static_cast<uint16_t>(flags),
+                                                                            crypto::AsString(priv->span())));
+    out.push_back(LoadedKey{id, std::string(keys.Text(i, 4)), std::string(keys.Text(i, 5)),
+                            std::make_shared<const dns::SigningKey>(std::move(k))});
+  }
+  return out;
+}
+
 Result<std::shared_ptr<const dns::Zone>> Store::LoadZoneOn(db::Connection& c, std::string_view zone) {
-  GOVERN_ASSIGN_OR_RETURN(db::Rows z,
-                          c.ExecPrepared("SELECT serial FROM dns_zones WHERE name = $1", db::Params(zone)));
+  GOVERN_ASSIGN_OR_RETURN(db::Rows z, c.ExecPrepared("SELECT serial, dnskey_ttl, publish_cds FROM dns_zones "
+                                                     "WHERE name = $1",
+                                                     db::Params(zone)));
   if (z.empty()) return NotFound("zone " + std::string(zone) + " does not exist");
   GOVERN_ASSIGN_OR_RETURN(int64_t serial, z.Int64(0, 0));
+  GOVERN_ASSIGN_OR_RETURN(int64_t dnskey_ttl, z.Int64(0, 1));
+  GOVERN_ASSIGN_OR_RETURN(bool publish_cds, z.Bool(0, 2));
   GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c.ExecPrepared("SELECT owner, type, ttl, rdata FROM dns_records "
                                                         "WHERE zone = $1",
                                                         db::Params(zone)));
@@ -416,28 +468,215 @@ Result<std::shared_ptr<const dns::Zone>> Store::LoadZoneOn(db::Connection& c, st
                  static_cast<uint32_t>(serial));
     records.push_back(std::move(r));
   }
-  GOVERN_ASSIGN_OR_RETURN(db::Rows keys,
-                          c.ExecPrepared("SELECT flags, algorithm, private_sealed FROM dns_zone_keys "
-                                         "WHERE zone = $1",
-                                         db::Params(zone)));
+  GOVERN_ASSIGN_OR_RETURN(auto keys, LoadKeys(c, zone));
   dns::ZoneKeys zk;
-  for (int i = 0; i < keys.size(); ++i) {
-    GOVERN_ASSIGN_OR_RETURN(int64_t flags, keys.Int64(i, 0));
-    GOVERN_ASSIGN_OR_RETURN(int64_t alg, keys.Int64(i, 1));
-    GOVERN_ASSIGN_OR_RETURN(std::string sealed, keys.Bytes(i, 2));
-    auto priv = key_->Open(crypto::AsBytes(sealed), crypto::AsBytes(zone));
-    if (!priv.ok())
-      return priv.status().WithContext("zone " + std::string(zone) +
-                                       ": key does not open with this data dir's key");
-    GOVERN_ASSIGN_OR_RETURN(dns::SigningKey k, dns::SigningKey::FromPrivate(static_cast<dns::Algorithm>(alg),
-                                                                            static_cast<uint16_t>(flags),
-                                                                            crypto::AsString(priv->span())));
-    auto shared = std::make_shared<const dns::SigningKey>(std::move(k));
-    zk.ksk = shared;
-    zk.zsk = shared;
-    zk.nsec3 = nsec3_;
+  if (keys.empty()) return dns::Zone::Build(zone, std::move(records), zk);
+  // One active key signs the zone (a CSK); an incoming or retiring one joins the DNSKEY RRset and signs
+  // it, and signs the data too when its algorithm differs (RFC 4035 section 2.2). CDS/CDNSKEY: both
+  // keys while one comes in, then the active key alone (docs/dns.md "Key rollover").
+  std::shared_ptr<const dns::SigningKey> active, other;
+  bool incoming = false;
+  for (const auto& k : keys) {
+    if (k.state == "active" && !active) {
+      active = k.key;
+    } else {
+      other = k.key;
+      incoming = k.state == "incoming";
+    }
+  }
+  if (!active) return FailedPrecondition("zone " + std::string(zone) + " has no active key");
+  zk.ksk = zk.zsk = active;
+  zk.nsec3 = nsec3_;
+  zk.dnskey_ttl = zk.cds_ttl = static_cast<uint32_t>(dnskey_ttl);
+  if (other) {
+    zk.dnskey_also.push_back(other);
+    if (other->algorithm() != active->algorithm()) zk.zone_also.push_back(other);
+    zk.cds.push_back(active);
+    if (incoming) zk.cds.push_back(other);
+  } else if (publish_cds) {
+    zk.cds.push_back(active);
   }
   return dns::Zone::Build(zone, std::move(records), zk);
+}
+
+Status Store::StartRollover(std::string_view name, const RolloverRequest& req, std::string_view org) {
+  GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
+  if (req.algorithm != 0 && req.algorithm != 13 && req.algorithm != 15)
+    return InvalidArgument("algorithm: 13 or 15");
+  if (req.propagation_delay < 0 || req.propagation_delay > 30 * 86400)
+    return InvalidArgument("propagation_delay: 0 to 2592000 seconds");
+  if (req.parent_delay < 0 || req.parent_delay > 90 * 86400)
+    return InvalidArgument("parent_delay: 0 to 7776000 seconds");
+  // The zone's algorithm is needed before the key is made (outside the transaction: key generation and
+  // sealing need no database); the transaction re-checks it.
+  int alg = req.algorithm;
+  {
+    GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease c, pool_->Checkout());
+    GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c->ExecPrepared("SELECT dnssec, algorithm FROM dns_zones WHERE "
+                                                           "name = $1 AND ($2 = '' OR org = $2)",
+                                                           db::Params(zone, org)));
+    if (rows.empty()) return NotFound("zone " + zone + " does not exist");
+    GOVERN_ASSIGN_OR_RETURN(bool dnssec, rows.Bool(0, 0));
+    if (!dnssec) return FailedPrecondition("zone " + zone + " is not signed");
+    GOVERN_ASSIGN_OR_RETURN(int64_t current, rows.Int64(0, 1));
+    if (alg == 0) alg = static_cast<int>(current);
+  }
+  GOVERN_ASSIGN_OR_RETURN(dns::SigningKey key,
+                          dns::SigningKey::Generate(static_cast<dns::Algorithm>(alg), 257));
+  GOVERN_ASSIGN_OR_RETURN(std::string priv, key.Private());
+  auto sealed_or = key_->Seal(crypto::AsBytes(priv), crypto::AsBytes(zone));
+  std::fill(priv.begin(), priv.end(), '\0');
+  if (!sealed_or.ok()) return sealed_or.status();
+  std::string sealed(sealed_or->begin(), sealed_or->end());
+  return pool_->Transact([&](db::Connection& c) -> Status {
+    GOVERN_RETURN_IF_ERROR(Bump(c, zone, org));  // locks the zone row: one rollover start at a time
+    GOVERN_ASSIGN_OR_RETURN(db::Rows z, c.ExecPrepared("SELECT algorithm, dnskey_ttl FROM dns_zones "
+                                                       "WHERE name = $1",
+                                                       db::Params(zone)));
+    GOVERN_ASSIGN_OR_RETURN(int64_t from_alg, z.Int64(0, 0));
+    GOVERN_ASSIGN_OR_RETURN(int64_t dnskey_ttl, z.Int64(0, 1));
+    GOVERN_ASSIGN_OR_RETURN(db::Rows busy, c.ExecPrepared("SELECT phase FROM dns_rollovers WHERE zone = $1 "
+                                                          "AND phase <> 'done'",
+                                                          db::Params(zone)));
+    if (!busy.empty())
+      return FailedPrecondition("zone " + zone + ": a rollover is in phase " + std::string(busy.Text(0, 0)));
+    GOVERN_RETURN_IF_ERROR(
+        c.ExecPrepared("INSERT INTO dns_zone_keys (zone, flags, algorithm, private_sealed, "
+                       "state) VALUES ($1, 257, $2, $3, 'incoming')",
+                       db::Params(zone, static_cast<int32_t>(alg), db::Bytea{sealed}))
+            .status());
+    GOVERN_RETURN_IF_ERROR(
+        c.ExecPrepared(
+             "INSERT INTO dns_rollovers (zone, phase, from_algorithm, to_algorithm, propagation_delay, "
+             "parent_delay, next_at) VALUES ($1, 'publish', $2, $3, $4, $5, now() + make_interval(secs => "
+             "$6)) "
+             "ON CONFLICT (zone) DO UPDATE SET phase = 'publish', from_algorithm = $2, to_algorithm = $3, "
+             "propagation_delay = $4, parent_delay = $5, started_at = now(), phase_started_at = now(), "
+             "next_at = now() + make_interval(secs => $6), completed_at = NULL",
+             db::Params(zone, static_cast<int32_t>(from_alg), static_cast<int32_t>(alg),
+                        req.propagation_delay, req.parent_delay,
+                        static_cast<double>(dnskey_ttl + req.propagation_delay)))
+            .status());
+    return CheckBuilds(c, zone);
+  });
+}
+
+Status Store::AdvanceOne(db::Connection& c, const std::string& zone, bool* moved) {
+  *moved = false;
+  GOVERN_ASSIGN_OR_RETURN(db::Rows r, c.ExecPrepared("SELECT phase, propagation_delay, parent_delay, "
+                                                     "to_algorithm FROM dns_rollovers WHERE zone = $1 AND "
+                                                     "phase <> 'done' AND next_at <= now() FOR UPDATE",
+                                                     db::Params(zone)));
+  if (r.empty()) return OkStatus();  // another process moved it first
+  std::string phase(r.Text(0, 0));
+  GOVERN_ASSIGN_OR_RETURN(int64_t propagation, r.Int64(0, 1));
+  GOVERN_ASSIGN_OR_RETURN(int64_t parent, r.Int64(0, 2));
+  GOVERN_ASSIGN_OR_RETURN(int64_t to_alg, r.Int64(0, 3));
+  *moved = true;
+  GOVERN_RETURN_IF_ERROR(Bump(c, zone, ""));
+  if (phase == "publish") {
+    // The new key signs from now on; the old one stays in DNSKEY (and signs it) until every signature
+    // it made has expired from caches and the parent's DS for it is gone.
+    GOVERN_RETURN_IF_ERROR(c.ExecPrepared("UPDATE dns_zone_keys SET state = CASE state WHEN 'active' THEN "
+                                          "'retiring' ELSE 'active' END WHERE zone = $1 AND state IN "
+                                          "('active', 'incoming')",
+                                          db::Params(zone))
+                               .status());
+    GOVERN_ASSIGN_OR_RETURN(db::Rows t,
+                            c.ExecPrepared("SELECT greatest(coalesce(max(r.ttl), 0), z.dnskey_ttl) "
+                                           "FROM dns_zones z LEFT JOIN dns_records r ON r.zone = "
+                                           "z.name WHERE z.name = $1 GROUP BY z.dnskey_ttl",
+                                           db::Params(zone)));
+    GOVERN_ASSIGN_OR_RETURN(int64_t max_ttl, t.Int64(0, 0));
+    int64_t wait = std::max(max_ttl + propagation, parent);
+    GOVERN_RETURN_IF_ERROR(c.ExecPrepared("UPDATE dns_zones SET algorithm = $2 WHERE name = $1",
+                                          db::Params(zone, static_cast<int32_t>(to_alg)))
+                               .status());
+    GOVERN_RETURN_IF_ERROR(
+        c.ExecPrepared("UPDATE dns_rollovers SET phase = 'switch', phase_started_at = now(), "
+                       "next_at = now() + make_interval(secs => $2) WHERE zone = $1",
+                       db::Params(zone, static_cast<double>(wait)))
+            .status());
+  } else {
+    GOVERN_RETURN_IF_ERROR(
+        c.ExecPrepared("DELETE FROM dns_zone_keys WHERE zone = $1 AND state = 'retiring'", db::Params(zone))
+            .status());
+    GOVERN_RETURN_IF_ERROR(
+        c.ExecPrepared("UPDATE dns_zones SET publish_cds = true WHERE name = $1", db::Params(zone)).status());
+    GOVERN_RETURN_IF_ERROR(
+        c.ExecPrepared("UPDATE dns_rollovers SET phase = 'done', phase_started_at = now(), "
+                       "next_at = NULL, completed_at = now() WHERE zone = $1",
+                       db::Params(zone))
+            .status());
+  }
+  return CheckBuilds(c, zone);
+}
+
+Result<std::vector<std::string>> Store::AdvanceRollovers() {
+  std::vector<std::string> due;
+  {
+    GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease c, pool_->Checkout());
+    GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c->ExecPrepared("SELECT zone FROM dns_rollovers WHERE phase <> "
+                                                           "'done' AND next_at <= now() ORDER BY zone"));
+    for (int i = 0; i < rows.size(); ++i) due.emplace_back(rows.Text(i, 0));
+  }
+  std::vector<std::string> moved;
+  for (const auto& zone : due) {
+    bool did = false;
+    GOVERN_RETURN_IF_ERROR(pool_->Transact([&](db::Connection& c) { return AdvanceOne(c, zone, &did); }));
+    if (did) moved.push_back(zone);
+  }
+  return moved;
+}
+
+Result<KeyStatus> Store::Keys(std::string_view name, std::string_view org) {
+  GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
+  KeyStatus out;
+  GOVERN_RETURN_IF_ERROR(pool_->Transact(
+      [&](db::Connection& c) -> Status {
+        GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c.ExecPrepared("SELECT 1 FROM dns_zones WHERE name = $1 AND "
+                                                              "($2 = '' OR org = $2)",
+                                                              db::Params(zone, org)));
+        if (rows.empty()) return NotFound("zone " + zone + " does not exist");
+        GOVERN_ASSIGN_OR_RETURN(auto apex, dns::NameFromText(zone));
+        GOVERN_ASSIGN_OR_RETURN(auto keys, LoadKeys(c, zone));
+        for (const auto& k : keys) {
+          out.keys.push_back(ZoneKeyInfo{.id = k.id,
+                                         .key_tag = k.key->key_tag(),
+                                         .algorithm = static_cast<int>(k.key->algorithm()),
+                                         .flags = k.key->flags(),
+                                         .state = k.state,
+                                         .ds = dns::RdataToText(dns::kDS, k.key->DsRdata(apex)),
+                                         .dnskey = dns::RdataToText(dns::kDNSKEY, k.key->dnskey_rdata()),
+                                         .created_at = k.created_at});
+        }
+        GOVERN_ASSIGN_OR_RETURN(
+            db::Rows r,
+            c.ExecPrepared("SELECT phase, from_algorithm, to_algorithm, propagation_delay, parent_delay, "
+                           "started_at::text, phase_started_at::text, coalesce(next_at::text, ''), "
+                           "coalesce(completed_at::text, ''), "
+                           "coalesce(greatest(0, ceil(extract(epoch FROM next_at - now())))::bigint, 0) "
+                           "FROM dns_rollovers WHERE zone = $1",
+                           db::Params(zone)));
+        if (r.empty()) return OkStatus();
+        out.rollover_present = true;
+        RolloverInfo& ro = out.rollover;
+        ro.phase = std::string(r.Text(0, 0));
+        GOVERN_ASSIGN_OR_RETURN(int64_t fa, r.Int64(0, 1));
+        GOVERN_ASSIGN_OR_RETURN(int64_t ta, r.Int64(0, 2));
+        ro.from_algorithm = static_cast<int>(fa);
+        ro.to_algorithm = static_cast<int>(ta);
+        GOVERN_ASSIGN_OR_RETURN(ro.propagation_delay, r.Int64(0, 3));
+        GOVERN_ASSIGN_OR_RETURN(ro.parent_delay, r.Int64(0, 4));
+        ro.started_at = std::string(r.Text(0, 5));
+        ro.phase_started_at = std::string(r.Text(0, 6));
+        ro.next_at = std::string(r.Text(0, 7));
+        ro.completed_at = std::string(r.Text(0, 8));
+        GOVERN_ASSIGN_OR_RETURN(ro.seconds_left, r.Int64(0, 9));
+        return OkStatus();
+      },
+      db::TxOptions{.isolation = db::Isolation::kRepeatableRead, .read_only = true}));
+  return out;
 }
 
 Status Store::CheckBuilds(db::Connection& c, std::string_view zone) {

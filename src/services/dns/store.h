@@ -59,6 +59,43 @@ struct CreateZoneRequest {
   // SOA RDATA in presentation form; empty: "ns1.<zone> hostmaster.<zone> 1 3600 600 1209600 300".
   std::string soa;
   std::vector<std::string> ns;  // NS targets at the apex; empty: ns1.<zone>
+  uint32_t dnskey_ttl = 3600;   // TTL of DNSKEY, CDS and CDNSKEY (rollover waits follow it)
+};
+
+// Key rollover (docs/dns.md "Key rollover"; RFC 7583 CSK roll with double DS, RFC 7344/8078 CDS).
+// Phases, each entered in one transaction that bumps the serial and NOTIFYs:
+//   publish: new key in DNSKEY, DNSKEY signed by both, data by the old key (and the new one too when
+//            the algorithm changes), CDS/CDNSKEY for both; lasts dnskey_ttl + propagation_delay.
+//   switch:  data signed by the new key (and the old one when the algorithm changes), DNSKEY still both
+//            and signed by both, CDS/CDNSKEY for the new key only; lasts
+//            max(largest TTL in the zone + propagation_delay, parent_delay).
+//   done:    the old key is gone; CDS/CDNSKEY for the new key stay (they match the parent's DS).
+struct RolloverRequest {
+  int algorithm = 0;                 // 0: the active key's algorithm; 13 or 15
+  int64_t propagation_delay = 3600;  // seconds for a change to reach every server and secondary
+  int64_t parent_delay = 172800;     // seconds for the parent to follow CDS plus its DS TTL
+};
+struct ZoneKeyInfo {
+  int64_t id = 0;
+  int key_tag = 0;
+  int algorithm = 0;
+  int flags = 0;
+  std::string state;   // "active" (signs the zone), "incoming", "retiring"
+  std::string ds;      // DS RDATA in presentation form (SHA-256)
+  std::string dnskey;  // DNSKEY RDATA in presentation form
+  std::string created_at;
+};
+struct RolloverInfo {
+  std::string phase;  // "publish", "switch", "done"
+  int from_algorithm = 0, to_algorithm = 0;
+  int64_t propagation_delay = 0, parent_delay = 0;
+  std::string started_at, phase_started_at, next_at, completed_at;  // next_at empty when done
+  int64_t seconds_left = 0;                                         // until next_at (0 when due)
+};
+struct KeyStatus {
+  std::vector<ZoneKeyInfo> keys;
+  bool rollover_present = false;
+  RolloverInfo rollover;
 };
 
 // One RRset as the API gives it (owner relative, absolute or "@"; type mnemonic; presentation RDATA)
@@ -105,6 +142,15 @@ class Store {
   Result<std::shared_ptr<const dns::Zone>> LoadZoneFor(std::string_view zone, std::string_view org);
   Result<std::vector<dns::Record>> DsRecords(std::string_view zone, std::string_view org = {});
 
+  // Starts a key rollover (phase publish): FailedPrecondition for an unsigned zone or one whose
+  // rollover is still running, InvalidArgument for a bad algorithm or delay.
+  Status StartRollover(std::string_view zone, const RolloverRequest& req, std::string_view org = {});
+  // The zone's keys and its last rollover.
+  Result<KeyStatus> Keys(std::string_view zone, std::string_view org = {});
+  // Moves every rollover whose phase has run its time into the next phase (database clock); returns
+  // the zones moved. Safe to run in many processes at once (each row is locked and re-checked).
+  Result<std::vector<std::string>> AdvanceRollovers();
+
   // TSIG keys for transfers and NOTIFY (table dns_tsig_keys). The secret is random (32 bytes for
   // hmac-sha256, 64 for hmac-sha512), sealed with the zone-key sealing key (AAD "tsig:" + name) and
   // returned once, in the kdig -y form "name:hmac-sha256:BASE64". Each change NOTIFYs kTsigPayload.
@@ -131,6 +177,14 @@ class Store {
   // Inside a transaction: serial + 1 (or `at_least`: an imported file's serial), NotFound for an
   // unknown zone or one of another org (`org` non-empty), and NOTIFY.
   Status Bump(db::Connection& c, std::string_view zone, std::string_view org, int64_t at_least = -1);
+  struct LoadedKey {
+    int64_t id;
+    std::string state;
+    std::string created_at;
+    std::shared_ptr<const dns::SigningKey> key;
+  };
+  Result<std::vector<LoadedKey>> LoadKeys(db::Connection& c, std::string_view zone);
+  Status AdvanceOne(db::Connection& c, const std::string& zone, bool* moved);
 
   db::Pool* pool_;
   std::shared_ptr<const crypto::Aes256GcmKey> key_;

@@ -2,13 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <thread>
 
 #include "db/connection.h"
 #include "db/migrator.h"
 #include "db/pool.h"
 #include "db/testing.h"
+#include "dns/rdata.h"
 #include "dns/wire.h"
+#include "services/dns/api_json.h"
 
 namespace govern::dns_service {
 namespace {
@@ -177,6 +182,252 @@ TEST_F(DnsStoreTest, SerialsFollowRfc1982) {
   // 100 is after 1: taken.
   ASSERT_TRUE(store_->ImportZoneFile("wrap.test", file("100")).ok());
   EXPECT_EQ(Serial("wrap.test."), 100);
+}
+
+// What one zone snapshot publishes and who signs what, for the rollover phases.
+struct Published {
+  std::vector<int> dnskey;       // key tags in the DNSKEY RRset
+  std::vector<int> dnskey_sigs;  // key tags of the RRSIGs over it
+  std::vector<int> soa_sigs;     // key tags of the RRSIGs over the SOA (zone data)
+  std::vector<int> cds;          // key tags of the CDS records
+  std::vector<int> cdnskey;      // key tags of the CDNSKEY records
+  std::vector<int> sig_algs;     // algorithms of the SOA's RRSIGs
+  std::vector<int> cds_sigs;     // key tags of the RRSIGs over the CDS RRset
+};
+
+std::vector<int> Sorted(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+int SigTag(const std::string& rrsig) {
+  return (static_cast<uint8_t>(rrsig[16]) << 8) | static_cast<uint8_t>(rrsig[17]);
+}
+
+Published Inspect(const dns::Zone& z) {
+  Published p;
+  const dns::Node* apex = z.Find(z.apex());
+  const dns::RRset* dnskey = apex->Find(dns::kDNSKEY);
+  for (const auto& rd : dnskey->rdatas) p.dnskey.push_back(dns::KeyTag(rd));
+  uint32_t now = static_cast<uint32_t>(std::time(nullptr));
+  auto ks = z.SigFor(apex->owner, *dnskey, now);
+  p.dnskey_sigs.push_back(SigTag(ks->rrsig));
+  for (const auto& m : ks->more) p.dnskey_sigs.push_back(SigTag(m));
+  auto ss = z.SigFor(apex->owner, z.soa(), now);
+  p.soa_sigs.push_back(SigTag(ss->rrsig));
+  p.sig_algs.push_back(static_cast<uint8_t>(ss->rrsig[2]));
+  for (const auto& m : ss->more) {
+    p.soa_sigs.push_back(SigTag(m));
+    p.sig_algs.push_back(static_cast<uint8_t>(m[2]));
+  }
+  if (const dns::RRset* cds = apex->Find(dns::kCDS)) {
+    for (const auto& rd : cds->rdatas)
+      p.cds.push_back((static_cast<uint8_t>(rd[0]) << 8) | static_cast<uint8_t>(rd[1]));
+    auto cs = z.SigFor(apex->owner, *cds, now);
+    p.cds_sigs.push_back(SigTag(cs->rrsig));
+    for (const auto& m : cs->more) p.cds_sigs.push_back(SigTag(m));
+  }
+  if (const dns::RRset* cdnskey = apex->Find(dns::kCDNSKEY))
+    for (const auto& rd : cdnskey->rdatas) p.cdnskey.push_back(dns::KeyTag(rd));
+  for (auto* v : {&p.dnskey, &p.dnskey_sigs, &p.soa_sigs, &p.cds, &p.cdnskey, &p.sig_algs, &p.cds_sigs})
+    *v = Sorted(*v);
+  return p;
+}
+
+class DnsRolloverTest : public DnsStoreTest {
+ protected:
+  // Seconds from the phase's start to its deadline, as stored.
+  int64_t PhaseLength(const std::string& zone) {
+    auto lease = pool_->Checkout();
+    EXPECT_TRUE(lease.ok());
+    auto rows = (*lease)->ExecPrepared(
+        "SELECT round(extract(epoch FROM next_at - phase_started_at))::bigint FROM dns_rollovers WHERE zone "
+        "= $1",
+        db::Params(zone));
+    EXPECT_TRUE(rows.ok() && rows->size() == 1);
+    return *rows->Int64(0, 0);
+  }
+  // Time passes: the current phase is due now.
+  void MakeDue(const std::string& zone) {
+    auto lease = pool_->Checkout();
+    ASSERT_TRUE(lease.ok());
+    ASSERT_TRUE(
+        (*lease)
+            ->ExecPrepared("UPDATE dns_rollovers SET next_at = now() - interval '1 second' WHERE zone = $1",
+                           db::Params(zone))
+            .ok());
+  }
+  Published Now(const std::string& zone) {
+    auto z = store_->LoadZone(zone);
+    EXPECT_TRUE(z.ok()) << z.status().message();
+    return Inspect(**z);
+  }
+  void DrainNotifies() {
+    for (;;) {
+      auto n = listener_->WaitForNotification(std::chrono::milliseconds(100));
+      if (!n.ok() || !n->has_value()) return;
+    }
+  }
+};
+
+// Every phase of a CSK rollover, as data: what the zone publishes and who signs what (docs/dns.md "Key
+// rollover"), the waits each phase stores, and that every step bumps the serial and NOTIFYs.
+TEST_F(DnsRolloverTest, EveryPhase) {
+  struct Case {
+    int from, to;
+  };
+  for (Case c : {Case{13, 13}, Case{13, 15}, Case{15, 13}}) {
+    SCOPED_TRACE(std::to_string(c.from) + " -> " + std::to_string(c.to));
+    std::string zone = "roll" + std::to_string(c.from) + "-" + std::to_string(c.to) + ".test.";
+    ASSERT_TRUE(
+        store_->CreateZone({.name = zone, .dnssec = true, .algorithm = c.from, .dnskey_ttl = 600}).ok());
+    ASSERT_TRUE(store_->ReplaceRRset(zone, "www", "A", 7200, {"192.0.2.1"}).ok());
+    auto keys = store_->Keys(zone);
+    ASSERT_TRUE(keys.ok()) << keys.status().message();
+    ASSERT_EQ(keys->keys.size(), 1u);
+    EXPECT_FALSE(keys->rollover_present);
+    int old_tag = keys->keys[0].key_tag;
+    Published p = Now(zone);
+    EXPECT_EQ(p.dnskey, std::vector<int>{old_tag});
+    EXPECT_TRUE(p.cds.empty());  // no CDS before the first rollover
+    DrainNotifies();
+
+    // publish: both keys in DNSKEY and signing it; data by the old key (and by the new one when the
+    // algorithm changes); CDS/CDNSKEY for both. Lasts the DNSKEY TTL + propagation.
+    int64_t serial = Serial(zone);
+    ASSERT_TRUE(
+        store_->StartRollover(zone, {.algorithm = c.to, .propagation_delay = 30, .parent_delay = 5000}).ok());
+    EXPECT_EQ(NextNotify(), zone);
+    EXPECT_EQ(Serial(zone), serial + 1);
+    keys = store_->Keys(zone);
+    ASSERT_EQ(keys->keys.size(), 2u);
+    int new_tag = keys->keys[1].key_tag;
+    EXPECT_EQ(keys->keys[0].state, "active");
+    EXPECT_EQ(keys->keys[1].state, "incoming");
+    EXPECT_EQ(keys->keys[1].algorithm, c.to);
+    EXPECT_EQ(keys->rollover.phase, "publish");
+    EXPECT_EQ(PhaseLength(zone), 600 + 30);
+    std::vector<int> both = Sorted({old_tag, new_tag});
+    p = Now(zone);
+    EXPECT_EQ(p.dnskey, both);
+    EXPECT_EQ(p.dnskey_sigs, both);
+    EXPECT_EQ(p.soa_sigs, c.from == c.to ? std::vector<int>{old_tag} : both);
+    EXPECT_EQ(p.cds, both);
+    EXPECT_EQ(p.cdnskey, both);
+    EXPECT_EQ(p.cds_sigs, both);
+    // A second rollover waits for this one; nothing is due yet.
+    EXPECT_EQ(store_->StartRollover(zone, {}).code(), Code::kFailedPrecondition);
+    auto moved = store_->AdvanceRollovers();
+    ASSERT_TRUE(moved.ok());
+    EXPECT_TRUE(moved->empty());
+
+    // switch: the new key signs the data; the old one stays in DNSKEY and signs it; CDS for the new key
+    // only. Lasts max(largest TTL + propagation, parent delay) = max(7200 + 30, 5000).
+    MakeDue(zone);
+    serial = Serial(zone);
+    moved = store_->AdvanceRollovers();
+    ASSERT_TRUE(moved.ok()) << moved.status().message();
+    EXPECT_EQ(*moved, std::vector<std::string>{zone});
+    EXPECT_EQ(NextNotify(), zone);
+    EXPECT_EQ(Serial(zone), serial + 1);
+    keys = store_->Keys(zone);
+    EXPECT_EQ(keys->rollover.phase, "switch");
+    EXPECT_EQ(keys->keys[0].state, "retiring");
+    EXPECT_EQ(keys->keys[1].state, "active");
+    EXPECT_EQ(PhaseLength(zone), 7230);
+    p = Now(zone);
+    EXPECT_EQ(p.dnskey, both);
+    EXPECT_EQ(p.dnskey_sigs, both);
+    EXPECT_EQ(p.soa_sigs, c.from == c.to ? std::vector<int>{new_tag} : both);
+    EXPECT_EQ(p.cds, std::vector<int>{new_tag});
+    EXPECT_EQ(p.cdnskey, std::vector<int>{new_tag});
+    // Signed as DNSKEY is: by the old key too, which the parent's DS may still name alone.
+    EXPECT_EQ(p.cds_sigs, both);
+    auto zones = store_->ListZones();
+    for (const auto& z : *zones)
+      if (z.name == zone) {
+        EXPECT_EQ(z.algorithm, c.to);
+      }
+
+    // done: the old key is gone; CDS/CDNSKEY for the new one stay.
+    MakeDue(zone);
+    serial = Serial(zone);
+    moved = store_->AdvanceRollovers();
+    ASSERT_TRUE(moved.ok());
+    EXPECT_EQ(moved->size(), 1u);
+    EXPECT_EQ(NextNotify(), zone);
+    EXPECT_EQ(Serial(zone), serial + 1);
+    keys = store_->Keys(zone);
+    EXPECT_EQ(keys->rollover.phase, "done");
+    EXPECT_FALSE(keys->rollover.completed_at.empty());
+    ASSERT_EQ(keys->keys.size(), 1u);
+    EXPECT_EQ(keys->keys[0].key_tag, new_tag);
+    p = Now(zone);
+    EXPECT_EQ(p.dnskey, std::vector<int>{new_tag});
+    EXPECT_EQ(p.dnskey_sigs, std::vector<int>{new_tag});
+    EXPECT_EQ(p.soa_sigs, std::vector<int>{new_tag});
+    EXPECT_EQ(p.sig_algs, std::vector<int>{c.to});
+    EXPECT_EQ(p.cds, std::vector<int>{new_tag});
+    auto ds = store_->DsRecords(zone);
+    ASSERT_TRUE(ds.ok());
+    ASSERT_EQ(ds->size(), 1u);
+    EXPECT_EQ(((static_cast<uint8_t>((*ds)[0].rdata[0]) << 8) | static_cast<uint8_t>((*ds)[0].rdata[1])),
+              new_tag);
+    // Nothing more to do; a new rollover may start.
+    moved = store_->AdvanceRollovers();
+    EXPECT_TRUE(moved->empty());
+    EXPECT_TRUE(store_->StartRollover(zone, {.propagation_delay = 0, .parent_delay = 0}).ok());
+    keys = store_->Keys(zone);
+    EXPECT_EQ(keys->rollover.phase, "publish");
+    EXPECT_EQ(keys->rollover.to_algorithm, c.to);  // 0: the active key's algorithm
+  }
+}
+
+TEST_F(DnsRolloverTest, Refusals) {
+  ASSERT_TRUE(store_->CreateZone({.name = "plain.test"}).ok());
+  ASSERT_TRUE(store_->CreateZone({.name = "signed.test", .org = "acme", .dnssec = true}).ok());
+  EXPECT_EQ(store_->StartRollover("plain.test.", {}).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(store_->StartRollover("missing.test.", {}).code(), Code::kNotFound);
+  EXPECT_EQ(store_->StartRollover("signed.test.", {}, "other").code(), Code::kNotFound);
+  EXPECT_EQ(store_->Keys("signed.test.", "other").status().code(), Code::kNotFound);
+  EXPECT_EQ(store_->StartRollover("signed.test.", {.algorithm = 8}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(store_->StartRollover("signed.test.", {.propagation_delay = -1}).code(), Code::kInvalidArgument);
+  // CDS and CDNSKEY are the server's, as DNSKEY is.
+  EXPECT_EQ(store_->ReplaceRRset("signed.test.", "@", "CDS", 300, {"1 13 2 00"}).code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(Serial("signed.test."), 1);
+  // The rollover body: defaults kept for absent fields, unknown fields and bad values refused.
+  RolloverRequest d{.algorithm = 0, .propagation_delay = 7, .parent_delay = 9};
+  auto b = ParseRolloverBody("", d);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->propagation_delay, 7);
+  b = ParseRolloverBody(R"({"algorithm":15,"parent_delay":3})", d);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->algorithm, 15);
+  EXPECT_EQ(b->parent_delay, 3);
+  EXPECT_EQ(b->propagation_delay, 7);
+  EXPECT_FALSE(ParseRolloverBody(R"({"algorithm":14})", d).ok());
+  EXPECT_FALSE(ParseRolloverBody(R"({"parent_delay":-1})", d).ok());
+  EXPECT_FALSE(ParseRolloverBody(R"({"parent_delay":18446744073709551615})", d).ok());
+  EXPECT_FALSE(ParseRolloverBody(R"({"delay":1})", d).ok());
+  EXPECT_FALSE(ParseRolloverBody("[1]", d).ok());
+}
+
+// Two servers moving the same due rollover at once: exactly one moves it (the row is locked and the
+// deadline re-checked), so the serial goes up once.
+TEST_F(DnsRolloverTest, ConcurrentAdvanceMovesOnce) {
+  ASSERT_TRUE(store_->CreateZone({.name = "race.test", .dnssec = true}).ok());
+  ASSERT_TRUE(store_->StartRollover("race.test.", {.propagation_delay = 0, .parent_delay = 0}).ok());
+  MakeDue("race.test.");
+  int64_t serial = Serial("race.test.");
+  Store other(pool_.get(), key_);
+  Result<std::vector<std::string>> a = std::vector<std::string>{}, b = std::vector<std::string>{};
+  std::thread t([&] { a = store_->AdvanceRollovers(); });
+  b = other.AdvanceRollovers();
+  t.join();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->size() + b->size(), 1u);
+  EXPECT_EQ(Serial("race.test."), serial + 1);
 }
 
 }  // namespace
