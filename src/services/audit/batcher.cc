@@ -5,8 +5,8 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
-#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -44,49 +44,22 @@ std::string ArrayLiteral(const std::vector<std::string>& values) {
   return out;
 }
 
-// The new entries as one multi-row INSERT (arrays unnested), so it can travel in the COMMIT pipeline.
-constexpr std::string_view kInsertEntries =
-    "INSERT INTO audit_entries (org, seq, idem_key, time, actor, action, target, outcome, details, "
-    "prev_hash, "
-    "entry_hash, leaf_hash) SELECT o, s, k, 'epoch'::timestamptz + t * interval '1 microsecond', a, ac, tg, "
-    "oc, d, "
-    "decode(p, 'hex'), decode(e, 'hex'), decode(l, 'hex') FROM unnest($1::text[], $2::bigint[], $3::text[], "
-    "$4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], "
-    "$12::text[]) AS v(o, s, k, t, a, ac, tg, oc, d, p, e, l)";
-
-// The head locks: the first organisation's waiting, the others' only if free (SKIP LOCKED). A batch
-// never waits while it holds a head lock, so transactions of several replicas over overlapping
-// organisations never queue behind each other in chains (and never deadlock); the requests of heads
-// that were busy go back to the front of their lane for its next batch.
-constexpr std::string_view kLockFirstHead =
-    "SELECT org, next_seq, head_hash, compact_range FROM audit_heads WHERE org = $1 FOR UPDATE";
-constexpr std::string_view kLockFreeHeads =
-    "SELECT org, next_seq, head_hash, compact_range FROM audit_heads WHERE org = ANY($1::text[]) "
-    "AND org <> $2 FOR UPDATE SKIP LOCKED";
 // Session settings of the batch transaction (set_config(..., true): this transaction only), in one
 // statement. synchronous_commit: acknowledged means flushed, whatever the database or role defaults
-// say (either this commit flushes, or the barrier after it does). plan_cache_mode: the statements take
-// arrays whose contents (and the tables) change all the time; a generic plan made once (when the
-// tables were empty, or from an organisation count that no longer holds) picked an index on `org`
-// alone or a sequential scan and read the whole chain per batch. Planning each batch's statements
-// with their actual arrays costs far less.
+// say (either this commit flushes, or the barrier after it does). plan_cache_mode: the statements of
+// audit_append take arrays whose contents (and the tables) change all the time; a generic plan made
+// once (when the tables were empty, or from an organisation count that no longer holds) picked an
+// index on `org` alone or a sequential scan and read the whole chain per batch. Planning each batch's
+// statements with their actual arrays costs far less.
 constexpr std::string_view kSettings =
     "SELECT set_config('synchronous_commit', $1, true), set_config('plan_cache_mode', 'force_custom_plan', "
     "true)";
-const std::string kExisting =
-    "SELECT " + std::string(kEntryColumns) +
-    " FROM audit_entries JOIN unnest($1::text[], $2::text[]) AS k(korg, kidem) ON org = "
-    "k.korg AND idem_key = k.kidem";
-constexpr std::string_view kInsertNodes =
-    "INSERT INTO audit_tree_nodes (org, level, idx, hash) SELECT o, l, i, decode(h, 'hex') "
-    "FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::text[]) AS v(o, l, i, h)";
-constexpr std::string_view kUpdateHeads =
-    "UPDATE audit_heads h SET next_seq = v.n, head_hash = decode(v.hh, 'hex'), "
-    "compact_range = decode(v.cr, 'hex'), updated_at = now() "
-    "FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS v(org, n, hh, cr) WHERE h.org = v.org "
-    // Without it the plan is a sequential scan of audit_heads, every dead row version included (the
-    // heads are updated by every batch), under the head locks.
-    "AND h.org = ANY($1::text[])";
+// The batch under its head locks, in PostgreSQL (schema.cc, migration 4): lock, look keys up, seq and
+// hashes, Merkle, INSERT, head UPDATE. Rows: ordinal, state, seq, prev, entry, leaf, and for state 'e'
+// the stored entry's time, actor, action, target, outcome, details; then lock wait and hold (us).
+constexpr std::string_view kAppend =
+    "SELECT * FROM audit_append($1, $2::text[], $3::boolean, $4::integer, $5::text[], $6::text[], "
+    "$7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])";
 
 int64_t Micros(int64_t from_nanos, int64_t to_nanos) { return (to_nanos - from_nanos) / 1000; }
 
@@ -109,7 +82,6 @@ struct Batcher::Impl {
   struct Timing {
     int64_t lock_us = 0, compute_us = 0, commit_us = 0, flush_us = 0;
     size_t orgs = 0;
-    size_t late_requests = 0;
   };
 
   db::Pool* pool;
@@ -217,7 +189,7 @@ struct Batcher::Impl {
           cv.notify_one();
         }
       };
-      Status s = Flush(batch, deferred, timing, release_lane, lane);
+      Status s = Flush(batch, deferred, timing, release_lane);
       release_lane();
       lk.lock();
       if (s.ok()) {
@@ -228,7 +200,6 @@ struct Batcher::Impl {
           for (bool c : r->outcome.created) ++(c ? stats.entries_written : stats.entries_existing);
         }
         stats.requests += batch.size();
-        stats.late_requests += timing.late_requests;
         stats.orgs += timing.orgs;
         stats.max_batch_entries = std::max<uint64_t>(stats.max_batch_entries, entries);
         stats.queue_us += static_cast<uint64_t>(Micros(batch.front()->arrived_nanos, started));
@@ -278,7 +249,6 @@ struct Batcher::Impl {
                {"entries_per_batch",
                 mean(a.entries_written + a.entries_existing, b.entries_written + b.entries_existing)},
                {"requests_per_batch", mean(a.requests, b.requests)},
-               {"late_requests", static_cast<int64_t>(a.late_requests - b.late_requests)},
                {"orgs_per_batch", mean(a.orgs, b.orgs)},
                {"max_batch", static_cast<int64_t>(a.max_batch_entries)},
                {"queue_us", mean(a.queue_us, b.queue_us)},
@@ -312,86 +282,21 @@ struct Batcher::Impl {
     return OkStatus();
   }
 
-  // The columns of the new entries that do not depend on the chain head, as array literals. Built
-  // before the head locks are taken; rebuilt under them only when some keys turn out to be stored.
-  struct FixedColumns {
-    std::vector<std::string> org, key, time, actor, action, target, outcome, details;
-    void Add(const std::string& o, const AppendInput& in, int64_t now_micros) {
-      org.push_back(o);
-      key.push_back(in.idempotency_key);
-      time.push_back(std::to_string(in.time_micros.value_or(now_micros)));
-      actor.push_back(in.actor);
-      action.push_back(in.action);
-      target.push_back(in.target);
-      outcome.push_back(in.outcome);
-      details.push_back(in.details);
-    }
-    std::vector<std::string> Literals() const {
-      std::vector<std::string> out;
-      for (const auto* col : {&org, &key, &time, &actor, &action, &target, &outcome, &details})
-        out.push_back(ArrayLiteral(*col));
-      return out;
-    }
-  };
-
-  // Takes, from the lane's queue, requests for heads this batch holds that arrived while it waited for
-  // the locks (late joiners), up to `room` entries; none whose key is in `seen` (already in the batch)
-  // or repeats one of its own. Their keys were not looked up under the locks: a key stored already (a
-  // retry) makes the INSERT fail with a unique violation, and the batch runs again without them
-  // joining late (Flush).
-  template <typename Held>
-  std::vector<std::unique_ptr<Request>> TakeLate(Lane& lane, const Held& held, size_t room,
-                                                 std::unordered_set<std::string>& seen) {
-    std::vector<std::unique_ptr<Request>> out;
-    std::lock_guard g(mu);
-    for (auto it = lane.queue.begin(); it != lane.queue.end() && room > 0;) {
-      Request& r = **it;
-      if (!held.contains(r.org) || r.entries.size() > room) {
-        ++it;
-        continue;
-      }
-      std::vector<std::string> ks;
-      bool dup = false;
-      std::unordered_set<std::string> own;
-      for (const AppendInput& in : r.entries) {
-        std::string k = r.org + '\n' + in.idempotency_key;
-        if (seen.contains(k) || !own.insert(k).second) {
-          dup = true;
-          break;
-        }
-        ks.push_back(std::move(k));
-      }
-      if (dup) {
-        ++it;
-        continue;
-      }
-      for (std::string& k : ks) seen.insert(std::move(k));
-      size_t n = r.entries.size();
-      room -= n;
-      lane.queued_entries -= n;
-      queued_entries -= n;
-      out.push_back(std::move(*it));
-      it = lane.queue.erase(it);
-    }
-    return out;
-  }
-
   // Runs the batch's transaction. Calls `release_lane` as soon as its head locks are released.
   // Requests whose heads were busy are moved from `batch` to `deferred` (not failed: the caller queues
-  // them again); requests of `lane` for the heads it holds may join it late (TakeLate).
+  // them again).
   Status Flush(std::vector<std::unique_ptr<Request>>& batch, std::vector<std::unique_ptr<Request>>& deferred,
-               Timing& timing, const std::function<void()>& release_lane, Lane& lane) {
+               Timing& timing, const std::function<void()>& release_lane) {
     auto lease = pool->Checkout();
     if (!lease.ok()) return lease.status();
     db::Connection& c = **lease;
-    bool late_taken = false;
-    Status s = Attempt(c, batch, deferred, timing, &lane, &late_taken, /*lookup_first=*/true);
+    Status s = Attempt(c, batch, deferred, timing, /*lookup_first=*/true);
     if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     if (!s.ok() && db::SqlStateOf(s) == "23505") {
-      // A key was stored already (a writer's retry) after the lookup ran, or a late joiner's: once
-      // more, every key looked up under the locks. Nothing of the first attempt was committed.
-      timing.late_requests = 0;
-      s = Attempt(c, batch, deferred, timing, nullptr, &late_taken, /*lookup_first=*/false);
+      // A key was stored (a writer's retry racing its first attempt on another replica) after the
+      // lookup ran, before this batch got the head: once more, every key looked up under the locks.
+      // Nothing of the first attempt was committed.
+      s = Attempt(c, batch, deferred, timing, /*lookup_first=*/false);
       if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     }
     release_lane();
@@ -399,235 +304,173 @@ struct Batcher::Impl {
     return Barrier(c, timing);
   }
 
-  // One try of the batch's transaction (see Flush).
+  // One try of the batch's transaction (see Flush): one round trip, BEGIN + settings + audit_append +
+  // COMMIT in a pipeline, so the head locks are held only while PostgreSQL works on the batch.
   Status Attempt(db::Connection& c, std::vector<std::unique_ptr<Request>>& batch,
-                 std::vector<std::unique_ptr<Request>>& deferred, Timing& timing, Lane* late_lane,
-                 bool* late_taken, bool lookup_first) {
-    std::vector<std::string> orgs;
-    std::vector<std::string> key_orgs, keys;
+                 std::vector<std::unique_ptr<Request>>& deferred, Timing& timing, bool lookup_first) {
     const int64_t now_micros = clock->UnixMicros();
-    FixedColumns fixed;
-    bool dup_in_batch = false;  // the same key twice in this batch: the slow path below
-    std::unordered_set<std::string> seen;
-    for (auto& r : batch) {
-      orgs.push_back(r->org);
-      for (const AppendInput& in : r->entries) {
-        key_orgs.push_back(r->org);
-        keys.push_back(in.idempotency_key);
-        fixed.Add(r->org, in, now_micros);
-        if (!seen.insert(r->org + '\n' + in.idempotency_key).second) dup_in_batch = true;
+    // The entries grouped by organisation (in the order organisations first appear, so the oldest
+    // request's comes first), each (org, key) once: a key repeated in the batch gets the first one's
+    // entry. slot[r][j]: the ordinal (0-based) of entry j of request r in the arrays sent.
+    std::vector<std::string> orgs;
+    std::vector<std::vector<std::pair<size_t, size_t>>> by_org;
+    {
+      std::unordered_map<std::string_view, size_t> org_index;
+      for (size_t r = 0; r < batch.size(); ++r) {
+        auto [it, fresh] = org_index.emplace(batch[r]->org, orgs.size());
+        if (fresh) {
+          orgs.push_back(batch[r]->org);
+          by_org.emplace_back();
+        }
+        for (size_t j = 0; j < batch[r]->entries.size(); ++j) by_org[it->second].push_back({r, j});
       }
     }
-    std::sort(orgs.begin(), orgs.end());
-    orgs.erase(std::unique(orgs.begin(), orgs.end()), orgs.end());
-    timing.orgs = orgs.size();
     GOVERN_RETURN_IF_ERROR(EnsureHeads(c, orgs));
-    const std::string orgs_array = ArrayLiteral(orgs);
-    const std::string key_orgs_array = ArrayLiteral(key_orgs);
-    const std::string keys_array = ArrayLiteral(keys);
-    std::vector<std::string> fixed_literals = fixed.Literals();
-    const bool outside = opt.flush_outside_lock;
-
-    auto body = [&](db::Connection& tx) -> Status {
-      struct Head {
-        int64_t next_seq = 1;
-        audit::Hash head{};
-        audit::CompactRange range;
-        bool changed = false;
-      };
-      std::map<std::string, Head> heads;
-      // BEGIN, the idempotency lookup and the head locks in one round trip. With lookup_first the
-      // lookup runs before the lock wait, so its index probes are not part of the hold (READ
-      // COMMITTED: it sees what was committed when it ran). A key committed after it by the holder of
-      // the head (a writer's retry that raced its first attempt) makes the INSERT fail with a unique
-      // violation, and Flush runs the batch again with the lookup after the locks, which then sees
-      // every commit of a transaction that held them.
-      const std::string& first_org = batch.front()->org;  // the oldest request's: worth waiting for
-      std::vector<db::Statement> first = {
-          {"BEGIN", {}, false},
-          {std::string(kSettings), db::Params(outside ? "off" : "on"), true},
-      };
-      if (lookup_first) first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
-      const size_t first_head = first.size();
-      first.push_back({std::string(kLockFirstHead), db::Params(first_org), true});
-      // A batch of one organisation (every batch of a hot one) has no other heads: one statement less
-      // to plan and run while the head is locked.
-      const bool more_heads = orgs.size() > 1;
-      if (more_heads) first.push_back({std::string(kLockFreeHeads), db::Params(orgs_array, first_org), true});
-      const size_t end_heads = first.size();
-      if (!lookup_first) first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
-      int64_t t0 = clock->MonotonicNanos();
-      GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, tx.Pipeline(first));
-      int64_t t1 = clock->MonotonicNanos();
-      timing.lock_us = Micros(t0, t1);
-      for (size_t part = first_head; part < end_heads; ++part) {
-        const db::Rows& hr = res[part];
-        for (int i = 0; i < hr.size(); ++i) {
-          Head h;
-          GOVERN_ASSIGN_OR_RETURN(h.next_seq, hr.Int64(i, 1));
-          GOVERN_ASSIGN_OR_RETURN(std::string head, hr.Bytes(i, 2));
-          GOVERN_ASSIGN_OR_RETURN(h.head, HashFromBytes(head));
-          GOVERN_ASSIGN_OR_RETURN(std::string cr, hr.Bytes(i, 3));
-          GOVERN_ASSIGN_OR_RETURN(h.range, audit::CompactRange::Decode(cr));
-          if (h.range.size() != static_cast<uint64_t>(h.next_seq - 1)) {
-            return DataLoss("the chain head of '" + std::string(hr.Text(i, 0)) + "' is inconsistent");
-          }
-          heads.emplace(std::string(hr.Text(i, 0)), std::move(h));
-        }
+    std::vector<std::vector<size_t>> slot(batch.size());
+    for (size_t r = 0; r < batch.size(); ++r) slot[r].resize(batch[r]->entries.size());
+    std::vector<std::pair<size_t, size_t>> creator;  // per ordinal: the (request, entry) sent
+    std::vector<std::string> c_org, c_key, c_time, c_actor, c_action, c_target, c_outcome, c_details,
+        c_before, c_after;
+    audit::Entry probe;  // reused: its strings keep their capacity
+    for (size_t g = 0; g < orgs.size(); ++g) {
+      std::unordered_map<std::string_view, size_t> key_slot;
+      for (auto [r, j] : by_org[g]) {
+        const AppendInput& in = batch[r]->entries[j];
+        auto [it, fresh] = key_slot.emplace(in.idempotency_key, creator.size());
+        slot[r][j] = it->second;
+        if (!fresh) continue;
+        creator.push_back({r, j});
+        probe.org = orgs[g];
+        probe.time_us = in.time_micros.value_or(now_micros);
+        probe.actor = in.actor;
+        probe.action = in.action;
+        probe.target = in.target;
+        probe.outcome = in.outcome;
+        probe.details = in.details;
+        probe.idempotency_key = in.idempotency_key;
+        audit::CanonicalParts parts = audit::CanonicalEntrySplit(probe);
+        c_org.push_back(orgs[g]);
+        c_key.push_back(in.idempotency_key);
+        c_time.push_back(std::to_string(probe.time_us));
+        c_actor.push_back(in.actor);
+        c_action.push_back(in.action);
+        c_target.push_back(in.target);
+        c_outcome.push_back(in.outcome);
+        c_details.push_back(in.details);
+        c_before.push_back(std::move(parts.before_seq));
+        c_after.push_back(std::move(parts.after_seq));
       }
-      if (!heads.contains(first_org)) return Internal("a chain head is missing after it was created");
-      if (heads.size() != orgs.size()) {
-        // Heads another transaction holds: their requests wait for this lane's next batch.
-        std::vector<std::unique_ptr<Request>> kept;
-        for (auto& r : batch) (heads.contains(r->org) ? kept : deferred).push_back(std::move(r));
-        batch = std::move(kept);
-        timing.orgs = heads.size();
-      }
-      // (org, idempotency key) -> the stored (or, with dup_in_batch, earlier in this batch) entry.
-      std::unordered_map<std::string, StoredEntry> known;
-      auto known_key = [](std::string_view org, std::string_view key) {
-        return std::string(org) + '\n' + std::string(key);
-      };
-      const db::Rows& er = res[lookup_first ? 2 : end_heads];  // only rows of locked heads are used
-      for (int i = 0; i < er.size(); ++i) {
-        GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
-        std::string k = known_key(e.entry.org, e.entry.idempotency_key);
-        known.emplace(std::move(k), std::move(e));
-      }
-      const bool all_new = known.empty() && !dup_in_batch && deferred.empty();
-      if (!all_new) fixed = FixedColumns{};
-      if (late_lane != nullptr) {
-        size_t n = 0;
-        for (auto& r : batch) n += r->entries.size();
-        if (n < opt.max_batch) {
-          std::vector<std::unique_ptr<Request>> late = TakeLate(*late_lane, heads, opt.max_batch - n, seen);
-          if (!late.empty()) {
-            *late_taken = true;
-            timing.late_requests = late.size();
-            // Their default time is when they joined, not when the batch began.
-            const int64_t late_now = clock->UnixMicros();
-            for (auto& r : late) {
-              for (AppendInput& in : r->entries) {
-                if (!in.time_micros) in.time_micros = late_now;
-                if (all_new) fixed.Add(r->org, in, now_micros);
-              }
-              batch.push_back(std::move(r));
-            }
-            if (all_new) fixed_literals = fixed.Literals();
-          }
-        }
-      }
-
-      // The head-dependent columns of the new entries.
-      std::vector<std::string> c_seq, c_prev, c_hash, c_leaf;
-      struct Node {
-        std::string org;
-        uint32_t level;
-        uint64_t index;
-        audit::Hash hash;
-      };
-      std::vector<Node> nodes;
-      size_t new_entries = 0;
-      for (auto& r : batch) {
-        r->outcome = AppendOutcome{};
-        r->outcome.entries.reserve(r->entries.size());
-        Head& head = heads.at(r->org);
-        for (AppendInput& in : r->entries) {
-          if (!all_new) {
-            std::string k = known_key(r->org, in.idempotency_key);
-            if (auto it = known.find(k); it != known.end()) {
-              r->outcome.entries.push_back(it->second);
-              r->outcome.created.push_back(false);
-              continue;
-            }
-            fixed.Add(r->org, in, now_micros);
-          }
-          StoredEntry e;
-          e.entry = audit::Entry{.org = r->org,
-                                 .seq = static_cast<uint64_t>(head.next_seq),
-                                 .time_us = in.time_micros.value_or(now_micros),
-                                 // Copied: a second attempt (Flush) needs the inputs again.
-                                 .actor = in.actor,
-                                 .action = in.action,
-                                 .target = in.target,
-                                 .outcome = in.outcome,
-                                 .details = in.details,
-                                 .idempotency_key = in.idempotency_key};
-          e.leaf_hash = audit::Seal(e.entry, head.head);
-          head.range.Append(e.leaf_hash, audit::kDefaultStride,
-                            [&](uint32_t level, uint64_t index, const audit::Hash& h) {
-                              nodes.push_back({r->org, level, index, h});
-                            });
-          head.head = e.entry.entry_hash;
-          ++head.next_seq;
-          head.changed = true;
-          ++new_entries;
-          c_seq.push_back(std::to_string(e.entry.seq));
-          c_prev.push_back(audit::HashToHex(e.entry.prev_hash));
-          c_hash.push_back(audit::HashToHex(e.entry.entry_hash));
-          c_leaf.push_back(audit::HashToHex(e.leaf_hash));
-          r->outcome.created.push_back(true);
-          if (!all_new) known.emplace(known_key(r->org, in.idempotency_key), e);
-          r->outcome.entries.push_back(std::move(e));
-        }
-      }
-      if (!all_new) fixed_literals = fixed.Literals();
-      // The entries, the heads, the completed subtrees and COMMIT in one more round trip.
-      std::vector<db::Statement> last;
-      if (new_entries > 0) {
-        db::Params p;
-        p.Add(fixed_literals[0]);
-        p.Add(ArrayLiteral(c_seq));
-        for (size_t i = 1; i < fixed_literals.size(); ++i) p.Add(fixed_literals[i]);
-        for (const auto* col : {&c_prev, &c_hash, &c_leaf}) p.Add(ArrayLiteral(*col));
-        last.push_back({std::string(kInsertEntries), std::move(p), true});
-      }
-      std::vector<std::string> u_org, u_next, u_head, u_range;
-      for (auto& [org, h] : heads) {
-        if (!h.changed) continue;
-        u_org.push_back(org);
-        u_next.push_back(std::to_string(h.next_seq));
-        u_head.push_back(audit::HashToHex(h.head));
-        std::string cr = h.range.Encode();
-        u_range.push_back(crypto::HexEncode(crypto::AsBytes(cr)));
-      }
-      if (!u_org.empty()) {
-        last.push_back({std::string(kUpdateHeads),
-                        db::Params(ArrayLiteral(u_org), ArrayLiteral(u_next), ArrayLiteral(u_head),
-                                   ArrayLiteral(u_range)),
-                        true});
-      }
-      if (!nodes.empty()) {
-        std::vector<std::string> n_org, n_level, n_idx, n_hash;
-        for (const Node& n : nodes) {
-          n_org.push_back(n.org);
-          n_level.push_back(std::to_string(n.level));
-          n_idx.push_back(std::to_string(n.index));
-          n_hash.push_back(audit::HashToHex(n.hash));
-        }
-        last.push_back({std::string(kInsertNodes),
-                        db::Params(ArrayLiteral(n_org), ArrayLiteral(n_level), ArrayLiteral(n_idx),
-                                   ArrayLiteral(n_hash)),
-                        true});
-      }
-      if (opt.before_commit) opt.before_commit();
-      last.push_back({"COMMIT", {}, false});
-      int64_t t2 = clock->MonotonicNanos();
-      timing.compute_us = Micros(t1, t2);
-      GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> done, tx.Pipeline(last));
-      int64_t t3 = clock->MonotonicNanos();
-      timing.commit_us = Micros(t2, t3);
-      const db::Rows& updated = done[new_entries == 0 ? 0 : 1];
-      if (!u_org.empty() && updated.affected() != static_cast<int64_t>(u_org.size())) {
-        return Internal("chain head update lost rows");  // cannot happen: the heads are locked
-      }
-      if (done.back().tag() != "COMMIT") return Aborted("the transaction was rolled back");
-      return OkStatus();
+    }
+    db::Params p;
+    p.Add(batch.front()->org);  // the oldest request's head: worth waiting for
+    p.Add(ArrayLiteral(orgs));
+    p.Add(lookup_first ? "true" : "false");
+    p.Add(std::to_string(audit::kDefaultStride));
+    for (const auto* col : {&c_org, &c_key, &c_time, &c_actor, &c_action, &c_target, &c_outcome, &c_details,
+                            &c_before, &c_after}) {
+      p.Add(ArrayLiteral(*col));
+    }
+    std::vector<db::Statement> stmts = {
+        {"BEGIN", {}, false},
+        {std::string(kSettings), db::Params(opt.flush_outside_lock ? "off" : "on"), true},
+        {std::string(kAppend), std::move(p), true},
     };
-    // Not Connection::Transact: BEGIN and COMMIT travel in the pipelines above. No retry here (but for
-    // late joiners, Flush): a failed batch is refused (503) and its writers retry with the same keys,
-    // which is safe whatever happened.
-    return body(c);
+    // Not Connection::Transact: BEGIN and COMMIT travel in the pipeline. The test hook needs a moment
+    // between the rows and COMMIT: only then COMMIT is a second round trip.
+    if (!opt.before_commit) stmts.push_back({"COMMIT", {}, false});
+    const int64_t t0 = clock->MonotonicNanos();
+    GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, c.Pipeline(stmts));
+    std::string_view tag = res.back().tag();
+    db::Rows commit;
+    if (opt.before_commit) {
+      opt.before_commit();
+      GOVERN_ASSIGN_OR_RETURN(commit, c.Exec("COMMIT"));
+      tag = commit.tag();
+    }
+    timing.commit_us = Micros(t0, clock->MonotonicNanos());
+    if (tag != "COMMIT") return Aborted("the transaction was rolled back");
+
+    // The function's answer: one row per ordinal.
+    const db::Rows& rows = res[2];
+    const size_t n = creator.size();
+    std::vector<int> row_of(n, -1);
+    for (int i = 0; i < rows.size(); ++i) {
+      GOVERN_ASSIGN_OR_RETURN(int64_t ord, rows.Int64(i, 0));
+      if (ord < 1 || static_cast<size_t>(ord) > n || row_of[static_cast<size_t>(ord - 1)] >= 0) {
+        return Internal("audit_append answered an unexpected ordinal");
+      }
+      row_of[static_cast<size_t>(ord - 1)] = i;
+    }
+    for (int r : row_of) {
+      if (r < 0) return Internal("audit_append left an entry unanswered");
+    }
+    if (rows.size() > 0) {
+      GOVERN_ASSIGN_OR_RETURN(timing.lock_us, rows.Int64(0, 12));
+      GOVERN_ASSIGN_OR_RETURN(timing.compute_us, rows.Int64(0, 13));
+    }
+    // Each ordinal's stored entry (nullopt: its head was busy) and whether this batch created it.
+    std::vector<std::optional<StoredEntry>> stored(n);
+    std::vector<bool> created(n, false);
+    for (size_t o = 0; o < n; ++o) {
+      const int i = row_of[o];
+      const std::string_view state = rows.Text(i, 1);
+      if (state == "d") continue;
+      auto [r, j] = creator[o];
+      const AppendInput& in = batch[r]->entries[j];
+      StoredEntry e;
+      e.entry.org = batch[r]->org;
+      e.entry.idempotency_key = in.idempotency_key;
+      GOVERN_ASSIGN_OR_RETURN(int64_t seq, rows.Int64(i, 2));
+      e.entry.seq = static_cast<uint64_t>(seq);
+      GOVERN_ASSIGN_OR_RETURN(std::string prev, rows.Bytes(i, 3));
+      GOVERN_ASSIGN_OR_RETURN(e.entry.prev_hash, HashFromBytes(prev));
+      GOVERN_ASSIGN_OR_RETURN(std::string hash, rows.Bytes(i, 4));
+      GOVERN_ASSIGN_OR_RETURN(e.entry.entry_hash, HashFromBytes(hash));
+      GOVERN_ASSIGN_OR_RETURN(std::string leaf, rows.Bytes(i, 5));
+      GOVERN_ASSIGN_OR_RETURN(e.leaf_hash, HashFromBytes(leaf));
+      if (state == "n") {
+        e.entry.time_us = in.time_micros.value_or(now_micros);
+        e.entry.actor = in.actor;
+        e.entry.action = in.action;
+        e.entry.target = in.target;
+        e.entry.outcome = in.outcome;
+        e.entry.details = in.details;
+        created[o] = true;
+      } else if (state == "e") {
+        GOVERN_ASSIGN_OR_RETURN(e.entry.time_us, rows.Int64(i, 6));
+        e.entry.actor = rows.Text(i, 7);
+        e.entry.action = rows.Text(i, 8);
+        e.entry.target = rows.Text(i, 9);
+        e.entry.outcome = rows.Text(i, 10);
+        e.entry.details = rows.Text(i, 11);
+      } else {
+        return Internal("audit_append answered an unknown state");
+      }
+      stored[o] = std::move(e);
+    }
+    // Requests of heads another transaction held wait for this lane's next batch (an organisation's
+    // entries are all done or all deferred).
+    std::vector<std::unique_ptr<Request>> kept;
+    std::unordered_set<std::string_view> done_orgs;
+    for (size_t r = 0; r < batch.size(); ++r) {
+      Request& req = *batch[r];
+      if (!stored[slot[r][0]]) {
+        deferred.push_back(std::move(batch[r]));
+        continue;
+      }
+      req.outcome = AppendOutcome{};
+      req.outcome.entries.reserve(req.entries.size());
+      for (size_t j = 0; j < req.entries.size(); ++j) {
+        const size_t o = slot[r][j];
+        req.outcome.entries.push_back(*stored[o]);
+        req.outcome.created.push_back(created[o] && creator[o] == std::pair<size_t, size_t>{r, j});
+      }
+      done_orgs.insert(req.org);
+      kept.push_back(std::move(batch[r]));
+    }
+    batch = std::move(kept);
+    timing.orgs = done_orgs.size();
+    return OkStatus();
   }
 
   Status Barrier(db::Connection& c, Timing& timing) {
