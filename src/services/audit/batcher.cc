@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -44,16 +45,50 @@ std::string ArrayLiteral(const std::vector<std::string>& values) {
   return out;
 }
 
+// The new entries as one multi-row INSERT (arrays unnested), so it can travel in the COMMIT pipeline.
+constexpr std::string_view kInsertEntries =
+    "INSERT INTO audit_entries (org, seq, idem_key, time, actor, action, target, outcome, details, "
+    "prev_hash, "
+    "entry_hash, leaf_hash) SELECT o, s, k, 'epoch'::timestamptz + t * interval '1 microsecond', a, ac, tg, "
+    "oc, d, "
+    "decode(p, 'hex'), decode(e, 'hex'), decode(l, 'hex') FROM unnest($1::text[], $2::bigint[], $3::text[], "
+    "$4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], "
+    "$12::text[]) AS v(o, s, k, t, a, ac, tg, oc, d, p, e, l)";
+
+// The head locks: the first organisation's waiting, the others' only if free (SKIP LOCKED). A batch
+// never waits while it holds a head lock, so transactions of several replicas over overlapping
+// organisations never queue behind each other in chains (and never deadlock); the requests of heads
+// that were busy go back to the front of their lane for its next batch.
+constexpr std::string_view kLockFirstHead =
+    "SELECT org, next_seq, head_hash, compact_range FROM audit_heads WHERE org = $1 FOR UPDATE";
+constexpr std::string_view kLockFreeHeads =
+    "SELECT org, next_seq, head_hash, compact_range FROM audit_heads WHERE org = ANY($1::text[]) "
+    "AND org <> $2 FOR UPDATE SKIP LOCKED";
 // Session settings of the batch transaction (set_config(..., true): this transaction only), in one
 // statement. synchronous_commit: acknowledged means flushed, whatever the database or role defaults
-// say (either this commit flushes, or the barrier after it does). plan_cache_mode: the statements of
-// audit_append take arrays whose contents (and the tables) change all the time; a generic plan made
-// once (when the tables were empty, or from an organisation count that no longer holds) picked an
-// index on `org` alone or a sequential scan and read the whole chain per batch. Planning each batch's
-// statements with their actual arrays costs far less.
+// say (either this commit flushes, or the barrier after it does). plan_cache_mode: the statements take
+// arrays whose contents (and the tables) change all the time; a generic plan made once (when the
+// tables were empty, or from an organisation count that no longer holds) picked an index on `org`
+// alone or a sequential scan and read the whole chain per batch. Planning each batch's statements
+// with their actual arrays costs far less.
 constexpr std::string_view kSettings =
     "SELECT set_config('synchronous_commit', $1, true), set_config('plan_cache_mode', 'force_custom_plan', "
     "true)";
+const std::string kExisting =
+    "SELECT " + std::string(kEntryColumns) +
+    " FROM audit_entries JOIN unnest($1::text[], $2::text[]) AS k(korg, kidem) ON org = "
+    "k.korg AND idem_key = k.kidem";
+constexpr std::string_view kInsertNodes =
+    "INSERT INTO audit_tree_nodes (org, level, idx, hash) SELECT o, l, i, decode(h, 'hex') "
+    "FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::text[]) AS v(o, l, i, h)";
+constexpr std::string_view kUpdateHeads =
+    "UPDATE audit_heads h SET next_seq = v.n, head_hash = decode(v.hh, 'hex'), "
+    "compact_range = decode(v.cr, 'hex'), updated_at = now() "
+    "FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS v(org, n, hh, cr) WHERE h.org = v.org "
+    // Without it the plan is a sequential scan of audit_heads, every dead row version included (the
+    // heads are updated by every batch), under the head locks.
+    "AND h.org = ANY($1::text[])";
+
 // The batch under its head locks, in PostgreSQL (schema.cc, migration 4): lock, look keys up, seq and
 // hashes, Merkle, INSERT, head UPDATE. Rows: ordinal, state, seq, prev, entry, leaf, and for state 'e'
 // the stored entry's time, actor, action, target, outcome, details; then lock wait and hold (us).
@@ -82,6 +117,7 @@ struct Batcher::Impl {
   struct Timing {
     int64_t lock_us = 0, compute_us = 0, commit_us = 0, flush_us = 0;
     size_t orgs = 0;
+    size_t late_requests = 0;
   };
 
   db::Pool* pool;
@@ -189,7 +225,7 @@ struct Batcher::Impl {
           cv.notify_one();
         }
       };
-      Status s = Flush(batch, deferred, timing, release_lane);
+      Status s = Flush(batch, deferred, timing, release_lane, lane);
       release_lane();
       lk.lock();
       if (s.ok()) {
@@ -200,6 +236,7 @@ struct Batcher::Impl {
           for (bool c : r->outcome.created) ++(c ? stats.entries_written : stats.entries_existing);
         }
         stats.requests += batch.size();
+        stats.late_requests += timing.late_requests;
         stats.orgs += timing.orgs;
         stats.max_batch_entries = std::max<uint64_t>(stats.max_batch_entries, entries);
         stats.queue_us += static_cast<uint64_t>(Micros(batch.front()->arrived_nanos, started));
@@ -249,6 +286,7 @@ struct Batcher::Impl {
                {"entries_per_batch",
                 mean(a.entries_written + a.entries_existing, b.entries_written + b.entries_existing)},
                {"requests_per_batch", mean(a.requests, b.requests)},
+               {"late_requests", static_cast<int64_t>(a.late_requests - b.late_requests)},
                {"orgs_per_batch", mean(a.orgs, b.orgs)},
                {"max_batch", static_cast<int64_t>(a.max_batch_entries)},
                {"queue_us", mean(a.queue_us, b.queue_us)},
@@ -282,21 +320,99 @@ struct Batcher::Impl {
     return OkStatus();
   }
 
+  // The columns of the new entries that do not depend on the chain head, as array literals. Built
+  // before the head locks are taken; rebuilt under them only when some keys turn out to be stored.
+  struct FixedColumns {
+    std::vector<std::string> org, key, time, actor, action, target, outcome, details;
+    void Add(const std::string& o, const AppendInput& in, int64_t now_micros) {
+      org.push_back(o);
+      key.push_back(in.idempotency_key);
+      time.push_back(std::to_string(in.time_micros.value_or(now_micros)));
+      actor.push_back(in.actor);
+      action.push_back(in.action);
+      target.push_back(in.target);
+      outcome.push_back(in.outcome);
+      details.push_back(in.details);
+    }
+    std::vector<std::string> Literals() const {
+      std::vector<std::string> out;
+      for (const auto* col : {&org, &key, &time, &actor, &action, &target, &outcome, &details})
+        out.push_back(ArrayLiteral(*col));
+      return out;
+    }
+  };
+
+  // Takes, from the lane's queue, requests for heads this batch holds that arrived while it waited for
+  // the locks (late joiners), up to `room` entries; none whose key is in `seen` (already in the batch)
+  // or repeats one of its own. Their keys were not looked up under the locks: a key stored already (a
+  // retry) makes the INSERT fail with a unique violation, and the batch runs again without them
+  // joining late (Flush).
+  template <typename Held>
+  std::vector<std::unique_ptr<Request>> TakeLate(Lane& lane, const Held& held, size_t room,
+                                                 std::unordered_set<std::string>& seen) {
+    std::vector<std::unique_ptr<Request>> out;
+    std::lock_guard g(mu);
+    for (auto it = lane.queue.begin(); it != lane.queue.end() && room > 0;) {
+      Request& r = **it;
+      if (!held.contains(r.org) || r.entries.size() > room) {
+        ++it;
+        continue;
+      }
+      std::vector<std::string> ks;
+      bool dup = false;
+      std::unordered_set<std::string> own;
+      for (const AppendInput& in : r.entries) {
+        std::string k = r.org + '\n' + in.idempotency_key;
+        if (seen.contains(k) || !own.insert(k).second) {
+          dup = true;
+          break;
+        }
+        ks.push_back(std::move(k));
+      }
+      if (dup) {
+        ++it;
+        continue;
+      }
+      for (std::string& k : ks) seen.insert(std::move(k));
+      size_t n = r.entries.size();
+      room -= n;
+      lane.queued_entries -= n;
+      queued_entries -= n;
+      out.push_back(std::move(*it));
+      it = lane.queue.erase(it);
+    }
+    return out;
+  }
+
   // Runs the batch's transaction. Calls `release_lane` as soon as its head locks are released.
   // Requests whose heads were busy are moved from `batch` to `deferred` (not failed: the caller queues
-  // them again).
+  // them again); requests of `lane` for the heads it holds may join it late (TakeLate).
   Status Flush(std::vector<std::unique_ptr<Request>>& batch, std::vector<std::unique_ptr<Request>>& deferred,
-               Timing& timing, const std::function<void()>& release_lane) {
+               Timing& timing, const std::function<void()>& release_lane, Lane& lane) {
     auto lease = pool->Checkout();
     if (!lease.ok()) return lease.status();
     db::Connection& c = **lease;
-    Status s = Attempt(c, batch, deferred, timing, /*lookup_first=*/true);
+    if (opt.append_in_database) {
+      Status s = AttemptInDatabase(c, batch, deferred, timing, /*lookup_first=*/true);
+      if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
+      if (!s.ok() && db::SqlStateOf(s) == "23505") {
+        // A key was stored (a writer's retry racing its first attempt on another replica) after the
+        // lookup ran, before this batch got the head: once more, every key looked up under the locks.
+        s = AttemptInDatabase(c, batch, deferred, timing, /*lookup_first=*/false);
+        if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
+      }
+      release_lane();
+      if (!s.ok() || !opt.flush_outside_lock) return s;
+      return Barrier(c, timing);
+    }
+    bool late_taken = false;
+    Status s = Attempt(c, batch, deferred, timing, &lane, &late_taken, /*lookup_first=*/true);
     if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     if (!s.ok() && db::SqlStateOf(s) == "23505") {
-      // A key was stored (a writer's retry racing its first attempt on another replica) after the
-      // lookup ran, before this batch got the head: once more, every key looked up under the locks.
-      // Nothing of the first attempt was committed.
-      s = Attempt(c, batch, deferred, timing, /*lookup_first=*/false);
+      // A key was stored already (a writer's retry) after the lookup ran, or a late joiner's: once
+      // more, every key looked up under the locks. Nothing of the first attempt was committed.
+      timing.late_requests = 0;
+      s = Attempt(c, batch, deferred, timing, nullptr, &late_taken, /*lookup_first=*/false);
       if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     }
     release_lane();
@@ -304,10 +420,243 @@ struct Batcher::Impl {
     return Barrier(c, timing);
   }
 
-  // One try of the batch's transaction (see Flush): one round trip, BEGIN + settings + audit_append +
-  // COMMIT in a pipeline, so the head locks are held only while PostgreSQL works on the batch.
+  // One try of the batch's transaction (see Flush).
   Status Attempt(db::Connection& c, std::vector<std::unique_ptr<Request>>& batch,
-                 std::vector<std::unique_ptr<Request>>& deferred, Timing& timing, bool lookup_first) {
+                 std::vector<std::unique_ptr<Request>>& deferred, Timing& timing, Lane* late_lane,
+                 bool* late_taken, bool lookup_first) {
+    std::vector<std::string> orgs;
+    std::vector<std::string> key_orgs, keys;
+    const int64_t now_micros = clock->UnixMicros();
+    FixedColumns fixed;
+    bool dup_in_batch = false;  // the same key twice in this batch: the slow path below
+    std::unordered_set<std::string> seen;
+    for (auto& r : batch) {
+      orgs.push_back(r->org);
+      for (const AppendInput& in : r->entries) {
+        key_orgs.push_back(r->org);
+        keys.push_back(in.idempotency_key);
+        fixed.Add(r->org, in, now_micros);
+        if (!seen.insert(r->org + '\n' + in.idempotency_key).second) dup_in_batch = true;
+      }
+    }
+    std::sort(orgs.begin(), orgs.end());
+    orgs.erase(std::unique(orgs.begin(), orgs.end()), orgs.end());
+    timing.orgs = orgs.size();
+    GOVERN_RETURN_IF_ERROR(EnsureHeads(c, orgs));
+    const std::string orgs_array = ArrayLiteral(orgs);
+    const std::string key_orgs_array = ArrayLiteral(key_orgs);
+    const std::string keys_array = ArrayLiteral(keys);
+    std::vector<std::string> fixed_literals = fixed.Literals();
+    const bool outside = opt.flush_outside_lock;
+
+    auto body = [&](db::Connection& tx) -> Status {
+      struct Head {
+        int64_t next_seq = 1;
+        audit::Hash head{};
+        audit::CompactRange range;
+        bool changed = false;
+      };
+      std::map<std::string, Head> heads;
+      // BEGIN, the idempotency lookup and the head locks in one round trip. With lookup_first the
+      // lookup runs before the lock wait, so its index probes are not part of the hold (READ
+      // COMMITTED: it sees what was committed when it ran). A key committed after it by the holder of
+      // the head (a writer's retry that raced its first attempt) makes the INSERT fail with a unique
+      // violation, and Flush runs the batch again with the lookup after the locks, which then sees
+      // every commit of a transaction that held them.
+      const std::string& first_org = batch.front()->org;  // the oldest request's: worth waiting for
+      std::vector<db::Statement> first = {
+          {"BEGIN", {}, false},
+          {std::string(kSettings), db::Params(outside ? "off" : "on"), true},
+      };
+      if (lookup_first) first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
+      const size_t first_head = first.size();
+      first.push_back({std::string(kLockFirstHead), db::Params(first_org), true});
+      // A batch of one organisation (every batch of a hot one) has no other heads: one statement less
+      // to plan and run while the head is locked.
+      const bool more_heads = orgs.size() > 1;
+      if (more_heads) first.push_back({std::string(kLockFreeHeads), db::Params(orgs_array, first_org), true});
+      const size_t end_heads = first.size();
+      if (!lookup_first) first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
+      int64_t t0 = clock->MonotonicNanos();
+      GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, tx.Pipeline(first));
+      int64_t t1 = clock->MonotonicNanos();
+      timing.lock_us = Micros(t0, t1);
+      for (size_t part = first_head; part < end_heads; ++part) {
+        const db::Rows& hr = res[part];
+        for (int i = 0; i < hr.size(); ++i) {
+          Head h;
+          GOVERN_ASSIGN_OR_RETURN(h.next_seq, hr.Int64(i, 1));
+          GOVERN_ASSIGN_OR_RETURN(std::string head, hr.Bytes(i, 2));
+          GOVERN_ASSIGN_OR_RETURN(h.head, HashFromBytes(head));
+          GOVERN_ASSIGN_OR_RETURN(std::string cr, hr.Bytes(i, 3));
+          GOVERN_ASSIGN_OR_RETURN(h.range, audit::CompactRange::Decode(cr));
+          if (h.range.size() != static_cast<uint64_t>(h.next_seq - 1)) {
+            return DataLoss("the chain head of '" + std::string(hr.Text(i, 0)) + "' is inconsistent");
+          }
+          heads.emplace(std::string(hr.Text(i, 0)), std::move(h));
+        }
+      }
+      if (!heads.contains(first_org)) return Internal("a chain head is missing after it was created");
+      if (heads.size() != orgs.size()) {
+        // Heads another transaction holds: their requests wait for this lane's next batch.
+        std::vector<std::unique_ptr<Request>> kept;
+        for (auto& r : batch) (heads.contains(r->org) ? kept : deferred).push_back(std::move(r));
+        batch = std::move(kept);
+        timing.orgs = heads.size();
+      }
+      // (org, idempotency key) -> the stored (or, with dup_in_batch, earlier in this batch) entry.
+      std::unordered_map<std::string, StoredEntry> known;
+      auto known_key = [](std::string_view org, std::string_view key) {
+        return std::string(org) + '\n' + std::string(key);
+      };
+      const db::Rows& er = res[lookup_first ? 2 : end_heads];  // only rows of locked heads are used
+      for (int i = 0; i < er.size(); ++i) {
+        GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
+        std::string k = known_key(e.entry.org, e.entry.idempotency_key);
+        known.emplace(std::move(k), std::move(e));
+      }
+      const bool all_new = known.empty() && !dup_in_batch && deferred.empty();
+      if (!all_new) fixed = FixedColumns{};
+      if (late_lane != nullptr) {
+        size_t n = 0;
+        for (auto& r : batch) n += r->entries.size();
+        if (n < opt.max_batch) {
+          std::vector<std::unique_ptr<Request>> late = TakeLate(*late_lane, heads, opt.max_batch - n, seen);
+          if (!late.empty()) {
+            *late_taken = true;
+            timing.late_requests = late.size();
+            // Their default time is when they joined, not when the batch began.
+            const int64_t late_now = clock->UnixMicros();
+            for (auto& r : late) {
+              for (AppendInput& in : r->entries) {
+                if (!in.time_micros) in.time_micros = late_now;
+                if (all_new) fixed.Add(r->org, in, now_micros);
+              }
+              batch.push_back(std::move(r));
+            }
+            if (all_new) fixed_literals = fixed.Literals();
+          }
+        }
+      }
+
+      // The head-dependent columns of the new entries.
+      std::vector<std::string> c_seq, c_prev, c_hash, c_leaf;
+      struct Node {
+        std::string org;
+        uint32_t level;
+        uint64_t index;
+        audit::Hash hash;
+      };
+      std::vector<Node> nodes;
+      size_t new_entries = 0;
+      for (auto& r : batch) {
+        r->outcome = AppendOutcome{};
+        r->outcome.entries.reserve(r->entries.size());
+        Head& head = heads.at(r->org);
+        for (AppendInput& in : r->entries) {
+          if (!all_new) {
+            std::string k = known_key(r->org, in.idempotency_key);
+            if (auto it = known.find(k); it != known.end()) {
+              r->outcome.entries.push_back(it->second);
+              r->outcome.created.push_back(false);
+              continue;
+            }
+            fixed.Add(r->org, in, now_micros);
+          }
+          StoredEntry e;
+          e.entry = audit::Entry{.org = r->org,
+                                 .seq = static_cast<uint64_t>(head.next_seq),
+                                 .time_us = in.time_micros.value_or(now_micros),
+                                 // Copied: a second attempt (Flush) needs the inputs again.
+                                 .actor = in.actor,
+                                 .action = in.action,
+                                 .target = in.target,
+                                 .outcome = in.outcome,
+                                 .details = in.details,
+                                 .idempotency_key = in.idempotency_key};
+          e.leaf_hash = audit::Seal(e.entry, head.head);
+          head.range.Append(e.leaf_hash, audit::kDefaultStride,
+                            [&](uint32_t level, uint64_t index, const audit::Hash& h) {
+                              nodes.push_back({r->org, level, index, h});
+                            });
+          head.head = e.entry.entry_hash;
+          ++head.next_seq;
+          head.changed = true;
+          ++new_entries;
+          c_seq.push_back(std::to_string(e.entry.seq));
+          c_prev.push_back(audit::HashToHex(e.entry.prev_hash));
+          c_hash.push_back(audit::HashToHex(e.entry.entry_hash));
+          c_leaf.push_back(audit::HashToHex(e.leaf_hash));
+          r->outcome.created.push_back(true);
+          if (!all_new) known.emplace(known_key(r->org, in.idempotency_key), e);
+          r->outcome.entries.push_back(std::move(e));
+        }
+      }
+      if (!all_new) fixed_literals = fixed.Literals();
+      // The entries, the heads, the completed subtrees and COMMIT in one more round trip.
+      std::vector<db::Statement> last;
+      if (new_entries > 0) {
+        db::Params p;
+        p.Add(fixed_literals[0]);
+        p.Add(ArrayLiteral(c_seq));
+        for (size_t i = 1; i < fixed_literals.size(); ++i) p.Add(fixed_literals[i]);
+        for (const auto* col : {&c_prev, &c_hash, &c_leaf}) p.Add(ArrayLiteral(*col));
+        last.push_back({std::string(kInsertEntries), std::move(p), true});
+      }
+      std::vector<std::string> u_org, u_next, u_head, u_range;
+      for (auto& [org, h] : heads) {
+        if (!h.changed) continue;
+        u_org.push_back(org);
+        u_next.push_back(std::to_string(h.next_seq));
+        u_head.push_back(audit::HashToHex(h.head));
+        std::string cr = h.range.Encode();
+        u_range.push_back(crypto::HexEncode(crypto::AsBytes(cr)));
+      }
+      if (!u_org.empty()) {
+        last.push_back({std::string(kUpdateHeads),
+                        db::Params(ArrayLiteral(u_org), ArrayLiteral(u_next), ArrayLiteral(u_head),
+                                   ArrayLiteral(u_range)),
+                        true});
+      }
+      if (!nodes.empty()) {
+        std::vector<std::string> n_org, n_level, n_idx, n_hash;
+        for (const Node& n : nodes) {
+          n_org.push_back(n.org);
+          n_level.push_back(std::to_string(n.level));
+          n_idx.push_back(std::to_string(n.index));
+          n_hash.push_back(audit::HashToHex(n.hash));
+        }
+        last.push_back({std::string(kInsertNodes),
+                        db::Params(ArrayLiteral(n_org), ArrayLiteral(n_level), ArrayLiteral(n_idx),
+                                   ArrayLiteral(n_hash)),
+                        true});
+      }
+      if (opt.before_commit) opt.before_commit();
+      last.push_back({"COMMIT", {}, false});
+      int64_t t2 = clock->MonotonicNanos();
+      timing.compute_us = Micros(t1, t2);
+      GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> done, tx.Pipeline(last));
+      int64_t t3 = clock->MonotonicNanos();
+      timing.commit_us = Micros(t2, t3);
+      const db::Rows& updated = done[new_entries == 0 ? 0 : 1];
+      if (!u_org.empty() && updated.affected() != static_cast<int64_t>(u_org.size())) {
+        return Internal("chain head update lost rows");  // cannot happen: the heads are locked
+      }
+      if (done.back().tag() != "COMMIT") return Aborted("the transaction was rolled back");
+      return OkStatus();
+    };
+    // Not Connection::Transact: BEGIN and COMMIT travel in the pipelines above. No retry here (but for
+    // late joiners, Flush): a failed batch is refused (503) and its writers retry with the same keys,
+    // which is safe whatever happened.
+    return body(c);
+  }
+
+  // One try of the batch's transaction with BatcherOptions::append_in_database (see Flush): one round
+  // trip, BEGIN + settings + audit_append + COMMIT in a pipeline, so the head locks are held only while
+  // PostgreSQL works on the batch.
+  Status AttemptInDatabase(db::Connection& c, std::vector<std::unique_ptr<Request>>& batch,
+                           std::vector<std::unique_ptr<Request>>& deferred, Timing& timing,
+                           bool lookup_first) {
     const int64_t now_micros = clock->UnixMicros();
     // The entries grouped by organisation (in the order organisations first appear, so the oldest
     // request's comes first), each (org, key) once: a key repeated in the batch gets the first one's

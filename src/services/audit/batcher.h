@@ -7,26 +7,25 @@
 // different connections. A lane flushes as soon as it is free (natural group commit: whatever queued
 // while the previous transaction ran goes into the next one, up to max_batch entries).
 //
-// One flush: create missing chain heads (INSERT .. ON CONFLICT DO NOTHING, its own statement), then one
-// transaction in one round trip (BEGIN, settings, audit_append, COMMIT in a pipeline). The canonical
-// encoding of each entry is built here, split around the seq (audit::CanonicalEntrySplit), before any
-// lock; the PL/pgSQL function audit_append (schema.cc) then looks up the idempotency keys already
-// stored (a retried append gets the original entry back; before the lock wait, so the lookup is not
-// part of the hold), locks the head of the batch's oldest request (waiting if another transaction
-// holds it) and the batch's other heads only if they are free (FOR UPDATE SKIP LOCKED; the requests
-// of busy heads go back to the front of the lane for its next batch), splices each seq into its
-// canonical text, computes leaf_hash, entry_hash and the Merkle compact range with PostgreSQL's
-// sha256(), inserts the entries and the completed stride subtrees and updates the heads. So a head is
-// held only while PostgreSQL works on the batch and its COMMIT, never across a round trip to this
-// process. A key committed by the head's previous holder after the lookup ran (a retry racing its
-// first attempt on another replica) fails the INSERT with a unique violation, and the batch runs once
-// more with every key looked up after the locks are granted. A transaction never waits for a lock
-// while it holds one, so transactions of several replicas over overlapping organisations neither queue
-// behind each other in chains nor deadlock. With flush_outside_lock (the default) the COMMIT does not
-// wait for the WAL flush, so the head locks are released at once, and a durability barrier follows on
-// the same connection: a transaction that takes an xid and commits with synchronous_commit on, which
-// returns only once the WAL up to its own commit record, and so the batch's commit before it, is
-// flushed. Either way
+// One flush: create missing chain heads (INSERT .. ON CONFLICT DO NOTHING, its own statement), then in
+// one transaction and one round trip: look up the idempotency keys already stored (a retried append
+// gets the original entry back; before the lock wait, so the lookup is not part of the lock hold), lock
+// the head of the batch's oldest request (waiting for it if another transaction holds it), and lock the
+// batch's other heads only if they are free (FOR UPDATE SKIP LOCKED; the requests of busy heads go back
+// to the front of the lane for its next batch). Appends for the heads it now holds that queued in the
+// lane meanwhile (while it waited for a busy head) join the batch late, up to max_batch: one lock hold
+// carries them instead of a later one. Their keys were not looked up, and a key committed by the
+// head's previous holder after the lookup ran (a retry racing its first attempt) was not seen: such a
+// key fails the INSERT with a unique violation, and the batch runs once more with every key looked up
+// after the locks are granted, none joining late. A transaction
+// never waits for a lock while it holds one, so transactions of several replicas over overlapping
+// organisations neither queue behind each other in chains nor deadlock. Then compute seq, prev_hash,
+// entry_hash and the Merkle compact range in C++ (the columns that do not depend on seq were encoded
+// before the locks), and insert the entries and the completed stride subtrees, update the heads and
+// COMMIT in a second round trip. With flush_outside_lock (the default) that COMMIT does not wait for
+// the WAL flush, so the head locks are released at once, and a durability barrier follows on the same
+// connection: a transaction that takes an xid and commits with synchronous_commit on, which returns
+// only once the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way
 // callbacks run only after the batch's commit is flushed: an entry is acknowledged only once it is durable. A
 // later transaction (another replica's) may build on a commit that is not flushed yet; its own commit comes
 // later in the WAL, so it can never be durable without it. A failed flush fails only its own requests
@@ -60,6 +59,14 @@ struct BatcherOptions {
   int flushers = 2;                             // lanes: transactions holding head locks at once
   size_t max_queued = 20000;                    // entries waiting; more: Unavailable at once (503)
   bool flush_outside_lock = true;               // release head locks before the WAL flush (see above)
+  // One round trip per batch instead of two: the canonical text of each entry is built here split
+  // around the seq (audit::CanonicalEntrySplit) and the PL/pgSQL function audit_append (schema.cc) does
+  // the lookup, the locks, seq, hashes, Merkle, INSERT and head UPDATE in PostgreSQL, so a head is held
+  // only while PostgreSQL works, never across a round trip; no late joiners (there is no moment to
+  // join). Same rows, same bytes hashed. Off by default: on the loaded 2-core benchmark machine it
+  // costs PostgreSQL more CPU per entry than hashing here, which lowered the many-organisation rows and
+  // the 1 organisation x 64 writers row (docs/audit.md, Throughput).
+  bool append_in_database = false;
   // Log the batch statistics (Stats, per interval) at info level this often; 0: never.
   std::chrono::milliseconds stats_interval{0};
   const Clock* clock = nullptr;  // nullptr: Clock::Real()
@@ -96,13 +103,16 @@ class Batcher {
     uint64_t entries_written = 0;
     uint64_t entries_existing = 0;
     uint64_t batches_failed = 0;
-    uint64_t requests = 0;  // requests in successful batches
-    uint64_t orgs = 0;      // organisations per batch, summed
+    uint64_t requests = 0;       // requests in successful batches
+    uint64_t late_requests = 0;  // of them, requests that joined while their batch held the locks
+    uint64_t orgs = 0;           // organisations per batch, summed
     uint64_t max_batch_entries = 0;
-    uint64_t queue_us = 0;    // oldest request's wait in the queue before its batch started
-    uint64_t lock_us = 0;     // waiting for the oldest request's head lock (measured in PostgreSQL)
-    uint64_t compute_us = 0;  // audit_append's work once it holds the heads (measured in PostgreSQL)
-    uint64_t commit_us = 0;   // the batch's round trip: BEGIN .. audit_append .. COMMIT (lock wait included)
+    uint64_t queue_us = 0;  // oldest request's wait in the queue before its batch started
+    // With append_in_database: lock_us is the wait for the oldest request's head and compute_us the
+    // work under the locks, both measured in PostgreSQL; commit_us the one round trip (waits included).
+    uint64_t lock_us = 0;     // BEGIN + head locks + key lookup round trip (includes lock waits)
+    uint64_t compute_us = 0;  // seq, hashes, Merkle, statement parameters (locks held)
+    uint64_t commit_us = 0;   // insert + update + COMMIT round trip (locks held until it returns)
     uint64_t flush_us = 0;    // the durability barrier (locks already released); 0 when inside
     uint64_t queue_full = 0;  // appends refused because max_queued entries were waiting
   };
