@@ -115,7 +115,10 @@ void WriteTime(char* at, int64_t time_us) {
   PutDigits(at + 20, micros, 6);
 }
 
-void AppendCanonicalEntry(std::string& out, const Entry& e) {
+// The canonical encoding up to and including `"seq":`, and what follows the seq's digits: the seq is
+// the only member that depends on the chain head, so the service can splice it in under the head's
+// lock (CanonicalEntrySplit).
+void AppendCanonicalBeforeSeq(std::string& out, const Entry& e) {
   out += "{\"action\":";
   AppendJcsString(out, e.action);
   out += ",\"actor\":";
@@ -129,9 +132,9 @@ void AppendCanonicalEntry(std::string& out, const Entry& e) {
   out += ",\"outcome\":";
   AppendJcsString(out, e.outcome);
   out += ",\"seq\":";
-  char digits[24];
-  auto res = std::to_chars(digits, digits + sizeof digits, e.seq);
-  out.append(digits, res.ptr);
+}
+
+void AppendCanonicalAfterSeq(std::string& out, const Entry& e) {
   out += ",\"target\":";
   AppendJcsString(out, e.target);
   out += ",\"time\":\"";
@@ -139,6 +142,14 @@ void AppendCanonicalEntry(std::string& out, const Entry& e) {
   out.resize(at + kTimeTextSize);
   WriteTime(out.data() + at, e.time_us);
   out += "\"}";
+}
+
+void AppendCanonicalEntry(std::string& out, const Entry& e) {
+  AppendCanonicalBeforeSeq(out, e);
+  char digits[24];
+  auto res = std::to_chars(digits, digits + sizeof digits, e.seq);
+  out.append(digits, res.ptr);
+  AppendCanonicalAfterSeq(out, e);
 }
 
 }  // namespace
@@ -221,6 +232,13 @@ std::string CanonicalEntry(const Entry& e) {
               e.idempotency_key.size() + e.org.size());
   AppendCanonicalEntry(out, e);
   return out;
+}
+
+CanonicalParts CanonicalEntrySplit(const Entry& e) {
+  CanonicalParts p;
+  AppendCanonicalBeforeSeq(p.before_seq, e);
+  AppendCanonicalAfterSeq(p.after_seq, e);
+  return p;
 }
 
 Hash EntryLeafHash(const Entry& e) {

@@ -81,6 +81,15 @@ Status ValidateOrg(std::string_view org);
 // The canonical encoding. Assumes ValidateEntryFields(entry) is ok (it does not check again; details
 // is copied in as it stands).
 std::string CanonicalEntry(const Entry& entry);
+// The canonical encoding around the seq, the one member that depends on the chain head:
+// CanonicalEntry(e) == before_seq + decimal(e.seq) + after_seq, whatever e.seq is (before_seq ends
+// with `"seq":`, after_seq starts with `,"target":`). The service builds these before it holds the head
+// and splices the seq in under the head's lock (in SQL). Same assumptions as CanonicalEntry.
+struct CanonicalParts {
+  std::string before_seq;
+  std::string after_seq;
+};
+CanonicalParts CanonicalEntrySplit(const Entry& entry);
 
 // Parses outside JSON that must be an object and returns its RFC 8785 text: members sorted by the
 // UTF-16 code units of their names, no whitespace, ECMAScript number form, JCS string escaping.

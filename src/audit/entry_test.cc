@@ -203,6 +203,23 @@ TEST(EntryTest, CanonicalEncodingIsByteExact) {
   EXPECT_EQ(CanonicalizeDetails(CanonicalEntry(e), 1 << 20).value(), CanonicalEntry(e));
 }
 
+// The parts the service splices the seq into: the canonical encoding around the seq's digits, for any
+// seq, even when details or text fields hold what looks like a seq member.
+TEST(EntryTest, CanonicalSplitAroundTheSeq) {
+  Entry e = Sample();
+  e.details = CanonicalizeDetails(R"({"a":1,"seq":2,"target":"x"})", 1024).value();
+  e.target = ",\"seq\":9,\"target\":";
+  ASSERT_TRUE(ValidateEntryFields(e).ok());
+  const CanonicalParts parts = CanonicalEntrySplit(e);
+  EXPECT_TRUE(parts.before_seq.ends_with(",\"seq\":"));
+  EXPECT_TRUE(parts.after_seq.starts_with(",\"target\":"));
+  for (uint64_t seq : {uint64_t{1}, uint64_t{10}, uint64_t{123456789}, (uint64_t{1} << 53) - 1}) {
+    e.seq = seq;
+    EXPECT_EQ(parts.before_seq + std::to_string(seq) + parts.after_seq, CanonicalEntry(e));
+    EXPECT_EQ(CanonicalEntrySplit(e).before_seq, parts.before_seq);
+  }
+}
+
 TEST(EntryTest, HashesAreTheDocumentedOnes) {
   Entry e = Sample();
   const std::string canonical = CanonicalEntry(e);

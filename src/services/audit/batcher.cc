@@ -7,6 +7,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -87,6 +88,13 @@ constexpr std::string_view kUpdateHeads =
     // Without it the plan is a sequential scan of audit_heads, every dead row version included (the
     // heads are updated by every batch), under the head locks.
     "AND h.org = ANY($1::text[])";
+
+// The batch under its head locks, in PostgreSQL (schema.cc, migration 4): lock, look keys up, seq and
+// hashes, Merkle, INSERT, head UPDATE. Rows: ordinal, state, seq, prev, entry, leaf, and for state 'e'
+// the stored entry's time, actor, action, target, outcome, details; then lock wait and hold (us).
+constexpr std::string_view kAppend =
+    "SELECT * FROM audit_append($1, $2::text[], $3::boolean, $4::integer, $5::text[], $6::text[], "
+    "$7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])";
 
 int64_t Micros(int64_t from_nanos, int64_t to_nanos) { return (to_nanos - from_nanos) / 1000; }
 
@@ -384,6 +392,19 @@ struct Batcher::Impl {
     auto lease = pool->Checkout();
     if (!lease.ok()) return lease.status();
     db::Connection& c = **lease;
+    if (opt.append_in_database) {
+      Status s = AttemptInDatabase(c, batch, deferred, timing, /*lookup_first=*/true);
+      if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
+      if (!s.ok() && db::SqlStateOf(s) == "23505") {
+        // A key was stored (a writer's retry racing its first attempt on another replica) after the
+        // lookup ran, before this batch got the head: once more, every key looked up under the locks.
+        s = AttemptInDatabase(c, batch, deferred, timing, /*lookup_first=*/false);
+        if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
+      }
+      release_lane();
+      if (!s.ok() || !opt.flush_outside_lock) return s;
+      return Barrier(c, timing);
+    }
     bool late_taken = false;
     Status s = Attempt(c, batch, deferred, timing, &lane, &late_taken, /*lookup_first=*/true);
     if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
@@ -628,6 +649,177 @@ struct Batcher::Impl {
     // late joiners, Flush): a failed batch is refused (503) and its writers retry with the same keys,
     // which is safe whatever happened.
     return body(c);
+  }
+
+  // One try of the batch's transaction with BatcherOptions::append_in_database (see Flush): one round
+  // trip, BEGIN + settings + audit_append + COMMIT in a pipeline, so the head locks are held only while
+  // PostgreSQL works on the batch.
+  Status AttemptInDatabase(db::Connection& c, std::vector<std::unique_ptr<Request>>& batch,
+                           std::vector<std::unique_ptr<Request>>& deferred, Timing& timing,
+                           bool lookup_first) {
+    const int64_t now_micros = clock->UnixMicros();
+    // The entries grouped by organisation (in the order organisations first appear, so the oldest
+    // request's comes first), each (org, key) once: a key repeated in the batch gets the first one's
+    // entry. slot[r][j]: the ordinal (0-based) of entry j of request r in the arrays sent.
+    std::vector<std::string> orgs;
+    std::vector<std::vector<std::pair<size_t, size_t>>> by_org;
+    {
+      std::unordered_map<std::string_view, size_t> org_index;
+      for (size_t r = 0; r < batch.size(); ++r) {
+        auto [it, fresh] = org_index.emplace(batch[r]->org, orgs.size());
+        if (fresh) {
+          orgs.push_back(batch[r]->org);
+          by_org.emplace_back();
+        }
+        for (size_t j = 0; j < batch[r]->entries.size(); ++j) by_org[it->second].push_back({r, j});
+      }
+    }
+    GOVERN_RETURN_IF_ERROR(EnsureHeads(c, orgs));
+    std::vector<std::vector<size_t>> slot(batch.size());
+    for (size_t r = 0; r < batch.size(); ++r) slot[r].resize(batch[r]->entries.size());
+    std::vector<std::pair<size_t, size_t>> creator;  // per ordinal: the (request, entry) sent
+    std::vector<std::string> c_org, c_key, c_time, c_actor, c_action, c_target, c_outcome, c_details,
+        c_before, c_after;
+    audit::Entry probe;  // reused: its strings keep their capacity
+    for (size_t g = 0; g < orgs.size(); ++g) {
+      std::unordered_map<std::string_view, size_t> key_slot;
+      for (auto [r, j] : by_org[g]) {
+        const AppendInput& in = batch[r]->entries[j];
+        auto [it, fresh] = key_slot.emplace(in.idempotency_key, creator.size());
+        slot[r][j] = it->second;
+        if (!fresh) continue;
+        creator.push_back({r, j});
+        probe.org = orgs[g];
+        probe.time_us = in.time_micros.value_or(now_micros);
+        probe.actor = in.actor;
+        probe.action = in.action;
+        probe.target = in.target;
+        probe.outcome = in.outcome;
+        probe.details = in.details;
+        probe.idempotency_key = in.idempotency_key;
+        audit::CanonicalParts parts = audit::CanonicalEntrySplit(probe);
+        c_org.push_back(orgs[g]);
+        c_key.push_back(in.idempotency_key);
+        c_time.push_back(std::to_string(probe.time_us));
+        c_actor.push_back(in.actor);
+        c_action.push_back(in.action);
+        c_target.push_back(in.target);
+        c_outcome.push_back(in.outcome);
+        c_details.push_back(in.details);
+        c_before.push_back(std::move(parts.before_seq));
+        c_after.push_back(std::move(parts.after_seq));
+      }
+    }
+    db::Params p;
+    p.Add(batch.front()->org);  // the oldest request's head: worth waiting for
+    p.Add(ArrayLiteral(orgs));
+    p.Add(lookup_first ? "true" : "false");
+    p.Add(std::to_string(audit::kDefaultStride));
+    for (const auto* col : {&c_org, &c_key, &c_time, &c_actor, &c_action, &c_target, &c_outcome, &c_details,
+                            &c_before, &c_after}) {
+      p.Add(ArrayLiteral(*col));
+    }
+    std::vector<db::Statement> stmts = {
+        {"BEGIN", {}, false},
+        {std::string(kSettings), db::Params(opt.flush_outside_lock ? "off" : "on"), true},
+        {std::string(kAppend), std::move(p), true},
+    };
+    // Not Connection::Transact: BEGIN and COMMIT travel in the pipeline. The test hook needs a moment
+    // between the rows and COMMIT: only then COMMIT is a second round trip.
+    if (!opt.before_commit) stmts.push_back({"COMMIT", {}, false});
+    const int64_t t0 = clock->MonotonicNanos();
+    GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, c.Pipeline(stmts));
+    std::string_view tag = res.back().tag();
+    db::Rows commit;
+    if (opt.before_commit) {
+      opt.before_commit();
+      GOVERN_ASSIGN_OR_RETURN(commit, c.Exec("COMMIT"));
+      tag = commit.tag();
+    }
+    timing.commit_us = Micros(t0, clock->MonotonicNanos());
+    if (tag != "COMMIT") return Aborted("the transaction was rolled back");
+
+    // The function's answer: one row per ordinal.
+    const db::Rows& rows = res[2];
+    const size_t n = creator.size();
+    std::vector<int> row_of(n, -1);
+    for (int i = 0; i < rows.size(); ++i) {
+      GOVERN_ASSIGN_OR_RETURN(int64_t ord, rows.Int64(i, 0));
+      if (ord < 1 || static_cast<size_t>(ord) > n || row_of[static_cast<size_t>(ord - 1)] >= 0) {
+        return Internal("audit_append answered an unexpected ordinal");
+      }
+      row_of[static_cast<size_t>(ord - 1)] = i;
+    }
+    for (int r : row_of) {
+      if (r < 0) return Internal("audit_append left an entry unanswered");
+    }
+    if (rows.size() > 0) {
+      GOVERN_ASSIGN_OR_RETURN(timing.lock_us, rows.Int64(0, 12));
+      GOVERN_ASSIGN_OR_RETURN(timing.compute_us, rows.Int64(0, 13));
+    }
+    // Each ordinal's stored entry (nullopt: its head was busy) and whether this batch created it.
+    std::vector<std::optional<StoredEntry>> stored(n);
+    std::vector<bool> created(n, false);
+    for (size_t o = 0; o < n; ++o) {
+      const int i = row_of[o];
+      const std::string_view state = rows.Text(i, 1);
+      if (state == "d") continue;
+      auto [r, j] = creator[o];
+      const AppendInput& in = batch[r]->entries[j];
+      StoredEntry e;
+      e.entry.org = batch[r]->org;
+      e.entry.idempotency_key = in.idempotency_key;
+      GOVERN_ASSIGN_OR_RETURN(int64_t seq, rows.Int64(i, 2));
+      e.entry.seq = static_cast<uint64_t>(seq);
+      GOVERN_ASSIGN_OR_RETURN(std::string prev, rows.Bytes(i, 3));
+      GOVERN_ASSIGN_OR_RETURN(e.entry.prev_hash, HashFromBytes(prev));
+      GOVERN_ASSIGN_OR_RETURN(std::string hash, rows.Bytes(i, 4));
+      GOVERN_ASSIGN_OR_RETURN(e.entry.entry_hash, HashFromBytes(hash));
+      GOVERN_ASSIGN_OR_RETURN(std::string leaf, rows.Bytes(i, 5));
+      GOVERN_ASSIGN_OR_RETURN(e.leaf_hash, HashFromBytes(leaf));
+      if (state == "n") {
+        e.entry.time_us = in.time_micros.value_or(now_micros);
+        e.entry.actor = in.actor;
+        e.entry.action = in.action;
+        e.entry.target = in.target;
+        e.entry.outcome = in.outcome;
+        e.entry.details = in.details;
+        created[o] = true;
+      } else if (state == "e") {
+        GOVERN_ASSIGN_OR_RETURN(e.entry.time_us, rows.Int64(i, 6));
+        e.entry.actor = rows.Text(i, 7);
+        e.entry.action = rows.Text(i, 8);
+        e.entry.target = rows.Text(i, 9);
+        e.entry.outcome = rows.Text(i, 10);
+        e.entry.details = rows.Text(i, 11);
+      } else {
+        return Internal("audit_append answered an unknown state");
+      }
+      stored[o] = std::move(e);
+    }
+    // Requests of heads another transaction held wait for this lane's next batch (an organisation's
+    // entries are all done or all deferred).
+    std::vector<std::unique_ptr<Request>> kept;
+    std::unordered_set<std::string_view> done_orgs;
+    for (size_t r = 0; r < batch.size(); ++r) {
+      Request& req = *batch[r];
+      if (!stored[slot[r][0]]) {
+        deferred.push_back(std::move(batch[r]));
+        continue;
+      }
+      req.outcome = AppendOutcome{};
+      req.outcome.entries.reserve(req.entries.size());
+      for (size_t j = 0; j < req.entries.size(); ++j) {
+        const size_t o = slot[r][j];
+        req.outcome.entries.push_back(*stored[o]);
+        req.outcome.created.push_back(created[o] && creator[o] == std::pair<size_t, size_t>{r, j});
+      }
+      done_orgs.insert(req.org);
+      kept.push_back(std::move(batch[r]));
+    }
+    batch = std::move(kept);
+    timing.orgs = done_orgs.size();
+    return OkStatus();
   }
 
   Status Barrier(db::Connection& c, Timing& timing) {

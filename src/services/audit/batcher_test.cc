@@ -29,36 +29,40 @@ AppendInput Input(std::string key, std::string actor = "alice", std::string acti
 class BatcherTest : public testing::AuditDbTest {};
 
 TEST_F(BatcherTest, AppendsChainAndReturnsTheOriginalOnRetry) {
-  Batcher b(pool_.get(), {.flush_interval = std::chrono::microseconds(100)});
-  auto first = b.AppendBlocking("acme", {Input("k1"), Input("k2")});
-  ASSERT_TRUE(first.ok()) << first.status().message();
-  ASSERT_EQ(first->entries.size(), 2u);
-  EXPECT_EQ(first->entries[0].entry.seq, 1u);
-  EXPECT_EQ(first->entries[1].entry.seq, 2u);
-  EXPECT_EQ(first->entries[0].entry.prev_hash, audit::kGenesisHash);
-  EXPECT_EQ(first->entries[1].entry.prev_hash, first->entries[0].entry.entry_hash);
-  EXPECT_TRUE(first->created[0] && first->created[1]);
+  for (bool in_db : {false, true}) {
+    SCOPED_TRACE(in_db ? "append in database" : "append in the service");
+    const std::string acme = in_db ? "acme-d" : "acme", globex = in_db ? "globex-d" : "globex";
+    Batcher b(pool_.get(), {.flush_interval = std::chrono::microseconds(100), .append_in_database = in_db});
+    auto first = b.AppendBlocking(acme, {Input("k1"), Input("k2")});
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    ASSERT_EQ(first->entries.size(), 2u);
+    EXPECT_EQ(first->entries[0].entry.seq, 1u);
+    EXPECT_EQ(first->entries[1].entry.seq, 2u);
+    EXPECT_EQ(first->entries[0].entry.prev_hash, audit::kGenesisHash);
+    EXPECT_EQ(first->entries[1].entry.prev_hash, first->entries[0].entry.entry_hash);
+    EXPECT_TRUE(first->created[0] && first->created[1]);
 
-  auto again = b.AppendBlocking("acme", {Input("k2", "mallory"), Input("k3")});
-  ASSERT_TRUE(again.ok()) << again.status().message();
-  EXPECT_FALSE(again->created[0]);
-  EXPECT_EQ(again->entries[0].entry.seq, 2u);
-  EXPECT_EQ(again->entries[0].entry.actor, "alice") << "the original, not the retry's fields";
-  EXPECT_EQ(again->entries[0].entry.entry_hash, first->entries[1].entry.entry_hash);
-  EXPECT_TRUE(again->created[1]);
-  EXPECT_EQ(again->entries[1].entry.seq, 3u);
+    auto again = b.AppendBlocking(acme, {Input("k2", "mallory"), Input("k3")});
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    EXPECT_FALSE(again->created[0]);
+    EXPECT_EQ(again->entries[0].entry.seq, 2u);
+    EXPECT_EQ(again->entries[0].entry.actor, "alice") << "the original, not the retry's fields";
+    EXPECT_EQ(again->entries[0].entry.entry_hash, first->entries[1].entry.entry_hash);
+    EXPECT_TRUE(again->created[1]);
+    EXPECT_EQ(again->entries[1].entry.seq, 3u);
 
-  // The same key twice in one request: stored once.
-  auto dup = b.AppendBlocking("acme", {Input("k9"), Input("k9")});
-  ASSERT_TRUE(dup.ok());
-  EXPECT_EQ(dup->entries[0].entry.seq, dup->entries[1].entry.seq);
-  EXPECT_EQ(testing::Verified(Conn(), "acme"), 4);
+    // The same key twice in one request: stored once.
+    auto dup = b.AppendBlocking(acme, {Input("k9"), Input("k9")});
+    ASSERT_TRUE(dup.ok());
+    EXPECT_EQ(dup->entries[0].entry.seq, dup->entries[1].entry.seq);
+    EXPECT_EQ(testing::Verified(Conn(), acme), 4);
 
-  // Another organisation's chain starts at 1 and may reuse the key.
-  auto other = b.AppendBlocking("globex", {Input("k1")});
-  ASSERT_TRUE(other.ok());
-  EXPECT_EQ(other->entries[0].entry.seq, 1u);
-  EXPECT_TRUE(other->created[0]);
+    // Another organisation's chain starts at 1 and may reuse the key.
+    auto other = b.AppendBlocking(globex, {Input("k1")});
+    ASSERT_TRUE(other.ok());
+    EXPECT_EQ(other->entries[0].entry.seq, 1u);
+    EXPECT_TRUE(other->created[0]);
+  }
 }
 
 // Appends that queue while a batch waits for a busy head join that batch once it holds the head; a
@@ -198,31 +202,121 @@ TEST_F(BatcherTest, AKeyCommittedWhileTheBatchWaitsForTheHeadIsStoredOnce) {
   EXPECT_EQ(b.GetStats().batches_failed, 0u);
 }
 
+// append_in_database: a retry racing its first attempt on another replica: both batches looked their keys up
+// before waiting for the head; the second to get it finds the key stored by the first (a unique violation),
+// runs once more with the keys looked up under the lock, and answers with the original entry.
+TEST_F(BatcherTest, ARetryRacingItsFirstAttemptGetsTheOriginal) {
+  Batcher first(pool_.get(), {.flushers = 1, .append_in_database = true});
+  Batcher second(pool_.get(), {.flushers = 1, .append_in_database = true});  // another replica
+  ASSERT_TRUE(first.AppendBlocking("acme", {Input("old")}).ok());
+
+  // Another transaction holds the head: both batches wait for it, after their lookups.
+  auto holder_lease = pool_->Checkout();
+  ASSERT_TRUE(holder_lease.ok());
+  db::Connection& holder = **holder_lease;
+  ASSERT_TRUE(holder.Exec("BEGIN").ok());
+  ASSERT_TRUE(holder.Exec("SELECT 1 FROM audit_heads WHERE org = 'acme' FOR UPDATE").ok());
+  auto waiting = [&] {
+    auto r = Conn().Exec(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = "
+        "current_database()");
+    return r.ok() ? std::stoi(std::string(r->Text(0, 0))) : 0;
+  };
+  std::promise<Result<AppendOutcome>> p1, p2;
+  first.Append("acme", {Input("race"), Input("a2")},
+               [&](Result<AppendOutcome> r) { p1.set_value(std::move(r)); });
+  for (int i = 0; i < 1000 && waiting() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(waiting(), 1) << "the first batch never waited for the head";
+  second.Append("acme", {Input("b1"), Input("race", "mallory")},
+                [&](Result<AppendOutcome> r) { p2.set_value(std::move(r)); });
+  for (int i = 0; i < 1000 && waiting() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(waiting(), 2) << "the second batch never waited for the head";
+  ASSERT_TRUE(holder.Exec("COMMIT").ok());
+  auto r1 = p1.get_future().get();
+  auto r2 = p2.get_future().get();
+  ASSERT_TRUE(r1.ok()) << r1.status().message();
+  ASSERT_TRUE(r2.ok()) << r2.status().message();
+  EXPECT_TRUE(r1->created[0] && r1->created[1]);
+  EXPECT_EQ(r1->entries[0].entry.seq, 2u);
+  EXPECT_TRUE(r2->created[0]);
+  EXPECT_EQ(r2->entries[0].entry.seq, 4u);
+  EXPECT_FALSE(r2->created[1]);
+  EXPECT_EQ(r2->entries[1].entry.seq, 2u);
+  EXPECT_EQ(r2->entries[1].entry.actor, "alice") << "the original, not the retry's fields";
+  EXPECT_EQ(r2->entries[1].entry.entry_hash, r1->entries[0].entry.entry_hash);
+  EXPECT_EQ(r2->entries[1].leaf_hash, r1->entries[0].leaf_hash);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 4);
+  EXPECT_EQ(first.GetStats().batches_failed + second.GetStats().batches_failed, 0u);
+}
+
+// The chain head's compact range and the stored subtrees, computed in PostgreSQL (audit_append), are
+// byte for byte what the core library computes from the leaf hashes, across batch boundaries of every
+// alignment and subtrees of 16 and 256 leaves.
+TEST_F(BatcherTest, HeadAndStoredSubtreesMatchTheCoreLibrary) {
+  Batcher b(pool_.get(), {.append_in_database = true});
+  int next = 0;
+  for (int size = 1; next < 300; ++size) {
+    std::vector<AppendInput> batch;
+    for (int i = 0; i < size && next < 300; ++i) batch.push_back(Input("m" + std::to_string(next++)));
+    ASSERT_TRUE(b.AppendBlocking("acme", std::move(batch)).ok());
+  }
+  auto leaves = Conn().Exec("SELECT leaf_hash FROM audit_entries WHERE org = 'acme' ORDER BY seq");
+  ASSERT_TRUE(leaves.ok());
+  ASSERT_EQ(leaves->size(), 300);
+  audit::CompactRange range;
+  std::map<std::pair<int64_t, int64_t>, std::string> want;
+  for (int i = 0; i < leaves->size(); ++i) {
+    auto leaf = HashFromBytes(*leaves->Bytes(i, 0));
+    ASSERT_TRUE(leaf.ok());
+    range.Append(*leaf, audit::kDefaultStride, [&](uint32_t level, uint64_t index, const audit::Hash& h) {
+      want[{level, static_cast<int64_t>(index)}] = std::string(HashBytes(h));
+    });
+  }
+  auto head = GetHead(Conn(), "acme");
+  ASSERT_TRUE(head.ok()) << head.status().message();
+  EXPECT_EQ(head->size, 300u);
+  EXPECT_EQ(head->range.Encode(), range.Encode());
+  EXPECT_EQ(head->range.Root(), range.Root());
+  auto nodes = Conn().Exec("SELECT level, idx, hash FROM audit_tree_nodes WHERE org = 'acme'");
+  ASSERT_TRUE(nodes.ok());
+  std::map<std::pair<int64_t, int64_t>, std::string> got;
+  for (int i = 0; i < nodes->size(); ++i)
+    got[{*nodes->Int64(i, 0), *nodes->Int64(i, 1)}] = *nodes->Bytes(i, 2);
+  EXPECT_EQ(got.size(), 300u / 16 + 1);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 300);
+}
+
 TEST_F(BatcherTest, AnyTextTravelsIntact) {
-  Batcher b(pool_.get());
-  AppendInput in = Input("quote\"d");  // refused by the HTTP parser, but the batcher must not care
-  in.idempotency_key = "k-text";
-  in.actor = "a \"quoted\" \\ back\\slash, {braces}, comma";
-  in.action = "ünïcödé ✓";
-  in.target = "NULL";
-  in.outcome = "";
-  in.details = R"({"q":"\"","s":"\\","u":"ü"})";
-  auto r = b.AppendBlocking("acme", {in});
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  auto stored = GetEntry(Conn(), "acme", 1);
-  ASSERT_TRUE(stored.ok());
-  EXPECT_EQ(stored->entry.actor, in.actor);
-  EXPECT_EQ(stored->entry.action, in.action);
-  EXPECT_EQ(stored->entry.target, "NULL");
-  EXPECT_EQ(stored->entry.outcome, "");
-  EXPECT_EQ(stored->entry.details, in.details);
-  EXPECT_TRUE(stored->entry == r->entries[0].entry);
-  EXPECT_EQ(testing::Verified(Conn(), "acme"), 1);
+  for (bool in_db : {false, true}) {
+    SCOPED_TRACE(in_db ? "append in database" : "append in the service");
+    const std::string acme = in_db ? "acme-d" : "acme";
+    Batcher b(pool_.get(), {.append_in_database = in_db});
+    AppendInput in = Input("quote\"d");  // refused by the HTTP parser, but the batcher must not care
+    in.idempotency_key = "k-text";
+    in.actor = "a \"quoted\" \\ back\\slash, {braces}, comma";
+    in.action = "ünïcödé ✓";
+    in.target = "NULL";
+    in.outcome = "";
+    in.details = R"({"q":"\"","s":"\\","u":"ü"})";
+    auto r = b.AppendBlocking(acme, {in});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    auto stored = GetEntry(Conn(), acme, 1);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->entry.actor, in.actor);
+    EXPECT_EQ(stored->entry.action, in.action);
+    EXPECT_EQ(stored->entry.target, "NULL");
+    EXPECT_EQ(stored->entry.outcome, "");
+    EXPECT_EQ(stored->entry.details, in.details);
+    EXPECT_TRUE(stored->entry == r->entries[0].entry);
+    EXPECT_EQ(testing::Verified(Conn(), acme), 1);
+  }
 }
 
 TEST_F(BatcherTest, ManyThreadsManyOrgsTwoBatchersNoGapsNoDoubles) {
-  // Two batchers on one database stand in for two replicas.
-  Batcher a(pool_.get(), {.max_batch = 64, .flushers = 2});
+  // Two batchers on one database stand in for two replicas; one appends in the database
+  // (append_in_database), the other in the service: the two paths share heads, keys and chains.
+  Batcher a(pool_.get(), {.max_batch = 64, .flushers = 2, .append_in_database = true});
   Batcher b(pool_.get(), {.max_batch = 64, .flushers = 2});
   constexpr int kThreads = 16, kPerThread = 60, kOrgs = 7;
   std::atomic<int> failures{0};
@@ -287,46 +381,56 @@ class HeadHolder {
 // appended meanwhile (the batch never waits for a lock while it holds others), and the delayed ones
 // follow as soon as the head is free.
 TEST_F(BatcherTest, ABusyHeadDelaysOnlyItsOwnOrganisation) {
-  for (bool outside : {true, false}) {
-    SCOPED_TRACE(outside ? "flush outside lock" : "flush inside lock");
-    const std::string busy = outside ? "busy1" : "busy2", free_org = outside ? "free1" : "free2";
-    ASSERT_TRUE(Batcher(pool_.get()).AppendBlocking(busy, {Input("seed")}).ok());
-    HeadHolder holder(*pool_, busy);
+  for (bool in_db : {false, true}) {
+    SCOPED_TRACE(in_db ? "append in database" : "append in the service");
+    const std::string sfx = in_db ? "d" : "s";
+    for (bool outside : {true, false}) {
+      SCOPED_TRACE(outside ? "flush outside lock" : "flush inside lock");
+      const std::string busy = (outside ? "busy1" : "busy2") + sfx,
+                        free_org = (outside ? "free1" : "free2") + sfx;
+      ASSERT_TRUE(Batcher(pool_.get()).AppendBlocking(busy, {Input("seed")}).ok());
+      HeadHolder holder(*pool_, busy);
+      holder.pool_checkout_ = [this] { return std::move(*pool_->Checkout()); };
+      Batcher b(pool_.get(), {.flushers = 1, .flush_outside_lock = outside, .append_in_database = in_db});
+      std::promise<Result<AppendOutcome>> busy_done;
+      auto busy_result = busy_done.get_future();
+      b.Append(busy, {Input("b1")}, [&](Result<AppendOutcome> r) { busy_done.set_value(std::move(r)); });
+      holder.AwaitWaiter();  // the lane now waits for the busy head (its oldest request)
+      // Queued behind it on the same lane: the next batch holds both organisations' requests.
+      std::promise<Result<AppendOutcome>> free_done[2];
+      b.Append(busy, {Input("b2")}, [](Result<AppendOutcome>) {});
+      b.Append(free_org, {Input("f1")},
+               [&](Result<AppendOutcome> r) { free_done[0].set_value(std::move(r)); });
+      holder.Release();
+      ASSERT_TRUE(busy_result.get().ok());
+      auto f = free_done[0].get_future().get();
+      ASSERT_TRUE(f.ok()) << f.status().message();
+      b.Shutdown();
+      EXPECT_EQ(testing::Verified(Conn(), busy), 3);
+      EXPECT_EQ(testing::Verified(Conn(), free_org), 1);
+    }
+    // Now the case the batch must not wait for: the busy head is not its oldest request's.
+    ASSERT_TRUE(Batcher(pool_.get()).AppendBlocking("held" + sfx, {Input("seed")}).ok());
+    HeadHolder holder(*pool_, "held" + sfx);
     holder.pool_checkout_ = [this] { return std::move(*pool_->Checkout()); };
-    Batcher b(pool_.get(), {.flushers = 1, .flush_outside_lock = outside});
-    std::promise<Result<AppendOutcome>> busy_done;
-    auto busy_result = busy_done.get_future();
-    b.Append(busy, {Input("b1")}, [&](Result<AppendOutcome> r) { busy_done.set_value(std::move(r)); });
-    holder.AwaitWaiter();  // the lane now waits for the busy head (its oldest request)
-    // Queued behind it on the same lane: the next batch holds both organisations' requests.
-    std::promise<Result<AppendOutcome>> free_done[2];
-    b.Append(busy, {Input("b2")}, [](Result<AppendOutcome>) {});
-    b.Append(free_org, {Input("f1")}, [&](Result<AppendOutcome> r) { free_done[0].set_value(std::move(r)); });
+    Batcher b(
+        pool_.get(),
+        {.flush_interval = std::chrono::microseconds(200000), .flushers = 1, .append_in_database = in_db});
+    std::promise<Result<AppendOutcome>> held_done, other_done;
+    auto held_result = held_done.get_future();
+    // One batch (the lane waits 200 ms for company): "other" first, then "held".
+    b.Append("other" + sfx, {Input("o1")},
+             [&](Result<AppendOutcome> r) { other_done.set_value(std::move(r)); });
+    b.Append("held" + sfx, {Input("h1")},
+             [&](Result<AppendOutcome> r) { held_done.set_value(std::move(r)); });
+    auto other = other_done.get_future().get();  // would never come if the batch waited for "held"
+    ASSERT_TRUE(other.ok()) << other.status().message();
     holder.Release();
-    ASSERT_TRUE(busy_result.get().ok());
-    auto f = free_done[0].get_future().get();
-    ASSERT_TRUE(f.ok()) << f.status().message();
+    ASSERT_TRUE(held_result.get().ok());
     b.Shutdown();
-    EXPECT_EQ(testing::Verified(Conn(), busy), 3);
-    EXPECT_EQ(testing::Verified(Conn(), free_org), 1);
+    EXPECT_EQ(testing::Verified(Conn(), "held" + sfx), 2);
+    EXPECT_EQ(testing::Verified(Conn(), "other" + sfx), 1);
   }
-  // Now the case the batch must not wait for: the busy head is not its oldest request's.
-  ASSERT_TRUE(Batcher(pool_.get()).AppendBlocking("held", {Input("seed")}).ok());
-  HeadHolder holder(*pool_, "held");
-  holder.pool_checkout_ = [this] { return std::move(*pool_->Checkout()); };
-  Batcher b(pool_.get(), {.flush_interval = std::chrono::microseconds(200000), .flushers = 1});
-  std::promise<Result<AppendOutcome>> held_done, other_done;
-  auto held_result = held_done.get_future();
-  // One batch (the lane waits 200 ms for company): "other" first, then "held".
-  b.Append("other", {Input("o1")}, [&](Result<AppendOutcome> r) { other_done.set_value(std::move(r)); });
-  b.Append("held", {Input("h1")}, [&](Result<AppendOutcome> r) { held_done.set_value(std::move(r)); });
-  auto other = other_done.get_future().get();  // would never come if the batch waited for "held"
-  ASSERT_TRUE(other.ok()) << other.status().message();
-  holder.Release();
-  ASSERT_TRUE(held_result.get().ok());
-  b.Shutdown();
-  EXPECT_EQ(testing::Verified(Conn(), "held"), 2);
-  EXPECT_EQ(testing::Verified(Conn(), "other"), 1);
 }
 
 // The append path's own bound: beyond max_queued waiting entries an append is refused at once

@@ -69,6 +69,14 @@ class AuditService final : public services::Service {
                 "durability barrier (a synchronously committed transaction after it); false: the "
                 "append transaction itself commits synchronously, holding the locks through the flush.",
     });
+    s.Add({
+        .key = "audit.append_in_database",
+        .type = Type::kBool,
+        .default_value = "false",
+        .help = "One round trip per append batch: seq, hashes and Merkle computed in PostgreSQL (the "
+                "function audit_append) while it holds the chain heads, instead of two round trips with "
+                "the hashing in the service. Same stored bytes; see docs/audit.md (Throughput).",
+    });
     s.Add({.key = "audit.checkpoint_interval",
            .type = Type::kDuration,
            .default_value = "10s",
@@ -146,6 +154,7 @@ class AuditService final : public services::Service {
                               .flushers = static_cast<int>(cfg.GetInt("audit.flushers")),
                               .max_queued = static_cast<size_t>(cfg.GetInt("audit.max_queued")),
                               .flush_outside_lock = cfg.GetBool("audit.flush_outside_lock"),
+                              .append_in_database = cfg.GetBool("audit.append_in_database"),
                               .stats_interval = std::chrono::milliseconds(5000),
                               .clock = ctx.clock});
     ApiOptions api;

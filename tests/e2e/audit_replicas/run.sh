@@ -4,7 +4,8 @@
 # the same idempotency key), every replica killed with SIGKILL mid-run and restarted. Afterwards:
 # every acknowledged entry is stored exactly once with the seq and hash it was acknowledged with, no
 # organisation's chain has a gap, nothing unacknowledged was stored, and `govern audit verify --org`
-# passes for every organisation against the signed checkpoints in PostgreSQL and on disk.
+# passes for every organisation against the signed checkpoints in PostgreSQL and on disk. Replica 2
+# appends in the database (audit.append_in_database), the others in the service.
 #
 # Expects $GOVERN and $LOADGEN (paths of govern and audit_loadgen). Optional: ORGS, WRITERS, SECONDS.
 set -euo pipefail
@@ -48,8 +49,10 @@ trap cleanup EXIT
 common=(--set "data_dir=$data" --set log.format=text --set audit.checkpoint_interval=1s)
 
 start_replica() {  # INDEX
-  local i="$1"
-  "$GOVERN" serve audit "${common[@]}" --set "audit.listen=127.0.0.1:${ports[$i]}" >>"$work/govern$i.log" 2>&1 &
+  local i="$1" own=()
+  # Replica 2 appends in the database (audit.append_in_database): both append paths share the chains.
+  [ "$i" = 2 ] && own=(--set audit.append_in_database=true)
+  "$GOVERN" serve audit "${common[@]}" "${own[@]}" --set "audit.listen=127.0.0.1:${ports[$i]}" >>"$work/govern$i.log" 2>&1 &
   pids[$i]=$!
   for _ in $(seq 1 300); do
     if (exec 3<>"/dev/tcp/127.0.0.1/${ports[$i]}") 2>/dev/null; then return 0; fi
