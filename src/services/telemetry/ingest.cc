@@ -923,7 +923,13 @@ Result<size_t> Ingester::Worker::Store(size_t n) {
                    std::to_string(first) + "; re-reading it");
   }
   if (!s.ok()) {
-    if (db::SqlStateOf(s) == "23514") partitions_.clear();  // a partition was dropped under us
+    if (db::SqlStateOf(s) == "23514") {
+      // A day partition this worker had seen was dropped under it (compaction drops emptied days):
+      // the next attempt creates it again. Not a case for an operator (23 maps to FailedPrecondition).
+      partitions_.clear();
+      return Aborted("storing WAL records " + std::to_string(first) + ".." + std::to_string(end - n_) +
+                     ": a day partition was dropped meanwhile; creating it again (" + s.message() + ")");
+    }
     if (IsDataError(s)) {
       if (n == 1) {
         SetPoison(first, s);
