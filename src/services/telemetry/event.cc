@@ -3,12 +3,12 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <unordered_map>
 
 #include "services/telemetry/json_text.h"
 
@@ -188,14 +188,30 @@ std::string EventId(std::string_view org, const Event& event, uint64_t ordinal) 
 }
 
 void AssignMissingIds(std::vector<Event>& events) {
-  // Key: the id with ordinal 0, which identifies the content (SHA-256 collisions aside).
-  std::unordered_map<std::string, uint64_t> seen;
-  for (auto& e : events) {
+  // Every missing id with ordinal 0 first, which identifies the content (SHA-256 collisions aside); then
+  // identical contents found by sorting (index order within equal ids), the k-th repeat getting ordinal
+  // k. Cheaper than a hash map of the ids: repeats are rare, and a map allocated two nodes per event.
+  std::vector<size_t> assigned;
+  for (size_t i = 0; i < events.size(); ++i) {
+    Event& e = events[i];
     if (!e.id.empty()) continue;
-    std::string first = EventId(e.org, e, 0);
-    uint64_t& count = seen[first];
-    e.id = count == 0 ? std::move(first) : EventId(e.org, e, count);
-    ++count;
+    e.id = EventId(e.org, e, 0);
+    assigned.push_back(i);
+  }
+  if (assigned.size() < 2) return;
+  std::sort(assigned.begin(), assigned.end(), [&](size_t a, size_t b) {
+    int c = events[a].id.compare(events[b].id);
+    return c < 0 || (c == 0 && a < b);
+  });
+  for (size_t run = 0; run < assigned.size();) {
+    const std::string& first = events[assigned[run]].id;
+    size_t k = 1;
+    while (run + k < assigned.size() && events[assigned[run + k]].id == first) {
+      Event& e = events[assigned[run + k]];
+      e.id = EventId(e.org, e, k);
+      ++k;
+    }
+    run += k;
   }
 }
 

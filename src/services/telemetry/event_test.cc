@@ -160,5 +160,36 @@ TEST(EventIdTest, KnownValue) {
   EXPECT_NE(two[0].id, two[1].id);
 }
 
+TEST(EventIdTest, RepeatsCountPerContentInOrder) {
+  // Three contents interleaved, with sender ids between them: each repeat counts only the earlier
+  // events of its own content, in batch order, whatever order their ids sort in.
+  std::vector<Event> base(3);
+  for (int c = 0; c < 3; ++c) {
+    base[c].org = "acme";
+    base[c].type = "t" + std::to_string(c);
+    base[c].body = "b";
+  }
+  const int order[] = {2, 0, 1, 0, -1, 2, 0, 1, 2, 2};
+  std::vector<Event> batch;
+  for (int c : order) {
+    Event e = c < 0 ? base[0] : base[c];
+    if (c < 0) e.id = "sender-given";
+    batch.push_back(e);
+  }
+  AssignMissingIds(batch);
+  int seen[3] = {0, 0, 0};
+  std::set<std::string> ids;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int c = order[i];
+    if (c < 0) {
+      EXPECT_EQ(batch[i].id, "sender-given");
+      continue;
+    }
+    EXPECT_EQ(batch[i].id, EventId("acme", base[c], seen[c]++)) << i;
+    ids.insert(batch[i].id);
+  }
+  EXPECT_EQ(ids.size(), batch.size() - 1);
+}
+
 }  // namespace
 }  // namespace govern::telemetry

@@ -299,7 +299,7 @@ Result<IngestCursorRow> SkipIngestRecord(db::Pool& pool, const std::string& base
 
 // What the workers share: the borrowed parts, the options, the poison stop, the WAL cursor and Stats.
 struct Ingester::Shared {
-  enum class CrashPoint { kNone, kAfterCopy, kAfterCommit };
+  enum class CrashPoint { kNone, kAfterCopy, kAfterCommit, kConcurrentCommit };
 
   wal::Log* log;
   db::Pool* pool;
@@ -307,6 +307,13 @@ struct Ingester::Shared {
   const Clock* clock;
   CrashPoint crash = CrashPoint::kNone;
   std::vector<Worker*> workers;
+
+  // kConcurrentCommit only: workers holding a whole uncommitted batch, waiting to COMMIT together.
+  std::mutex crash_mu;
+  std::condition_variable crash_cv;
+  size_t crash_waiting = 0;
+  bool crash_released = false;
+  void CrashBarrier();
 
   // The lowest sequence of a record found unstorable: no worker stores a record at or after it.
   std::atomic<uint64_t> stop_at{std::numeric_limits<uint64_t>::max()};
@@ -398,6 +405,20 @@ uint64_t Ingester::Shared::MinNext() const {
     if (m == 0 || v < m) m = v;
   }
   return m;
+}
+
+// Test only (ingest.concurrent_commit): holds each worker with its batch COPYed and its cursor row
+// moved but not committed until every worker is there, then lets them all COMMIT at once; the first
+// COMMIT to return ends the process, so the others die somewhere in their own COMMIT. A worker left
+// waiting 30 s (the test gave some worker nothing to store) exits 6 instead, so the test fails.
+void Ingester::Shared::CrashBarrier() {
+  std::unique_lock lk(crash_mu);
+  if (++crash_waiting >= opts.workers) {
+    crash_released = true;
+    crash_cv.notify_all();
+    return;
+  }
+  if (!crash_cv.wait_for(lk, std::chrono::seconds(30), [&] { return crash_released; })) _exit(6);
 }
 
 void Ingester::Shared::NoteError(const Status& s, size_t shard, uint64_t pos) {
@@ -507,6 +528,7 @@ Ingester::Ingester(wal::Log* log, db::Pool* pool, IngestOptions options, const C
     std::string_view v(at);
     if (v == "ingest.after_copy") sh.crash = Shared::CrashPoint::kAfterCopy;
     if (v == "ingest.after_commit") sh.crash = Shared::CrashPoint::kAfterCommit;
+    if (v == "ingest.concurrent_commit") sh.crash = Shared::CrashPoint::kConcurrentCommit;
   }
   for (size_t k = 0; k < sh.opts.workers; ++k) {
     workers_.push_back(std::make_unique<Worker>(&sh, k));
@@ -868,6 +890,7 @@ Result<size_t> Ingester::Worker::Store(size_t n) {
       // Not inside the transaction that holds the rows: the connection was lost and reopened.
       return db::SqlError("08006", "the ingest transaction was lost before the cursor update");
     }
+    if (crash == Shared::CrashPoint::kConcurrentCommit) sh_->CrashBarrier();
     return OkStatus();
   };
   db::TxOptions tx;
@@ -900,7 +923,13 @@ Result<size_t> Ingester::Worker::Store(size_t n) {
                    std::to_string(first) + "; re-reading it");
   }
   if (!s.ok()) {
-    if (db::SqlStateOf(s) == "23514") partitions_.clear();  // a partition was dropped under us
+    if (db::SqlStateOf(s) == "23514") {
+      // A day partition this worker had seen was dropped under it (compaction drops emptied days):
+      // the next attempt creates it again. Not a case for an operator (23 maps to FailedPrecondition).
+      partitions_.clear();
+      return Aborted("storing WAL records " + std::to_string(first) + ".." + std::to_string(end - n_) +
+                     ": a day partition was dropped meanwhile; creating it again (" + s.message() + ")");
+    }
     if (IsDataError(s)) {
       if (n == 1) {
         SetPoison(first, s);
@@ -916,7 +945,7 @@ Result<size_t> Ingester::Worker::Store(size_t n) {
     return s.WithContext("storing WAL records " + std::to_string(first) + ".." + std::to_string(end - n_) +
                          (n_ > 1 ? " (every " + std::to_string(n_) + "th)" : ""));
   }
-  if (crash == Shared::CrashPoint::kAfterCommit) _exit(137);
+  if (crash == Shared::CrashPoint::kAfterCommit || crash == Shared::CrashPoint::kConcurrentCommit) _exit(137);
   Stored(n, static_cast<uint64_t>(inserted), events - static_cast<uint64_t>(inserted), slow);
   return static_cast<size_t>(inserted);
 }

@@ -121,8 +121,10 @@ class Ingester {
 
   // Borrows `log`, `pool` and `clock`; they must outlive the Ingester. Reads the test-only crash point
   // GOVERN_TELEMETRY_CRASH_AT once, here: "ingest.after_copy" _exits(137) after a COPY and before its
-  // COMMIT, "ingest.after_commit" right after a COMMIT (in whichever worker gets there first). Unset in
-  // production: costs one branch per batch.
+  // COMMIT, "ingest.after_commit" right after a COMMIT (in whichever worker gets there first),
+  // "ingest.concurrent_commit" once every worker holds a whole uncommitted batch (rows and cursor row):
+  // they COMMIT at once and the first COMMIT to return _exits(137) while the others are in theirs.
+  // Unset in production: costs one branch per batch.
   Ingester(wal::Log* log, db::Pool* pool, IngestOptions options, const Clock* clock);
   ~Ingester();  // Stop()s
   Ingester(const Ingester&) = delete;

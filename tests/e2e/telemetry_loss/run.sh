@@ -14,7 +14,8 @@
 #   kill_compaction the server dies in the middle of writing a Parquet file, then after uploading one
 #                   but before the manifest commit; restarted each time; events must end up archived
 #   change_workers  under load: 2 ingest workers, kill -9, restart with 3, stop, restart with 1, then
-#                   3 again dying right after a COMMIT (every other scenario runs the default, 2)
+#                   3 again dying right after a COMMIT under a second load of its own (every other
+#                   scenario runs the default, 2)
 #
 # Expects $GOVERN, $LOADGEN and $CHECK (paths of govern, telemetry_loadgen, telemetry_loss_check).
 set -euo pipefail
@@ -137,10 +138,10 @@ case "$scenario" in
     stop_server
     start_server ingest.after_copy
     start_load 14 4000
-    wait_server_exit 137 30; sleep 1; start_server
+    wait_server_exit 137 60; sleep 1; start_server
     sleep 3; stop_server
     start_server ingest.after_commit
-    wait_server_exit 137 30; sleep 1; start_server
+    wait_server_exit 137 60; sleep 1; start_server
     wait_load
     check
     ;;
@@ -219,11 +220,17 @@ case "$scenario" in
     extra=(--set telemetry.ingest.workers=1)
     start_server
     sleep 3; stop_server
+    # A second load of its own for the crash: on a loaded machine the restarts above can outlast the
+    # first one, and with nothing left to store no COMMIT would reach the crash point.
+    wait_load
+    mv "$work/acked" "$work/acked.1"
     extra=(--set telemetry.ingest.workers=3)
     start_server ingest.after_commit
-    wait_server_exit 137 30
+    start_load 10 4000 --seed 2
+    wait_server_exit 137 60
     start_server
     wait_load
+    cat "$work/acked.1" >>"$work/acked"
     grep -q "ingest workers changed" "$log" || { echo "no layout change was logged"; exit 1; }
     check
     ;;
