@@ -202,6 +202,20 @@ CREATE INDEX auth_factor_events_user ON auth_factor_events (user_id, seq);
 ALTER INDEX IF EXISTS scim_auth_memberships_user RENAME TO auth_memberships_user;
 CREATE INDEX IF NOT EXISTS auth_memberships_user ON auth_memberships (user_id);
 )sql"},
+      {5, "auth groups inside groups", R"sql(
+-- Group `subgroup` is a member of group `name` (SCIM nested groups): a user of the subgroup is in
+-- `name` too, for the groups claim (GroupsOf) and policy entities. Writers keep it free of cycles.
+CREATE TABLE auth_subgroups (
+  org      text NOT NULL,
+  name     text NOT NULL,
+  subgroup text NOT NULL,
+  PRIMARY KEY (org, name, subgroup),
+  FOREIGN KEY (org, name) REFERENCES auth_groups (org, name) ON DELETE CASCADE,
+  FOREIGN KEY (org, subgroup) REFERENCES auth_groups (org, name) ON DELETE CASCADE,
+  CHECK (name <> subgroup)
+);
+CREATE INDEX auth_subgroups_subgroup ON auth_subgroups (org, subgroup);
+)sql"},
   };
 }
 

@@ -132,12 +132,30 @@ struct Api::Impl {
                                  const net::Request& req) const {
     std::string location = BaseUrl(req) + type.endpoint + "/" + r["id"].get<std::string>();
     r["meta"]["location"] = location;
+    AddRefs(BaseUrl(req), &r);
     std::string etag = r["meta"].value("version", "");
     json shown = Project(type, r, req);
     net::Response resp = ScimJson(status, shown);
     if (!etag.empty()) resp.headers.Set("ETag", etag);
     if (status == 201) resp.headers.Set("Location", location);
     return resp;
+  }
+
+  // The `$ref` of each group member (a User or a Group, by its "type") and of each of a user's groups:
+  // the URI of that resource (RFC 7643 sections 4.1.2 and 4.2).
+  static void AddRefs(const std::string& base, json* r) {
+    if (auto m = r->find("members"); m != r->end() && m->is_array()) {
+      for (json& e : *m) {
+        if (e.contains("value"))
+          e["$ref"] = base + (e.value("type", "User") == "Group" ? "/Groups/" : "/Users/") +
+                      e["value"].get<std::string>();
+      }
+    }
+    if (auto g = r->find("groups"); g != r->end() && g->is_array()) {
+      for (json& e : *g) {
+        if (e.contains("value")) e["$ref"] = base + "/Groups/" + e["value"].get<std::string>();
+      }
+    }
   }
 
   static json Project(const scim::ResourceType& type, const json& r, const net::Request& req) {
@@ -169,6 +187,7 @@ struct Api::Impl {
     std::string base = BaseUrl(c.req);
     for (json& r : result.resources) {
       r["meta"]["location"] = base + type.endpoint + "/" + r["id"].get<std::string>();
+      AddRefs(base, &r);
       resources.push_back(scim::Project(type, r, attrs, excluded));
     }
     json body = {{"schemas", {scim::kListResponseSchema}},
