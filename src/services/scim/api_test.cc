@@ -575,6 +575,84 @@ TEST_F(ScimApiTest, SignInFollowsProvisioning) {
             1);
 }
 
+// Every change writes exactly one scim_changes row (and a refused or empty one none); a user PUT or
+// PATCH refused by either unique index (userName in scim_resources, email in auth_users) leaves both
+// tables as they were, though both are written by the same statement.
+TEST_F(ScimApiTest, ChangesAreWholeAndLogged) {
+  std::string id = CreateUser("kim@acme.test");
+  std::string other = CreateUser("lee@acme.test");
+  auto actions = [&](const std::string& of) {
+    auto rows = Conn().Exec("SELECT action || ':' || version FROM scim_changes WHERE id = $1 ORDER BY seq",
+                            db::Params(of));
+    std::vector<std::string> out;
+    for (int i = 0; rows.ok() && i < rows->size(); ++i) out.emplace_back(rows->Text(i, 0));
+    return out;
+  };
+  json put = Send(net::Method::kGet, "/Users/" + id).body;
+  put["title"] = "Engineer";
+  EXPECT_EQ(Send(net::Method::kPut, "/Users/" + id, put, "", "W/\"9\"").status, 412);
+  Reply replaced = Send(net::Method::kPut, "/Users/" + id, put, "", "W/\"1\"");
+  ASSERT_EQ(replaced.status, 200) << replaced.body.dump();
+  EXPECT_EQ(replaced.headers.Get("ETag").value_or(""), "W/\"2\"");
+  // Entra's path-less replace with dotted names.
+  Reply dotted = Send(net::Method::kPatch, "/Users/" + id,
+                      json::parse(R"({"Operations":[{"op":"Replace","value":{"name.givenName":"Kim",
+                      "name.familyName":"Park","displayName":"Kim Park"}}]})"));
+  ASSERT_EQ(dotted.status, 200) << dotted.body.dump();
+  EXPECT_EQ(dotted.body["name"]["givenName"], "Kim");
+  EXPECT_EQ(Count("SELECT count(*) FROM auth_users WHERE user_id = $1 AND display_name = 'Kim Park'",
+                  db::Params(id)),
+            1);
+  // The same state again: nothing written.
+  EXPECT_EQ(Send(net::Method::kPut, "/Users/" + id, dotted.body).headers.Get("ETag").value_or(""), "W/\"3\"");
+
+  // Taken userName (any case), taken email: 409, nothing of either written.
+  Reply name =
+      Send(net::Method::kPatch, "/Users/" + id,
+           json::parse(R"({"Operations":[{"op":"replace","path":"userName","value":"LEE@acme.test"}]})"));
+  EXPECT_EQ(name.status, 409);
+  EXPECT_EQ(name.body["scimType"], "uniqueness");
+  json taken = dotted.body;
+  taken["emails"] = {{{"value", "lee@acme.test"}, {"primary", true}}};
+  taken["displayName"] = "Changed";
+  Reply email = Send(net::Method::kPut, "/Users/" + id, taken);
+  EXPECT_EQ(email.status, 409);
+  EXPECT_EQ(email.body["scimType"], "uniqueness");
+  Reply after = Send(net::Method::kGet, "/Users/" + id);
+  EXPECT_EQ(after.headers.Get("ETag").value_or(""), "W/\"3\"");
+  EXPECT_EQ(after.body["displayName"], "Kim Park");
+  EXPECT_EQ(Count("SELECT count(*) FROM auth_users WHERE user_id = $1 AND email = 'kim@acme.test' AND "
+                  "display_name = 'Kim Park'",
+                  db::Params(id)),
+            1);
+
+  // Another organisation's key: 404 for PUT and PATCH, nothing written.
+  EXPECT_EQ(Send(net::Method::kPut, "/Users/" + id, put, globex_).status, 404);
+  EXPECT_EQ(Send(net::Method::kPatch, "/Users/" + id,
+                 json::parse(R"({"Operations":[{"op":"replace","path":"active","value":false}]})"), globex_)
+                .status,
+            404);
+  EXPECT_EQ(Disabled(id), false);
+
+  // Groups: create, members-only PATCH, PUT, delete; then the user's delete.
+  Reply g = Send(net::Method::kPost, "/Groups", {{"displayName", "Team"}});
+  std::string gid = g.body["id"];
+  EXPECT_EQ(Send(net::Method::kPatch, "/Groups/" + gid,
+                 json::parse(R"({"Operations":[{"op":"add","path":"members","value":[{"value":")" + id +
+                             R"("}]}]})"))
+                .status,
+            204);
+  json gput = Send(net::Method::kGet, "/Groups/" + gid).body;
+  gput["members"] = {{{"value", other}}};
+  EXPECT_EQ(Send(net::Method::kPut, "/Groups/" + gid, gput).status, 200);
+  EXPECT_EQ(Send(net::Method::kDelete, "/Groups/" + gid, nullptr, "", "W/\"1\"").status, 412);
+  EXPECT_EQ(Send(net::Method::kDelete, "/Groups/" + gid).status, 204);
+  EXPECT_EQ(Send(net::Method::kDelete, "/Users/" + id).status, 204);
+  EXPECT_EQ(actions(id), (std::vector<std::string>{"create:1", "replace:2", "patch:3", "delete:4"}));
+  EXPECT_EQ(actions(gid), (std::vector<std::string>{"create:1", "patch:2", "replace:3", "delete:4"}));
+  EXPECT_EQ(Count("SELECT count(*) FROM scim_changes WHERE key_id = ''", {}), 0);  // each names its key
+}
+
 TEST_F(ScimApiTest, ETagsPagingAndProjection) {
   std::string id = CreateUser("u0@acme.test");
   for (int i = 1; i < 5; ++i) CreateUser("u" + std::to_string(i) + "@acme.test");
@@ -671,6 +749,25 @@ TEST_F(ScimApiTest, BulkWithReferencesAndLimits) {
   for (int i = 0; i < 6; ++i) big["Operations"].push_back({{"method", "DELETE"}, {"path", "/Users/x"}});
   Reply too_many = Send(net::Method::kPost, "/Bulk", big);
   EXPECT_EQ(too_many.status, 413);
+  EXPECT_EQ(too_many.body["status"], "413");
+  // Over scim.bulk.max_payload (64 KiB here) with few operations: 413 as well, nothing applied.
+  json heavy = {{"Operations",
+                 {{{"method", "POST"},
+                   {"path", "/Users"},
+                   {"data", {{"userName", "heavy@acme.test"}, {"title", std::string(70 * 1024, 'x')}}}}}}};
+  Reply too_large = Send(net::Method::kPost, "/Bulk", heavy);
+  EXPECT_EQ(too_large.status, 413);
+  EXPECT_EQ(too_large.body["status"], "413");
+  EXPECT_EQ(too_large.body["schemas"][0], "urn:ietf:params:scim:api:messages:2.0:Error");
+  // A single resource over max_body_bytes (1 MiB): the same SCIM 413.
+  Reply big_user = Send(net::Method::kPost, "/Users",
+                        {{"userName", "big@acme.test"}, {"title", std::string(1536 * 1024, 'y')}});
+  EXPECT_EQ(big_user.status, 413);
+  EXPECT_EQ(big_user.body["status"], "413");
+  // Malformed JSON and an unknown attribute inside a bulk operation: that operation's error only.
+  Reply broken = Send(net::Method::kPost, "/Bulk", json("{\"Operations\": [}"));
+  EXPECT_EQ(broken.status, 400);
+  EXPECT_EQ(broken.body["scimType"], "invalidSyntax");
   EXPECT_EQ(Count("SELECT count(*) FROM scim_resources WHERE org = 'acme'", {}), 3);
 }
 
