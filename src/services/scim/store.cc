@@ -633,8 +633,8 @@ SELECT * FROM up)sql";
       if (!db::IsRetryableConflict(f) || attempt >= 10) return Db(f);
       continue;  // a deadlock: nothing applied
     }
-    if (written->empty()) {  // changed or deleted since it was read
-      if (attempt >= 10) return scim::Unavailable503("the user kept changing; try again");
+    if (written->empty()) {  // changed or deleted since it was read: each miss is another's success
+      if (attempt >= 50) return scim::Unavailable503("the user kept changing; try again");
       continue;
     }
     *out = Build(type, ReadRows<Row>(*written).front());
