@@ -74,7 +74,8 @@ class Store {
                       const nlohmann::json& body, const std::string& if_match, const std::string& key_id,
                       nlohmann::json* out);
   // A group PATCH that only adds and removes members runs without reading the member list and leaves
-  // `out` null: the API answers 204 No Content (RFC 7644 section 3.5.2), as IdPs accept.
+  // `out` null: the API answers 204 No Content (RFC 7644 section 3.5.2), as IdPs accept. One that adds
+  // a group as a member takes the general path (the cycle check) and answers the group.
   scim::Error Patch(const std::string& org, const scim::ResourceType& type, const std::string& id,
                     const nlohmann::json& request, const std::string& if_match, const std::string& key_id,
                     nlohmann::json* out);
@@ -87,7 +88,7 @@ class Store {
   // User::"<id>" with attrs userName, active and email and as parents the groups the user is a direct
   // member of; Group::"<displayName>" (the name the `groups` claim carries) with attr id and as parents
   // the groups it is a member of. Cedar's `in` follows parents transitively, so `principal in
-  // Group::"eng"` holds for a member of a group inside eng. Sorted by id.
+  // Group::"eng"` holds for a member of a group inside eng. Users by id, then groups by name.
   scim::Error PolicyEntities(const std::string& org, nlohmann::json* out);
 
   // W/"<version>"
