@@ -207,6 +207,20 @@ CREATE INDEX IF NOT EXISTS auth_memberships_user ON auth_memberships (user_id);
 -- email is verified when that email would pick or create the user (sso.h MatchOrCreateSsoUser).
 ALTER TABLE auth_sso ADD COLUMN require_email_verified boolean NOT NULL DEFAULT true;
 )sql"},
+      {6, "auth groups inside groups", R"sql(
+-- Group `subgroup` is a member of group `name` (SCIM nested groups): a user of the subgroup is in
+-- `name` too, for the groups claim (GroupsOf) and policy entities. Writers keep it free of cycles.
+CREATE TABLE auth_subgroups (
+  org      text NOT NULL,
+  name     text NOT NULL,
+  subgroup text NOT NULL,
+  PRIMARY KEY (org, name, subgroup),
+  FOREIGN KEY (org, name) REFERENCES auth_groups (org, name) ON DELETE CASCADE,
+  FOREIGN KEY (org, subgroup) REFERENCES auth_groups (org, name) ON DELETE CASCADE,
+  CHECK (name <> subgroup)
+);
+CREATE INDEX auth_subgroups_subgroup ON auth_subgroups (org, subgroup);
+)sql"},
   };
 }
 

@@ -276,9 +276,15 @@ Status RemoveMember(db::Connection& c, std::string_view org, std::string_view gr
 }
 
 Result<std::vector<std::string>> GroupsOf(db::Connection& c, std::string_view user_id) {
-  GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
-                          c.ExecPrepared("SELECT name FROM auth_memberships WHERE user_id = $1 ORDER BY name",
-                                         db::Params(user_id)));
+  // The user's groups and every group containing one of them (auth_subgroups), once each. UNION, not
+  // UNION ALL, so the walk ends even if a cycle were ever written.
+  GOVERN_ASSIGN_OR_RETURN(
+      db::Rows rows,
+      c.ExecPrepared(
+          "WITH RECURSIVE g (org, name) AS (SELECT org, name FROM auth_memberships WHERE user_id = $1 "
+          "UNION SELECT s.org, s.name FROM g JOIN auth_subgroups s ON s.org = g.org AND s.subgroup = "
+          "g.name) SELECT name FROM g ORDER BY name",
+          db::Params(user_id)));
   std::vector<std::string> out;
   for (int i = 0; i < rows.size(); ++i) out.emplace_back(rows.Text(i, 0));
   return out;

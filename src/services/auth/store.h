@@ -61,6 +61,8 @@ Status CreateGroup(db::Connection& c, std::string_view org, std::string_view nam
 Status AddMember(db::Connection& c, std::string_view org, std::string_view group, std::string_view user_id);
 Status RemoveMember(db::Connection& c, std::string_view org, std::string_view group,
                     std::string_view user_id);
+// The names of the user's groups, direct and reached through groups inside groups (auth_subgroups,
+// written by SCIM), sorted, each once: the `groups` claim.
 Result<std::vector<std::string>> GroupsOf(db::Connection& c, std::string_view user_id);
 Result<std::vector<std::string>> ListGroups(db::Connection& c, std::string_view org);
 

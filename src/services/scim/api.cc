@@ -132,12 +132,30 @@ struct Api::Impl {
                                  const net::Request& req) const {
     std::string location = BaseUrl(req) + type.endpoint + "/" + r["id"].get<std::string>();
     r["meta"]["location"] = location;
+    AddRefs(BaseUrl(req), &r);
     std::string etag = r["meta"].value("version", "");
     json shown = Project(type, r, req);
     net::Response resp = ScimJson(status, shown);
     if (!etag.empty()) resp.headers.Set("ETag", etag);
     if (status == 201) resp.headers.Set("Location", location);
     return resp;
+  }
+
+  // The `$ref` of each group member (a User or a Group, by its "type") and of each of a user's groups:
+  // the URI of that resource (RFC 7643 sections 4.1.2 and 4.2).
+  static void AddRefs(const std::string& base, json* r) {
+    if (auto m = r->find("members"); m != r->end() && m->is_array()) {
+      for (json& e : *m) {
+        if (e.contains("value"))
+          e["$ref"] = base + (e.value("type", "User") == "Group" ? "/Groups/" : "/Users/") +
+                      e["value"].get<std::string>();
+      }
+    }
+    if (auto g = r->find("groups"); g != r->end() && g->is_array()) {
+      for (json& e : *g) {
+        if (e.contains("value")) e["$ref"] = base + "/Groups/" + e["value"].get<std::string>();
+      }
+    }
   }
 
   static json Project(const scim::ResourceType& type, const json& r, const net::Request& req) {
@@ -148,7 +166,12 @@ struct Api::Impl {
         excluded ? scim::ParseAttributeList(type, *excluded) : std::vector<scim::AttrPath>{});
   }
 
-  static Error ParseBody(const net::Request& req, json* out) {
+  // `limit`: the largest body (0: max_body_bytes; Bulk passes bulk_max_payload).
+  Error ParseBody(const net::Request& req, json* out, size_t limit = 0) const {
+    if (limit == 0) limit = opt.max_body_bytes;
+    if (req.body.size() > limit) {
+      return scim::PayloadTooLarge("the request body is larger than " + std::to_string(limit) + " bytes");
+    }
     *out = json::parse(req.body, nullptr, false);
     if (out->is_discarded()) return scim::InvalidSyntax("the body is not JSON");
     return Error::Ok();
@@ -169,6 +192,7 @@ struct Api::Impl {
     std::string base = BaseUrl(c.req);
     for (json& r : result.resources) {
       r["meta"]["location"] = base + type.endpoint + "/" + r["id"].get<std::string>();
+      AddRefs(base, &r);
       resources.push_back(scim::Project(type, r, attrs, excluded));
     }
     json body = {{"schemas", {scim::kListResponseSchema}},
@@ -269,7 +293,7 @@ struct Api::Impl {
                                                  std::to_string(opt.bulk_max_payload) + " bytes"));
     }
     json body;
-    Error err = ParseBody(c.req, &body);
+    Error err = ParseBody(c.req, &body, opt.bulk_max_payload);
     if (!err.ok()) return ErrorResponse(err);
     const json* ops = body.is_object() ? scim::FindMember(body, "Operations") : nullptr;
     if (ops == nullptr || !ops->is_array())
@@ -354,8 +378,10 @@ Api::~Api() {
 void Api::AddRoutes(net::Router& router) {
   Impl* im = impl_.get();
   const std::string base = kBase;
-  net::RouteOptions small{.max_body_bytes = im->opt.max_body_bytes};
-  net::RouteOptions bulk{.cls = net::RequestClass::kBulk, .max_body_bytes = im->opt.bulk_max_payload + 1024};
+  // The HTTP layer reads bodies up to twice the limits, so that a body somewhat over gets a SCIM Error
+  // (413) from ParseBody or Bulk; beyond that it stops reading and answers 413 itself (problem+json).
+  net::RouteOptions small{.max_body_bytes = 2 * im->opt.max_body_bytes};
+  net::RouteOptions bulk{.cls = net::RequestClass::kBulk, .max_body_bytes = 2 * im->opt.bulk_max_payload};
 
   router.AddSync(net::Method::kGet, base + "/ServiceProviderConfig",
                  [im](net::Request&) { return ScimJson(200, ServiceProviderConfig(im->opt)); });
@@ -417,7 +443,7 @@ void Api::AddRoutes(net::Router& router) {
         [im, type](net::Request&& req, net::Responder out) {
           im->Authorized(std::move(req), std::move(out), [im, type](Impl::Call& c) {
             json body;
-            Error err = Impl::ParseBody(c.req, &body);
+            Error err = im->ParseBody(c.req, &body);
             if (!err.ok()) return ErrorResponse(err);
             return im->Run(c, net::Method::kPost, *type, "", &body, "");
           });
@@ -430,7 +456,7 @@ void Api::AddRoutes(net::Router& router) {
             im->Authorized(std::move(req), std::move(out), [im, type, m](Impl::Call& c) {
               json body;
               if (m == net::Method::kPut || m == net::Method::kPatch) {
-                Error err = Impl::ParseBody(c.req, &body);
+                Error err = im->ParseBody(c.req, &body);
                 if (!err.ok()) return ErrorResponse(err);
               }
               return im->Run(c, m, *type, std::string(c.req.Param("id")), &body, Impl::IfMatch(c.req));

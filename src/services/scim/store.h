@@ -3,7 +3,8 @@
 //
 // A User is a row of scim_resources and a row of auth_users with the same id (email: the primary email,
 // else the first, else userName; subject: the id; disabled = !active). A Group is a row of
-// scim_resources and of auth_groups (name = displayName); its members are auth_memberships. Every
+// scim_resources and of auth_groups (name = displayName); its members are auth_memberships (users) and
+// auth_subgroups (groups inside it, never in a cycle). Every
 // change is one transaction that also appends to scim_changes; deactivating or deleting a user in it
 // also revokes the user's refresh-token families (auth_refresh_families.revoked and a 'sid' row in
 // auth_revocations, which services pull) and ends their browser sessions, so a leaver can neither sign
@@ -73,7 +74,8 @@ class Store {
                       const nlohmann::json& body, const std::string& if_match, const std::string& key_id,
                       nlohmann::json* out);
   // A group PATCH that only adds and removes members runs without reading the member list and leaves
-  // `out` null: the API answers 204 No Content (RFC 7644 section 3.5.2), as IdPs accept.
+  // `out` null: the API answers 204 No Content (RFC 7644 section 3.5.2), as IdPs accept. One that adds
+  // a group as a member takes the general path (the cycle check) and answers the group.
   scim::Error Patch(const std::string& org, const scim::ResourceType& type, const std::string& id,
                     const nlohmann::json& request, const std::string& if_match, const std::string& key_id,
                     nlohmann::json* out);
@@ -82,6 +84,13 @@ class Store {
   scim::Error Search(const std::string& org, const scim::ResourceType& type, const SearchQuery& query,
                      SearchResult* out);
 
+  // The organisation's directory as Cedar entities (the JSON entity format policy bundles take):
+  // User::"<id>" with attrs userName, active and email and as parents the groups the user is a direct
+  // member of; Group::"<displayName>" (the name the `groups` claim carries) with attr id and as parents
+  // the groups it is a member of. Cedar's `in` follows parents transitively, so `principal in
+  // Group::"eng"` holds for a member of a group inside eng. Users by id, then groups by name.
+  scim::Error PolicyEntities(const std::string& org, nlohmann::json* out);
+
   // W/"<version>"
   static std::string ETag(int64_t version);
 
@@ -89,7 +98,11 @@ class Store {
   struct Row;
   scim::Error PatchMembers(const std::string& org, const std::string& id, const std::set<std::string>& adds,
                            const std::set<std::string>& removes, const std::string& if_match,
-                           const std::string& key_id);
+                           const std::string& key_id, bool* general);
+  scim::Error WriteUser(const std::string& org, const std::string& id, const std::string& if_match,
+                        const std::string& key_id, const char* action,
+                        const std::function<scim::Error(nlohmann::json* resource)>& change,
+                        nlohmann::json* out);
   scim::Error EnsureOrg(db::Connection& c, const std::string& org);
   scim::Error Write(const std::string& org, const scim::ResourceType& type, const std::string& id,
                     const std::string& if_match, const std::string& key_id, const char* action,

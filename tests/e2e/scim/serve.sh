@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `govern serve scim` end to end with the real binary and its private PostgreSQL (under a fresh
 # data_dir): `govern scim key create` makes a key, curl creates a user, PATCHes it (Entra's "Replace"),
-# finds it with a filter, lists it, then `govern scim key revoke` and the same key gets 401 (the
+# finds it with a filter, lists it, nests its group in another (and is refused a cycle), then
+# `govern scim key revoke` and the same key gets 401 (the
 # service's key cache trusts an answer up to 10 s, so the 401 is polled for, up to 30 s). Each check
 # prints FAIL with what it saw. Expects $GOVERN; curl and python3 on PATH.
 set -euo pipefail
@@ -89,6 +90,19 @@ code="$(req GET "/Users?startIndex=1&count=10")"
 [ "$(json "$work/body" '[g["display"] for g in j["Resources"][0].get("groups", [])]')" = "['Engineers']" ] ||
   fail "list lacks the user's groups: $code $(cat "$work/body")"
 
+# Nested groups: Staff holds Engineers; the user is in Staff indirectly; Engineers cannot hold Staff.
+eng="$(json "$work/body" '[g["value"] for g in j["Resources"][0]["groups"]][0]')"
+code="$(req POST /Groups "{\"displayName\":\"Staff\",\"members\":[{\"value\":\"$eng\",\"type\":\"Group\"}]}")"
+[ "$code" = 201 ] || fail "nested group create: $code $(cat "$work/body")"
+staff="$(json "$work/body" 'j.get("id")')"
+[ "$(json "$work/body" '[(m["type"], m["$ref"].endswith("/Groups/'"$eng"'")) for m in j["members"]]')" = "[('Group', True)]" ] ||
+  fail "nested group members: $(cat "$work/body")"
+code="$(req GET "/Users/$id")"
+[ "$(json "$work/body" 'sorted((g["display"], g["type"]) for g in j["groups"])')" = "[('Engineers', 'direct'), ('Staff', 'indirect')]" ] ||
+  fail "user's nested groups: $code $(cat "$work/body")"
+code="$(req PATCH "/Groups/$eng" "{\"Operations\":[{\"op\":\"add\",\"path\":\"members\",\"value\":[{\"value\":\"$staff\"}]}]}")"
+[ "$code" = 400 ] && [ "$(json "$work/body" 'j["scimType"]')" = invalidValue ] || fail "cycle: $code $(cat "$work/body")"
+
 code="$(req GET /Users/not-a-user)"
 [ "$code" = 404 ] || fail "unknown id: $code"
 
@@ -105,4 +119,4 @@ if [ "$failures" -gt 0 ]; then
   echo "$failures checks failed"
   exit 1
 fi
-echo "ok: key create, create, PATCH, filters, list with groups, revoke -> 401"
+echo "ok: key create, create, PATCH, filters, list with groups, nested groups, revoke -> 401"
