@@ -59,6 +59,8 @@ class ServiceDatabase {
   Status Open(const config::Config& cfg, std::string service, std::vector<db::Migration> migrations);
   db::Connection& conn() { return *conn_; }
   const std::string& data_dir() const { return data_dir_; }
+  // For a command that needs a db::Pool of its own (may hold a password; never print it).
+  const std::string& conninfo() const { return database_.conninfo(); }
 
  private:
   Database database_;

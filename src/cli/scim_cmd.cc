@@ -8,8 +8,11 @@
 #include "cli/database.h"
 #include "db/connection.h"
 #include "db/migrator.h"
+#include "base/file.h"
+#include "db/pool.h"
 #include "services/keys/keys.h"
 #include "services/scim/schema.h"
+#include "services/scim/store.h"
 
 namespace govern::cli {
 namespace {
@@ -42,6 +45,12 @@ ScimCommand::ScimCommand(CLI::App& app) {
   list_->add_option("--org", org_, "Only this organisation's keys");
   revoke_ = key->add_subcommand("revoke", "Revoke a key (by its id, from `govern scim key list`)");
   revoke_->add_option("key_id", key_id_, "The key's id")->required();
+  entities_ = scim_->add_subcommand(
+      "entities",
+      "Print an organisation's directory as Cedar entities (JSON): users with the groups they are in as "
+      "parents, groups with the groups containing them, so `principal in Group::\"eng\"` follows nesting");
+  entities_->add_option("--org", org_, "Organisation")->required();
+  entities_->add_option("--out", out_, "Write to this file (durably) instead of standard output");
 }
 
 bool ScimCommand::parsed() const { return scim_->parsed(); }
@@ -50,6 +59,7 @@ int ScimCommand::Run(const config::Config& cfg) {
   if (create_->parsed()) return KeyCreate(cfg);
   if (list_->parsed()) return KeyList(cfg);
   if (revoke_->parsed()) return KeyRevoke(cfg);
+  if (entities_->parsed()) return Entities(cfg);
   return 2;
 }
 
@@ -87,6 +97,25 @@ int ScimCommand::KeyRevoke(const config::Config& cfg) {
   if (Status s = service_keys::RevokeKey(store.conn(), scim_service::ScimKeyTable(), key_id_); !s.ok())
     return Fail(s);
   std::printf("revoked %s (the running scim service refuses it within 10 s)\n", key_id_.c_str());
+  return 0;
+}
+
+int ScimCommand::Entities(const config::Config& cfg) {
+  ScimDatabase store;
+  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
+  auto pool = db::Pool::Create({.conninfo = store.conninfo(), .max_size = 1});
+  if (!pool.ok()) return Fail(pool.status().WithContext("connect to PostgreSQL"));
+  if (Status s = scim_service::PrepareAuthTables(**pool); !s.ok()) return Fail(s);
+  nlohmann::json entities;
+  scim::Error e = scim_service::Store(pool->get()).PolicyEntities(org_, &entities);
+  if (!e.ok()) return Fail(Internal("reading the directory of " + org_ + ": " + e.detail));
+  std::string text = entities.dump(2) + "\n";
+  if (out_.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  if (Status s = ReplaceFileDurably(out_, text); !s.ok()) return Fail(s);
+  std::fprintf(stderr, "wrote %zu entities of %s to %s\n", entities.size(), org_.c_str(), out_.c_str());
   return 0;
 }
 

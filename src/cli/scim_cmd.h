@@ -3,6 +3,8 @@
 //   govern scim key create --org ORG [--name N]   prints the key, once (only its hash is stored)
 //   govern scim key list [--org ORG]
 //   govern scim key revoke KEY_ID                  the running service refuses it within seconds
+//   govern scim entities --org ORG [--out FILE]    the directory as Cedar entities (JSON), for
+//                                                  `govern policy` requests and bundles
 //
 // The commands use the same database as `govern serve` (database.url or the private cluster under
 // data_dir) and apply the scim migrations first. `keys` is accepted for `key`, as the other services
@@ -30,11 +32,14 @@ class ScimCommand {
   int KeyCreate(const config::Config& cfg);
   int KeyList(const config::Config& cfg);
   int KeyRevoke(const config::Config& cfg);
+  int Entities(const config::Config& cfg);
 
   CLI::App* scim_ = nullptr;
   CLI::App* create_ = nullptr;
   CLI::App* list_ = nullptr;
   CLI::App* revoke_ = nullptr;
+  CLI::App* entities_ = nullptr;
+  std::string out_;
   std::string org_;
   std::string name_;
   std::string key_id_;

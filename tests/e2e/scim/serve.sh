@@ -103,6 +103,18 @@ code="$(req GET "/Users/$id")"
 code="$(req PATCH "/Groups/$eng" "{\"Operations\":[{\"op\":\"add\",\"path\":\"members\",\"value\":[{\"value\":\"$staff\"}]}]}")"
 [ "$code" = 400 ] && [ "$(json "$work/body" 'j["scimType"]')" = invalidValue ] || fail "cycle: $code $(cat "$work/body")"
 
+# The directory as Cedar entities: a policy on Staff admits the user through Engineers (nesting).
+"$GOVERN" scim entities --org acme --out "$work/entities.json" "${common[@]}" 2>>"$work/govern.log" ||
+  fail "scim entities"
+printf 'permit(principal in Group::"Staff", action == Action::"read", resource);\n' >"$work/staff.cedar"
+printf '{"principal":{"type":"User","id":"%s"},"action":{"type":"Action","id":"read"},"resource":{"type":"Doc","id":"d"},"context":{}}\n' "$id" >"$work/req.json"
+decision="$("$GOVERN" policy evaluate --policies "$work/staff.cedar" --entities "$work/entities.json" --request "$work/req.json")" ||
+  fail "policy evaluate: $decision"
+[ "$(printf '%s' "$decision" | python3 -c 'import json,sys; print(json.load(sys.stdin)["decision"])')" = allow ] ||
+  fail "Staff policy over the directory's entities: $decision; entities: $(cat "$work/entities.json")"
+"$GOVERN" scim entities --org other "${common[@]}" 2>>"$work/govern.log" | python3 -c 'import json,sys; assert json.load(sys.stdin) == []' ||
+  fail "another organisation's entities are not empty"
+
 code="$(req GET /Users/not-a-user)"
 [ "$code" = 404 ] || fail "unknown id: $code"
 
@@ -119,4 +131,4 @@ if [ "$failures" -gt 0 ]; then
   echo "$failures checks failed"
   exit 1
 fi
-echo "ok: key create, create, PATCH, filters, list with groups, nested groups, revoke -> 401"
+echo "ok: key create, create, PATCH, filters, list with groups, nested groups, Cedar entities, revoke -> 401"
