@@ -109,19 +109,20 @@ out="$(plain alice alice-pw -C -t flagged-hdr -p 0 -o beginning -e -q -f '%s|%h\
 contains "flag by header" "clean value|trace=user bob@example.org,govern-dlp=email" "$out"
 
 # 5. OAUTHBEARER with Govern tokens: good, expired, wrong audience, untrusted key; kcat's unsecured JWT.
-"$TOOL" mint trusted "$ISS" carol govern:streams 300 > good
-"$TOOL" mint trusted "$ISS" carol govern:streams -60 > expired
-"$TOOL" mint trusted "$ISS" carol govern:telemetry 300 > wrongaud
-"$TOOL" mint untrusted "$ISS" carol govern:streams 300 > untrusted
+# (Token files end in .jwt: "trusted" and "untrusted" are the key ring folders.)
+"$TOOL" mint trusted "$ISS" carol govern:streams 300 > good.jwt
+"$TOOL" mint trusted "$ISS" carol govern:streams -60 > expired.jwt
+"$TOOL" mint trusted "$ISS" carol govern:telemetry 300 > wrongaud.jwt
+"$TOOL" mint untrusted "$ISS" carol govern:streams 300 > untrusted.jwt
 # carol may not create topics: alice makes the topic.
 printf 'hello-alice\n' | plain alice alice-pw -P -t oauth -p 0 >/dev/null
-out="$(timeout 30 "$STREAMS_OAUTH" "$B" good produce oauth hello-oauth 2>&1)" || fail "oauth produce: $out"
-out="$(timeout 30 "$STREAMS_OAUTH" "$B" good consume oauth 2 2>&1)"
+out="$(timeout 30 "$STREAMS_OAUTH" "$B" good.jwt produce oauth hello-oauth 2>&1)" || fail "oauth produce: $out"
+out="$(timeout 30 "$STREAMS_OAUTH" "$B" good.jwt consume oauth 2 2>&1)"
 [ "$out" = $'hello-alice\nhello-oauth' ] || fail "oauth consume: $out"
-out="$(timeout 30 "$STREAMS_OAUTH" "$B" good produce orders nope 2>&1)"
+out="$(timeout 30 "$STREAMS_OAUTH" "$B" good.jwt produce orders nope 2>&1)"
 contains "oauth produce to orders" "TOPIC_AUTHORIZATION_FAILED" "$out"
 for t in expired wrongaud untrusted; do
-  out="$(timeout 30 "$STREAMS_OAUTH" "$B" "$t" produce oauth x 2>&1)" && fail "oauth $t accepted: $out"
+  out="$(timeout 30 "$STREAMS_OAUTH" "$B" "$t.jwt" produce oauth x 2>&1)" && fail "oauth $t accepted: $out"
   contains "oauth $t" "error:" "$out"
 done
 grep -q "invalid token: .*expired\|token expired\|expired" broker.log || fail "broker log lacks the expired rejection"
@@ -132,18 +133,16 @@ out="$(timeout 20 kcat -b "$B" -X security.protocol=SASL_PLAINTEXT -X sasl.mecha
 # 6. The ACL and users files are reloaded while the broker runs (--reload-ms 200): bob is granted write on
 # orders (the file replaced by a rename), then removed from the users file.
 cp acl acl.new && echo "allow User:bob write topic:orders" >> acl.new && mv acl.new acl
+# Until the reload lands bob's produce is refused; any other failure (a slow machine) is retried too,
+# and the record must then be there to read.
 ok=""
-for _ in $(seq 40); do
-  if printf 'from-bob\n' | plain bob bob-pw -P -t orders -p 0 | grep -q "authorization failed"; then
-    sleep 0.25
-  else
-    ok=1
-    break
-  fi
+for _ in $(seq 60); do
+  printf 'from-bob\n' | plain bob bob-pw -P -t orders -p 0 >/dev/null 2>&1 || true
+  out="$(plain alice alice-pw -C -t orders -p 0 -o beginning -e -q)"
+  if [[ "$out" == *from-bob* ]]; then ok=1; break; fi
+  sleep 0.25
 done
-[ -n "$ok" ] || fail "bob's write grant was not picked up"
-out="$(plain alice alice-pw -C -t orders -p 0 -o beginning -e -q)"
-contains "bob's record after the grant" "from-bob" "$out"
+[ -n "$ok" ] || fail "bob's write grant was not picked up: orders holds: $out"
 grep -v '^bob ' users > users.new && mv users.new users
 ok=""
 for _ in $(seq 40); do
