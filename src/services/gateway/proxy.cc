@@ -335,12 +335,17 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   std::string out;
 
   void Start(UpstreamRequest up) {
+    bool stopping;
     {
       std::lock_guard lock(impl->live_mu);
-      if (impl->stopping) return Fail(503, "the gateway is stopping");
-      call = impl->upstream->NewCall(std::move(up));
-      impl->live.emplace(this, shared_from_this());
+      stopping = impl->stopping;
+      if (!stopping) {
+        call = impl->upstream->NewCall(std::move(up));
+        impl->live.emplace(this, shared_from_this());
+      }
     }
+    // Outside the lock: Fail ends in Done, which takes live_mu itself.
+    if (stopping) return Fail(503, "the gateway is stopping");
     auto self = shared_from_this();
     call->Start([self](Status st) { self->OnHead(st); });
   }

@@ -177,6 +177,16 @@ TEST_F(ProxyTest, ChatSameFormatIsForwardedAndMetered) {
   EXPECT_FALSE(r.request_id.empty());
 }
 
+// Routes may outlive the Proxy (the server is stopped after it in some embedders): a request that
+// passes the checks then reaches Start while stopping, which answers 503 (it deadlocked on live_mu).
+TEST_F(ProxyTest, RequestAfterTheProxyStoppedGets503) {
+  ASSERT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);
+  proxy_.reset();
+  auto resp = Post("/v1/chat/completions", kChat, kKey);
+  EXPECT_EQ(resp.status, 503) << resp.body;
+  EXPECT_NE(resp.body.find("stopping"), std::string::npos) << resp.body;
+}
+
 TEST_F(ProxyTest, ChatStreamGetsUsageAddedAndRelayed) {
   auto resp = Post("/v1/chat/completions", kChatStream, kKey);
   ASSERT_EQ(resp.status, 200) << resp.body;
