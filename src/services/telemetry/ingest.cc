@@ -923,9 +923,10 @@ Result<size_t> Ingester::Worker::Store(size_t n) {
                    std::to_string(first) + "; re-reading it");
   }
   if (!s.ok()) {
-    if (db::SqlStateOf(s) == "23514") {
+    if (db::SqlStateOf(s) == "23514" && s.message().find("no partition of relation") != std::string::npos) {
       // A day partition this worker had seen was dropped under it (compaction drops emptied days):
       // the next attempt creates it again. Not a case for an operator (23 maps to FailedPrecondition).
+      // Any other check violation is the data's, and goes on to be bisected and poisoned below.
       partitions_.clear();
       return Aborted("storing WAL records " + std::to_string(first) + ".." + std::to_string(end - n_) +
                      ": a day partition was dropped meanwhile; creating it again (" + s.message() + ")");
