@@ -88,7 +88,8 @@ Result<RolloverRequest> ParseRolloverBody(std::string_view body, const RolloverR
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return r;
   GOVERN_ASSIGN_OR_RETURN(nlohmann::json j, Object(body));
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() != "algorithm" && it.key() != "propagation_delay" && it.key() != "parent_delay")
+    if (it.key() != "algorithm" && it.key() != "propagation_delay" && it.key() != "parent_delay" &&
+        it.key() != "await_ds")
       return InvalidArgument(it.key() + ": unknown field");
   }
   if (auto it = j.find("algorithm"); it != j.end()) {
@@ -102,6 +103,10 @@ Result<RolloverRequest> ParseRolloverBody(std::string_view body, const RolloverR
   }
   if (auto it = j.find("parent_delay"); it != j.end()) {
     GOVERN_ASSIGN_OR_RETURN(r.parent_delay, Count(*it, "parent_delay", 90 * 86400));
+  }
+  if (auto it = j.find("await_ds"); it != j.end()) {
+    if (!it->is_boolean()) return InvalidArgument("await_ds: true or false");
+    r.await_ds = it->get<bool>();
   }
   return r;
 }

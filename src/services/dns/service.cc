@@ -710,6 +710,8 @@ class DnsService final : public services::Service {
             {"phase_started_at", r.phase_started_at},
             {"next_at", r.next_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.next_at)},
             {"seconds_left", r.seconds_left},
+            {"await_ds", r.await_ds},
+            {"ds_seen_at", r.ds_seen_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.ds_seen_at)},
             {"completed_at",
              r.completed_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.completed_at)}};
       }
@@ -726,6 +728,13 @@ class DnsService final : public services::Service {
             Status s = store_->StartRollover(req.Param("zone"), *body, org);
             if (!s.ok()) return Problem(s, req);
             return keys_json(req, org, 202);
+          });
+    // The parent's DS names the new key: the switch phase may end (when its time is up).
+    Route(router, net::Method::kPost, "/v1/dns/zones/{zone}/keys/rollover/ds-seen", Need::kWrite,
+          [this, keys_json](net::Request& req, const std::string& org) {
+            Status s = store_->ConfirmDs(req.Param("zone"), org);
+            if (!s.ok()) return Problem(s, req);
+            return keys_json(req, org, 200);
           });
     // TSIG keys (admin token only): POST {"name","algorithm"} -> 201 with the secret (shown once), list
     // without secrets, delete. Applied by every server through NOTIFY, no restart.

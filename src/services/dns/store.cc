@@ -148,6 +148,11 @@ CREATE TABLE dns_rollovers (
   completed_at timestamptz
 );
 CREATE INDEX dns_rollovers_due ON dns_rollovers (next_at) WHERE phase <> 'done';
+)sql"},
+          // The switch phase waits for the operator's word that the parent's DS names the new key.
+          {7, "dns rollover waits for the parent's DS", R"sql(
+ALTER TABLE dns_rollovers ADD COLUMN await_ds boolean NOT NULL DEFAULT true;
+ALTER TABLE dns_rollovers ADD COLUMN ds_seen_at timestamptz;
 )sql"}};
 }
 
@@ -548,14 +553,15 @@ Status Store::StartRollover(std::string_view name, const RolloverRequest& req, s
     GOVERN_RETURN_IF_ERROR(
         c.ExecPrepared(
              "INSERT INTO dns_rollovers (zone, phase, from_algorithm, to_algorithm, propagation_delay, "
-             "parent_delay, next_at) VALUES ($1, 'publish', $2, $3, $4, $5, now() + make_interval(secs => "
-             "$6)) "
+             "parent_delay, next_at, await_ds) VALUES ($1, 'publish', $2, $3, $4, $5, now() + "
+             "make_interval(secs => $6), $7) "
              "ON CONFLICT (zone) DO UPDATE SET phase = 'publish', from_algorithm = $2, to_algorithm = $3, "
              "propagation_delay = $4, parent_delay = $5, started_at = now(), phase_started_at = now(), "
-             "next_at = now() + make_interval(secs => $6), completed_at = NULL",
+             "next_at = now() + make_interval(secs => $6), completed_at = NULL, await_ds = $7, "
+             "ds_seen_at = NULL",
              db::Params(zone, static_cast<int32_t>(from_alg), static_cast<int32_t>(alg),
                         req.propagation_delay, req.parent_delay,
-                        static_cast<double>(dnskey_ttl + req.propagation_delay)))
+                        static_cast<double>(dnskey_ttl + req.propagation_delay), req.await_ds))
             .status());
     return CheckBuilds(c, zone);
   });
@@ -565,7 +571,9 @@ Status Store::AdvanceOne(db::Connection& c, const std::string& zone, bool* moved
   *moved = false;
   GOVERN_ASSIGN_OR_RETURN(db::Rows r, c.ExecPrepared("SELECT phase, propagation_delay, parent_delay, "
                                                      "to_algorithm FROM dns_rollovers WHERE zone = $1 AND "
-                                                     "phase <> 'done' AND next_at <= now() FOR UPDATE",
+                                                     "phase <> 'done' AND next_at <= now() AND NOT (phase = "
+                                                     "'switch' AND await_ds AND ds_seen_at IS NULL) FOR "
+                                                     "UPDATE",
                                                      db::Params(zone)));
   if (r.empty()) return OkStatus();  // another process moved it first
   std::string phase(r.Text(0, 0));
@@ -612,12 +620,30 @@ Status Store::AdvanceOne(db::Connection& c, const std::string& zone, bool* moved
   return CheckBuilds(c, zone);
 }
 
+Status Store::ConfirmDs(std::string_view name, std::string_view org) {
+  GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
+  return pool_->Transact([&](db::Connection& c) -> Status {
+    GOVERN_ASSIGN_OR_RETURN(db::Rows z, c.ExecPrepared("SELECT 1 FROM dns_zones WHERE name = $1 AND "
+                                                       "($2 = '' OR org = $2)",
+                                                       db::Params(zone, org)));
+    if (z.empty()) return NotFound("zone " + zone + " does not exist");
+    GOVERN_ASSIGN_OR_RETURN(db::Rows r, c.ExecPrepared("UPDATE dns_rollovers SET ds_seen_at = now() WHERE "
+                                                       "zone = $1 AND phase IN ('publish', 'switch') "
+                                                       "RETURNING phase",
+                                                       db::Params(zone)));
+    if (r.empty()) return FailedPrecondition("zone " + zone + ": no key rollover is in publish or switch");
+    return OkStatus();
+  });
+}
+
 Result<std::vector<std::string>> Store::AdvanceRollovers() {
   std::vector<std::string> due;
   {
     GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease c, pool_->Checkout());
-    GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c->ExecPrepared("SELECT zone FROM dns_rollovers WHERE phase <> "
-                                                           "'done' AND next_at <= now() ORDER BY zone"));
+    GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                            c->ExecPrepared("SELECT zone FROM dns_rollovers WHERE phase <> 'done' AND "
+                                            "next_at <= now() AND NOT (phase = 'switch' AND await_ds AND "
+                                            "ds_seen_at IS NULL) ORDER BY zone"));
     for (int i = 0; i < rows.size(); ++i) due.emplace_back(rows.Text(i, 0));
   }
   std::vector<std::string> moved;
@@ -655,7 +681,8 @@ Result<KeyStatus> Store::Keys(std::string_view name, std::string_view org) {
             c.ExecPrepared("SELECT phase, from_algorithm, to_algorithm, propagation_delay, parent_delay, "
                            "started_at::text, phase_started_at::text, coalesce(next_at::text, ''), "
                            "coalesce(completed_at::text, ''), "
-                           "coalesce(greatest(0, ceil(extract(epoch FROM next_at - now())))::bigint, 0) "
+                           "coalesce(greatest(0, ceil(extract(epoch FROM next_at - now())))::bigint, 0), "
+                           "await_ds, coalesce(ds_seen_at::text, '') "
                            "FROM dns_rollovers WHERE zone = $1",
                            db::Params(zone)));
         if (r.empty()) return OkStatus();
@@ -673,6 +700,8 @@ Result<KeyStatus> Store::Keys(std::string_view name, std::string_view org) {
         ro.next_at = std::string(r.Text(0, 7));
         ro.completed_at = std::string(r.Text(0, 8));
         GOVERN_ASSIGN_OR_RETURN(ro.seconds_left, r.Int64(0, 9));
+        GOVERN_ASSIGN_OR_RETURN(ro.await_ds, r.Bool(0, 10));
+        ro.ds_seen_at = std::string(r.Text(0, 11));
         return OkStatus();
       },
       db::TxOptions{.isolation = db::Isolation::kRepeatableRead, .read_only = true}));

@@ -68,12 +68,16 @@ struct CreateZoneRequest {
 //            the algorithm changes), CDS/CDNSKEY for both; lasts dnskey_ttl + propagation_delay.
 //   switch:  data signed by the new key (and the old one when the algorithm changes), DNSKEY still both
 //            and signed by both, CDS/CDNSKEY for the new key only; lasts
-//            max(largest TTL in the zone + propagation_delay, parent_delay).
+//            max(largest TTL in the zone + propagation_delay, parent_delay), and, with await_ds (the
+//            default), until the operator confirms the parent's DS names the new key (ConfirmDs): most
+//            parents do not follow CDS, and removing the old key before the parent's DS changes makes
+//            the zone bogus (RFC 7583 section 3.3).
 //   done:    the old key is gone; CDS/CDNSKEY for the new key stay (they match the parent's DS).
 struct RolloverRequest {
   int algorithm = 0;                 // 0: the active key's algorithm; 13 or 15
   int64_t propagation_delay = 3600;  // seconds for a change to reach every server and secondary
   int64_t parent_delay = 172800;     // seconds for the parent to follow CDS plus its DS TTL
+  bool await_ds = true;              // switch ends only after ConfirmDs (see above)
 };
 struct ZoneKeyInfo {
   int64_t id = 0;
@@ -91,6 +95,8 @@ struct RolloverInfo {
   int64_t propagation_delay = 0, parent_delay = 0;
   std::string started_at, phase_started_at, next_at, completed_at;  // next_at empty when done
   int64_t seconds_left = 0;                                         // until next_at (0 when due)
+  bool await_ds = false;
+  std::string ds_seen_at;  // when ConfirmDs was called; empty: not yet
 };
 struct KeyStatus {
   std::vector<ZoneKeyInfo> keys;
@@ -145,6 +151,9 @@ class Store {
   // Starts a key rollover (phase publish): FailedPrecondition for an unsigned zone or one whose
   // rollover is still running, InvalidArgument for a bad algorithm or delay.
   Status StartRollover(std::string_view zone, const RolloverRequest& req, std::string_view org = {});
+  // The operator saw the parent's DS name the new key (and its TTL pass): the switch phase may end once
+  // its time is up. FailedPrecondition when no rollover is in publish or switch.
+  Status ConfirmDs(std::string_view zone, std::string_view org = {});
   // The zone's keys and its last rollover.
   Result<KeyStatus> Keys(std::string_view zone, std::string_view org = {});
   // Moves every rollover whose phase has run its time into the next phase (database clock); returns

@@ -349,6 +349,20 @@ TEST_F(DnsRolloverTest, EveryPhase) {
         EXPECT_EQ(z.algorithm, c.to);
       }
 
+    // Its time up, switch still waits for the parent's DS (await_ds, the default): nothing moves.
+    EXPECT_TRUE(keys->rollover.await_ds);
+    EXPECT_TRUE(keys->rollover.ds_seen_at.empty());
+    MakeDue(zone);
+    serial = Serial(zone);
+    moved = store_->AdvanceRollovers();
+    ASSERT_TRUE(moved.ok());
+    EXPECT_TRUE(moved->empty());
+    EXPECT_EQ(Serial(zone), serial);
+    EXPECT_EQ(store_->Keys(zone)->rollover.phase, "switch");
+    EXPECT_EQ(store_->ConfirmDs(zone, "other").code(), Code::kNotFound);
+    ASSERT_TRUE(store_->ConfirmDs(zone).ok());
+    EXPECT_FALSE(store_->Keys(zone)->rollover.ds_seen_at.empty());
+
     // done: the old key is gone; CDS/CDNSKEY for the new one stay.
     MakeDue(zone);
     serial = Serial(zone);
@@ -376,6 +390,7 @@ TEST_F(DnsRolloverTest, EveryPhase) {
     // Nothing more to do; a new rollover may start.
     moved = store_->AdvanceRollovers();
     EXPECT_TRUE(moved->empty());
+    EXPECT_EQ(store_->ConfirmDs(zone).code(), Code::kFailedPrecondition);
     EXPECT_TRUE(store_->StartRollover(zone, {.propagation_delay = 0, .parent_delay = 0}).ok());
     keys = store_->Keys(zone);
     EXPECT_EQ(keys->rollover.phase, "publish");
@@ -410,6 +425,11 @@ TEST_F(DnsRolloverTest, Refusals) {
   EXPECT_FALSE(ParseRolloverBody(R"({"parent_delay":-1})", d).ok());
   EXPECT_FALSE(ParseRolloverBody(R"({"parent_delay":18446744073709551615})", d).ok());
   EXPECT_FALSE(ParseRolloverBody(R"({"delay":1})", d).ok());
+  EXPECT_TRUE(b->await_ds);
+  b = ParseRolloverBody(R"({"await_ds":false})", d);
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE(b->await_ds);
+  EXPECT_FALSE(ParseRolloverBody(R"({"await_ds":"no"})", d).ok());
   EXPECT_FALSE(ParseRolloverBody("[1]", d).ok());
 }
 
