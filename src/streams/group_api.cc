@@ -512,11 +512,9 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   Broker* b = &broker;
   Gate gate(b);
   // A deleted topic's committed offsets go with it (Kafka does the same), before DeleteTopics answers.
-  broker.OnTopicsDeleted([c](std::vector<std::string> topics, std::function<void()> done) {
-    c->DeleteTopicOffsets(std::move(topics), [done = std::move(done)](Status s) {
-      if (!s.ok()) log::Warn("streams", "offsets of deleted topics not removed", {{"error", s.ToString()}});
-      done();
-    });
+  // When they could not be dropped the broker keeps the topics and answers KAFKA_STORAGE_ERROR.
+  broker.OnTopicsDeleted([c](std::vector<std::string> topics, std::function<void(Status)> done) {
+    c->DeleteTopicOffsets(std::move(topics), [done = std::move(done)](Status s) { done(std::move(s)); });
   });
 
   broker.RegisterApi(api::kFindCoordinator,
