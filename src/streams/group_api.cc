@@ -504,6 +504,13 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   if (options.data_dir.empty()) options.data_dir = bo.data_dir + "/groups";
   options.node_id = bo.node_id;
   options.host = bo.advertised_host;
+  // A commit checked against the topics on arrival is checked again as it is queued (in the offsets'
+  // order), so one racing DeleteTopics never puts a deleted topic's offset back.
+  Broker* owner = &broker;
+  if (!options.topic_exists)
+    options.topic_exists = [owner](const std::string& topic) {
+      return owner->Partition(topic, 0) != nullptr;
+    };
   GOVERN_ASSIGN_OR_RETURN(auto coordinator, g::GroupCoordinator::Open(std::move(options)));
   auto impl = std::make_shared<Impl>();
   impl->broker = &broker;
