@@ -110,6 +110,16 @@ class Broker::Impl {
 
   mutable std::shared_mutex topics_mu;
   std::map<std::string, std::shared_ptr<Topic>, std::less<>> topics;
+  // Topics DeleteTopics took out of `topics` whose directories are not yet removed: no topic of the same
+  // name may be created (it would open those directories) until they are gone.
+  std::set<std::string, std::less<>> deleting;
+  static std::string MarkedForDeletion(std::string_view name) {
+    return "Topic '" + std::string(name) + "' is marked for deletion.";
+  }
+  bool Deleting(std::string_view name) const {
+    std::shared_lock<std::shared_mutex> lock(topics_mu);
+    return deleting.find(name) != deleting.end();
+  }
 
   std::mutex pid_mu;
   int64_t next_pid = 0;
@@ -423,6 +433,8 @@ Status Broker::Impl::CreateTopic(const std::string& name, int32_t partitions) {
   if (partitions <= 0 || partitions > 10000) return OutOfRange("invalid partition count");
   std::unique_lock<std::shared_mutex> lock(topics_mu);
   if (topics.count(name)) return AlreadyExists("topic " + name + " exists");
+  // Unavailable, not AlreadyExists: Metadata's auto-create answers this retriable (LEADER_NOT_AVAILABLE).
+  if (deleting.count(name)) return Unavailable(MarkedForDeletion(name));
   auto t = std::make_shared<Topic>();
   t->name = name;
   for (int32_t i = 0; i < partitions; i++) {
@@ -551,7 +563,8 @@ void Broker::Impl::Metadata(const Request& req, Respond respond) {
   auto parsed = ParseMetadataRequest(req.header.body, v);
   if (!parsed.ok()) return respond(Reply::Close());
   std::vector<std::pair<std::string, std::shared_ptr<Topic>>> list;
-  std::set<std::string> denied;  // named topics the principal may not describe
+  std::set<std::string> denied;    // named topics the principal may not describe
+  std::set<std::string> deferred;  // named topics not created yet: their deleted namesake's files remain
   if (!parsed->topics) {
     std::shared_lock<std::shared_mutex> lock(topics_mu);
     for (auto& [n, t] : topics)
@@ -568,7 +581,9 @@ void Broker::Impl::Metadata(const Request& req, Respond respond) {
           (Permit(req, AclOp::kCreate, ResourceType::kCluster, "") ||
            Permit(req, AclOp::kCreate, ResourceType::kTopic, name))) {
         Status s = CreateTopic(std::string(name), opts.default_partitions);
-        if (!s.ok() && s.code() != Code::kAlreadyExists)
+        if (s.code() == Code::kUnavailable && Deleting(name))
+          deferred.emplace(name);
+        else if (!s.ok() && s.code() != Code::kAlreadyExists)
           log::Warn("streams", "auto-create topic", {{"topic", std::string(name)}, {"error", s.ToString()}});
         t = FindTopic(name);
       }
@@ -588,6 +603,8 @@ void Broker::Impl::Metadata(const Request& req, Respond respond) {
   for (auto& [name, t] : list) {
     w.Int16(denied.count(name) ? kErrTopicAuthorizationFailed
             : t                ? kerr::kNone
+            : deferred.count(name)
+                ? kerr::kLeaderNotAvailable
                 : (ValidTopicName(name) ? kerr::kUnknownTopicOrPartition : kerr::kInvalidTopic));
     w.String(name);
     if (v >= 1) w.Bool(false);
@@ -933,10 +950,15 @@ void Broker::Impl::CreateTopics(const Request& req, Respond respond) {
     } else if (FindTopic(t.name)) {
       error = kerr::kTopicAlreadyExists;
       message = "topic exists";
+    } else if (Deleting(t.name)) {
+      error = kerr::kTopicAlreadyExists;  // as Kafka answers while a deleted topic's files remain
+      message = MarkedForDeletion(t.name);
     } else if (!parsed->validate_only) {
       Status s = CreateTopic(std::string(t.name), n);
       if (!s.ok()) {
-        error = s.code() == Code::kAlreadyExists ? kerr::kTopicAlreadyExists : kerr::kKafkaStorageError;
+        bool exists =
+            s.code() == Code::kAlreadyExists || (s.code() == Code::kUnavailable && Deleting(t.name));
+        error = exists ? kerr::kTopicAlreadyExists : kerr::kKafkaStorageError;
         message = s.message();
       }
     }
@@ -952,9 +974,7 @@ void Broker::Impl::DeleteTopics(const Request& req, Respond respond) {
   int16_t v = req.header.api_version;
   auto parsed = ParseDeleteTopicsRequest(req.header.body, v);
   if (!parsed.ok()) return respond(Reply::Close());
-  Writer w;
-  if (v >= 1) w.Int32(0);
-  w.ArrayCount(static_cast<int32_t>(parsed->names.size()));
+  std::vector<std::pair<std::string, int16_t>> answers;  // per name asked, in order
   std::vector<std::shared_ptr<Topic>> deleted;
   for (std::string_view name : parsed->names) {
     std::shared_ptr<Topic> t;
@@ -965,18 +985,31 @@ void Broker::Impl::DeleteTopics(const Request& req, Respond respond) {
       if (it != topics.end()) {
         t = it->second;
         topics.erase(it);
+        deleting.emplace(name);
       }
     }
     int16_t error = !may_delete ? kErrTopicAuthorizationFailed
                     : t         ? kerr::kNone
                                 : kerr::kUnknownTopicOrPartition;
     if (t) deleted.push_back(t);
-    w.String(name);
-    w.Int16(error);
+    answers.emplace_back(std::string(name), error);
   }
-  // The files go once the groups' offsets of these topics are gone (durably), then the answer.
-  auto finish = [this, deleted, respond = std::move(respond), body = std::move(w.str())]() mutable {
+  // The files go once the groups' offsets of these topics are gone (durably), then the name is free
+  // again, then the answer. When the offsets could not be dropped the topics stay, files and all.
+  auto finish = [this, v, deleted, answers = std::move(answers),
+                 respond = std::move(respond)](Status offsets) mutable {
+    if (!offsets.ok())
+      log::Warn("streams", "offsets of deleted topics not removed; topics kept",
+                {{"error", offsets.ToString()}});
+    std::set<std::string> failed;
     for (const auto& t : deleted) {
+      if (!offsets.ok()) {
+        std::unique_lock<std::shared_mutex> lock(topics_mu);
+        topics[t->name] = t;
+        deleting.erase(t->name);
+        failed.insert(t->name);
+        continue;
+      }
       for (auto& p : t->partitions) {
         std::error_code ec;
         fs::remove_all(p->dir(), ec);
@@ -984,16 +1017,28 @@ void Broker::Impl::DeleteTopics(const Request& req, Respond respond) {
         // Close the log only after syncs already queued for it have called back (they run in order).
         syncer->Request(nullptr, [keep = p](Status) {});
       }
+      {
+        std::unique_lock<std::shared_mutex> lock(topics_mu);
+        deleting.erase(t->name);
+      }
       log::Info("streams", "topic deleted", {{"topic", t->name}});
     }
-    respond(Reply::Send(std::move(body)));
+    Writer w;
+    if (v >= 1) w.Int32(0);
+    w.ArrayCount(static_cast<int32_t>(answers.size()));
+    for (auto& [name, error] : answers) {
+      w.String(name);
+      w.Int16(error == kerr::kNone && failed.count(name) ? kerr::kKafkaStorageError : error);
+    }
+    respond(Reply::Send(std::move(w.str())));
   };
-  if (deleted.empty() || !topics_deleted) return finish();
+  if (deleted.empty() || !topics_deleted) return finish(OkStatus());
   std::vector<std::string> names;
   for (const auto& t : deleted) names.push_back(t->name);
   // The hook calls back on another thread (the offsets' sync thread): the file work runs on ours.
-  topics_deleted(std::move(names),
-                 [this, finish = std::move(finish)]() mutable { asio::post(io, std::move(finish)); });
+  topics_deleted(std::move(names), [this, finish = std::move(finish)](Status s) mutable {
+    asio::post(io, [finish = std::move(finish), s = std::move(s)]() mutable { finish(std::move(s)); });
+  });
 }
 
 void Broker::Impl::InitProducerId(const Request& req, Respond respond) {

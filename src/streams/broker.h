@@ -99,9 +99,13 @@ class Broker {
   void RegisterApi(int16_t api_key, ApiSpec spec);
   // Called by DeleteTopics with the names it deleted, after they stopped being served and before their
   // files are removed; the answer waits for `done` (the group coordinator drops their committed offsets
-  // durably). A crash in between leaves the topics with their data and without offsets, and the client,
-  // never answered, retries. Only before Start.
-  using TopicsDeletedHook = std::function<void(std::vector<std::string> topics, std::function<void()> done)>;
+  // durably). Until the files are gone the names are marked for deletion: CreateTopics answers
+  // TOPIC_ALREADY_EXISTS and Metadata's auto-create LEADER_NOT_AVAILABLE for them, so a new topic never
+  // opens the directories being removed. When `done` gets an error the topics are served again and
+  // answered KAFKA_STORAGE_ERROR. A crash in between leaves the topics with their data and without
+  // offsets, and the client, never answered, retries. Only before Start.
+  using TopicsDeletedHook =
+      std::function<void(std::vector<std::string> topics, std::function<void(Status)> done)>;
   void OnTopicsDeleted(TopicsDeletedHook hook);
 
   // Locks data_dir (FailedPrecondition when another broker holds it), opens every partition under it

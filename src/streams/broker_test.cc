@@ -9,8 +9,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <thread>
+#include <utility>
 
 #include "streams/errors.h"
 #include "streams/security.h"
@@ -159,6 +163,90 @@ FetchResult ParseFetchV11(const std::string& resp) {
   return f;
 }
 
+// DeleteTopics v1 of one topic, CreateTopics v4 of one topic with one partition.
+std::string DeleteBody(std::string_view topic) {
+  Writer w;
+  w.ArrayCount(1);
+  w.String(topic);
+  w.Int32(1000);
+  return w.str();
+}
+std::string CreateBody(std::string_view topic) {
+  Writer w;
+  w.ArrayCount(1);
+  w.String(topic);
+  w.Int32(1);
+  w.Int16(1);
+  w.ArrayCount(0);
+  w.ArrayCount(0);
+  w.Int32(1000);
+  w.Bool(false);
+  return w.str();
+}
+// The error (and message) of the one topic of a DeleteTopics v1 / CreateTopics v4 answer.
+std::pair<int16_t, std::string> ParseTopicAnswer(const std::string& resp, bool with_message) {
+  Reader r(resp);
+  r.Int32();  // correlation
+  r.Int32();  // throttle
+  EXPECT_EQ(r.ArrayCount(), 1);
+  r.String();
+  int16_t error = r.Int16();
+  std::string message;
+  if (with_message) message = std::string(r.NullableString().value_or(""));
+  EXPECT_TRUE(r.ok());
+  return {error, message};
+}
+// The error of the one topic of a Metadata v4 answer asking for `topic` with auto-create.
+int16_t MetadataError(Client& c, std::string_view topic) {
+  Writer w;
+  w.ArrayCount(1);
+  w.String(topic);
+  w.Bool(true);
+  c.Send(api::kMetadata, 4, 90, w.str());
+  auto resp = c.Receive();
+  EXPECT_TRUE(resp);
+  if (!resp) return -100;
+  Reader r(*resp);
+  r.Int32();  // correlation
+  r.Int32();  // throttle
+  int32_t brokers = r.ArrayCount();
+  for (int32_t i = 0; i < brokers; i++) {
+    r.Int32();
+    r.String();
+    r.Int32();
+    r.NullableString();
+  }
+  r.NullableString();  // cluster id
+  r.Int32();           // controller
+  EXPECT_EQ(r.ArrayCount(), 1);
+  int16_t error = r.Int16();
+  EXPECT_TRUE(r.ok());
+  return error;
+}
+
+// The offsets hook of a DeleteTopics, held open by the test: until it answers, the deleted topic's files
+// remain and its name may not be created again.
+struct HeldHook {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::function<void(Status)> done;
+  std::vector<std::string> topics;
+
+  Broker::TopicsDeletedHook Hook() {
+    return [this](std::vector<std::string> t, std::function<void(Status)> d) {
+      std::lock_guard<std::mutex> lock(mu);
+      topics = std::move(t);
+      done = std::move(d);
+      cv.notify_all();
+    };
+  }
+  std::function<void(Status)> Wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done != nullptr; });
+    return std::exchange(done, nullptr);
+  }
+};
+
 class BrokerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -167,12 +255,13 @@ class BrokerTest : public ::testing::Test {
     dir_ = tmpl;
     StartBroker();
   }
-  void StartBroker() {
+  void StartBroker(Broker::TopicsDeletedHook hook = nullptr) {
     BrokerOptions o;
     o.listen_port = 0;
     o.data_dir = dir_;
     o.max_request_bytes = 1 << 20;
     broker_ = std::make_unique<Broker>(o);
+    if (hook) broker_->OnTopicsDeleted(std::move(hook));
     ASSERT_TRUE(broker_->Start().ok());
   }
   void TearDown() override {
@@ -563,6 +652,76 @@ TEST_F(BrokerTest, TopicsSurviveRestartAndProducerIdsStayUnique) {
   o.data_dir = dir_;
   Broker second(o);
   EXPECT_EQ(second.Start().code(), Code::kFailedPrecondition);
+}
+
+// While a deleted topic's offsets are being dropped its directories remain: CreateTopics is refused with
+// TOPIC_ALREADY_EXISTS ("marked for deletion", as Kafka answers) and Metadata's auto-create answers
+// LEADER_NOT_AVAILABLE, so no new log opens the old files (which would bring back the deleted records and
+// then lose the new topic's writes when the files went). Once deleted, the name is created afresh, empty.
+TEST_F(BrokerTest, TopicMarkedForDeletionIsNotCreatedUntilItsFilesAreGone) {
+  HeldHook held;
+  broker_.reset();
+  StartBroker(held.Hook());
+  ASSERT_TRUE(broker_->CreateTopic("gone", 1).ok());
+  Client c(broker_->port());
+  c.Send(api::kProduce, 7, 1, ProduceBody("gone", 0, BuildBatch({"old"}, 1000)));
+  ASSERT_EQ(ParseProduceV7(*c.Receive()).error, 0);
+
+  Client deleter(broker_->port());
+  deleter.Send(api::kDeleteTopics, 1, 2, DeleteBody("gone"));
+  auto done = held.Wait();
+  EXPECT_EQ(held.topics, std::vector<std::string>{"gone"});
+  EXPECT_TRUE(broker_->Topics().empty());
+  EXPECT_TRUE(fs::exists(dir_ + "/gone-0"));
+
+  c.Send(api::kCreateTopics, 4, 3, CreateBody("gone"));
+  auto created = ParseTopicAnswer(*c.Receive(), true);
+  EXPECT_EQ(created.first, kerr::kTopicAlreadyExists);
+  EXPECT_EQ(created.second, "Topic 'gone' is marked for deletion.");
+  EXPECT_EQ(MetadataError(c, "gone"), kerr::kLeaderNotAvailable);
+  EXPECT_EQ(broker_->CreateTopic("gone", 1).code(), Code::kUnavailable);
+  EXPECT_TRUE(broker_->Topics().empty());
+
+  done(OkStatus());
+  auto deleted = deleter.Receive();
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(ParseTopicAnswer(*deleted, false).first, kerr::kNone);
+  EXPECT_FALSE(fs::exists(dir_ + "/gone-0"));
+
+  c.Send(api::kCreateTopics, 4, 4, CreateBody("gone"));
+  EXPECT_EQ(ParseTopicAnswer(*c.Receive(), true).first, kerr::kNone);
+  c.Send(api::kFetch, 11, 5, FetchBody("gone", 0, 0, 0));
+  auto f = ParseFetchV11(*c.Receive());
+  EXPECT_EQ(f.error, 0);
+  EXPECT_EQ(f.hw, 0);
+  EXPECT_TRUE(f.records.empty());
+}
+
+// When the offsets of a deleted topic cannot be dropped the topic stays, records and all, and the delete
+// is answered KAFKA_STORAGE_ERROR (not NONE with the offsets left behind).
+TEST_F(BrokerTest, DeleteWhoseOffsetsFailKeepsTheTopic) {
+  HeldHook held;
+  broker_.reset();
+  StartBroker(held.Hook());
+  ASSERT_TRUE(broker_->CreateTopic("kept", 1).ok());
+  Client c(broker_->port());
+  c.Send(api::kProduce, 7, 1, ProduceBody("kept", 0, BuildBatch({"stays"}, 1000)));
+  ASSERT_EQ(ParseProduceV7(*c.Receive()).error, 0);
+  c.Send(api::kDeleteTopics, 1, 2, DeleteBody("kept"));
+  held.Wait()(Internal("offsets: disk full"));
+  auto answer = c.Receive();
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(ParseTopicAnswer(*answer, false).first, kerr::kKafkaStorageError);
+  EXPECT_EQ(broker_->Topics(), std::vector<std::string>{"kept"});
+  c.Send(api::kFetch, 11, 3, FetchBody("kept", 0, 0, 0));
+  auto f = ParseFetchV11(*c.Receive());
+  EXPECT_EQ(f.error, 0);
+  EXPECT_EQ(f.hw, 1);
+  // Not left marked: a create is answered "exists", not "marked for deletion".
+  c.Send(api::kCreateTopics, 4, 4, CreateBody("kept"));
+  auto created = ParseTopicAnswer(*c.Receive(), true);
+  EXPECT_EQ(created.first, kerr::kTopicAlreadyExists);
+  EXPECT_EQ(created.second, "topic exists");
 }
 
 }  // namespace

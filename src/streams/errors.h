@@ -10,6 +10,7 @@ inline constexpr int16_t kOffsetOutOfRange = 1;
 inline constexpr int16_t kCorruptMessage = 2;
 inline constexpr int16_t kUnknownTopicOrPartition = 3;
 inline constexpr int16_t kInvalidFetchSize = 4;
+inline constexpr int16_t kLeaderNotAvailable = 5;
 inline constexpr int16_t kNotLeaderOrFollower = 6;
 inline constexpr int16_t kRequestTimedOut = 7;
 inline constexpr int16_t kMessageTooLarge = 10;

@@ -504,6 +504,13 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   if (options.data_dir.empty()) options.data_dir = bo.data_dir + "/groups";
   options.node_id = bo.node_id;
   options.host = bo.advertised_host;
+  // A commit checked against the topics on arrival is checked again as it is queued (in the offsets'
+  // order), so one racing DeleteTopics never puts a deleted topic's offset back.
+  Broker* owner = &broker;
+  if (!options.topic_exists)
+    options.topic_exists = [owner](const std::string& topic) {
+      return owner->Partition(topic, 0) != nullptr;
+    };
   GOVERN_ASSIGN_OR_RETURN(auto coordinator, g::GroupCoordinator::Open(std::move(options)));
   auto impl = std::make_shared<Impl>();
   impl->broker = &broker;
@@ -512,11 +519,9 @@ Result<std::unique_ptr<GroupApi>> GroupApi::Attach(Broker& broker, g::Coordinato
   Broker* b = &broker;
   Gate gate(b);
   // A deleted topic's committed offsets go with it (Kafka does the same), before DeleteTopics answers.
-  broker.OnTopicsDeleted([c](std::vector<std::string> topics, std::function<void()> done) {
-    c->DeleteTopicOffsets(std::move(topics), [done = std::move(done)](Status s) {
-      if (!s.ok()) log::Warn("streams", "offsets of deleted topics not removed", {{"error", s.ToString()}});
-      done();
-    });
+  // When they could not be dropped the broker keeps the topics and answers KAFKA_STORAGE_ERROR.
+  broker.OnTopicsDeleted([c](std::vector<std::string> topics, std::function<void(Status)> done) {
+    c->DeleteTopicOffsets(std::move(topics), [done = std::move(done)](Status s) { done(std::move(s)); });
   });
 
   broker.RegisterApi(api::kFindCoordinator,

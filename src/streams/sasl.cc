@@ -207,7 +207,8 @@ Status Authenticator::StillValid(std::string_view mechanism, std::string_view cr
   }
   if (mechanism == "PLAIN") {
     auto u = users();
-    size_t sp = credential.find(' ');
+    // "<name> <hash>": the hash has no space, a name given to the UserStore directly may.
+    size_t sp = credential.rfind(' ');
     if (u && sp != std::string_view::npos &&
         crypto::ConstantTimeEquals(u->HashOf(credential.substr(0, sp)), credential.substr(sp + 1)))
       return OkStatus();

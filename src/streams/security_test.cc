@@ -96,6 +96,23 @@ TEST(UserStore, ArgonAndSha256) {
   EXPECT_FALSE(UserStore::Parse("a " + *sha + "\na " + *sha + "\n").ok());
 }
 
+// A PLAIN session stays valid for a user whose name holds a space (the credential is "<name> <hash>",
+// split at the last space), and ends when that user's password changes.
+TEST(Authenticator, PlainStillValidForANameWithASpace) {
+  auto sha = HashPasswordSha256("pw");
+  ASSERT_TRUE(sha.ok());
+  std::map<std::string, std::string, std::less<>> users{{"bob smith", *sha}};
+  Authenticator auth({}, std::make_shared<const UserStore>(users), nullptr);
+  using namespace std::string_literals;
+  auto r = auth.Authenticate("PLAIN", "\0bob smith\0pw"s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->principal, "User:bob smith");
+  EXPECT_TRUE(auth.StillValid("PLAIN", r->credential).ok());
+  users["bob smith"] = *HashPasswordSha256("pw2");
+  auth.SetUsers(std::make_shared<const UserStore>(users));
+  EXPECT_EQ(auth.StillValid("PLAIN", r->credential).code(), Code::kUnauthenticated);
+}
+
 struct TokenFixture {
   TokenFixture()
       : ring(std::make_shared<tokens::KeyRing>(*tokens::KeyRing::Create(tokens::Alg::kES256, {}, NowS()))),

@@ -974,19 +974,25 @@ void GroupCoordinator::OffsetCommit(OffsetCommitRequest request, CommitDone done
   std::shared_ptr<Group> g = lk.g;
   ++g->inflight_commits;
   lk.lock = {};
-  impl_->store->Commit(request.group_id, std::move(commits),
-                       [g, resp = std::move(resp), done = std::move(done)](Status s) mutable {
-                         {
-                           std::lock_guard l(g->mu);
-                           --g->inflight_commits;
-                         }
-                         if (!s.ok()) {
-                           for (auto& t : resp.topics)
-                             for (auto& p : t.partitions)
-                               if (p.error == ErrorCode::kNone) p.error = ErrorCode::kCoordinatorNotAvailable;
-                         }
-                         done(std::move(resp));
-                       });
+  auto dropped = impl_->opt.topic_exists ? std::make_shared<std::set<std::string>>() : nullptr;
+  impl_->store->Commit(
+      request.group_id, std::move(commits),
+      [g, dropped, resp = std::move(resp), done = std::move(done)](Status s) mutable {
+        {
+          std::lock_guard l(g->mu);
+          --g->inflight_commits;
+        }
+        for (auto& t : resp.topics)
+          for (auto& p : t.partitions) {
+            if (p.error != ErrorCode::kNone) continue;
+            if (dropped && dropped->count(t.name))
+              p.error = ErrorCode::kUnknownTopicOrPartition;  // deleted while this commit was on its way
+            else if (!s.ok())
+              p.error = ErrorCode::kCoordinatorNotAvailable;
+          }
+        done(std::move(resp));
+      },
+      impl_->opt.topic_exists, dropped);
 }
 
 OffsetFetchResponse GroupCoordinator::OffsetFetch(const OffsetFetchRequest& request) const {

@@ -68,6 +68,10 @@ struct CoordinatorOptions {
   // false: JoinGroup with a group.instance.id gets UNSUPPORTED_VERSION.
   bool allow_static_membership = true;
   OffsetStoreOptions store;
+  // Whether a topic exists, asked as each commit is queued in the offsets' order (see
+  // OffsetStore::TopicFilter): a commit racing the topic's deletion gets UNKNOWN_TOPIC_OR_PARTITION
+  // instead of putting its offset back after the deletion dropped it. nullptr: every topic exists.
+  std::function<bool(const std::string& topic)> topic_exists;
   const Clock* clock = nullptr;  // nullptr: Clock::Real()
   uint64_t random_seed = 0;      // for member ids; 0: from std::random_device
 };

@@ -234,12 +234,29 @@ struct OffsetStore::Impl {
     }
   }
 
-  void Enqueue(OffsetRecord record, Done done) {
+  void Enqueue(OffsetRecord record, Done done, const OffsetStore::TopicFilter& filter = nullptr,
+               std::set<std::string>* dropped = nullptr) {
     Pending p;
-    Status s = EncodeRecord(record, &p.frame);
+    Status s = filter ? OkStatus() : EncodeRecord(record, &p.frame);
     if (s.ok()) {
-      std::lock_guard l(mu);
-      if (stop) {
+      std::unique_lock l(mu);
+      if (filter && !stop && health.ok()) {
+        // Under `mu`: a DeleteTopics record queued before this one saw its topic gone already.
+        std::erase_if(record.commits, [&](const auto& c) {
+          if (filter(c.first.topic)) return false;
+          if (dropped) dropped->insert(c.first.topic);
+          return true;
+        });
+        if (record.commits.empty()) {
+          l.unlock();
+          if (done) done(OkStatus());
+          return;
+        }
+        s = EncodeRecord(record, &p.frame);
+      }
+      if (!s.ok()) {
+        // answered below
+      } else if (stop) {
         s = FailedPrecondition("offset store is closing");
       } else if (!health.ok()) {
         s = health;
@@ -365,12 +382,13 @@ Result<std::unique_ptr<OffsetStore>> OffsetStore::Open(const std::string& dir, O
 }
 
 void OffsetStore::Commit(const std::string& group,
-                         std::vector<std::pair<TopicPartition, OffsetValue>> offsets, Done done) {
+                         std::vector<std::pair<TopicPartition, OffsetValue>> offsets, Done done,
+                         TopicFilter filter, std::shared_ptr<std::set<std::string>> dropped) {
   OffsetRecord r;
   r.type = RecordType::kCommit;
   r.group = group;
   r.commits = std::move(offsets);
-  impl_->Enqueue(std::move(r), std::move(done));
+  impl_->Enqueue(std::move(r), std::move(done), filter, dropped.get());
 }
 
 void OffsetStore::Delete(const std::string& group, std::vector<TopicPartition> partitions, Done done) {

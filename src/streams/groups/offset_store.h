@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,16 @@ class OffsetStore {
   OffsetStore(const OffsetStore&) = delete;
   OffsetStore& operator=(const OffsetStore&) = delete;
 
-  // Queues a commit of `offsets` for `group`; `done` runs once it is durable (or failed).
+  // Whether a topic still exists, asked as a commit is queued (under the queue's lock, so in the order
+  // of DeleteTopics records): the commits of topics it refuses are dropped and their names added to
+  // `dropped` (read it once `done` runs). Must not call back into this store.
+  using TopicFilter = std::function<bool(const std::string& topic)>;
+
+  // Queues a commit of `offsets` for `group`; `done` runs once it is durable (or failed). With a filter,
+  // a commit of a topic deleted concurrently is never put back after its DeleteTopics record.
   void Commit(const std::string& group, std::vector<std::pair<TopicPartition, OffsetValue>> offsets,
-              Done done);
+              Done done, TopicFilter filter = nullptr,
+              std::shared_ptr<std::set<std::string>> dropped = nullptr);
   // Queues the deletion of offsets (absent ones are ignored).
   void Delete(const std::string& group, std::vector<TopicPartition> partitions, Done done);
   // Queues the deletion of every group's offsets of these topics (the topics were deleted). Applied in

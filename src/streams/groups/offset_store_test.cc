@@ -8,6 +8,8 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <set>
 #include <thread>
 
 #include "streams/groups/test_util.h"
@@ -92,6 +94,40 @@ TEST(OffsetStore, DeleteTopicsAcrossGroups) {
   EXPECT_EQ((*s)->Groups(), std::vector<std::string>{"g"});
   EXPECT_FALSE((*s)->Get("g", {"gone", 0}).has_value());
   EXPECT_EQ((*s)->Get("g", {"kept", 0})->offset, 11);
+}
+
+// A commit checked against the topics before a DeleteTopics but queued after it: the filter, asked as the
+// commit is queued, drops that topic's offset (and names it) instead of putting it back after the delete.
+TEST(OffsetStore, CommitFilterDropsATopicDeletedBeforeItWasQueued) {
+  testing::TempDir dir;
+  {
+    auto s = OffsetStore::Open(dir.path());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE(CommitSync(**s, "g", "t", 0, 10).ok());
+    std::atomic<bool> t_deleted{false};
+    t_deleted = true;  // the broker took "t" out of its topics, then queued its offsets' deletion
+    (*s)->DeleteTopics({"t"}, [](Status) {});
+    auto dropped = std::make_shared<std::set<std::string>>();
+    Status result = Internal("not called");
+    (*s)->Commit(
+        "g", {{{"t", 0}, Value(11)}, {{"u", 0}, Value(3)}}, [&](Status st) { result = st; },
+        [&](const std::string& topic) { return !(topic == "t" && t_deleted); }, dropped);
+    ASSERT_TRUE((*s)->Flush().ok());
+    EXPECT_TRUE(result.ok()) << result.ToString();
+    EXPECT_EQ(*dropped, std::set<std::string>{"t"});
+    EXPECT_FALSE((*s)->Get("g", {"t", 0}).has_value());
+    EXPECT_EQ((*s)->Get("g", {"u", 0})->offset, 3);
+    // Every topic refused: nothing is queued, and the caller is still answered.
+    result = Internal("not called");
+    (*s)->Commit(
+        "g", {{{"t", 0}, Value(12)}}, [&](Status st) { result = st; },
+        [](const std::string&) { return false; }, nullptr);
+    EXPECT_TRUE(result.ok());
+  }
+  auto s = OffsetStore::Open(dir.path());
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE((*s)->Get("g", {"t", 0}).has_value());
+  EXPECT_EQ((*s)->Get("g", {"u", 0})->offset, 3);
 }
 
 TEST(OffsetStore, TornTailIsCutAndAppendsContinue) {
