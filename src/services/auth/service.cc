@@ -521,8 +521,9 @@ class AuthService final : public services::Service {
                    "services check with the ring file (auth.internal_ring_file) beside the JWKS. "
                    "'published': with the published ring (auth.id_token_alg), so a service holding the "
                    "JWKS alone can check them (RS256 issue ~250 us, a first check one signature "
-                   "verification). Tokens for any other audience are always on the published ring "
-                   "(docs/tokens.md).",
+                   "verification). Tokens for any other audience, tokens with scope auth:admin and person "
+                   "sessions (code and refresh grants) are always on the published ring: the admin and "
+                   "account APIs accept no other (docs/tokens.md).",
            .choices = {"published", "internal"}});
     s.Add({.key = "auth.internal_ring_file",
            .type = Type::kString,
@@ -701,10 +702,14 @@ class AuthService final : public services::Service {
                                                    rings->id, *clock_);
       checker_ = std::make_unique<tokens::Checker>(tokens::CheckerOptions{.issuer = provider_options_.issuer},
                                                    keyset, *clock_);
+      published_checker_ = std::make_unique<tokens::Checker>(
+          tokens::CheckerOptions{.issuer = provider_options_.issuer},
+          std::make_shared<const tokens::KeySet>(std::move(id_keys)), *clock_);
     } else {
       issuer_->SetRings(internal_access_ ? rings->access : rings->id, rings->id);
       external_->SetRings(rings->id, rings->id);
       checker_->SetKeys(keyset);  // also drops keys past their overlap at once
+      published_checker_->SetKeys(std::make_shared<const tokens::KeySet>(std::move(id_keys)));
     }
     jwks_.store(std::make_shared<const std::string>(std::move(*jwks)));
     if (rings->changed) log::Info("auth", "signing keys created or rotated", {});
@@ -733,7 +738,9 @@ class AuthService final : public services::Service {
     if (!text.ok()) return text.status();
     auto list = tokens::RevocationList::FromJson(*text);
     if (!list.ok()) return list.status();
-    checker_->SetRevocations(std::make_shared<const tokens::RevocationList>(std::move(*list)));
+    auto shared = std::make_shared<const tokens::RevocationList>(std::move(*list));
+    checker_->SetRevocations(shared);
+    published_checker_->SetRevocations(std::move(shared));
     return OkStatus();
   }
 
@@ -1512,7 +1519,9 @@ class AuthService final : public services::Service {
     return FinishSignIn(c, *client, p, user->user_id, now);
   }
 
-  // The signed-in user's own second factor: Bearer access token of the user (aud default).
+  // The signed-in user's own second factor: Bearer access token of the user (aud default), signed with
+  // the published ring only (person sessions are; see Provider::SessionIssuer): the internal ring file
+  // is handed to other services, and its holder must not be able to enrol factors for anyone.
   Result<User> Me(db::Connection& c, const net::Request& q) {
     std::string_view bearer = BearerOf(q);
     if (bearer.empty()) return Unauthenticated("an access token is required");
@@ -1521,6 +1530,8 @@ class AuthService final : public services::Service {
     // Enrolling a factor is the person's own act: a delegated token (an agent acting for them) may not.
     if (!(*claims)->actors.empty())
       return PermissionDenied("a delegated token cannot change sign-in factors");
+    claims = published_checker_->Check(bearer, provider_options_.default_audience);
+    if (!claims.ok()) return Unauthenticated("the account API takes a sign-in session's token only");
     auto user = FindUserBySubject(c, (*claims)->sub);
     if (!user.ok()) return user.status();
     if (!*user || (*user)->disabled) return Unauthenticated("the token is not a user's");
@@ -1822,7 +1833,8 @@ class AuthService final : public services::Service {
 
   // ---- admin API ----
   // Who may administer: a `govern auth admin-token` token (every organisation), or an access token
-  // with scope auth:admin (its own organisation only). Returns the organisation limit ("" = all).
+  // with scope auth:admin signed with the published ring (its own organisation only). Returns the
+  // organisation limit ("" = all).
   Result<std::string> Admin(db::Connection& c, const net::Request& q) {
     std::string_view bearer = BearerOf(q);
     if (bearer.empty()) return Unauthenticated("an admin token is required (Authorization: Bearer ...)");
@@ -1830,7 +1842,9 @@ class AuthService final : public services::Service {
       GOVERN_RETURN_IF_ERROR(CheckAdminToken(c, bearer));
       return std::string();
     }
-    auto claims = checker_->Check(bearer, provider_options_.default_audience);
+    // Only the published ring: any holder of the internal ring file (other services) can mint HS256
+    // tokens with any scope; tokens with auth:admin are always issued on the published ring.
+    auto claims = published_checker_->Check(bearer, provider_options_.default_audience);
     if (!claims.ok()) return Unauthenticated("invalid admin token");
     if (!(*claims)->HasScope(kAdminScope)) return PermissionDenied("the token lacks scope auth:admin");
     if ((*claims)->org.empty()) return PermissionDenied("the token names no organisation");
@@ -2110,8 +2124,9 @@ class AuthService final : public services::Service {
   std::unique_ptr<tokens::Issuer> issuer_;
   std::unique_ptr<tokens::Issuer> external_;  // access tokens for outside audiences, asymmetric ring
   std::unique_ptr<tokens::Checker> checker_;
-  std::string ring_file_;             // auth.internal_ring_file (resolved)
-  crypto::SecretBytes ring_written_;  // what it holds, to rewrite only on change
+  std::unique_ptr<tokens::Checker> published_checker_;  // the published ring only: admin and account APIs
+  std::string ring_file_;                               // auth.internal_ring_file (resolved)
+  crypto::SecretBytes ring_written_;                    // what it holds, to rewrite only on change
   std::unique_ptr<Provider> provider_;
   std::atomic<std::shared_ptr<const std::string>> jwks_;
   std::string discovery_;
