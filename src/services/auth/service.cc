@@ -718,11 +718,17 @@ class AuthService final : public services::Service {
     if (auto bytes = rings->access->Serialize(); !bytes.ok()) {
       return bytes.status();
     } else if (first || !crypto::ConstantTimeEquals(bytes->span(), ring_written_.span())) {
-      if (Status w = tokens::WriteRingFile(ring_file_, *rings->access); !w.ok())
-        return w.WithContext("auth: writing the internal ring file");
-      ring_written_ = std::move(*bytes);
-      log::Info("auth", "internal ring file written",
-                {{"path", ring_file_}, {"keys", static_cast<int64_t>(rings->access->keys().size())}});
+      // A failed write leaves ring_written_ as it was, so the next tick retries; it must not skip the
+      // revocation reload below (this replica would stop honouring revocations). At start it is fatal.
+      if (Status w = tokens::WriteRingFile(ring_file_, *rings->access); !w.ok()) {
+        if (first) return w.WithContext("auth: writing the internal ring file");
+        log::Error("auth", "writing the internal ring file failed; retrying on the next tick",
+                   {{"path", ring_file_}, {"error", w.ToString()}});
+      } else {
+        ring_written_ = std::move(*bytes);
+        log::Info("auth", "internal ring file written",
+                  {{"path", ring_file_}, {"keys", static_cast<int64_t>(rings->access->keys().size())}});
+      }
     }
     return ReloadRevocations(**lease);
   }

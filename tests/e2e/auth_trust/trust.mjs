@@ -1,4 +1,4 @@
-// node trust.mjs setup|rotated|published BASE ADMIN_TOKEN TRUST_CHECK STATE_FILE RING_FILE: tokens from
+// node trust.mjs setup|stalled|rotated|published BASE ADMIN_TOKEN TRUST_CHECK STATE_FILE RING_FILE: tokens from
 // `govern serve auth` checked by auth_trust_check (a Checker fed only by TrustRefresher from BASE, and
 // with --ring by the internal ring file the service writes).
 import { execFileSync } from 'node:child_process';
@@ -88,6 +88,29 @@ if (mode === 'setup') {
   const allowed = await fetch(base + '/v1/auth/orgs/acme/clients', { headers: { authorization: `Bearer ${opsToken}` } });
   check(allowed.status === 200, 'the admin API accepts it (its own organisation)', allowed.status);
   writeFileSync(stateFile, JSON.stringify({ agent, token, kids: ringKids() }));
+} else if (mode === 'stalled') {
+  // The ring file cannot be written (run.sh made its path a directory) and a rotation tick failed to
+  // write it: revocations made elsewhere (a row another replica added, here by psql) still reach
+  // this replica on the following ticks.
+  const state = JSON.parse(readFileSync(stateFile));
+  const t = await grant(state.agent);
+  const { jti, exp } = JSON.parse(Buffer.from(t.split('.')[1], 'base64url').toString());
+  const introspect = async () => {
+    const r = await fetch(new URL('/oauth/introspect', base), {
+      method: 'POST',
+      headers: { authorization: 'Basic ' + Buffer.from(`${state.agent.client_id}:${state.agent.client_secret}`).toString('base64') },
+      body: new URLSearchParams({ token: t }),
+    });
+    return (await r.json()).active;
+  };
+  check(await introspect() === true, 'a fresh token is active');
+  execFileSync('bash', [process.env.REVOKE_SCRIPT, jti, String(exp)]);
+  let active = true;
+  for (let i = 0; i < 100 && active; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    active = await introspect();
+  }
+  check(active === false, 'a revocation added in PostgreSQL is picked up although the ring file write fails');
 } else if (mode === 'rotated') {
   // The short schedule publishes the successor ahead of its use, and the file follows.
   const state = JSON.parse(readFileSync(stateFile));
