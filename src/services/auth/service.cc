@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "crypto/bytes.h"
 #include "crypto/encoding.h"
+#include "crypto/sha256.h"
 #include "db/connection.h"
 #include "db/pool.h"
 #include "net/http_client.h"
@@ -1545,7 +1546,6 @@ class AuthService final : public services::Service {
   }
 
   // ---- the signed-in user's own account page (browser session, not a token) ----
-  static constexpr std::string_view kAccountCsrfCookie = "govern_account_csrf";
 
   // The user of the request's session cookie; kUnauthenticated without a live session.
   Result<User> SessionUser(db::Connection& c, const net::Request& q) {
@@ -1560,12 +1560,28 @@ class AuthService final : public services::Service {
     return GetUser(c, rows->Text(0, 0));
   }
 
-  // Double submit: the page's token, set as a SameSite=Strict cookie, must come back in the form
-  // (`csrf`) or the X-CSRF-Token header. Another site can make the browser send the cookies, not read
-  // the token.
-  static bool AccountCsrfOk(const net::Request& q, std::string_view presented) {
-    auto cookie = CookieOf(q, kAccountCsrfCookie);
-    return cookie && !presented.empty() && crypto::ConstantTimeEquals(*cookie, presented);
+  // The account page's token, bound to the session: HMAC-SHA256 keyed with the session cookie's
+  // secret (256 random bits, HttpOnly) over a fixed label. Another site can make the browser send the
+  // cookie but read neither it nor the page, so it cannot compute the token; a token is worth nothing
+  // with another session (unlike a double-submit cookie, which a sibling subdomain can plant), and it
+  // ends with the session. Every replica derives the same token; nothing is stored.
+  static std::optional<std::string> AccountCsrfOf(const net::Request& q) {
+    auto cookie = CookieOf(q, kSessionCookie);
+    if (!cookie || cookie->empty()) return std::nullopt;
+    auto mac = crypto::HmacSha256(crypto::AsBytes(*cookie), crypto::AsBytes("govern account page csrf v1"));
+    if (!mac.ok()) return std::nullopt;
+    return "gvx_" + crypto::Base64UrlEncode(std::span<const uint8_t>(*mac));
+  }
+
+  // The account POSTs: same origin by Fetch Metadata (Sec-Fetch-Site) and Origin when the browser
+  // sends them, and the page's token in the form (`csrf`) or the X-CSRF-Token header.
+  bool AccountCsrfOk(const net::Request& q, std::string_view presented) const {
+    if (auto site = q.headers.Get("Sec-Fetch-Site"); site && *site != "same-origin" && *site != "none")
+      return false;
+    if (auto origin = q.headers.Get("Origin"); origin && *origin != OriginOf(provider_options_.issuer))
+      return false;
+    auto expected = AccountCsrfOf(q);
+    return expected && !presented.empty() && crypto::ConstantTimeEquals(*expected, presented);
   }
 
   static net::Response NotSignedInPage() {
@@ -1591,8 +1607,8 @@ class AuthService final : public services::Service {
                                                           : Page(503, "Unavailable", "<p>Retry later.</p>");
     auto factors = ListFactors(c, me->user_id);
     if (!factors.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
-    auto csrf = NewSecret("gvx_");
-    if (!csrf.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
+    auto csrf = AccountCsrfOf(q);
+    if (!csrf) return NotSignedInPage();
     std::string token = HtmlEscape(*csrf);
     std::string body;
     if (!message.empty()) body += "<p id=\"notice\" role=\"status\">" + HtmlEscape(message) + "</p>\n";
@@ -1633,11 +1649,8 @@ class AuthService final : public services::Service {
             "<form method=\"post\" action=\"/oauth/account/signout\"><input type=\"hidden\" name=\"csrf\" "
             "value=\"" +
             token + "\"><button type=\"submit\" id=\"signout\">Sign out</button></form>\n";
-    net::Response page = Page(200, "Your account", body, {}, "/oauth/account.js");
-    page.headers.Add("Set-Cookie", std::string(kAccountCsrfCookie) + "=" + *csrf +
-                                       "; Path=/oauth; HttpOnly; SameSite=Strict" +
-                                       (secure_cookie_ ? "; Secure" : ""));
-    return page;
+    // The page holds the token and the person's factors: no cache may keep it.
+    return NoStore(Page(200, "Your account", body, {}, "/oauth/account.js"));
   }
 
   net::Response AccountRemove(db::Connection& c, net::Request& q) {
