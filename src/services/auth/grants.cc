@@ -120,8 +120,11 @@ Provider::Provider(ProviderOptions options, const tokens::Issuer& issuer, const 
                    const Clock& clock, const tokens::Issuer* external)
     : options_(std::move(options)), issuer_(issuer), external_(external), checker_(checker), clock_(clock) {}
 
-const tokens::Issuer& Provider::AccessIssuerFor(std::string_view audience) const {
-  return audience == options_.default_audience || external_ == nullptr ? issuer_ : *external_;
+const tokens::Issuer& Provider::AccessIssuerFor(std::string_view audience,
+                                                const std::vector<std::string>& scope) const {
+  if (external_ == nullptr) return issuer_;
+  if (audience != options_.default_audience) return *external_;
+  return std::find(scope.begin(), scope.end(), "auth:admin") != scope.end() ? *external_ : issuer_;
 }
 
 int64_t Provider::Now() const { return clock_.UnixMicros() / 1'000'000; }
@@ -227,7 +230,7 @@ Reply Provider::IssueForUser(db::Connection& c, const Client& client, const User
   claims.scope = SplitScope(scope);
   claims.client_id = client.client_id;
   claims.sid = family;
-  auto pair = issuer_.IssuePair(claims, options_.access_lifetime);
+  auto pair = SessionIssuer().IssuePair(claims, options_.access_lifetime);
   if (!pair.ok()) return OAuthError(500, "server_error", "could not sign the token");
   int64_t now = Now();
   Status stored = c.Transact([&](db::Connection& tx) -> Status {
@@ -282,7 +285,8 @@ Reply Provider::ClientCredentials(const Client& client, const Form& form) const 
   claims.org = client.org;
   claims.scope = scope;
   claims.client_id = client.client_id;
-  auto token = AccessIssuerFor(claims.aud.front()).IssueAccess(claims, options_.access_lifetime);
+  auto token =
+      AccessIssuerFor(claims.aud.front(), claims.scope).IssueAccess(claims, options_.access_lifetime);
   if (!token.ok()) return OAuthError(500, "server_error", "could not sign the token");
   json out = {
       {"access_token", *token}, {"token_type", "Bearer"}, {"expires_in", options_.access_lifetime.count()}};
@@ -424,7 +428,8 @@ Reply Provider::Exchange(db::Connection& c, const Client& client, const Form& fo
   claims.actors = std::move(actors);
   claims.client_id = client.client_id;
   claims.sid = sub.sid;  // revoking the user's session also ends what was delegated from it
-  auto token = AccessIssuerFor(claims.aud.front()).IssueAccess(claims, options_.access_lifetime);
+  auto token =
+      AccessIssuerFor(claims.aud.front(), claims.scope).IssueAccess(claims, options_.access_lifetime);
   if (!token.ok()) return OAuthError(500, "server_error", "could not sign the token");
   (void)c;
   json out = {{"access_token", *token},

@@ -79,7 +79,8 @@ class Provider {
  public:
   // `issuer` signs Govern's own access tokens (internal HS256 ring) and ID tokens; `external`, when
   // given, signs access tokens for any other audience with the asymmetric ring, so outside resource
-  // servers verify them with the published JWKS alone.
+  // servers verify them with the published JWKS alone. `external` also signs person sessions (code and
+  // refresh grants) and any token with scope auth:admin: the auth service's own APIs accept only those.
   Provider(ProviderOptions options, const tokens::Issuer& issuer, const tokens::Checker& checker,
            const Clock& clock = Clock::Real(), const tokens::Issuer* external = nullptr);
 
@@ -116,7 +117,13 @@ class Provider {
   // Checks one of our access tokens whatever its audience (signature, issuer, expiry, revocation).
   Result<tokens::ClaimsPtr> CheckAny(std::string_view token) const;
   int64_t Now() const;
-  const tokens::Issuer& AccessIssuerFor(std::string_view audience) const;
+  // The published (asymmetric) ring for any audience outside Govern and for tokens that carry
+  // auth:admin: the auth service's own admin API and account API accept only published-ring tokens,
+  // because the internal ring file is handed to other services, whose holders could otherwise mint them.
+  const tokens::Issuer& AccessIssuerFor(std::string_view audience,
+                                        const std::vector<std::string>& scope) const;
+  // Person sessions (authorization code, refresh) call the account API (/v1/auth/me/...): published ring.
+  const tokens::Issuer& SessionIssuer() const { return external_ ? *external_ : issuer_; }
 
   ProviderOptions options_;
   const tokens::Issuer& issuer_;

@@ -154,6 +154,24 @@ TEST_F(GrantsTest, OutsideAudiencesGetPublicKeyTokens) {
             tokens::Reject::kWrongAudience);
 }
 
+// The auth service's admin and account APIs take only published-ring tokens (the internal ring file is
+// handed to other services): tokens with scope auth:admin and person sessions are signed with it.
+TEST_F(GrantsTest, AdminScopeAndPersonSessionsGetPublishedRingTokens) {
+  auto ops = *CreateClient(*c_, "acme", "ops", ClientKind::kAgent, true, {"auth:admin", "events:read"}, {});
+  auto header = [](const std::string& t) {
+    return json::parse(crypto::AsString(*crypto::Base64UrlDecode(t.substr(0, t.find('.')))))["alg"]
+        .get<std::string>();
+  };
+  json admin = Ok(provider_->Token(*c_, "grant_type=client_credentials&scope=auth%3Aadmin", Basic(ops)));
+  EXPECT_EQ(header(admin["access_token"]), "ES256");
+  EXPECT_TRUE(checker_->Check(admin["access_token"].get<std::string>(), "govern").ok());
+  json plain = Ok(provider_->Token(*c_, "grant_type=client_credentials&scope=events%3Aread", Basic(ops)));
+  EXPECT_EQ(header(plain["access_token"]), "HS256");
+  json session = Ok(RedeemCode(Code()));
+  EXPECT_EQ(header(session["access_token"]), "ES256");
+  EXPECT_TRUE(checker_->Check(session["access_token"].get<std::string>(), "govern").ok());
+}
+
 TEST_F(GrantsTest, AuthorizationCodeWithPkce) {
   json t = Ok(RedeemCode(Code()));
   EXPECT_TRUE(t.contains("id_token"));

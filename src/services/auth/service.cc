@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "crypto/bytes.h"
 #include "crypto/encoding.h"
+#include "crypto/sha256.h"
 #include "db/connection.h"
 #include "db/pool.h"
 #include "net/http_client.h"
@@ -521,8 +522,9 @@ class AuthService final : public services::Service {
                    "services check with the ring file (auth.internal_ring_file) beside the JWKS. "
                    "'published': with the published ring (auth.id_token_alg), so a service holding the "
                    "JWKS alone can check them (RS256 issue ~250 us, a first check one signature "
-                   "verification). Tokens for any other audience are always on the published ring "
-                   "(docs/tokens.md).",
+                   "verification). Tokens for any other audience, tokens with scope auth:admin and person "
+                   "sessions (code and refresh grants) are always on the published ring: the admin and "
+                   "account APIs accept no other (docs/tokens.md).",
            .choices = {"published", "internal"}});
     s.Add({.key = "auth.internal_ring_file",
            .type = Type::kString,
@@ -701,10 +703,14 @@ class AuthService final : public services::Service {
                                                    rings->id, *clock_);
       checker_ = std::make_unique<tokens::Checker>(tokens::CheckerOptions{.issuer = provider_options_.issuer},
                                                    keyset, *clock_);
+      published_checker_ = std::make_unique<tokens::Checker>(
+          tokens::CheckerOptions{.issuer = provider_options_.issuer},
+          std::make_shared<const tokens::KeySet>(std::move(id_keys)), *clock_);
     } else {
       issuer_->SetRings(internal_access_ ? rings->access : rings->id, rings->id);
       external_->SetRings(rings->id, rings->id);
       checker_->SetKeys(keyset);  // also drops keys past their overlap at once
+      published_checker_->SetKeys(std::make_shared<const tokens::KeySet>(std::move(id_keys)));
     }
     jwks_.store(std::make_shared<const std::string>(std::move(*jwks)));
     if (rings->changed) log::Info("auth", "signing keys created or rotated", {});
@@ -713,11 +719,17 @@ class AuthService final : public services::Service {
     if (auto bytes = rings->access->Serialize(); !bytes.ok()) {
       return bytes.status();
     } else if (first || !crypto::ConstantTimeEquals(bytes->span(), ring_written_.span())) {
-      if (Status w = tokens::WriteRingFile(ring_file_, *rings->access); !w.ok())
-        return w.WithContext("auth: writing the internal ring file");
-      ring_written_ = std::move(*bytes);
-      log::Info("auth", "internal ring file written",
-                {{"path", ring_file_}, {"keys", static_cast<int64_t>(rings->access->keys().size())}});
+      // A failed write leaves ring_written_ as it was, so the next tick retries; it must not skip the
+      // revocation reload below (this replica would stop honouring revocations). At start it is fatal.
+      if (Status w = tokens::WriteRingFile(ring_file_, *rings->access); !w.ok()) {
+        if (first) return w.WithContext("auth: writing the internal ring file");
+        log::Error("auth", "writing the internal ring file failed; retrying on the next tick",
+                   {{"path", ring_file_}, {"error", w.ToString()}});
+      } else {
+        ring_written_ = std::move(*bytes);
+        log::Info("auth", "internal ring file written",
+                  {{"path", ring_file_}, {"keys", static_cast<int64_t>(rings->access->keys().size())}});
+      }
     }
     return ReloadRevocations(**lease);
   }
@@ -733,7 +745,9 @@ class AuthService final : public services::Service {
     if (!text.ok()) return text.status();
     auto list = tokens::RevocationList::FromJson(*text);
     if (!list.ok()) return list.status();
-    checker_->SetRevocations(std::make_shared<const tokens::RevocationList>(std::move(*list)));
+    auto shared = std::make_shared<const tokens::RevocationList>(std::move(*list));
+    checker_->SetRevocations(shared);
+    published_checker_->SetRevocations(std::move(shared));
     return OkStatus();
   }
 
@@ -1512,7 +1526,9 @@ class AuthService final : public services::Service {
     return FinishSignIn(c, *client, p, user->user_id, now);
   }
 
-  // The signed-in user's own second factor: Bearer access token of the user (aud default).
+  // The signed-in user's own second factor: Bearer access token of the user (aud default), signed with
+  // the published ring only (person sessions are; see Provider::SessionIssuer): the internal ring file
+  // is handed to other services, and its holder must not be able to enrol factors for anyone.
   Result<User> Me(db::Connection& c, const net::Request& q) {
     std::string_view bearer = BearerOf(q);
     if (bearer.empty()) return Unauthenticated("an access token is required");
@@ -1521,6 +1537,8 @@ class AuthService final : public services::Service {
     // Enrolling a factor is the person's own act: a delegated token (an agent acting for them) may not.
     if (!(*claims)->actors.empty())
       return PermissionDenied("a delegated token cannot change sign-in factors");
+    claims = published_checker_->Check(bearer, provider_options_.default_audience);
+    if (!claims.ok()) return Unauthenticated("the account API takes a sign-in session's token only");
     auto user = FindUserBySubject(c, (*claims)->sub);
     if (!user.ok()) return user.status();
     if (!*user || (*user)->disabled) return Unauthenticated("the token is not a user's");
@@ -1528,7 +1546,6 @@ class AuthService final : public services::Service {
   }
 
   // ---- the signed-in user's own account page (browser session, not a token) ----
-  static constexpr std::string_view kAccountCsrfCookie = "govern_account_csrf";
 
   // The user of the request's session cookie; kUnauthenticated without a live session.
   Result<User> SessionUser(db::Connection& c, const net::Request& q) {
@@ -1543,12 +1560,28 @@ class AuthService final : public services::Service {
     return GetUser(c, rows->Text(0, 0));
   }
 
-  // Double submit: the page's token, set as a SameSite=Strict cookie, must come back in the form
-  // (`csrf`) or the X-CSRF-Token header. Another site can make the browser send the cookies, not read
-  // the token.
-  static bool AccountCsrfOk(const net::Request& q, std::string_view presented) {
-    auto cookie = CookieOf(q, kAccountCsrfCookie);
-    return cookie && !presented.empty() && crypto::ConstantTimeEquals(*cookie, presented);
+  // The account page's token, bound to the session: HMAC-SHA256 keyed with the session cookie's
+  // secret (256 random bits, HttpOnly) over a fixed label. Another site can make the browser send the
+  // cookie but read neither it nor the page, so it cannot compute the token; a token is worth nothing
+  // with another session (unlike a double-submit cookie, which a sibling subdomain can plant), and it
+  // ends with the session. Every replica derives the same token; nothing is stored.
+  static std::optional<std::string> AccountCsrfOf(const net::Request& q) {
+    auto cookie = CookieOf(q, kSessionCookie);
+    if (!cookie || cookie->empty()) return std::nullopt;
+    auto mac = crypto::HmacSha256(crypto::AsBytes(*cookie), crypto::AsBytes("govern account page csrf v1"));
+    if (!mac.ok()) return std::nullopt;
+    return "gvx_" + crypto::Base64UrlEncode(std::span<const uint8_t>(*mac));
+  }
+
+  // The account POSTs: same origin by Fetch Metadata (Sec-Fetch-Site) and Origin when the browser
+  // sends them, and the page's token in the form (`csrf`) or the X-CSRF-Token header.
+  bool AccountCsrfOk(const net::Request& q, std::string_view presented) const {
+    if (auto site = q.headers.Get("Sec-Fetch-Site"); site && *site != "same-origin" && *site != "none")
+      return false;
+    if (auto origin = q.headers.Get("Origin"); origin && *origin != OriginOf(provider_options_.issuer))
+      return false;
+    auto expected = AccountCsrfOf(q);
+    return expected && !presented.empty() && crypto::ConstantTimeEquals(*expected, presented);
   }
 
   static net::Response NotSignedInPage() {
@@ -1574,8 +1607,8 @@ class AuthService final : public services::Service {
                                                           : Page(503, "Unavailable", "<p>Retry later.</p>");
     auto factors = ListFactors(c, me->user_id);
     if (!factors.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
-    auto csrf = NewSecret("gvx_");
-    if (!csrf.ok()) return Page(503, "Unavailable", "<p>Retry later.</p>");
+    auto csrf = AccountCsrfOf(q);
+    if (!csrf) return NotSignedInPage();
     std::string token = HtmlEscape(*csrf);
     std::string body;
     if (!message.empty()) body += "<p id=\"notice\" role=\"status\">" + HtmlEscape(message) + "</p>\n";
@@ -1616,11 +1649,8 @@ class AuthService final : public services::Service {
             "<form method=\"post\" action=\"/oauth/account/signout\"><input type=\"hidden\" name=\"csrf\" "
             "value=\"" +
             token + "\"><button type=\"submit\" id=\"signout\">Sign out</button></form>\n";
-    net::Response page = Page(200, "Your account", body, {}, "/oauth/account.js");
-    page.headers.Add("Set-Cookie", std::string(kAccountCsrfCookie) + "=" + *csrf +
-                                       "; Path=/oauth; HttpOnly; SameSite=Strict" +
-                                       (secure_cookie_ ? "; Secure" : ""));
-    return page;
+    // The page holds the token and the person's factors: no cache may keep it.
+    return NoStore(Page(200, "Your account", body, {}, "/oauth/account.js"));
   }
 
   net::Response AccountRemove(db::Connection& c, net::Request& q) {
@@ -1822,7 +1852,8 @@ class AuthService final : public services::Service {
 
   // ---- admin API ----
   // Who may administer: a `govern auth admin-token` token (every organisation), or an access token
-  // with scope auth:admin (its own organisation only). Returns the organisation limit ("" = all).
+  // with scope auth:admin signed with the published ring (its own organisation only). Returns the
+  // organisation limit ("" = all).
   Result<std::string> Admin(db::Connection& c, const net::Request& q) {
     std::string_view bearer = BearerOf(q);
     if (bearer.empty()) return Unauthenticated("an admin token is required (Authorization: Bearer ...)");
@@ -1830,7 +1861,9 @@ class AuthService final : public services::Service {
       GOVERN_RETURN_IF_ERROR(CheckAdminToken(c, bearer));
       return std::string();
     }
-    auto claims = checker_->Check(bearer, provider_options_.default_audience);
+    // Only the published ring: any holder of the internal ring file (other services) can mint HS256
+    // tokens with any scope; tokens with auth:admin are always issued on the published ring.
+    auto claims = published_checker_->Check(bearer, provider_options_.default_audience);
     if (!claims.ok()) return Unauthenticated("invalid admin token");
     if (!(*claims)->HasScope(kAdminScope)) return PermissionDenied("the token lacks scope auth:admin");
     if ((*claims)->org.empty()) return PermissionDenied("the token names no organisation");
@@ -2110,8 +2143,9 @@ class AuthService final : public services::Service {
   std::unique_ptr<tokens::Issuer> issuer_;
   std::unique_ptr<tokens::Issuer> external_;  // access tokens for outside audiences, asymmetric ring
   std::unique_ptr<tokens::Checker> checker_;
-  std::string ring_file_;             // auth.internal_ring_file (resolved)
-  crypto::SecretBytes ring_written_;  // what it holds, to rewrite only on change
+  std::unique_ptr<tokens::Checker> published_checker_;  // the published ring only: admin and account APIs
+  std::string ring_file_;                               // auth.internal_ring_file (resolved)
+  crypto::SecretBytes ring_written_;                    // what it holds, to rewrite only on change
   std::unique_ptr<Provider> provider_;
   std::atomic<std::shared_ptr<const std::string>> jwks_;
   std::string discovery_;

@@ -422,6 +422,45 @@ await step('single sign-on through an outside OIDC provider (a second govern ser
   assert.equal(ann.sub, userTokens.claims().sub);  // the existing acme user, matched by email
 });
 
+await step('account page: no-store; its POSTs need the token of this session, from the same origin', async () => {
+  const pw = 'acct-password-123';
+  assert.equal((await admin('POST', '/v1/auth/orgs/acme/users', { email: 'acct@example.com', password: pw })).status, 201);
+  const session = async () => {
+    const verifier = client.randomPKCECodeVerifier();
+    const params = { redirect_uri: redirect, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'acct' };
+    const got = await signIn(appConfig, params, { email: 'acct@example.com', pass: pw });
+    assert.equal(got.status, 302, got.body);
+    return got.cookie;
+  };
+  const a = await session();
+  const b = await session();
+  const page = async (c) => {
+    const r = await fetch(new URL('/oauth/account', base), { headers: { cookie: c } });
+    return { status: r.status, cache: r.headers.get('cache-control'), setCookie: r.headers.get('set-cookie'), html: await r.text() };
+  };
+  const tokenOf = (html) => html.match(/name="csrf" value="([^"]+)"/)[1];
+  const pa = await page(a);
+  const pb = await page(b);
+  assert.equal(pa.status, 200, pa.html);
+  assert.equal(pa.cache, 'no-store');
+  assert.equal(pa.setCookie, null);  // no double-submit cookie any more
+  const ta = tokenOf(pa.html);
+  const tb = tokenOf(pb.html);
+  assert.notEqual(ta, tb);
+  assert.equal(tokenOf((await page(a)).html), ta);  // the session's token, on every load
+  const signout = (c, csrf, headers = {}) => fetch(new URL('/oauth/account/signout', base), { method: 'POST', body: new URLSearchParams({ csrf }), headers: { cookie: c, ...headers } });
+  assert.equal((await signout(a, tb)).status, 403);  // another session's token
+  assert.equal((await signout(a, '')).status, 403);
+  assert.equal((await signout(a, ta, { origin: 'https://evil.example' })).status, 403);
+  assert.equal((await signout(a, ta, { 'sec-fetch-site': 'cross-site' })).status, 403);
+  const options = await fetch(new URL('/oauth/account/passkeys/options', base), { method: 'POST', body: '{}', headers: { cookie: a, 'x-csrf-token': tb } });
+  assert.equal(options.status, 403);
+  assert.equal((await page(a)).status, 200);  // none of those signed it out
+  assert.equal((await signout(a, ta, { origin: issuer.origin, 'sec-fetch-site': 'same-origin' })).status, 200);
+  assert.equal((await page(a)).status, 401);
+  assert.equal((await page(b)).status, 200);
+});
+
 await step('password guessing beyond the limit is answered 429 with Retry-After; unknown user = wrong password', async () => {
   const verifier = client.randomPKCECodeVerifier();
   const params = { redirect_uri: redirect, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 's' };

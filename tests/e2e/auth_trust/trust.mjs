@@ -1,7 +1,8 @@
-// node trust.mjs setup|rotated|published BASE ADMIN_TOKEN TRUST_CHECK STATE_FILE RING_FILE: tokens from
+// node trust.mjs setup|stalled|rotated|published BASE ADMIN_TOKEN TRUST_CHECK STATE_FILE RING_FILE: tokens from
 // `govern serve auth` checked by auth_trust_check (a Checker fed only by TrustRefresher from BASE, and
 // with --ring by the internal ring file the service writes).
 import { execFileSync } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 
 const [mode, base, adminToken, tool, stateFile, ringFile] = process.argv.slice(2);
@@ -67,7 +68,49 @@ if (mode === 'setup') {
   check(both[0].ok && !both[1].ok && both[1].reason === 'revoked', 'the revocation list the service pulled refuses it (the other token still passes)', both);
   const outside = await grant(agent, { audience: 'https://api.example' });
   check(alg(outside) === 'RS256' && verdicts('https://api.example', outside)[0].ok, 'an outside audience gets a published-ring token the JWKS alone checks');
+  // The ring file reaches other services: its holder can mint an HS256 token with any scope. The admin
+  // API takes only published-ring tokens, so a forged auth:admin token is refused there.
+  const [fh, fp] = token.split('.');
+  const claims = JSON.parse(Buffer.from(fp, 'base64url').toString());
+  claims.scope = 'auth:admin events:write';
+  claims.jti = claims.jti + 'x';
+  const kid = JSON.parse(Buffer.from(fh, 'base64url').toString()).kid;
+  const key = JSON.parse(readFileSync(ringFile)).keys.map((k) => k.key).find((k) => k.kid === kid);
+  const body = `${fh}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  const forged = `${body}.${createHmac('sha256', Buffer.from(key.key, 'base64url')).update(body).digest('base64url')}`;
+  const [fv] = ringVerdicts('govern', forged);
+  check(fv.ok && fv.scope.includes('auth:admin'), 'a ring holder can mint an HS256 auth:admin token other services accept', fv);
+  const refused = await fetch(base + '/v1/auth/orgs/acme/clients', { headers: { authorization: `Bearer ${forged}` } });
+  check(refused.status === 401, 'the admin API refuses the HS256 auth:admin token', refused.status);
+  const ops = (await admin('POST', '/v1/auth/orgs/acme/clients', { kind: 'agent', name: 'ops', scopes: ['auth:admin'] })).json;
+  const opsToken = await grant(ops, { scope: 'auth:admin' });
+  check(alg(opsToken) === 'RS256', 'a token with scope auth:admin is issued on the published ring', alg(opsToken));
+  const allowed = await fetch(base + '/v1/auth/orgs/acme/clients', { headers: { authorization: `Bearer ${opsToken}` } });
+  check(allowed.status === 200, 'the admin API accepts it (its own organisation)', allowed.status);
   writeFileSync(stateFile, JSON.stringify({ agent, token, kids: ringKids() }));
+} else if (mode === 'stalled') {
+  // The ring file cannot be written (run.sh made its path a directory) and a rotation tick failed to
+  // write it: revocations made elsewhere (a row another replica added, here by psql) still reach
+  // this replica on the following ticks.
+  const state = JSON.parse(readFileSync(stateFile));
+  const t = await grant(state.agent);
+  const { jti, exp } = JSON.parse(Buffer.from(t.split('.')[1], 'base64url').toString());
+  const introspect = async () => {
+    const r = await fetch(new URL('/oauth/introspect', base), {
+      method: 'POST',
+      headers: { authorization: 'Basic ' + Buffer.from(`${state.agent.client_id}:${state.agent.client_secret}`).toString('base64') },
+      body: new URLSearchParams({ token: t }),
+    });
+    return (await r.json()).active;
+  };
+  check(await introspect() === true, 'a fresh token is active');
+  execFileSync('bash', [process.env.REVOKE_SCRIPT, jti, String(exp)]);
+  let active = true;
+  for (let i = 0; i < 100 && active; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    active = await introspect();
+  }
+  check(active === false, 'a revocation added in PostgreSQL is picked up although the ring file write fails');
 } else if (mode === 'rotated') {
   // The short schedule publishes the successor ahead of its use, and the file follows.
   const state = JSON.parse(readFileSync(stateFile));
