@@ -221,6 +221,11 @@ CREATE TABLE auth_subgroups (
 );
 CREATE INDEX auth_subgroups_subgroup ON auth_subgroups (org, subgroup);
 )sql"},
+      {7, "auth sessions by user", R"sql(
+-- Ending a user's sessions (deactivation, factor removal, SCIM delete) and the ON DELETE CASCADE from
+-- auth_users look sessions up by user; without this they scan every session.
+CREATE INDEX IF NOT EXISTS auth_sessions_user ON auth_sessions (user_id);
+)sql"},
   };
 }
 
