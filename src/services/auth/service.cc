@@ -1750,23 +1750,32 @@ class AuthService final : public services::Service {
           return r;
         },
         page);
+    AddPasskeyRegistrationRoutes(router, "/oauth/account/passkeys", &AuthService::AccountCaller,
+                                 /*log_added=*/true, page);
+  }
+
+  // POST <base>/options and POST <base>: passkey registration for the user `caller` resolves (the
+  // account page's session, or a bearer token on /v1/auth/me).
+  using Caller = Result<User> (AuthService::*)(db::Connection&, const net::Request&);
+  void AddPasskeyRegistrationRoutes(net::Router& router, const std::string& base, Caller caller, bool log_added,
+                                    const net::RouteOptions& route) {
     router.Add(
-        net::Method::kPost, "/oauth/account/passkeys/options",
-        [this](net::Request&& req, net::Responder r) {
-          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
-            auto me = AccountCaller(c, q);
+        net::Method::kPost, base + "/options",
+        [this, caller](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r), [this, caller](db::Connection& c, net::Request& q) {
+            auto me = (this->*caller)(c, q);
             if (!me.ok()) return StatusProblem(me.status(), q);
             auto options = BeginPasskeyRegistration(c, rp_, "Govern", *me, clock_->UnixMicros() / 1'000'000);
             if (!options.ok()) return StatusProblem(options.status(), q);
             return NoStore(net::JsonResponse(*options));
           });
         },
-        page);
+        route);
     router.Add(
-        net::Method::kPost, "/oauth/account/passkeys",
-        [this](net::Request&& req, net::Responder r) {
-          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
-            auto me = AccountCaller(c, q);
+        net::Method::kPost, base,
+        [this, caller, log_added](net::Request&& req, net::Responder r) {
+          Run(std::move(req), std::move(r), [this, caller, log_added](db::Connection& c, net::Request& q) {
+            auto me = (this->*caller)(c, q);
             if (!me.ok()) return StatusProblem(me.status(), q);
             auto response = webauthn::ParseRegistrationResponseJson(q.body);
             if (!response.ok())
@@ -1776,47 +1785,18 @@ class AuthService final : public services::Service {
             if (s.code() == Code::kAlreadyExists || s.code() == Code::kUnavailable)
               return StatusProblem(s, q);
             if (!s.ok()) return Problem(400, "passkey refused: " + s.message(), q);
-            log::Info("auth", "passkey added by its user", {{"user", me->user_id}});
+            if (log_added) log::Info("auth", "passkey added by its user", {{"user", me->user_id}});
             return net::Response(201, "");
           });
         },
-        page);
+        route);
   }
 
   void AddSelfRoutes(net::Router& router) {
     AddAccountRoutes(router);
     const net::RouteOptions pk{
         .cls = net::RequestClass::kInteractive, .max_body_bytes = 64 * 1024, .name = "auth_passkey_register"};
-    router.Add(
-        net::Method::kPost, "/v1/auth/me/passkeys/options",
-        [this](net::Request&& req, net::Responder r) {
-          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
-            auto me = Me(c, q);
-            if (!me.ok()) return StatusProblem(me.status(), q);
-            auto options = BeginPasskeyRegistration(c, rp_, "Govern", *me, clock_->UnixMicros() / 1'000'000);
-            if (!options.ok()) return StatusProblem(options.status(), q);
-            return NoStore(net::JsonResponse(*options));
-          });
-        },
-        pk);
-    router.Add(
-        net::Method::kPost, "/v1/auth/me/passkeys",
-        [this](net::Request&& req, net::Responder r) {
-          Run(std::move(req), std::move(r), [this](db::Connection& c, net::Request& q) {
-            auto me = Me(c, q);
-            if (!me.ok()) return StatusProblem(me.status(), q);
-            auto response = webauthn::ParseRegistrationResponseJson(q.body);
-            if (!response.ok())
-              return Problem(400, "the body is not a registration response: " + response.status().message(),
-                             q);
-            Status s = FinishPasskeyRegistration(c, rp_, *me, *response, clock_->UnixMicros() / 1'000'000);
-            if (s.code() == Code::kAlreadyExists || s.code() == Code::kUnavailable)
-              return StatusProblem(s, q);
-            if (!s.ok()) return Problem(400, "passkey refused: " + s.message(), q);
-            return net::Response(201, "");
-          });
-        },
-        pk);
+    AddPasskeyRegistrationRoutes(router, "/v1/auth/me/passkeys", &AuthService::Me, /*log_added=*/false, pk);
     const net::RouteOptions o{
         .cls = net::RequestClass::kInteractive, .max_body_bytes = 4096, .name = "auth_totp"};
     router.Add(
