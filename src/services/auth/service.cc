@@ -1757,8 +1757,8 @@ class AuthService final : public services::Service {
   // POST <base>/options and POST <base>: passkey registration for the user `caller` resolves (the
   // account page's session, or a bearer token on /v1/auth/me).
   using Caller = Result<User> (AuthService::*)(db::Connection&, const net::Request&);
-  void AddPasskeyRegistrationRoutes(net::Router& router, const std::string& base, Caller caller, bool log_added,
-                                    const net::RouteOptions& route) {
+  void AddPasskeyRegistrationRoutes(net::Router& router, const std::string& base, Caller caller,
+                                    bool log_added, const net::RouteOptions& route) {
     router.Add(
         net::Method::kPost, base + "/options",
         [this, caller](net::Request&& req, net::Responder r) {
