@@ -10,6 +10,7 @@
 #include "gateway/openai.h"
 #include "gateway/peek.h"
 #include "gateway/translate.h"
+#include "gateway/usage_peek.h"
 
 namespace {
 std::string D(const nlohmann::json& j) { return govern::gateway::detail::Dump(j); }
@@ -40,5 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto r = openai::ParseEmbeddingsRequest(body); r.ok()) (void)D(openai::ToJson(*r));
   if (auto r = openai::ParseEmbeddingsResponse(body); r.ok()) (void)D(openai::ToJson(*r));
   (void)openai::ParseModelsList(body);
+  // The metering reads of the Responses and embeddings answers (usage_peek.h).
+  (void)PeekResponsesUsage(body);
+  (void)PeekEmbeddingsUsage(body);
   return 0;
 }

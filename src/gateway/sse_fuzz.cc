@@ -1,6 +1,6 @@
 // Fuzz target: the SSE parser over any bytes, fed whole and in two pieces split by the first byte; both
 // ways must give the same events (the parser must not depend on chunking), and the provider event
-// parsers must not crash on any event data.
+// parsers (and the Responses metering read, usage_peek.h) must not crash on any event data.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +10,7 @@
 #include "gateway/anthropic.h"
 #include "gateway/openai.h"
 #include "gateway/sse.h"
+#include "gateway/usage_peek.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace govern::gateway;
@@ -29,6 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)anthropic::ParseStreamEvent(e.data);
     (void)openai::ParseChatChunk(e.data);
     (void)openai::ParseResponsesEvent(e.data);
+    (void)PeekResponsesEvent(e.data);
   }
   return 0;
 }
