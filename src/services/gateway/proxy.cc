@@ -15,6 +15,7 @@
 #include "gateway/json_util.h"
 #include "gateway/openai.h"
 #include "gateway/peek.h"
+#include "gateway/responses_translate.h"
 #include "gateway/sse.h"
 #include "gateway/translate.h"
 #include "gateway/usage_peek.h"
@@ -31,7 +32,7 @@ using SteadyClock = std::chrono::steady_clock;
 std::string_view FormatName(WireFormat f) { return f == WireFormat::kOpenAI ? "openai" : "anthropic"; }
 
 // The client's API: the format's own (chat completions, messages), or the OpenAI Responses and
-// embeddings APIs, which go to OpenAI-format routes as they are.
+// embeddings APIs (as they are to OpenAI-format routes; Responses translated to Anthropic ones).
 enum class Endpoint { kChat, kMessages, kResponses, kEmbeddings };
 
 std::string_view EndpointName(Endpoint e) {
@@ -632,8 +633,16 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     return StreamErrorEvent(client, message);
   }
 
-  // A whole 2xx Responses or embeddings answer: relayed as it came, metered from its usage.
+  // A whole 2xx Responses or embeddings answer: relayed as it came, metered from its usage (translated
+  // from an Anthropic provider's message).
   void OnWholeOpenAIApi(std::string body) {
+    if (route->format == WireFormat::kAnthropic) {
+      auto resp = anthropic::ParseMessagesResponse(body);
+      if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
+      meter.Set(ChatUsageFrom(resp->usage));
+      return Respond(
+          200, detail::Dump(openai::ToJson(MessagesToResponsesResponse(*resp, rec.time_ns / 1000000000))));
+    }
     auto usage = endpoint == Endpoint::kResponses ? PeekResponsesUsage(body) : PeekEmbeddingsUsage(body);
     if (!usage.ok()) return Fail(502, "upstream answer unreadable: " + usage.status().message());
     if (*usage) meter.Set(**usage);
@@ -643,6 +652,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   // A Responses stream event (relayed byte for byte by OnPiece): usage from response.completed (or
   // incomplete / failed), the end at a terminal event, output deltas counted for a stream cut short.
   void TranslateResponses(const SseEvent& ev) {
+    if (route->format == WireFormat::kAnthropic) return TranslateMessagesToResponses(ev);
     auto p = PeekResponsesEvent(ev.data);
     if (!p.ok()) return;
     if (p->sequence_number) responses_seq = *p->sequence_number;
@@ -654,6 +664,26 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
   }
   int64_t responses_seq = -1;  // the last sequence_number relayed
+
+  // An Anthropic provider's stream event, translated to Responses events for the client.
+  void TranslateMessagesToResponses(const SseEvent& ev) {
+    auto sev = anthropic::ParseStreamEvent(ev.data);
+    if (!sev.ok()) return;
+    if (!to_responses) to_responses = std::make_unique<MessagesToResponsesStream>(rec.time_ns / 1000000000);
+    std::vector<openai::Json> evs;
+    to_responses->Feed(*sev, evs);
+    for (const auto& e : evs) {
+      AppendSseEvent(out, detail::StrField(e, "type"), detail::Dump(e));
+      if (detail::StrField(e, "type").ends_with(".delta")) ++streamed_chunks;
+    }
+    responses_seq = to_responses->last_sequence();
+    meter.Set(to_responses->usage());
+    if (to_responses->done()) {
+      complete = true;
+      if (to_responses->failed()) rec.error = "upstream: " + sev->error_message;
+    }
+  }
+  std::unique_ptr<MessagesToResponsesStream> to_responses;
 };
 
 Proxy::Proxy(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -717,7 +747,7 @@ void Proxy::Register(net::Router& router) {
   options.max_body_bytes = 32 * 1024 * 1024;
   router.Add(net::Method::kPost, "/v1/chat/completions", handler(WireFormat::kOpenAI), options);
   router.Add(net::Method::kPost, "/v1/messages", handler(WireFormat::kAnthropic), options);
-  // The OpenAI Responses and embeddings APIs: OpenAI-format routes only (same-format pass-through).
+  // The OpenAI Responses and embeddings APIs (Responses also translated to Anthropic-format routes).
   for (Endpoint e : {Endpoint::kResponses, Endpoint::kEmbeddings}) {
     router.Add(
         net::Method::kPost, std::string(EndpointPath(e)),
@@ -840,13 +870,18 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   // The upstream body: the client's bytes when the formats match, else a translation.
   UpstreamRequest up;
   ex->include_usage = peek->include_usage.value_or(false);
-  if (openai_api && route.format != WireFormat::kOpenAI) {
-    // Anthropic has no embeddings API; Responses to an Anthropic provider is not translated yet.
-    return ex->Fail(400, "the model `" + peek->model + "` does not serve the " +
-                             std::string(EndpointName(ex->endpoint)) + " API (its provider is " +
+  if (ex->endpoint == Endpoint::kEmbeddings && route.format != WireFormat::kOpenAI) {
+    return ex->Fail(400, "the model `" + peek->model +
+                             "` does not serve the embeddings API (its provider is " +
                              std::string(FormatName(route.format)) + "-format)");
   }
-  if (openai_api) {
+  if (ex->endpoint == Endpoint::kResponses && route.format == WireFormat::kAnthropic) {
+    auto responses = openai::ParseResponsesRequest(req.body);
+    if (!responses.ok()) return ex->Fail(400, responses.status().message());
+    auto msgs = ResponsesToMessagesRequest(*responses);
+    if (!msgs.ok()) return ex->Fail(400, msgs.status().message());
+    up.body = detail::Dump(anthropic::ToJson(*msgs));
+  } else if (openai_api) {
     up.body = std::move(req.body);  // the Responses API meters streams without stream_options
   } else if (client == route.format) {
     if (client == WireFormat::kOpenAI && peek->stream && !ex->include_usage) {

@@ -2,8 +2,9 @@
 // Messages (POST /v1/messages), each streaming or not, the OpenAI Responses API (POST /v1/responses,
 // streaming or not) and embeddings (POST /v1/embeddings), and the models list (GET /v1/models),
 // forwarded to the provider that the request's model routes to. Responses and embeddings go to
-// OpenAI-format routes only (byte for byte, metered from the answer's usage or the response.completed
-// event); on an Anthropic-format route they are a 400.
+// OpenAI-format routes byte for byte (metered from the answer's usage or the response.completed event);
+// on an Anthropic-format route Responses are translated (gateway/responses_translate.h) and embeddings
+// are a 400.
 //
 // Promises:
 //  - Same-format requests are forwarded byte for byte (only stream_options.include_usage is added to

@@ -650,6 +650,82 @@ TEST_F(ProxyTest, ResponsesAndEmbeddingsRefusalsInTheOpenAIShape) {
   EXPECT_EQ(records_.size(), 8u);
 }
 
+TEST_F(ProxyTest, ResponsesOnAnthropicRouteAreTranslated) {
+  auto whole = Post(
+      "/v1/responses",
+      R"({"model":"claude-stub","instructions":"be brief","input":"one two three","max_output_tokens":10})",
+      kKey, false, {{"x-stub-cached-tokens", "1"}});
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  auto r = openai::ParseResponsesResponse(whole.body);
+  ASSERT_TRUE(r.ok()) << whole.body;
+  EXPECT_EQ(r->status, "incomplete");  // the stub stopped at max_tokens
+  EXPECT_EQ(r->OutputText(), model_stub::StubText(10)) << whole.body;
+  EXPECT_EQ(r->usage, (openai::ResponsesUsage{5, 10, 15, 1, 0}));
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200);
+  EXPECT_EQ(rec.api, "responses");
+  EXPECT_EQ(rec.input_tokens, 5);
+  EXPECT_EQ(rec.output_tokens, 10);
+  EXPECT_EQ(rec.cached_tokens, 1);
+
+  std::string tool_stream = kResponsesTool;
+  tool_stream.replace(tool_stream.find("gpt-stub"), 8, "claude-stub");
+  for (const std::string& body :
+       {std::string(R"({"model":"claude-stub","stream":true,"input":"one two three"})"), tool_stream}) {
+    SCOPED_TRACE(body);
+    auto s = Post("/v1/responses", body, kKey);
+    ASSERT_EQ(s.status, 200) << s.body;
+    auto events = ResponsesEvents(Events(s.body));
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.front().type, "response.created");
+    EXPECT_EQ(events.back().type, "response.completed");
+    std::string text, args;
+    for (size_t i = 0; i < events.size(); ++i) {
+      EXPECT_EQ(events[i].body["sequence_number"], static_cast<int64_t>(i));
+      if (events[i].type == "response.output_text.delta") text += events[i].body["delta"].get<std::string>();
+      if (events[i].type == "response.function_call_arguments.delta")
+        args += events[i].body["delta"].get<std::string>();
+    }
+    ASSERT_TRUE(events.back().response.has_value());
+    const auto& final = *events.back().response;
+    if (body == tool_stream) {
+      ASSERT_EQ(final.output.size(), 1u);
+      EXPECT_EQ(final.output[0].type, openai::ResponseItem::Type::kFunctionCall);
+      EXPECT_EQ(final.output[0].name, "get_weather");
+      EXPECT_EQ(Json::parse(args), Json({{"city", "stub"}}));
+    } else {
+      EXPECT_EQ(text, model_stub::StubText(16));
+      EXPECT_EQ(final.OutputText(), text);
+      EXPECT_EQ(final.usage->output_tokens, 16);
+    }
+  }
+  EXPECT_EQ(WaitRecord(2).output_tokens, 16);
+  EXPECT_EQ(WaitRecord(2).input_tokens, 3);
+  EXPECT_GT(WaitRecord(3).output_tokens, 0);
+
+  // What Anthropic cannot take is a 400 in the OpenAI shape, recorded.
+  auto prev =
+      Post("/v1/responses", R"({"model":"claude-stub","input":"x","previous_response_id":"resp_1"})", kKey);
+  EXPECT_EQ(prev.status, 400);
+  EXPECT_NE(Json::parse(prev.body)["error"]["message"].get<std::string>().find("previous_response_id"),
+            std::string::npos);
+  EXPECT_EQ(WaitRecord(4).status, 400);
+
+  // A cut translated stream ends with the Responses error event, numbered after the last one.
+  auto cut = Post("/v1/responses", R"({"model":"claude-stub","stream":true,"input":"one"})", kKey, false,
+                  {{"x-stub-cut-after", "4"}});
+  ASSERT_EQ(cut.status, 200);
+  auto events = Events(cut.body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back().event, "error");
+  auto err = Json::parse(events.back().data);
+  EXPECT_EQ(err["sequence_number"],
+            Json::parse(events[events.size() - 2].data)["sequence_number"].get<int64_t>() + 1);
+  UsageRecord crec = WaitRecord(5);
+  EXPECT_EQ(crec.status, 502);
+  EXPECT_EQ(crec.input_tokens, 1);
+}
+
 class ProxyTimeoutTest : public ProxyTest {
  protected:
   void SetUp() override {

@@ -136,6 +136,21 @@ test('openai responses through the gateway, streamed and not, with a function to
   }, (e) => e instanceof OpenAI.APIError && /cut/.test(e.message));
 });
 
+test('openai responses on an anthropic-format route (translated), streamed and not', async () => {
+  const r = await openai.responses.create({ model: 'claude-stub', instructions: 'be brief', input: 'one two three' });
+  assert.equal(r.output_text, stubText(16));
+  assert.deepEqual([r.usage.input_tokens, r.usage.output_tokens], [5, 16]);
+  const final = await openai.responses.stream({ model: 'claude-stub', input: 'weather?', tools: [weatherFn] }).finalResponse();
+  assert.equal(final.output[0].type, 'function_call');
+  assert.deepEqual(JSON.parse(final.output[0].arguments), { city: 'stub', days: 1 });
+  const answer = await openai.responses.create({
+    model: 'claude-stub', tools: [weatherFn],
+    input: [{ role: 'user', content: 'weather?' }, final.output[0],
+      { type: 'function_call_output', call_id: final.output[0].call_id, output: 'sunny' }],
+  });
+  assert.equal(answer.output_text, stubText(16));
+});
+
 test('openai embeddings through the gateway', async () => {
   const e = await openai.embeddings.create({ model: 'gpt-stub', input: ['a b', 'c'], dimensions: 8 });
   assert.equal(e.data.length, 2);
