@@ -57,12 +57,13 @@ gw_pid="$started_pid"
 node proxy.mjs "$gw_port"
 
 # A clean stop flushes the usage WAL. Every request that passed authentication is recorded once: 19 in
-# proxy.mjs (the 401s and the models list are not). Records are JSON text inside the WAL segments.
+# proxy.mjs (the 401s and the models list are not), plus 12 Responses and embeddings calls. Records are
+# JSON text inside the WAL segments.
 kill -TERM "$gw_pid"
 wait "$gw_pid"
 records="$(find "$work/usage" -maxdepth 1 -type f -exec cat {} + | grep -ao '"request_id"' | wc -l)"
-if [ "$records" != 19 ]; then
-  echo "expected 19 usage records in the WAL, found $records" >&2
+if [ "$records" != 31 ]; then
+  echo "expected 31 usage records in the WAL, found $records" >&2
   exit 1
 fi
-echo "ok - 19 usage records in the WAL"
+echo "ok - 31 usage records in the WAL"
