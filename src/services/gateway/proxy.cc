@@ -206,6 +206,11 @@ std::vector<ModelRouteConfig> AllRoutes(const ProxyConfig& c) {
   return all;
 }
 
+std::chrono::milliseconds LongestAnswerTime(const ProxyConfig& c) {
+  return LongestWholeAnswer(AllRoutes(c), c.upstream.connect_timeout, c.upstream.connect_attempts,
+                            c.upstream.header_timeout);
+}
+
 Result<ProxyConfig> ParseProxyConfig(std::string_view text) {
   GOVERN_ASSIGN_OR_RETURN(Json j, detail::ParseJson(text, "gateway config"));
   if (!j.is_object()) return InvalidArgument("gateway config: not an object");

@@ -121,6 +121,9 @@ struct ProxyConfig {
 // "upstream":{"connect_timeout_ms","header_timeout_ms","read_timeout_ms","idle_timeout_ms",
 // "max_idle_per_host","threads","ca_file"}}. InvalidArgument naming the field.
 Result<ProxyConfig> ParseProxyConfig(std::string_view json);
+// The longest a whole answer can take through the config's routes, retries and fallbacks included
+// (routing.h, LongestWholeAnswer): the server's handler timeout must be at least this.
+std::chrono::milliseconds LongestAnswerTime(const ProxyConfig& config);
 
 class Proxy {
  public:

@@ -237,6 +237,31 @@ Status ValidateRoutes(const std::vector<ModelRouteConfig>& routes) {
   return OkStatus();
 }
 
+std::chrono::milliseconds LongestWholeAnswer(const std::vector<ModelRouteConfig>& routes,
+                                             std::chrono::milliseconds connect_timeout, int connect_attempts,
+                                             std::chrono::milliseconds header_timeout) {
+  std::map<std::string, const ModelRouteConfig*, std::less<>> by_model;
+  for (const auto& r : routes) by_model.emplace(r.model, &r);
+  auto one_model = [&](const ModelRouteConfig& r) {
+    std::chrono::milliseconds worst{0};
+    for (const auto& d : r.deployments) {
+      worst = std::max(worst, d.connect_timeout.value_or(connect_timeout) * std::max(1, connect_attempts) +
+                                  std::chrono::milliseconds(50) * connect_attempts +
+                                  d.header_timeout.value_or(header_timeout));
+    }
+    return worst * (1 + r.retry.retries) + r.retry.max_backoff * (1 + r.retry.retries);
+  };
+  std::chrono::milliseconds longest{0};
+  for (const auto& r : routes) {
+    std::chrono::milliseconds total = one_model(r);
+    for (const auto& f : r.fallbacks) {
+      if (auto it = by_model.find(f); it != by_model.end()) total += one_model(*it->second);
+    }
+    longest = std::max(longest, total);
+  }
+  return longest;
+}
+
 // ---------------------------------------------------------------------------------------------------
 
 enum class BreakerState { kClosed, kOpen, kHalfOpen };

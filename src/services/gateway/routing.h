@@ -99,6 +99,12 @@ struct ModelRouteConfig {
 Result<ModelRouteConfig> ParseModelRoute(const nlohmann::json& route, std::string_view path);
 // Cross-route checks: each model once, every fallback a known model other than itself.
 Status ValidateRoutes(const std::vector<ModelRouteConfig>& routes);
+// The longest a whole (non-streamed) answer can take through any route: every attempt of the route and
+// its fallbacks at its connect (times connect_attempts) and header timeouts, plus the longest backoffs.
+// The HTTP server's handler timeout must not be shorter.
+std::chrono::milliseconds LongestWholeAnswer(const std::vector<ModelRouteConfig>& routes,
+                                             std::chrono::milliseconds connect_timeout, int connect_attempts,
+                                             std::chrono::milliseconds header_timeout);
 
 // How an attempt ended, for the breaker.
 enum class Outcome {
