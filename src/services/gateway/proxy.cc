@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "gateway/anthropic.h"
+#include "gateway/gemini.h"
 #include "gateway/json_util.h"
 #include "gateway/openai.h"
 #include "gateway/peek.h"
@@ -375,6 +376,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   int64_t backoff_ms = 0;                                          // before the next attempt
   int last_status = 0;  // what the client gets if no attempt is left
   std::string last_error;
+  std::unique_ptr<gemini::StreamToChat> gemini_stream;  // a Gemini deployment's stream, as OpenAI chunks
 
   // A relayed stream.
   net::BodyStream stream;
@@ -514,6 +516,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   Result<UpstreamRequest> BuildRequest() {
+    if (target.provider == Provider::kGemini) return BuildGeminiRequest();
     UpstreamRequest up;
     const WireFormat format = target.format;
     if (client == format) {
@@ -555,6 +558,70 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     return up;
   }
 
+  // Gemini (gateway/gemini.h): the request as an OpenAI one, then as generateContent.
+  Result<UpstreamRequest> BuildGeminiRequest() {
+    openai::ChatRequest chat;
+    if (client == WireFormat::kOpenAI) {
+      GOVERN_ASSIGN_OR_RETURN(chat, openai::ParseChatRequest(client_body));
+    } else {
+      GOVERN_ASSIGN_OR_RETURN(auto msgs, anthropic::ParseMessagesRequest(client_body));
+      GOVERN_ASSIGN_OR_RETURN(chat, MessagesToChatRequest(msgs));
+    }
+    GOVERN_ASSIGN_OR_RETURN(Json body, gemini::FromChatRequest(chat));
+    UpstreamRequest up;
+    up.body = detail::Dump(body);
+    up.url = peek.stream ? target.stream_url : target.url;
+    up.headers.Set("Content-Type", "application/json");
+    for (const auto& [name, value] : target.auth.fields()) up.headers.Set(name, value);
+    if (peek.stream) up.headers.Set("Accept", "text/event-stream");
+    up.connect_timeout = target.connect_timeout;
+    up.header_timeout = target.header_timeout;
+    up.read_timeout = target.read_timeout;
+    return up;
+  }
+
+  // A Gemini whole answer as an OpenAI one (false: the exchange already failed).
+  bool GeminiWhole(std::string& body) {
+    int up_status = call->status();
+    if (up_status < 200 || up_status >= 300) {
+      Fail(up_status >= 500 ? 502 : up_status, "upstream: " + UpstreamErrorMessage(body));
+      return false;
+    }
+    auto resp = gemini::ToChatResponse(body, rec.model, rec.time_ns / 1000000000);
+    if (!resp.ok()) {
+      Fail(502, "upstream answer unreadable: " + resp.status().message());
+      return false;
+    }
+    body = detail::Dump(openai::ToJson(*resp));
+    return true;
+  }
+
+  // A piece of a Gemini stream as OpenAI chunk events (false: nothing to relay yet, or it failed).
+  bool GeminiPiece(std::string& piece) {
+    if (!gemini_stream)
+      gemini_stream = std::make_unique<gemini::StreamToChat>(rec.model, rec.time_ns / 1000000000);
+    std::string converted;
+    if (piece.empty()) {  // the end: the usage chunk and [DONE], once, if the stream finished
+      gemini_stream->Finish(converted);
+      piece = std::move(converted);
+      return true;
+    }
+    if (Status s = gemini_stream->Feed(piece, converted); !s.ok()) {
+      call->Cancel();
+      rec.status = 502;
+      rec.error = "upstream stream unreadable: " + s.message();
+      Write(StreamErrorEvent(client, rec.error));
+      EndStream();
+      return false;
+    }
+    if (converted.empty()) {
+      Pump();
+      return false;
+    }
+    piece = std::move(converted);
+    return true;
+  }
+
   // Whether the failed or refused attempt goes on to another: only before any byte went to the client,
   // and only when the provider cannot be working on it (nothing was sent) or said it did not (an
   // answered 429/5xx, which is not billed). True: the exchange carries on elsewhere.
@@ -563,6 +630,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (!st.ok()) {
       if (st.code() == Code::kCancelled || call->request_sent()) return false;
       rec.attempts.back().error = st.message();
+      if (!plan->HasNext()) return false;  // fails as it would have (no pause before the answer)
       last_status = st.code() == Code::kDeadlineExceeded ? 504 : 502;
       last_error = "upstream: " + st.message();
       plan->Finish(Outcome::kFailure);
@@ -602,6 +670,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
         return Fail(504, "upstream: " + body.status().message());
       return Fail(502, "upstream answer cut: " + body.status().message());
     }
+    if (target.provider == Provider::kGemini && !GeminiWhole(*body)) return;
     int up_status = call->status();
     if (up_status < 200 || up_status >= 300) {
       std::string message = UpstreamErrorMessage(*body);
@@ -660,6 +729,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   void OnPiece(Result<std::string> piece) {
     if (finished) return;
+    if (target.provider == Provider::kGemini && piece.ok() && !GeminiPiece(*piece)) return;
     if (!piece.ok() || piece->empty()) {
       if (!piece.ok()) {
         if (piece.status().code() == Code::kCancelled) {

@@ -25,6 +25,8 @@ std::string_view ProviderName(Provider p) {
       return "azure";
     case Provider::kOpenAICompatible:
       return "openai_compatible";
+    case Provider::kGemini:
+      return "gemini";
   }
   return "openai";
 }
@@ -82,9 +84,11 @@ Result<DeploymentConfig> ParseDeployment(const Json& d, const std::string& path,
     c.provider = Provider::kAzure;
   } else if (p == "openai_compatible") {
     c.provider = Provider::kOpenAICompatible;
+  } else if (p == "gemini") {
+    c.provider = Provider::kGemini;
   } else {
-    return InvalidArgument(path + ".provider must be openai, anthropic, azure or openai_compatible (not `" +
-                           p + "`)");
+    return InvalidArgument(
+        path + ".provider must be openai, anthropic, azure, openai_compatible or gemini (not `" + p + "`)");
   }
   GOVERN_ASSIGN_OR_RETURN(c.base_url, detail::ReqString(d, "base_url", path));
   while (!c.base_url.empty() && c.base_url.back() == '/') c.base_url.pop_back();
@@ -93,8 +97,8 @@ Result<DeploymentConfig> ParseDeployment(const Json& d, const std::string& path,
   c.api_key = key.value_or("");
   if (c.api_key.find_first_of("\r\n") != std::string::npos)
     return InvalidArgument(path + ".api_key must not hold line breaks");
-  if (c.provider == Provider::kAzure && c.api_key.empty())
-    return InvalidArgument(path + ".api_key is required for provider azure");
+  if ((c.provider == Provider::kAzure || c.provider == Provider::kGemini) && c.api_key.empty())
+    return InvalidArgument(path + ".api_key is required for provider " + p);
   GOVERN_ASSIGN_OR_RETURN(auto up_model, detail::OptString(d, "model", path));
   c.model = up_model.value_or("");
   GOVERN_ASSIGN_OR_RETURN(auto weight, detail::OptInt(d, "weight", path));
@@ -104,9 +108,17 @@ Result<DeploymentConfig> ParseDeployment(const Json& d, const std::string& path,
   }
   GOVERN_ASSIGN_OR_RETURN(auto azure_dep, detail::OptString(d, "azure_deployment", path));
   GOVERN_ASSIGN_OR_RETURN(auto version, detail::OptString(d, "api_version", path));
-  if (c.provider != Provider::kAzure && (azure_dep || version))
-    return InvalidArgument(path + ": azure_deployment and api_version are for provider azure only");
+  if (c.provider != Provider::kAzure && azure_dep)
+    return InvalidArgument(path + ": azure_deployment is for provider azure only");
+  if (c.provider != Provider::kAzure && c.provider != Provider::kGemini && version)
+    return InvalidArgument(path + ": api_version is for providers azure and gemini only");
+  c.api_version = c.provider == Provider::kGemini ? "v1beta" : "2024-10-21";
   c.azure_deployment = azure_dep.value_or(c.model.empty() ? model : c.model);
+  if (c.provider == Provider::kGemini &&
+      (c.model.empty() ? model : c.model)
+              .find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+          std::string::npos)
+    return InvalidArgument(path + ".model must be a Gemini model name (letters, digits, - _ .)");
   if (c.provider == Provider::kAzure &&
       (c.azure_deployment.empty() ||
        c.azure_deployment.find_first_not_of(
@@ -335,6 +347,14 @@ Result<std::shared_ptr<RouteTable>> RouteTable::Create(std::vector<ModelRouteCon
           t.url = dc.base_url + "/v1/messages";
           t.auth.Set("x-api-key", dc.api_key);
           break;
+        case Provider::kGemini: {
+          std::string base =
+              dc.base_url + "/" + dc.api_version + "/models/" + (dc.model.empty() ? r.model : dc.model);
+          t.url = base + ":generateContent";
+          t.stream_url = base + ":streamGenerateContent?alt=sse";
+          t.auth.Set("x-goog-api-key", dc.api_key);
+          break;
+        }
       }
       list.push_back(std::move(d));
     }

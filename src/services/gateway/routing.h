@@ -50,7 +50,10 @@ enum class WireFormat { kOpenAI, kAnthropic };
 //                     ?api-version={api_version}, api-key (format openai)
 //  kOpenAICompatible: base_url + /chat/completions (base_url as vLLM or Ollama document it for OpenAI
 //                     SDKs, e.g. http://host:8000/v1), Authorization: Bearer only when a key is set
-enum class Provider { kOpenAI, kAnthropic, kAzure, kOpenAICompatible };
+//  kGemini:           base_url + /{api_version}/models/{model}:generateContent (streams:
+//                     :streamGenerateContent?alt=sse), x-goog-api-key; the proxy speaks OpenAI to it
+//                     through gateway/gemini.h (format openai as far as the rest of the proxy is concerned)
+enum class Provider { kOpenAI, kAnthropic, kAzure, kOpenAICompatible, kGemini };
 std::string_view ProviderName(Provider p);
 WireFormat ProviderFormat(Provider p);
 
@@ -80,7 +83,7 @@ struct DeploymentConfig {
   std::string model;             // the model name sent to the provider; "" keeps the name the client sent
   int weight = 1;                // 1..1000000
   std::string azure_deployment;  // Azure: defaults to `model`, else the route's model
-  std::string api_version = "2024-10-21";  // Azure
+  std::string api_version;       // Azure (default 2024-10-21), Gemini (default v1beta)
   // Per-deployment provider timeouts; unset: the gateway's upstream settings.
   std::optional<std::chrono::milliseconds> connect_timeout, header_timeout, read_timeout;
   bool stub_fault_headers = false;  // pass x-stub-* test headers (model stub only)
@@ -125,6 +128,7 @@ struct AttemptTarget {
   std::string base_url;
   std::string upstream_model;  // "" keeps the client's model name
   std::string url;             // full request URL
+  std::string stream_url;      // Gemini: the URL of a streamed request
   net::Headers auth;           // authentication (and version) headers
   std::optional<std::chrono::milliseconds> connect_timeout, header_timeout, read_timeout;
   bool stub_fault_headers = false;

@@ -46,7 +46,8 @@ class FakeProvider {
     SteadyClock::time_point at;
   };
 
-  explicit FakeProvider(std::string name) : name_(std::move(name)) {
+  // `gemini`: answers in Gemini's format (generateContent, streamGenerateContent?alt=sse).
+  explicit FakeProvider(std::string name, bool gemini = false) : name_(std::move(name)), gemini_(gemini) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -175,7 +176,8 @@ class FakeProvider {
       }
       s.body = buf.substr(end + 4, length);
       buf.erase(0, end + 4 + length);
-      bool stream = s.body.find("\"stream\":true") != std::string::npos;
+      bool stream = s.body.find("\"stream\":true") != std::string::npos ||
+                    s.target.find(":streamGenerateContent") != std::string::npos;
       Mode mode;
       int status;
       {
@@ -186,6 +188,32 @@ class FakeProvider {
       }
       switch (mode) {
         case Mode::kOk: {
+          if (gemini_) {
+            Json usage = {{"promptTokenCount", 3}, {"candidatesTokenCount", 2}, {"totalTokenCount", 5}};
+            Json first = {{"candidates",
+                           {{{"content", {{"role", "model"}, {"parts", {{{"text", "from " + name_}}}}}}}}},
+                          {"usageMetadata", {{"promptTokenCount", 3}}}};
+            Json last = {
+                {"candidates",
+                 {{{"content", {{"role", "model"}, {"parts", {{{"text", ""}}}}}}, {"finishReason", "STOP"}}}},
+                {"usageMetadata", usage}};
+            if (stream) {
+              WriteAll(c,
+                       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                       "data: " +
+                           first.dump() + "\r\n\r\ndata: " + last.dump() + "\r\n\r\n");
+              return Close(c);
+            }
+            Json whole = {{"candidates",
+                           {{{"content", {{"role", "model"}, {"parts", {{{"text", "from " + name_}}}}}},
+                             {"finishReason", "STOP"}}}},
+                          {"usageMetadata", usage},
+                          {"responseId", "resp1"}};
+            std::string body = whole.dump();
+            WriteAll(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body);
+            break;
+          }
           if (stream) {
             WriteAll(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" +
                             Chunk("from " + name_, "", false) + Chunk("", "stop", false) +
@@ -235,6 +263,7 @@ class FakeProvider {
   }
 
   std::string name_;
+  bool gemini_ = false;
   int fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stopped_{false};
@@ -590,6 +619,44 @@ TEST_F(RoutingTest, AzureAndOpenAICompatibleRequests) {
   EXPECT_EQ(Json::parse(o[0].body)["model"], "llama3.1");
 }
 
+TEST_F(RoutingTest, GeminiDeploymentForEitherClientFormat) {
+  FakeProvider g("gemini", true);
+  Start(Json::array({{{"model", "gem"},
+                      {"deployments",
+                       {{{"name", "g"},
+                         {"provider", "gemini"},
+                         {"base_url", g.base()},
+                         {"api_key", "g-key"},
+                         {"model", "gemini-2.5-flash"}}}}}}));
+  auto r = Chat("gem");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Content(r), "from gemini");
+  auto seen = g.seen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].target, "/v1beta/models/gemini-2.5-flash:generateContent");
+  EXPECT_EQ(seen[0].headers["x-goog-api-key"], "g-key");
+  EXPECT_EQ(Json::parse(seen[0].body)["contents"][0]["parts"][0]["text"], "one two three");
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.input_tokens, 3);
+  EXPECT_EQ(rec.output_tokens, 2);
+
+  auto s = Chat("gem", true);
+  ASSERT_EQ(s.status, 200) << s.body;
+  EXPECT_NE(s.body.find("from gemini"), std::string::npos) << s.body;
+  EXPECT_NE(s.body.find("data: [DONE]"), std::string::npos) << s.body;
+  EXPECT_EQ(g.seen()[1].target, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+  rec = WaitRecord(2);
+  EXPECT_EQ(rec.status, 200);
+  EXPECT_EQ(rec.output_tokens, 2);
+
+  // An Anthropic client, streamed: translated twice (Messages -> chat -> Gemini and back).
+  auto a = Chat("gem", true, "/v1/messages");
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_NE(a.body.find("message_stop"), std::string::npos) << a.body;
+  EXPECT_NE(a.body.find("from gemini"), std::string::npos) << a.body;
+  EXPECT_EQ(WaitRecord(3).output_tokens, 2);
+}
+
 TEST(RoutingConfigTest, BadConfigurationIsRefusedAtLoadNamingTheField) {
   auto err = [](std::string_view routes) {
     auto c = ParseProxyConfig(std::string(R"({"routes":)") + std::string(routes) + "}");
@@ -600,8 +667,14 @@ TEST(RoutingConfigTest, BadConfigurationIsRefusedAtLoadNamingTheField) {
   };
   std::string d = R"({"base_url":"http://x:1"})";
   EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[]}])"), "routes[0].deployments must be a non-empty");
-  EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"provider":"gemini","base_url":"http://x"}]}])"),
+  EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"provider":"bedrock","base_url":"http://x"}]}])"),
                "routes[0].deployments[0].provider must be");
+  EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"provider":"gemini","base_url":"http://x"}]}])"),
+               "api_key is required for provider gemini");
+  EXPECT_PRED2(
+      has,
+      err(R"([{"model":"m","deployments":[{"provider":"gemini","base_url":"http://x","api_key":"k","model":"a/b"}]}])"),
+      "must be a Gemini model name");
   EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"base_url":"ftp://x"}]}])"), "base_url must start");
   EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"base_url":"http://x","weight":0}]}])"),
                "deployments[0].weight must be 1..1000000");

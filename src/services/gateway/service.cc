@@ -27,16 +27,17 @@ class GatewayService final : public services::Service {
                 .default_value = "127.0.0.1:7770",
                 .help = "HTTP address of the AI gateway. Port 0 picks a free port.",
                 .validate = [](std::string_view v) { return services::ParseListen(v).status(); }});
-    schema.Add({.key = "gateway.routes_file",
-                .type = config::Type::kString,
-                .default_value = "",
-                .help =
-                    "JSON file of routes (model -> base_url, format openai|anthropic, api_key, "
-                    "stub_fault_headers: pass x-stub-* test headers; or model -> deployments with "
-                    "provider openai, anthropic, azure or openai_compatible, weights and timeouts, retry, "
-                    "fallbacks and breaker: see docs/gateway.md, Routing), virtual "
-                    "keys (gvg_..., org, requests_per_minute, tokens_per_minute) and prices per "
-                    "million tokens (input, output, cached_input). Required."});
+    schema.Add(
+        {.key = "gateway.routes_file",
+         .type = config::Type::kString,
+         .default_value = "",
+         .help =
+             "JSON file of routes (model -> base_url, format openai|anthropic, api_key, "
+             "stub_fault_headers: pass x-stub-* test headers; or model -> deployments with "
+             "provider openai, anthropic, azure, openai_compatible or gemini, weights and timeouts, retry, "
+             "fallbacks and breaker: see docs/gateway.md, Routing), virtual "
+             "keys (gvg_..., org, requests_per_minute, tokens_per_minute) and prices per "
+             "million tokens (input, output, cached_input). Required."});
     schema.Add({.key = "gateway.usage_dir",
                 .type = config::Type::kString,
                 .default_value = "",
