@@ -189,7 +189,7 @@ std::string UsageRecordJson(const UsageRecord& r) {
 }
 
 // Every route as a model route: a one-provider route is one deployment, with no retry and no breaker.
-std::vector<ModelRouteConfig> AllRoutes(const ProxyConfig& c) {
+static std::vector<ModelRouteConfig> AllRoutes(const ProxyConfig& c) {
   std::vector<ModelRouteConfig> all;
   for (const RouteConfig& r : c.routes) {
     ModelRouteConfig m;

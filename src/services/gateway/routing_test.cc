@@ -391,6 +391,39 @@ TEST_F(RoutingTest, RefusedConnectionFailsOverAndTheRecordNamesEveryAttempt) {
   EXPECT_EQ(line["attempts"].size(), 2u);
 }
 
+// A provider that does not complete the TCP handshake (its accept queue is full, so the kernel drops the
+// SYNs): the deployment's own connect timeout expires, nothing was sent, and the call goes elsewhere.
+TEST_F(RoutingTest, ConnectTimeoutFailsOver) {
+  int l = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(l, 0), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    int c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    (void)::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(c);
+  }
+  FakeProvider b("b");
+  std::string hung = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  Start(Json::array(
+      {{{"model", "m"},
+        {"deployments",
+         {{{"name", "a"}, {"base_url", hung}, {"weight", 1000}, {"connect_timeout_ms", 100}}, Dep("b", b)}},
+        {"retry", {{"retries", 1}, {"backoff_ms", 1}}}}}));
+  auto r = Chat("m");
+  EXPECT_EQ(Content(r), "from b") << r.body;
+  UsageRecord rec = WaitRecord(1);
+  ASSERT_EQ(rec.attempts.size(), 2u);
+  EXPECT_NE(rec.attempts[0].error.find("timed out"), std::string::npos) << rec.attempts[0].error;
+  for (int c : fillers) ::close(c);
+  ::close(l);
+}
+
 TEST_F(RoutingTest, Answered503IsRetriedElsewhereAfterABackoff) {
   FakeProvider a("a"), b("b");
   a.Set(FakeProvider::Mode::kStatus, 503);
