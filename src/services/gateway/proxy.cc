@@ -1,6 +1,7 @@
 #include "services/gateway/proxy.h"
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -641,22 +642,30 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     rec.attempts.back().status = up_status;
     const auto& codes = plan->retry().on_status;
     if (std::find(codes.begin(), codes.end(), up_status) == codes.end() || !plan->HasNext()) return false;
+    // The provider's Retry-After (whole seconds) lengthens the backoff, up to max_backoff.
+    int64_t retry_after_ms = 0;
+    if (auto ra = call->headers().Get("Retry-After")) {
+      int64_t seconds = 0;
+      auto [p, ec] = std::from_chars(ra->data(), ra->data() + ra->size(), seconds);
+      if (ec == std::errc() && p == ra->data() + ra->size() && seconds > 0 && seconds < 86400)
+        retry_after_ms = seconds * 1000;
+    }
     // Read the (small) error answer, so its message is recorded and the connection can be pooled.
     auto self = shared_from_this();
-    call->ReadAll(64 << 10, [self, up_status](Result<std::string> body) {
+    call->ReadAll(64 << 10, [self, up_status, retry_after_ms](Result<std::string> body) {
       if (self->finished) return;
       std::string message = body.ok() ? UpstreamErrorMessage(*body) : body.status().message();
       self->rec.attempts.back().error = message;
       self->last_status = up_status >= 500 ? 502 : up_status;
       self->last_error = "upstream: " + message;
       self->plan->Finish(Outcome::kFailure);
-      self->Retry();
+      self->Retry(std::chrono::milliseconds(retry_after_ms));
     });
     return true;
   }
 
-  void Retry() {
-    auto delay = plan->NextBackoff();
+  void Retry(std::chrono::milliseconds retry_after = std::chrono::milliseconds(0)) {
+    auto delay = std::max(plan->NextBackoff(), std::min(retry_after, plan->retry().max_backoff));
     backoff_ms = delay.count();
     if (delay.count() == 0) return Attempt();
     auto self = shared_from_this();

@@ -78,10 +78,11 @@ class FakeProvider {
     for (auto& t : threads) t.join();
   }
 
-  void Set(Mode m, int status = 503) {
+  void Set(Mode m, int status = 503, std::string retry_after = "") {
     std::lock_guard lock(mu_);
     mode_ = m;
     status_ = status;
+    retry_after_ = std::move(retry_after);
   }
   size_t requests() {
     std::lock_guard lock(mu_);
@@ -180,11 +181,13 @@ class FakeProvider {
                     s.target.find(":streamGenerateContent") != std::string::npos;
       Mode mode;
       int status;
+      std::string retry_after;
       {
         std::lock_guard lock(mu_);
         seen_.push_back(s);
         mode = mode_;
         status = status_;
+        retry_after = retry_after_.empty() ? "" : "Retry-After: " + retry_after_ + "\r\n";
       }
       switch (mode) {
         case Mode::kOk: {
@@ -237,9 +240,9 @@ class FakeProvider {
         case Mode::kStatus: {
           std::string body =
               R"({"error":{"message":")" + name_ + R"( is overloaded","type":"server_error"}})";
-          WriteAll(c, "HTTP/1.1 " + std::to_string(status) +
-                          " Error\r\nContent-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body);
+          WriteAll(c, "HTTP/1.1 " + std::to_string(status) + " Error\r\n" + retry_after +
+                          "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                          "\r\n\r\n" + body);
           break;
         }
         case Mode::kHang: {
@@ -274,6 +277,7 @@ class FakeProvider {
   std::vector<Seen> seen_;
   Mode mode_ = Mode::kOk;
   int status_ = 503;
+  std::string retry_after_;
 };
 
 class RoutingTest : public ::testing::Test {
@@ -429,7 +433,10 @@ TEST_F(RoutingTest, Answered503IsRetriedElsewhereAfterABackoff) {
   a.Set(FakeProvider::Mode::kStatus, 503);
   Start(Json::array({{{"model", "m"},
                       {"deployments", {Dep("a", a, {{"weight", 1000}}), Dep("b", b)}},
-                      {"retry", {{"retries", 1}, {"backoff_ms", 40}, {"max_backoff_ms", 40}}}}}));
+                      {"retry", {{"retries", 1}, {"backoff_ms", 40}, {"max_backoff_ms", 40}}}},
+                     {{"model", "m2"},
+                      {"deployments", {Dep("a", a, {{"weight", 1000}}), Dep("b", b)}},
+                      {"retry", {{"retries", 1}, {"backoff_ms", 1}, {"max_backoff_ms", 5000}}}}}));
   auto r = Chat("m");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(Content(r), "from b");
@@ -443,11 +450,20 @@ TEST_F(RoutingTest, Answered503IsRetriedElsewhereAfterABackoff) {
   EXPECT_GE(rec.attempts[1].backoff_ms, 20);
   EXPECT_LE(rec.attempts[1].backoff_ms, 40);
   EXPECT_GE(b.seen()[0].at - a.seen()[0].at, std::chrono::milliseconds(rec.attempts[1].backoff_ms));
+  // A 429 with Retry-After: the wait is the provider's (capped at max_backoff), not the short backoff.
+  a.Set(FakeProvider::Mode::kStatus, 429, "1");
+  ASSERT_EQ(Content(Chat("m2")), "from b");
+  UsageRecord limited = WaitRecord(2);
+  ASSERT_EQ(limited.attempts.size(), 2u);
+  EXPECT_EQ(limited.attempts[0].status, 429);
+  EXPECT_EQ(limited.attempts[1].backoff_ms, 1000);
+  EXPECT_GE(b.seen()[1].at - a.seen()[1].at, std::chrono::milliseconds(1000));
+  a.Set(FakeProvider::Mode::kStatus, 503);
   // Without another deployment left, the provider's answer is the client's: 503 becomes 502.
   b.Set(FakeProvider::Mode::kStatus, 503);
   auto both = Chat("m");
   EXPECT_EQ(both.status, 502) << both.body;
-  EXPECT_EQ(a.requests() + b.requests(), 4u);
+  EXPECT_EQ(a.requests() + b.requests(), 6u);
 }
 
 TEST_F(RoutingTest, RequestThatMayBeInProgressIsNeverSentTwice) {
