@@ -59,8 +59,10 @@ int main(int argc, char** argv) {
   }
   if (upstream_threads > 0) config->upstream.threads = upstream_threads;
   // A whole answer may take up to the provider header timeout, which answers 504 by itself.
-  auto handler_timeout =
-      config->upstream.header_timeout + config->upstream.connect_timeout * 2 + std::chrono::seconds(5);
+  // Routes with retries and fallbacks can take several attempts.
+  auto handler_timeout = std::max(config->upstream.header_timeout + config->upstream.connect_timeout * 2,
+                                  gateway::LongestAnswerTime(*config)) +
+                         std::chrono::seconds(5);
   auto addr = services::ParseListen(listen);
   if (!addr.ok()) {
     std::fprintf(stderr, "--listen: %s\n", addr.status().message().c_str());

@@ -1,6 +1,7 @@
 #include "services/gateway/proxy.h"
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -12,6 +13,7 @@
 
 #include "base/log.h"
 #include "gateway/anthropic.h"
+#include "gateway/gemini.h"
 #include "gateway/json_util.h"
 #include "gateway/openai.h"
 #include "gateway/peek.h"
@@ -208,7 +210,43 @@ std::string UsageRecordJson(const UsageRecord& r) {
             {"cost", r.cost},
             {"latency_ms", r.latency_ms}};
   if (!r.error.empty()) j["error"] = r.error;
+  // Routing: the deployment that answered and every attempt made (routing.h).
+  if (!r.deployment.empty()) j["deployment"] = r.deployment;
+  if (!r.attempts.empty()) {
+    Json attempts = Json::array();
+    for (const auto& a : r.attempts) {
+      Json aj = {{"model", a.model}, {"deployment", a.deployment}, {"status", a.status}};
+      if (!a.error.empty()) aj["error"] = a.error;
+      if (a.backoff_ms > 0) aj["backoff_ms"] = a.backoff_ms;
+      attempts.push_back(std::move(aj));
+    }
+    j["attempts"] = std::move(attempts);
+  }
   return detail::Dump(j);
+}
+
+// Every route as a model route: a one-provider route is one deployment, with no retry and no breaker.
+static std::vector<ModelRouteConfig> AllRoutes(const ProxyConfig& c) {
+  std::vector<ModelRouteConfig> all;
+  for (const RouteConfig& r : c.routes) {
+    ModelRouteConfig m;
+    m.model = r.model;
+    DeploymentConfig d;
+    d.name = r.model;
+    d.provider = r.format == WireFormat::kAnthropic ? Provider::kAnthropic : Provider::kOpenAI;
+    d.base_url = r.base_url;
+    d.api_key = r.api_key;
+    d.stub_fault_headers = r.stub_fault_headers;
+    m.deployments.push_back(std::move(d));
+    all.push_back(std::move(m));
+  }
+  all.insert(all.end(), c.models.begin(), c.models.end());
+  return all;
+}
+
+std::chrono::milliseconds LongestAnswerTime(const ProxyConfig& c) {
+  return LongestWholeAnswer(AllRoutes(c), c.upstream.connect_timeout, c.upstream.connect_attempts,
+                            c.upstream.header_timeout);
 }
 
 Result<ProxyConfig> ParseProxyConfig(std::string_view text) {
@@ -221,6 +259,11 @@ Result<ProxyConfig> ParseProxyConfig(std::string_view text) {
       const Json& r = (*it)[i];
       std::string path = "routes[" + std::to_string(i) + "]";
       if (!r.is_object()) return InvalidArgument(path + " must be an object");
+      if (r.contains("deployments")) {  // routing.h: deployments, retries, fallbacks, breaker
+        GOVERN_ASSIGN_OR_RETURN(ModelRouteConfig model_route, ParseModelRoute(r, path));
+        c.models.push_back(std::move(model_route));
+        continue;
+      }
       RouteConfig route;
       GOVERN_ASSIGN_OR_RETURN(route.model, detail::ReqString(r, "model", path));
       GOVERN_ASSIGN_OR_RETURN(route.base_url, detail::ReqString(r, "base_url", path));
@@ -306,6 +349,7 @@ Result<ProxyConfig> ParseProxyConfig(std::string_view text) {
     GOVERN_ASSIGN_OR_RETURN(auto ca, detail::OptString(u, "ca_file", "upstream"));
     c.upstream.ca_file = ca.value_or("");
   }
+  GOVERN_RETURN_IF_ERROR(ValidateRoutes(AllRoutes(c)));
   return c;
 }
 
@@ -315,7 +359,7 @@ struct Exchange;
 // Proxy, may name it).
 struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   ProxyConfig config;
-  std::unordered_map<std::string, RouteConfig> routes;
+  std::shared_ptr<RouteTable> table;  // routing.h
   std::unique_ptr<wal::Log> wal;
   std::unique_ptr<UpstreamClient> upstream;
 
@@ -362,6 +406,19 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   std::shared_ptr<UpstreamCall> call;
   bool finished = false;
 
+  // Routing (routing.h): the request's attempts. `route` points at attempt_route, the deployment tried.
+  std::optional<RoutePlan> plan;
+  AttemptTarget target;
+  RouteConfig attempt_route;
+  std::string client_body;  // kept for another attempt
+  RequestPeek peek;
+  std::string anthropic_version;
+  std::vector<std::pair<std::string, std::string>> fault_headers;  // x-stub-*
+  int64_t backoff_ms = 0;                                          // before the next attempt
+  int last_status = 0;  // what the client gets if no attempt is left
+  std::string last_error;
+  std::unique_ptr<gemini::StreamToChat> gemini_stream;  // a Gemini deployment's stream, as OpenAI chunks
+
   // A relayed stream.
   net::BodyStream stream;
   SseParser parser;
@@ -393,6 +450,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   // Ends the exchange: the one place a record is made.
   void Done(std::function<void()> respond) {
     finished = true;
+    FinishAttempt();
     if (ks) impl->Debit(ks, meter);
     impl->Commit(rec, meter, start, std::move(respond));
     std::shared_ptr<Exchange> keep;  // this may be the last reference
@@ -436,6 +494,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   void OnHead(Status st) {
     if (finished) return;
+    if (MaybeRetry(st)) return;
     if (!st.ok()) {
       if (st.code() == Code::kDeadlineExceeded) return Fail(504, "upstream: " + st.message());
       if (st.code() == Code::kCancelled) return Fail(503, "the gateway is stopping");
@@ -456,6 +515,250 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     Pump();
   }
 
+  // ---- Routing (routing.h; docs/gateway.md "Routing"): one attempt per deployment tried. ----
+
+  // Ends the current attempt for the breaker, judged by what the client was told.
+  void FinishAttempt() {
+    if (!plan) return;
+    if (!rec.attempts.empty() && rec.attempts.back().error.empty() && !rec.error.empty() &&
+        (rec.status == 429 || rec.status >= 500))
+      rec.attempts.back().error = rec.error;
+    Outcome o = Outcome::kSuccess;
+    if (rec.status == 499 || rec.error == "the gateway is stopping") {
+      o = Outcome::kNeutral;
+    } else if (rec.status == 429 || rec.status >= 500) {
+      o = Outcome::kFailure;
+    }
+    plan->Finish(o);
+  }
+
+  // The next attempt: a deployment from the plan, its body (translated when its format differs from
+  // the client's, its model name set when it differs) and its headers.
+  void Attempt() {
+    if (finished) return;
+    std::string why;
+    auto next = plan->Next(&why);
+    if (!next) {
+      if (last_status != 0) return Fail(last_status, last_error);
+      return Fail(503, why);
+    }
+    target = std::move(*next);
+    attempt_route = RouteConfig{target.model, target.base_url, target.format, "", target.stub_fault_headers};
+    route = &attempt_route;
+    rec.route = target.base_url;
+    rec.deployment = target.deployment;
+    rec.attempts.push_back({target.model, target.deployment, 0, "", backoff_ms});
+    auto up = BuildRequest();
+    if (!up.ok()) {
+      plan->Finish(Outcome::kNeutral);
+      return Fail(400, up.status().message());
+    }
+    Start(std::move(*up));
+  }
+
+  Result<UpstreamRequest> BuildRequest() {
+    const bool openai_api = endpoint == Endpoint::kResponses || endpoint == Endpoint::kEmbeddings;
+    if (target.provider == Provider::kGemini && !openai_api) return BuildGeminiRequest();
+    UpstreamRequest up;
+    up.url = target.url;
+    const WireFormat format = target.format;
+    if (openai_api) {
+      GOVERN_RETURN_IF_ERROR(OpenAIApiBody(up));
+    } else if (client == format) {
+      if (client == WireFormat::kOpenAI && peek.stream && !include_usage) {
+        GOVERN_ASSIGN_OR_RETURN(up.body, WithIncludeUsage(client_body, peek));
+      } else {
+        up.body = ClientBodyForAttempt();
+      }
+    } else if (client == WireFormat::kOpenAI) {
+      GOVERN_ASSIGN_OR_RETURN(auto chat, openai::ParseChatRequest(client_body));
+      GOVERN_ASSIGN_OR_RETURN(auto msgs, ChatToMessagesRequest(chat));
+      up.body = detail::Dump(anthropic::ToJson(msgs));
+    } else {
+      GOVERN_ASSIGN_OR_RETURN(auto msgs, anthropic::ParseMessagesRequest(client_body));
+      GOVERN_ASSIGN_OR_RETURN(auto chat, MessagesToChatRequest(msgs));
+      up.body = detail::Dump(openai::ToJson(chat));
+    }
+    // The provider's model name: the deployment's own, or the fallback model's.
+    std::string model = !target.upstream_model.empty() ? target.upstream_model : target.model;
+    if (model != peek.model) {
+      GOVERN_ASSIGN_OR_RETURN(Json j, detail::ParseJson(up.body, "request"));
+      j["model"] = model;
+      up.body = detail::Dump(j);
+    }
+    up.headers.Set("Content-Type", "application/json");
+    for (const auto& [name, value] : target.auth.fields()) up.headers.Set(name, value);
+    if (format == WireFormat::kAnthropic)
+      up.headers.Set("anthropic-version", anthropic_version.empty() ? "2023-06-01" : anthropic_version);
+    if (peek.stream) up.headers.Set("Accept", "text/event-stream");
+    if (target.stub_fault_headers) {
+      for (const auto& [name, value] : fault_headers) up.headers.Set(name, value);
+    }
+    up.connect_timeout = target.connect_timeout;
+    up.header_timeout = target.header_timeout;
+    up.read_timeout = target.read_timeout;
+    return up;
+  }
+
+  // The client's bytes for this attempt: moved on the last attempt (no copy on one-provider routes),
+  // copied while another attempt may need them.
+  std::string ClientBodyForAttempt() {
+    if (plan->attempts() >= plan->max_attempts()) return std::move(client_body);
+    return client_body;
+  }
+
+  // The Responses and embeddings APIs: the client's bytes to an OpenAI-format deployment (the API's path
+  // in place of the chat path in its URL), Responses translated for an Anthropic one; a deployment that
+  // does not serve the API is a 400 naming it (Attempt).
+  Status OpenAIApiBody(UpstreamRequest& up) {
+    const bool responses = endpoint == Endpoint::kResponses;
+    const std::string api = responses ? "Responses" : "embeddings";
+    auto refuse = [&] {
+      return InvalidArgument("the model `" + peek.model + "` does not serve the " + api +
+                             " API (deployment " + target.deployment + " is " +
+                             std::string(ProviderName(target.provider)) + ")");
+    };
+    switch (target.provider) {
+      case Provider::kAnthropic: {
+        if (!responses) return refuse();
+        GOVERN_ASSIGN_OR_RETURN(auto parsed, openai::ParseResponsesRequest(client_body));
+        GOVERN_ASSIGN_OR_RETURN(auto msgs, ResponsesToMessagesRequest(parsed));
+        up.body = detail::Dump(anthropic::ToJson(msgs));
+        return OkStatus();
+      }
+      case Provider::kAzure:
+        // Azure serves Responses at /openai/responses, not under a deployment: not routed yet.
+        if (responses) return refuse();
+        [[fallthrough]];
+      case Provider::kOpenAI:
+      case Provider::kOpenAICompatible: {
+        constexpr std::string_view kChat = "/chat/completions";
+        size_t at = target.url.rfind(kChat);
+        if (at == std::string::npos) return refuse();
+        up.url = target.url.substr(0, at) + std::string(EndpointPath(endpoint)).substr(3) +  // drop "/v1"
+                 target.url.substr(at + kChat.size());
+        up.body = ClientBodyForAttempt();
+        return OkStatus();
+      }
+      case Provider::kGemini:
+        return refuse();
+    }
+    return refuse();
+  }
+
+  // Gemini (gateway/gemini.h): the request as an OpenAI one, then as generateContent.
+  Result<UpstreamRequest> BuildGeminiRequest() {
+    openai::ChatRequest chat;
+    if (client == WireFormat::kOpenAI) {
+      GOVERN_ASSIGN_OR_RETURN(chat, openai::ParseChatRequest(client_body));
+    } else {
+      GOVERN_ASSIGN_OR_RETURN(auto msgs, anthropic::ParseMessagesRequest(client_body));
+      GOVERN_ASSIGN_OR_RETURN(chat, MessagesToChatRequest(msgs));
+    }
+    GOVERN_ASSIGN_OR_RETURN(Json body, gemini::FromChatRequest(chat));
+    UpstreamRequest up;
+    up.body = detail::Dump(body);
+    up.url = peek.stream ? target.stream_url : target.url;
+    up.headers.Set("Content-Type", "application/json");
+    for (const auto& [name, value] : target.auth.fields()) up.headers.Set(name, value);
+    if (peek.stream) up.headers.Set("Accept", "text/event-stream");
+    up.connect_timeout = target.connect_timeout;
+    up.header_timeout = target.header_timeout;
+    up.read_timeout = target.read_timeout;
+    return up;
+  }
+
+  // A Gemini whole answer as an OpenAI one (false: the exchange already failed).
+  bool GeminiWhole(std::string& body) {
+    int up_status = call->status();
+    if (up_status < 200 || up_status >= 300) {
+      Fail(up_status >= 500 ? 502 : up_status, "upstream: " + UpstreamErrorMessage(body));
+      return false;
+    }
+    auto resp = gemini::ToChatResponse(body, rec.model, rec.time_ns / 1000000000);
+    if (!resp.ok()) {
+      Fail(502, "upstream answer unreadable: " + resp.status().message());
+      return false;
+    }
+    body = detail::Dump(openai::ToJson(*resp));
+    return true;
+  }
+
+  // A piece of a Gemini stream as OpenAI chunk events (false: nothing to relay yet, or it failed).
+  bool GeminiPiece(std::string& piece) {
+    if (!gemini_stream)
+      gemini_stream = std::make_unique<gemini::StreamToChat>(rec.model, rec.time_ns / 1000000000);
+    std::string converted;
+    if (piece.empty()) {  // the end: the usage chunk and [DONE], once, if the stream finished
+      gemini_stream->Finish(converted);
+      piece = std::move(converted);
+      return true;
+    }
+    if (Status s = gemini_stream->Feed(piece, converted); !s.ok()) {
+      call->Cancel();
+      rec.status = 502;
+      rec.error = "upstream stream unreadable: " + s.message();
+      Write(StreamErrorEvent(client, rec.error));
+      EndStream();
+      return false;
+    }
+    if (converted.empty()) {
+      Pump();
+      return false;
+    }
+    piece = std::move(converted);
+    return true;
+  }
+
+  // Whether the failed or refused attempt goes on to another: only before any byte went to the client,
+  // and only when the provider cannot be working on it (nothing was sent) or said it did not (an
+  // answered 429/5xx, which is not billed). True: the exchange carries on elsewhere.
+  bool MaybeRetry(const Status& st) {
+    if (!plan) return false;
+    if (!st.ok()) {
+      if (st.code() == Code::kCancelled || call->request_sent()) return false;
+      rec.attempts.back().error = st.message();
+      if (!plan->HasNext()) return false;  // fails as it would have (no pause before the answer)
+      last_status = st.code() == Code::kDeadlineExceeded ? 504 : 502;
+      last_error = "upstream: " + st.message();
+      plan->Finish(Outcome::kFailure);
+      Retry();
+      return true;
+    }
+    int up_status = call->status();
+    rec.attempts.back().status = up_status;
+    const auto& codes = plan->retry().on_status;
+    if (std::find(codes.begin(), codes.end(), up_status) == codes.end() || !plan->HasNext()) return false;
+    // The provider's Retry-After (whole seconds) lengthens the backoff, up to max_backoff.
+    int64_t retry_after_ms = 0;
+    if (auto ra = call->headers().Get("Retry-After")) {
+      int64_t seconds = 0;
+      auto [p, ec] = std::from_chars(ra->data(), ra->data() + ra->size(), seconds);
+      if (ec == std::errc() && p == ra->data() + ra->size() && seconds > 0 && seconds < 86400)
+        retry_after_ms = seconds * 1000;
+    }
+    // Read the (small) error answer, so its message is recorded and the connection can be pooled.
+    auto self = shared_from_this();
+    call->ReadAll(64 << 10, [self, up_status, retry_after_ms](Result<std::string> body) {
+      if (self->finished) return;
+      std::string message = body.ok() ? UpstreamErrorMessage(*body) : body.status().message();
+      self->rec.attempts.back().error = message;
+      self->last_status = up_status >= 500 ? 502 : up_status;
+      self->last_error = "upstream: " + message;
+      self->plan->Finish(Outcome::kFailure);
+      self->Retry(std::chrono::milliseconds(retry_after_ms));
+    });
+    return true;
+  }
+
+  void Retry(std::chrono::milliseconds retry_after = std::chrono::milliseconds(0)) {
+    auto delay = std::max(plan->NextBackoff(), std::min(retry_after, plan->retry().max_backoff));
+    backoff_ms = delay.count();
+    if (delay.count() == 0) return Attempt();
+    auto self = shared_from_this();
+    call->PostAfter(delay, [self] { self->Attempt(); });
+  }
+
   void OnWhole(Result<std::string> body) {
     if (finished) return;
     if (!body.ok()) {
@@ -463,6 +766,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
         return Fail(504, "upstream: " + body.status().message());
       return Fail(502, "upstream answer cut: " + body.status().message());
     }
+    if (target.provider == Provider::kGemini && !GeminiWhole(*body)) return;
     int up_status = call->status();
     if (up_status < 200 || up_status >= 300) {
       std::string message = UpstreamErrorMessage(*body);
@@ -523,6 +827,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   void OnPiece(Result<std::string> piece) {
     if (finished) return;
+    if (target.provider == Provider::kGemini && piece.ok() && !GeminiPiece(*piece)) return;
     if (!piece.ok() || piece->empty()) {
       if (!piece.ok()) {
         if (piece.status().code() == Code::kCancelled) {
@@ -690,10 +995,7 @@ Proxy::Proxy(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<Proxy>> Proxy::Create(ProxyConfig config) {
   auto impl = std::make_shared<Impl>();
-  for (const auto& r : config.routes) {
-    if (!impl->routes.emplace(r.model, r).second)
-      return InvalidArgument("gateway: model routed twice: " + r.model);
-  }
+  GOVERN_ASSIGN_OR_RETURN(impl->table, RouteTable::Create(AllRoutes(config)));
   for (const auto& k : config.keys) {
     if (!impl->keys.emplace(k.key, std::make_unique<KeyState>(k)).second)
       return InvalidArgument("gateway: virtual key listed twice");
@@ -736,6 +1038,8 @@ Proxy::~Proxy() {
 
 UpstreamClient::Stats Proxy::upstream_stats() const { return impl_->upstream->stats(); }
 
+const RouteTable& Proxy::route_table() const { return *impl_->table; }
+
 void Proxy::Register(net::Router& router) {
   std::shared_ptr<Impl> impl = impl_;
   auto handler = [impl](WireFormat f) {
@@ -766,7 +1070,7 @@ void Proxy::Register(net::Router& router) {
         return ErrorResponse(WireFormat::kOpenAI, 401, "missing or unknown API key");
     }
     std::vector<openai::Model> models;
-    for (const auto& r : impl->config.routes) models.push_back({r.model, 0, "govern"});
+    for (const auto& r : impl->table->routes()) models.push_back({r.model, 0, "govern"});
     return net::Response(200, detail::Dump(openai::ModelsListJson(models)), "application/json");
   });
 }
@@ -816,7 +1120,6 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   ex->start = start;
   ex->client = client;
   ex->endpoint = endpoint.value_or(client == WireFormat::kOpenAI ? Endpoint::kChat : Endpoint::kMessages);
-  bool openai_api = ex->endpoint == Endpoint::kResponses || ex->endpoint == Endpoint::kEmbeddings;
   UsageRecord& rec = ex->rec;
   rec.request_id = NewRequestId();
   rec.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -861,67 +1164,20 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   rec.model = peek->model;
   rec.stream = peek->stream;
   ex->stream_requested = peek->stream;
-  auto route_it = routes.find(peek->model);
-  if (route_it == routes.end()) return ex->Fail(404, "the model `" + peek->model + "` does not exist");
-  const RouteConfig& route = route_it->second;
-  ex->route = &route;
-  rec.route = route.base_url;
-
-  // The upstream body: the client's bytes when the formats match, else a translation.
-  UpstreamRequest up;
+  auto plan = table->Plan(peek->model);
+  if (!plan) return ex->Fail(404, "the model `" + peek->model + "` does not exist");
+  // Routing (routing.h): what every attempt needs; Attempt() picks a deployment and builds its request.
+  ex->plan.emplace(std::move(*plan));
   ex->include_usage = peek->include_usage.value_or(false);
-  if (ex->endpoint == Endpoint::kEmbeddings && route.format != WireFormat::kOpenAI) {
-    return ex->Fail(400, "the model `" + peek->model +
-                             "` does not serve the embeddings API (its provider is " +
-                             std::string(FormatName(route.format)) + "-format)");
-  }
-  if (ex->endpoint == Endpoint::kResponses && route.format == WireFormat::kAnthropic) {
-    auto responses = openai::ParseResponsesRequest(req.body);
-    if (!responses.ok()) return ex->Fail(400, responses.status().message());
-    auto msgs = ResponsesToMessagesRequest(*responses);
-    if (!msgs.ok()) return ex->Fail(400, msgs.status().message());
-    up.body = detail::Dump(anthropic::ToJson(*msgs));
-  } else if (openai_api) {
-    up.body = std::move(req.body);  // the Responses API meters streams without stream_options
-  } else if (client == route.format) {
-    if (client == WireFormat::kOpenAI && peek->stream && !ex->include_usage) {
-      auto body = WithIncludeUsage(req.body, *peek);
-      if (!body.ok()) return ex->Fail(400, body.status().message());
-      up.body = std::move(*body);
-    } else {
-      up.body = std::move(req.body);
-    }
-  } else if (client == WireFormat::kOpenAI) {
-    auto chat = openai::ParseChatRequest(req.body);
-    if (!chat.ok()) return ex->Fail(400, chat.status().message());
-    auto msgs = ChatToMessagesRequest(*chat);
-    if (!msgs.ok()) return ex->Fail(400, msgs.status().message());
-    up.body = detail::Dump(anthropic::ToJson(*msgs));
-  } else {
-    auto msgs = anthropic::ParseMessagesRequest(req.body);
-    if (!msgs.ok()) return ex->Fail(400, msgs.status().message());
-    auto chat = MessagesToChatRequest(*msgs);
-    if (!chat.ok()) return ex->Fail(400, chat.status().message());
-    up.body = detail::Dump(openai::ToJson(*chat));
-  }
-  up.headers.Set("Content-Type", "application/json");
-  if (route.format == WireFormat::kOpenAI) {
-    up.url = route.base_url + std::string(EndpointPath(openai_api ? ex->endpoint : Endpoint::kChat));
-    if (!route.api_key.empty()) up.headers.Set("Authorization", "Bearer " + route.api_key);
-  } else {
-    up.url = route.base_url + "/v1/messages";
-    up.headers.Set("x-api-key", route.api_key);
-    auto version = req.headers.Get("anthropic-version");
-    up.headers.Set("anthropic-version", version ? *version : "2023-06-01");
-  }
-  if (peek->stream) up.headers.Set("Accept", "text/event-stream");
+  ex->peek = std::move(*peek);
+  ex->client_body = std::move(req.body);
+  if (auto version = req.headers.Get("anthropic-version")) ex->anthropic_version = std::string(*version);
   // Fault-injection headers of the model stub pass through on stub routes, so tests can make it fail.
   for (const auto& [name, value] : req.headers.fields()) {
-    if (!route.stub_fault_headers) break;
     if (name.size() > 7 && net::EqualsIgnoreCase(std::string_view(name).substr(0, 7), "x-stub-"))
-      up.headers.Set(name, value);
+      ex->fault_headers.emplace_back(name, value);
   }
-  ex->Start(std::move(up));
+  ex->Attempt();
 }
 
 }  // namespace govern::gateway

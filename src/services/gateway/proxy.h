@@ -46,11 +46,10 @@
 
 #include "base/status.h"
 #include "net/router.h"
+#include "services/gateway/routing.h"
 #include "services/gateway/upstream.h"
 
 namespace govern::gateway {
-
-enum class WireFormat { kOpenAI, kAnthropic };
 
 struct RouteConfig {
   std::string model;     // the model name clients send
@@ -94,11 +93,22 @@ struct UsageRecord {
   double cost = 0;
   double latency_ms = 0;
   std::string error;  // why it failed, "" on success
+  // Routing (routing.h): the deployment that answered (the last one tried), and every attempt made.
+  std::string deployment;
+  struct Attempt {
+    std::string model;  // the route's model (a fallback's name on a fallback)
+    std::string deployment;
+    int status = 0;  // the provider's status; 0: no answer (connect failed, timed out, cut)
+    std::string error;
+    int64_t backoff_ms = 0;  // waited before this attempt
+  };
+  std::vector<Attempt> attempts;
 };
 std::string UsageRecordJson(const UsageRecord& r);
 
 struct ProxyConfig {
-  std::vector<RouteConfig> routes;
+  std::vector<RouteConfig> routes;       // one provider per model (each a one-deployment route)
+  std::vector<ModelRouteConfig> models;  // routes with deployments, retries, fallbacks, breakers
   std::vector<VirtualKeyConfig> keys;
   std::map<std::string, PriceConfig> prices;  // by model
   std::string wal_dir;                        // usage record WAL; empty: no WAL
@@ -109,12 +119,16 @@ struct ProxyConfig {
   std::function<void(const UsageRecord&)> on_record;
 };
 
-// Reads {"routes":[{"model","base_url","format":"openai"|"anthropic","api_key"}],
+// Reads {"routes":[{"model","base_url","format":"openai"|"anthropic","api_key"} or
+// {"model","deployments":[...],"fallbacks","retry","breaker"} (routing.h, ParseModelRoute)],
 // "keys":[{"key","org","requests_per_minute","tokens_per_minute"}],
 // "prices":{"<model>":{"input","output","cached_input"}}, "wal_dir", "usage_durable_before_response",
 // "upstream":{"connect_timeout_ms","header_timeout_ms","read_timeout_ms","idle_timeout_ms",
 // "max_idle_per_host","threads","ca_file"}}. InvalidArgument naming the field.
 Result<ProxyConfig> ParseProxyConfig(std::string_view json);
+// The longest a whole answer can take through the config's routes, retries and fallbacks included
+// (routing.h, LongestWholeAnswer): the server's handler timeout must be at least this.
+std::chrono::milliseconds LongestAnswerTime(const ProxyConfig& config);
 
 class Proxy {
  public:
@@ -127,6 +141,8 @@ class Proxy {
 
   // The provider client's counters (connections opened and reused, retries), for tests and metrics.
   UpstreamClient::Stats upstream_stats() const;
+  // The routing table (breaker states and calls in flight per deployment), for tests and metrics.
+  const RouteTable& route_table() const;
 
  private:
   struct Impl;

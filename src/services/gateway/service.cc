@@ -27,13 +27,17 @@ class GatewayService final : public services::Service {
                 .default_value = "127.0.0.1:7770",
                 .help = "HTTP address of the AI gateway. Port 0 picks a free port.",
                 .validate = [](std::string_view v) { return services::ParseListen(v).status(); }});
-    schema.Add({.key = "gateway.routes_file",
-                .type = config::Type::kString,
-                .default_value = "",
-                .help = "JSON file of routes (model -> base_url, format openai|anthropic, api_key, "
-                        "stub_fault_headers: pass x-stub-* test headers), virtual "
-                        "keys (gvg_..., org, requests_per_minute, tokens_per_minute) and prices per "
-                        "million tokens (input, output, cached_input). Required."});
+    schema.Add(
+        {.key = "gateway.routes_file",
+         .type = config::Type::kString,
+         .default_value = "",
+         .help =
+             "JSON file of routes (model -> base_url, format openai|anthropic, api_key, "
+             "stub_fault_headers: pass x-stub-* test headers; or model -> deployments with "
+             "provider openai, anthropic, azure, openai_compatible or gemini, weights and timeouts, retry, "
+             "fallbacks and breaker: see docs/gateway.md, Routing), virtual "
+             "keys (gvg_..., org, requests_per_minute, tokens_per_minute) and prices per "
+             "million tokens (input, output, cached_input). Required."});
     schema.Add({.key = "gateway.usage_dir",
                 .type = config::Type::kString,
                 .default_value = "",
@@ -107,8 +111,11 @@ class GatewayService final : public services::Service {
     config.upstream.ca_file = c.GetString("gateway.upstream_ca_file");
     // A provider may take minutes over a whole (non-streamed) answer, bounded by the upstream header
     // timeout (which answers 504 by itself); streams are answered once their head is sent.
+    // Routes with retries and fallbacks (routing.h) can take several attempts.
     std::chrono::milliseconds handler_timeout =
-        config.upstream.header_timeout + config.upstream.connect_timeout * 2 + std::chrono::seconds(5);
+        std::max(config.upstream.header_timeout + config.upstream.connect_timeout * 2,
+                 LongestAnswerTime(config)) +
+        std::chrono::seconds(5);
     GOVERN_ASSIGN_OR_RETURN(proxy_, Proxy::Create(std::move(config)));
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "gateway"));

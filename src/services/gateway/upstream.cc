@@ -122,6 +122,8 @@ struct Loop {
   bool sweep_armed = false;
   // Calls holding a connection (weakly: a call dropped with one closes it itself).
   std::unordered_map<UpstreamCall::Impl*, std::weak_ptr<UpstreamCall::Impl>> active;
+  // Pending PostAfter timers, cancelled when the client stops.
+  std::unordered_map<asio::steady_timer*, std::weak_ptr<asio::steady_timer>> timers;
 };
 
 struct UpstreamClient::Impl {
@@ -198,6 +200,7 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
   Url url;
   Status url_error;
   http::request<http::string_body> req;
+  std::chrono::milliseconds connect_timeout{}, header_timeout{}, read_timeout{};  // effective
   std::function<void(Status)> on_head;
   std::unique_ptr<Conn> conn;  // loop thread only
   beast::flat_buffer buffer;
@@ -248,7 +251,7 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
     }
     // Held by the call while connecting, so Cancel() can close it.
     SetConn(std::move(c));
-    conn->tcp().expires_after(client->opts.connect_timeout);
+    conn->tcp().expires_after(connect_timeout);
     co_await conn->tcp().async_connect(endpoints, token);
     if (ec) {
       DropConn();
@@ -309,7 +312,7 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
 
       beast::error_code ec;
       auto token = asio::redirect_error(asio::use_awaitable, ec);
-      conn->tcp().expires_after(opts.header_timeout);
+      conn->tcp().expires_after(header_timeout);
       size_t written = co_await WithStream([&](auto& s) { return http::async_write(s, req, token); });
       if (written > 0) sent.store(true);
       if (ec) {
@@ -373,7 +376,7 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
     if (!pending_error.ok()) return finish(pending_error);
     if (body_done) return finish(std::string());
     if (!conn || !parser) return finish(FailedPrecondition("upstream call has no open answer"));
-    conn->tcp().expires_after(client->opts.read_timeout);
+    conn->tcp().expires_after(read_timeout);
     parser->get().body().data = tmp;
     parser->get().body().size = sizeof tmp;
     WithStream([&](auto& s) {
@@ -481,6 +484,9 @@ UpstreamClient::~UpstreamClient() {
           call->cancelled.store(true);
           if (call->conn) call->conn->Close();
         }
+        for (auto& [raw, weak] : loop->timers) {
+          if (auto t = weak.lock()) t->cancel();
+        }
       });
     }
   }
@@ -513,6 +519,9 @@ std::shared_ptr<UpstreamCall> UpstreamClient::NewCall(UpstreamRequest request) {
     req.insert(name, value);
   }
   req.set(http::field::host, call->url.authority);
+  call->connect_timeout = request.connect_timeout.value_or(impl_->opts.connect_timeout);
+  call->header_timeout = request.header_timeout.value_or(impl_->opts.header_timeout);
+  call->read_timeout = request.read_timeout.value_or(impl_->opts.read_timeout);
   req.body() = std::move(request.body);
   req.prepare_payload();
   return std::make_shared<UpstreamCall>(call);
@@ -550,6 +559,19 @@ void UpstreamCall::ReadAll(size_t max_bytes, std::function<void(Result<std::stri
 void UpstreamCall::Post(std::function<void()> fn) {
   if (impl_->loop == nullptr) return;
   impl_->client->PostTo(*impl_->loop, std::move(fn));
+}
+
+void UpstreamCall::PostAfter(std::chrono::milliseconds delay, std::function<void()> fn) {
+  if (impl_->loop == nullptr) return;
+  Loop* loop = impl_->loop;
+  impl_->client->PostTo(*loop, [loop, delay, fn = std::move(fn)]() mutable {
+    auto timer = std::make_shared<asio::steady_timer>(loop->io, delay);
+    loop->timers.emplace(timer.get(), timer);
+    timer->async_wait([loop, timer, fn = std::move(fn)](beast::error_code ec) {
+      loop->timers.erase(timer.get());
+      if (!ec) fn();
+    });
+  });
 }
 
 void UpstreamCall::Cancel() {

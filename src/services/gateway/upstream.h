@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -54,6 +55,8 @@ struct UpstreamRequest {
   std::string url;       // "http://host:port/path" or "https://..."
   net::Headers headers;  // Host and Content-Length are set by the client
   std::string body;      // sent as a POST
+  // Per-call overrides of UpstreamOptions (a deployment's own timeouts, routing.h); unset: the client's.
+  std::optional<std::chrono::milliseconds> connect_timeout, header_timeout, read_timeout;
 };
 
 class UpstreamCall;
@@ -110,6 +113,8 @@ class UpstreamCall {
   void ReadAll(size_t max_bytes, std::function<void(Result<std::string>)> done);
   // Runs `fn` on the call's loop (dropped when the client is gone).
   void Post(std::function<void()> fn);
+  // Runs `fn` on the call's loop after `delay` (a retry's backoff); dropped when the client stops first.
+  void PostAfter(std::chrono::milliseconds delay, std::function<void()> fn);
   // Thread-safe, idempotent.
   void Cancel();
   // Whether any byte of the request was handed to the connection (the provider may have it).
