@@ -46,6 +46,8 @@
 
 namespace govern::gateway {
 
+struct Governance;  // governance.h: Govern tokens, policy, budgets
+
 enum class WireFormat { kOpenAI, kAnthropic };
 
 struct RouteConfig {
@@ -89,6 +91,12 @@ struct UsageRecord {
   double cost = 0;
   double latency_ms = 0;
   std::string error;  // why it failed, "" on success
+  // Governance (governance.h), when configured: who ("Key:gvg_abcd1234", "Agent:cli_1", "User:usr_1"),
+  // the policy or budget decision ("allow", "deny", "limit", "no_bundle", "budget_exhausted", ...) and
+  // what determined it (policies, "limit:<id>", the budget's id).
+  std::string principal;
+  std::string decision;
+  std::string decision_reason;
 };
 std::string UsageRecordJson(const UsageRecord& r);
 
@@ -102,6 +110,9 @@ struct ProxyConfig {
   bool usage_durable_before_response = false;
   UpstreamOptions upstream;
   std::function<void(const UsageRecord&)> on_record;
+  // Govern tokens, the policy check and budgets (governance.h); null: virtual keys only, no policy, no
+  // budgets.
+  std::shared_ptr<const Governance> governance;
 };
 
 // Reads {"routes":[{"model","base_url","format":"openai"|"anthropic","api_key"}],
