@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "base/log.h"
+#include "db/migrator.h"
 #include "db/pool.h"
+#include "services/gateway/schema.h"
 
 namespace govern::gateway {
 
@@ -160,6 +162,24 @@ Result<GovernanceRuntime> StartGovernance(const config::Config& c, const std::st
     any = true;
   }
   if (any) rt.governance = std::move(g);
+  return rt;
+}
+
+Result<GovernanceRuntime> StartGovernanceFromFlags(
+    const std::vector<std::pair<std::string, std::string>>& sets, std::string_view routes_json,
+    const std::string& budget_db) {
+  config::Schema schema;
+  DeclareGovernanceConfig(schema);
+  config::LoadOptions lo;
+  lo.flags = sets;
+  GOVERN_ASSIGN_OR_RETURN(config::Config cfg, config::Config::Load(schema, lo));
+  std::unique_ptr<db::Pool> pool;
+  if (!budget_db.empty()) {
+    GOVERN_ASSIGN_OR_RETURN(pool, db::Pool::Create({.conninfo = budget_db, .max_size = 2}));
+    GOVERN_RETURN_IF_ERROR(db::Migrator(kSchemaService, Migrations()).Apply(*pool).status());
+  }
+  GOVERN_ASSIGN_OR_RETURN(GovernanceRuntime rt, StartGovernance(cfg, "", routes_json, pool.get()));
+  rt.own_pool = std::move(pool);
   return rt;
 }
 
