@@ -56,8 +56,10 @@ struct Setup {
     in.files["policies.cedar"] = kPolicies;
     in.files["entities.json"] = "[]";
     std::ofstream(dir + "/bundle.tar.gz", std::ios::binary) << *bundle::Build(in, {&signer});
-    gov.policy = std::move(*PolicyGate::Create(
-        {.bundle_file = dir + "/bundle.tar.gz", .trust_files = {dir + "/trust.pub"}, .org = "acme"}));
+    gov.policy = std::move(*PolicyGate::Create({.bundle_file = dir + "/bundle.tar.gz",
+                                                .trust_files = {dir + "/trust.pub"},
+                                                .org = "acme",
+                                                .reload_interval = {}}));
     std::filesystem::remove_all(dir);
 
     auto budgets = *ParseBudgets(R"({"budgets": [
