@@ -77,7 +77,9 @@ Result<std::vector<BudgetConfig>> ParseBudgets(std::string_view routes_json) {
     if (!e.is_object()) return InvalidArgument(path + " must be an object");
     BudgetConfig b;
     GOVERN_ASSIGN_OR_RETURN(b.id, detail::ReqString(e, "id", path));
-    if (b.id.empty() || b.id.size() > 200) return InvalidArgument(path + ".id must be 1 to 200 characters");
+    // Refusals name the budget as "budget <id> ..." (governance.cc reads it back): no spaces or colons.
+    if (b.id.empty() || b.id.size() > 200 || b.id.find_first_of(" :\t\n") != std::string::npos)
+      return InvalidArgument(path + ".id must be 1 to 200 characters without spaces or colons");
     for (const auto& other : out) {
       if (other.id == b.id) return InvalidArgument(path + ".id " + b.id + " is used twice");
     }

@@ -272,6 +272,7 @@ TEST(Budgets, ParsesTheBudgetsOfTheRoutesFile) {
   for (const char* bad :
        {R"({"budgets": {}})", R"({"budgets": [{"id": "a", "scope": "org", "org": "x"}]})",
         R"({"budgets": [{"id": "a", "scope": "nobody", "limit": 1}]})",
+        R"({"budgets": [{"id": "a b", "scope": "org", "org": "x", "limit": 1}]})",
         R"({"budgets": [{"id": "a", "scope": "key", "key": "sk-1", "limit": 1}]})",
         R"({"budgets": [{"id": "a", "scope": "team", "members": [], "limit": 1}]})",
         R"({"budgets": [{"id": "a", "scope": "org", "org": "x", "limit": -1}]})",
