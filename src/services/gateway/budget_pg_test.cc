@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/clock.h"
 #include "db/connection.h"
 #include "db/migrator.h"
 #include "db/pool.h"
@@ -191,21 +192,26 @@ TEST_F(BudgetPgTest, ConcurrentReplicasWithBackgroundSyncStayWithinTheLimit) {
 TEST_F(BudgetPgTest, AnExpiredLeaseIsTakenBackByTheOtherReplica) {
   const char* kBudget = R"({"budgets": [{"id": "acme", "scope": "org", "org": "acme", "limit": 1,
                             "lease": 0.5}]})";
-  // r1's lease counts as dead once 100 ms old (r2 takes it back then); r1 itself stops spending from it
-  // 50 ms after its last renewal.
-  BudgetBook r1(Budget(kBudget), {.replica = "r1", .lease_ttl = std::chrono::milliseconds(100)});
-  BudgetBook r2(Budget(kBudget), {.replica = "r2", .lease_ttl = std::chrono::milliseconds(100)});
+  // A lease counts as dead in the row once its renewal is 2 s old (PostgreSQL's clock: r2 takes it back
+  // then); a replica stops spending from its own lease 1 s after it sent the renewal (its own monotonic
+  // clock: manual here, so that a slow machine cannot expire a lease between two lines of the test).
+  ManualClock clock1, clock2;
+  BudgetBook r1(Budget(kBudget), {.replica = "r1", .lease_ttl = std::chrono::seconds(2), .clock = &clock1});
+  BudgetBook r2(Budget(kBudget), {.replica = "r2", .lease_ttl = std::chrono::seconds(2), .clock = &clock2});
   auto c1 = Conn(), c2 = Conn();
   ASSERT_TRUE(r1.SyncOnce(*c1).ok());
   auto t = r1.Admit({.org = "acme"});
-  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
   r1.Settle(*t, 0.1);
   ASSERT_TRUE(r1.SyncOnce(*c1).ok());  // reports 0.1 spent, holds 0.5
   ASSERT_TRUE(r2.SyncOnce(*c2).ok());  // gets the other 0.5
   EXPECT_EQ(r2.ViewOf("acme").held, 500'000);
-  // r1 stops renewing (a pause, a partition, a crash). Once its renewal is older than the TTL ...
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  EXPECT_EQ(r1.Admit({.org = "acme"}).status().code(), Code::kUnavailable);  // ... it spends nothing more
+  // r1 stops renewing (a pause, a partition, a crash). Half a TTL after its renewal it spends nothing
+  // more from its lease ...
+  clock1.Advance(std::chrono::milliseconds(1001));
+  EXPECT_EQ(r1.Admit({.org = "acme"}).status().code(), Code::kUnavailable);
+  // ... and once the renewal is a TTL old in PostgreSQL's time, r2 takes back its unspent 0.4.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
   ASSERT_TRUE(r2.SyncOnce(*c2).ok());  // ... r2 takes back its unspent 0.4
   // r2 spends its lease down; its next claims get what r1 held unspent.
   for (int i = 0; i < 5; ++i) {
