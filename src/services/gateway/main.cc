@@ -2,7 +2,9 @@
 // that should not need the whole govern binary (`govern serve gateway` is the service). Prints
 // "listening <host>:<port>" once serving; stops on SIGINT/SIGTERM.
 //   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N] [--upstream-threads N]
-// (the provider client's other settings are the config file's "upstream" object).
+//                 [--set gateway.policy.bundle_file=... (governance keys)] [--budget-db CONNINFO]
+// (the provider client's other settings are the config file's "upstream" object; governance keys are
+// the service's gateway.auth.*, gateway.policy.*, gateway.budget.*; budgets need --budget-db).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <string_view>
 
 #include "net/http_server.h"
+#include "services/gateway/governance_config.h"
 #include "services/gateway/proxy.h"
 #include "services/http_config.h"
 
@@ -21,6 +24,8 @@ int main(int argc, char** argv) {
   std::string config_file;
   int workers = 1;
   int upstream_threads = 0;
+  std::vector<std::pair<std::string, std::string>> sets;  // governance keys
+  std::string budget_db;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto next = [&]() -> std::string {
@@ -38,9 +43,20 @@ int main(int argc, char** argv) {
       workers = std::atoi(next().c_str());
     } else if (a == "--upstream-threads") {
       upstream_threads = std::atoi(next().c_str());
+    } else if (a == "--set") {
+      std::string kv = next();
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "--set needs key=value\n");
+        return 2;
+      }
+      sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    } else if (a == "--budget-db") {
+      budget_db = next();
     } else {
       std::fprintf(stderr,
-                   "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N]\n",
+                   "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N] "
+                   "[--set gateway.KEY=VALUE] [--budget-db CONNINFO]\n",
                    argv[0]);
       return 2;
     }
@@ -73,6 +89,12 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts, so they inherit it
+  auto governance = gateway::StartGovernanceFromFlags(sets, text.str(), budget_db);
+  if (!governance.ok()) {
+    std::fprintf(stderr, "%s\n", governance.status().ToString().c_str());
+    return 2;
+  }
+  config->governance = governance->governance;
   auto proxy = gateway::Proxy::Create(std::move(*config));
   if (!proxy.ok()) {
     std::fprintf(stderr, "%s\n", proxy.status().ToString().c_str());

@@ -22,6 +22,7 @@
 #include "gateway/translate.h"
 #include "gateway/usage_peek.h"
 #include "net/http.h"
+#include "services/gateway/governance.h"
 #include "services/gateway/upstream.h"
 #include "storage/wal.h"
 
@@ -222,6 +223,9 @@ std::string UsageRecordJson(const UsageRecord& r) {
     }
     j["attempts"] = std::move(attempts);
   }
+  if (!r.principal.empty()) j["principal"] = r.principal;
+  if (!r.decision.empty()) j["decision"] = r.decision;
+  if (!r.decision_reason.empty()) j["decision_reason"] = r.decision_reason;
   return detail::Dump(j);
 }
 
@@ -379,7 +383,9 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
              std::optional<Endpoint> endpoint = std::nullopt);
   // Computes cost and latency, queues the record (WAL, on_record) and then runs `respond`: at once,
   // or once the record is durable with usage_durable_before_response.
-  void Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start, std::function<void()> respond);
+  // `admission`: the budget reservations to settle with the cost, before the response completes.
+  void Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start, std::function<void()> respond,
+              Admission* admission = nullptr);
   void Debit(KeyState* ks, const Meter& m) {
     std::lock_guard lock(keys_mu);
     ks->tokens.Take(static_cast<double>(m.input + m.output), SteadyClock::now());
@@ -401,6 +407,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Meter meter;
   SteadyClock::time_point start;
   KeyState* ks = nullptr;
+  Admission admission;  // governance: the policy decision and budget reservations
   bool stream_requested = false;
   bool include_usage = false;
   std::shared_ptr<UpstreamCall> call;
@@ -452,7 +459,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     finished = true;
     FinishAttempt();
     if (ks) impl->Debit(ks, meter);
-    impl->Commit(rec, meter, start, std::move(respond));
+    impl->Commit(rec, meter, start, std::move(respond), &admission);
     std::shared_ptr<Exchange> keep;  // this may be the last reference
     std::lock_guard lock(impl->live_mu);
     if (auto it = impl->live.find(this); it != impl->live.end()) {
@@ -469,6 +476,16 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     auto r = std::make_shared<net::Response>(ErrorResponse(client, status, message));
     auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
     Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
+  }
+
+  // A governance refusal (policy, budget), in the response RefusalResponse made.
+  void Refuse(net::Response r) {
+    if (finished) return;
+    rec.status = admission.status;
+    rec.error = admission.message;
+    auto rp = std::make_shared<net::Response>(std::move(r));
+    auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
+    Done([rp, responder_ptr] { responder_ptr->Send(std::move(*rp)); });
   }
 
   void Respond(int status, std::string body) {
@@ -1066,8 +1083,10 @@ void Proxy::Register(net::Router& router) {
     if (!key) key = req.headers.Get("x-api-key");
     {
       std::lock_guard lock(impl->keys_mu);
-      if (!key || !impl->keys.contains(std::string(*key)))
-        return ErrorResponse(WireFormat::kOpenAI, 401, "missing or unknown API key");
+      bool known = key && impl->keys.contains(std::string(*key));
+      if (!known && key && impl->config.governance)
+        known = AuthenticateToken(*impl->config.governance, *key).ok();
+      if (!known) return ErrorResponse(WireFormat::kOpenAI, 401, "missing or unknown API key");
     }
     std::vector<openai::Model> models;
     for (const auto& r : impl->table->routes()) models.push_back({r.model, 0, "govern"});
@@ -1076,7 +1095,7 @@ void Proxy::Register(net::Router& router) {
 }
 
 void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start,
-                       std::function<void()> respond) {
+                       std::function<void()> respond, Admission* admission) {
   r.input_tokens = m.input;
   r.output_tokens = m.output;
   r.cached_tokens = m.cached;
@@ -1088,6 +1107,7 @@ void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point s
              1e6;
   }
   r.latency_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
+  if (admission && config.governance) Settle(*config.governance, *admission, r.cost);
   if (config.on_record) config.on_record(r);
   if (!wal) return respond();
   std::string line = UsageRecordJson(r);
@@ -1132,23 +1152,41 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   std::optional<std::string_view> key = net::BearerToken(req);
   if (!key) key = req.headers.Get("x-api-key");
   KeyState* ks = nullptr;
+  Caller caller;  // for governance
   {
     std::lock_guard lock(keys_mu);
     if (key) {
       auto it = keys.find(std::string(*key));
       if (it != keys.end()) ks = it->second.get();
     }
-    if (ks == nullptr) {
-      responder.Send(ErrorResponse(client, 401, "missing or unknown API key"));
+    if (ks != nullptr) {
+      rec.org = ks->config.org;
+      rec.key_id = ks->config.key.substr(0, 12);
+      if (config.governance) caller = KeyCaller(ks->config);
+    }
+  }
+  if (ks == nullptr) {
+    // Not a virtual key: a Govern access token, when governance accepts them.
+    std::string why = "missing or unknown API key";
+    if (key && config.governance) {
+      auto c = AuthenticateToken(*config.governance, *key);
+      if (c.ok()) {
+        caller = std::move(*c);
+      } else {
+        why = c.status().message();
+      }
+    }
+    if (caller.principal_type.empty()) {
+      responder.Send(ErrorResponse(client, 401, why));
       return;  // unauthenticated: not recorded (nothing to attribute it to)
     }
-    rec.org = ks->config.org;
-    rec.key_id = ks->config.key.substr(0, 12);
+    rec.org = caller.org;
   }
+  if (!caller.principal_type.empty()) rec.principal = caller.Name();
   // From here every answer goes through the exchange, so it is recorded exactly once.
   ex->impl = shared_from_this();
   ex->responder = std::move(responder);
-  {
+  if (ks != nullptr) {
     std::lock_guard lock(keys_mu);
     auto now = SteadyClock::now();
     if (!ks->requests.HasRoom(now) || !ks->tokens.HasRoom(now)) {
@@ -1168,6 +1206,13 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   if (!plan) return ex->Fail(404, "the model `" + peek->model + "` does not exist");
   // Routing (routing.h): what every attempt needs; Attempt() picks a deployment and builds its request.
   ex->plan.emplace(std::move(*plan));
+  // Governance: the policy decision, then budgets; a refusal is recorded with its decision.
+  if (config.governance) {
+    ex->admission = Admit(*config.governance, caller, client, peek->model, peek->stream, req.body.size());
+    rec.decision = ex->admission.decision;
+    rec.decision_reason = ex->admission.decision_reason;
+    if (!ex->admission.ok) return ex->Refuse(RefusalResponse(client, ex->admission));
+  }
   ex->include_usage = peek->include_usage.value_or(false);
   ex->peek = std::move(*peek);
   ex->client_body = std::move(req.body);

@@ -51,6 +51,8 @@
 
 namespace govern::gateway {
 
+struct Governance;  // governance.h: Govern tokens, policy, budgets
+
 struct RouteConfig {
   std::string model;     // the model name clients send
   std::string base_url;  // "http://127.0.0.1:7760" (the API paths /v1/... are appended)
@@ -103,6 +105,12 @@ struct UsageRecord {
     int64_t backoff_ms = 0;  // waited before this attempt
   };
   std::vector<Attempt> attempts;
+  // Governance (governance.h), when configured: who ("Key:gvg_abcd1234", "Agent:cli_1", "User:usr_1"),
+  // the policy or budget decision ("allow", "deny", "limit", "no_bundle", "budget_exhausted", ...) and
+  // what determined it (policies, "limit:<id>", the budget's id).
+  std::string principal;
+  std::string decision;
+  std::string decision_reason;
 };
 std::string UsageRecordJson(const UsageRecord& r);
 
@@ -117,6 +125,9 @@ struct ProxyConfig {
   bool usage_durable_before_response = false;
   UpstreamOptions upstream;
   std::function<void(const UsageRecord&)> on_record;
+  // Govern tokens, the policy check and budgets (governance.h); null: virtual keys only, no policy, no
+  // budgets.
+  std::shared_ptr<const Governance> governance;
 };
 
 // Reads {"routes":[{"model","base_url","format":"openai"|"anthropic","api_key"} or

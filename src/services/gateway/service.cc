@@ -6,7 +6,9 @@
 
 #include "base/log.h"
 #include "net/http_server.h"
+#include "services/gateway/governance_config.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/schema.h"
 #include "services/http_config.h"
 
 namespace govern::gateway {
@@ -19,7 +21,10 @@ class GatewayService final : public services::Service {
     return "AI gateway: OpenAI and Anthropic APIs in front of model providers, with virtual keys, rate "
            "limits, metering and usage records";
   }
+  // Budgets (the routes file's "budgets") reconcile through PostgreSQL in the background; without them
+  // the gateway touches no database. (needs_database cannot read the configuration: see the report.)
   bool needs_database() const override { return false; }
+  std::vector<db::Migration> Migrations() const override { return gateway::Migrations(); }
 
   void DeclareConfig(config::Schema& schema) const override {
     schema.Add({.key = "gateway.listen",
@@ -88,6 +93,7 @@ class GatewayService final : public services::Service {
                 .type = config::Type::kString,
                 .default_value = "",
                 .help = "PEM bundle to verify https:// providers against; empty: the system store."});
+    DeclareGovernanceConfig(schema);  // gateway.auth.*, gateway.policy.*, gateway.budget.*
   }
 
   Status Start(const services::Context& ctx) override {
@@ -116,6 +122,9 @@ class GatewayService final : public services::Service {
         std::max(config.upstream.header_timeout + config.upstream.connect_timeout * 2,
                  LongestAnswerTime(config)) +
         std::chrono::seconds(5);
+    // Governance: Govern tokens, the policy check, budgets (governance_config.h).
+    GOVERN_ASSIGN_OR_RETURN(governance_, StartGovernance(c, ctx.data_dir, text.str(), ctx.db));
+    config.governance = governance_.governance;
     GOVERN_ASSIGN_OR_RETURN(proxy_, Proxy::Create(std::move(config)));
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "gateway"));
@@ -127,6 +136,7 @@ class GatewayService final : public services::Service {
     if (Status s = server_->Start(); !s.ok()) {
       server_.reset();
       proxy_.reset();
+      governance_.Stop();
       return s;
     }
     host_ = sc.address;
@@ -143,9 +153,13 @@ class GatewayService final : public services::Service {
     if (server_) server_->Stop();
     server_.reset();
     proxy_.reset();  // cancels provider calls in flight, waits for them, flushes the usage WAL
+    // After the last settlement: reports spend, releases the budget leases.
+    governance_.Stop();
+    governance_ = {};
   }
 
  private:
+  GovernanceRuntime governance_;
   std::unique_ptr<Proxy> proxy_;
   std::unique_ptr<net::Server> server_;
   std::string host_;
