@@ -100,7 +100,7 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
   std::unique_ptr<db::Pool> pool;
   services::EndpointList running;
   bool needs_database = false;
-  for (const auto& svc : svcs) needs_database = needs_database || svc->needs_database();
+  for (const auto& svc : svcs) needs_database = needs_database || svc->needs_database_for(cfg);
   if (needs_database) {
     Status opened = database.Open(cfg, data_dir);
     if (!opened.ok()) return Fail(opened);

@@ -76,6 +76,12 @@ class Service {
   // Whether Start needs Context::db. When no selected service does, the runner neither opens the
   // configured database nor starts the private cluster, and Context::db is null.
   virtual bool needs_database() const { return true; }
+  // The same question with the configuration at hand, for a service that needs PostgreSQL only for
+  // some settings (the gateway: only with budgets). The runner asks this one.
+  virtual bool needs_database_for(const config::Config& config) const {
+    (void)config;
+    return needs_database();
+  }
   virtual Status Start(const Context& ctx) = 0;
   virtual std::vector<Endpoint> Endpoints() const = 0;
   // Also called after a Start that failed part way: must be safe then, and release what Start took.

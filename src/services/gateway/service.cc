@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "net/http_server.h"
+#include "services/gateway/budget.h"
 #include "services/gateway/governance_config.h"
 #include "services/gateway/proxy.h"
 #include "services/gateway/schema.h"
@@ -22,8 +23,16 @@ class GatewayService final : public services::Service {
            "limits, metering and usage records";
   }
   // Budgets (the routes file's "budgets") reconcile through PostgreSQL in the background; without them
-  // the gateway touches no database. (needs_database cannot read the configuration: see the report.)
+  // the gateway touches no database, and `govern serve gateway` alone starts none.
   bool needs_database() const override { return false; }
+  bool needs_database_for(const config::Config& config) const override {
+    std::ifstream in(config.GetString("gateway.routes_file"));
+    if (!in) return false;  // Start reports the unreadable file
+    std::stringstream text;
+    text << in.rdbuf();
+    auto budgets = ParseBudgets(text.str());
+    return budgets.ok() && !budgets->empty();  // a bad file: Start reports it
+  }
   std::vector<db::Migration> Migrations() const override { return gateway::Migrations(); }
 
   void DeclareConfig(config::Schema& schema) const override {
