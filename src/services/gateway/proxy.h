@@ -46,6 +46,8 @@
 
 namespace govern::gateway {
 
+struct DlpConfig;  // gateway/dlp_screen.h
+
 enum class WireFormat { kOpenAI, kAnthropic };
 
 struct RouteConfig {
@@ -89,6 +91,10 @@ struct UsageRecord {
   double cost = 0;
   double latency_ms = 0;
   std::string error;  // why it failed, "" on success
+  // DLP (when the org's mode is not off): "none", "masked" or "blocked", and the rules that matched
+  // (prompt and answer together), never the matched text.
+  std::string dlp_action;
+  std::vector<std::string> dlp_rules;
 };
 std::string UsageRecordJson(const UsageRecord& r);
 
@@ -102,6 +108,8 @@ struct ProxyConfig {
   bool usage_durable_before_response = false;
   UpstreamOptions upstream;
   std::function<void(const UsageRecord&)> on_record;
+  // Per-organisation DLP screening (the routes file's "dlp" object, see gateway/dlp_screen.h); null: off.
+  std::shared_ptr<const DlpConfig> dlp;
 };
 
 // Reads {"routes":[{"model","base_url","format":"openai"|"anthropic","api_key"}],
@@ -119,6 +127,9 @@ class Proxy {
   Proxy& operator=(const Proxy&) = delete;
 
   void Register(net::Router& router);
+
+  // Replaces the DLP configuration (a reload): requests already started keep the one they began with.
+  void SetDlp(std::shared_ptr<const DlpConfig> dlp);
 
   // The provider client's counters (connections opened and reused, retries), for tests and metrics.
   UpstreamClient::Stats upstream_stats() const;
