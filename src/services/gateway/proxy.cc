@@ -401,7 +401,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     rec.status = 400;
     rec.error = message;
     if (client == WireFormat::kOpenAI) {
-      AppendSseEvent(out, "", detail::Dump(openai::ErrorJson(message, "invalid_request_error", "dlp_blocked")));
+      AppendSseEvent(out, "",
+                     detail::Dump(openai::ErrorJson(message, "invalid_request_error", "dlp_blocked")));
     } else {
       AppendSseEvent(out, "error", detail::Dump(anthropic::ErrorJson("invalid_request_error", message)));
     }
@@ -492,7 +493,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
     stream = responder.Stream(net::SseResponseHead());
     rec.status = 200;
-    if (dlp != nullptr) dlp_filter = std::make_unique<DlpStreamFilter>(*dlp, route->format == WireFormat::kAnthropic);
+    if (dlp != nullptr)
+      dlp_filter = std::make_unique<DlpStreamFilter>(*dlp, route->format == WireFormat::kAnthropic);
     if (route->format == WireFormat::kAnthropic && client == WireFormat::kOpenAI)
       from_anthropic = std::make_unique<MessagesToChatStream>(include_usage, rec.time_ns / 1000000000);
     Pump();

@@ -227,7 +227,8 @@ TEST(ModelStub, AnswersWithTheGivenTextInPieces) {
   }
   EXPECT_EQ(text, f.text);
   EXPECT_EQ(pieces, 4u);
-  Json msgs = {{"model", "stub-claude"}, {"max_tokens", 100}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  Json msgs = {
+      {"model", "stub-claude"}, {"max_tokens", 100}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
   auto whole = ant::ParseMessagesResponse(Post("/v1/messages", msgs, f).body);
   ASSERT_TRUE(whole.ok());
   EXPECT_EQ(whole->content.at(0).text, f.text);
