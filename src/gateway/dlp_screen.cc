@@ -334,23 +334,28 @@ bool DlpStreamFilter::Feed(const SseEvent& ev, std::vector<SseEvent>* out) {
       Json* delta = Member(c, "delta");
       Json* content = delta ? Member(*delta, "content") : nullptr;
       released_.clear();
-      if (content && content->is_string()) {
+      bool had_text = content && content->is_string();
+      bool touched = false;
+      if (had_text) {
         StreamScreener& s = For(index);
         bool ok = s.Push(content->get_ref<const std::string&>(), &released_);
         if (!ok) {
           report_.Merge(s.report());
           return false;
         }
-        changed = true;
+        touched = true;
       }
       Json* finish = Member(c, "finish_reason");
       if (finish && !finish->is_null()) {
+        size_t before = released_.size();
         if (!Flush(index, &released_)) return false;
-        changed = true;
+        touched |= released_.size() > before;
       }
-      if (changed && delta != nullptr && (content != nullptr || !released_.empty())) {
+      if (!touched) continue;
+      changed = true;
+      if (delta != nullptr && delta->is_object()) {
         (*delta)["content"] = released_;
-      } else if (changed && delta == nullptr && !released_.empty()) {
+      } else {
         c["delta"] = {{"content", released_}};
       }
     }
