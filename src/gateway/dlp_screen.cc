@@ -102,6 +102,30 @@ bool ScreenAnthropicContent(const DlpProfile& p, Json& content, DlpReport* repor
 
 bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
+// OpenAI: the screener of tool call `tool` of choice `choice` (text screeners use the choice index).
+constexpr int64_t kToolsPerChoice = 1 << 12;
+int64_t ToolKey(int64_t choice, int64_t tool) {
+  return -(std::clamp<int64_t>(choice, 0, 1 << 20) * kToolsPerChoice +
+           std::clamp<int64_t>(tool, 0, kToolsPerChoice - 1) + 1);
+}
+int64_t ToolChoice(int64_t key) { return (-key - 1) / kToolsPerChoice; }
+int64_t ToolIndex(int64_t key) { return (-key - 1) % kToolsPerChoice; }
+Json ToolDelta(int64_t tool, std::string args) {
+  return {{"index", tool}, {"function", {{"arguments", std::move(args)}}}};
+}
+
+// Anthropic: a content_block_delta carrying `text` as the block's kind of delta.
+SseEvent AnthropicDelta(int64_t index, bool json, std::string text) {
+  Json d = {{"type", "content_block_delta"},
+            {"index", index},
+            {"delta", json ? Json{{"type", "input_json_delta"}, {"partial_json", std::move(text)}}
+                           : Json{{"type", "text_delta"}, {"text", std::move(text)}}}};
+  SseEvent e;
+  e.event = "content_block_delta";
+  e.data = detail::Dump(d);
+  return e;
+}
+
 }  // namespace
 
 std::string_view DlpModeName(DlpMode m) {
@@ -291,8 +315,11 @@ SseEvent DlpStreamFilter::OpenAIChunk(int64_t index, std::string text) const {
   for (const char* k : {"id", "object", "created", "model", "system_fingerprint"}) {
     if (last_chunk_.is_object() && last_chunk_.contains(k)) c[k] = last_chunk_[k];
   }
-  c["choices"] = Json::array(
-      {{{"index", index}, {"delta", {{"content", std::move(text)}}}, {"finish_reason", nullptr}}});
+  Json delta = index >= 0 ? Json{{"content", std::move(text)}}
+                          : Json{{"tool_calls", Json::array({ToolDelta(ToolIndex(index), std::move(text))})}};
+  c["choices"] = Json::array({{{"index", index >= 0 ? index : ToolChoice(index)},
+                               {"delta", std::move(delta)},
+                               {"finish_reason", nullptr}}});
   SseEvent ev;
   ev.data = detail::Dump(c);
   return ev;
@@ -345,11 +372,51 @@ bool DlpStreamFilter::Feed(const SseEvent& ev, std::vector<SseEvent>* out) {
         }
         touched = true;
       }
+      // Tool-call argument fragments: one screener per call.
+      Json* calls = delta ? Member(*delta, "tool_calls") : nullptr;
+      if (calls && calls->is_array()) {
+        int64_t k = 0;
+        for (auto& call : *calls) {
+          int64_t tool = k++;
+          if (Json* ti = Member(call, "index"); ti && ti->is_number_integer()) tool = ti->get<int64_t>();
+          Json* fn = Member(call, "function");
+          Json* args = fn ? Member(*fn, "arguments") : nullptr;
+          if (!args || !args->is_string()) continue;
+          std::string piece;
+          StreamScreener& s = For(ToolKey(index, tool));
+          if (!s.Push(args->get_ref<const std::string&>(), &piece)) {
+            report_.Merge(s.report());
+            return false;
+          }
+          *args = std::move(piece);
+          changed = true;
+        }
+      }
       Json* finish = Member(c, "finish_reason");
+      Json tool_tails = Json::array();
       if (finish && !finish->is_null()) {
         size_t before = released_.size();
         if (!Flush(index, &released_)) return false;
         touched |= released_.size() > before;
+        std::vector<int64_t> keys;
+        for (const auto& [key, s] : screeners_) {
+          if (key < 0 && ToolChoice(key) == ToolChoice(ToolKey(index, 0))) keys.push_back(key);
+        }
+        for (int64_t key : keys) {
+          std::string tail;
+          if (!Flush(key, &tail)) return false;
+          if (!tail.empty()) tool_tails.push_back(ToolDelta(ToolIndex(key), std::move(tail)));
+        }
+      }
+      if (!tool_tails.empty()) {
+        changed = true;
+        if (delta == nullptr || !delta->is_object()) {
+          c["delta"] = Json::object();
+          delta = &c["delta"];
+        }
+        Json& dc = (*delta)["tool_calls"];
+        if (!dc.is_array()) dc = Json::array();
+        for (auto& t : tool_tails) dc.push_back(std::move(t));
       }
       if (!touched) continue;
       changed = true;
@@ -365,8 +432,11 @@ bool DlpStreamFilter::Feed(const SseEvent& ev, std::vector<SseEvent>* out) {
     if (Json* i = Member(j, "index"); i && i->is_number_integer()) index = i->get<int64_t>();
     if (type == "content_block_delta") {
       Json* delta = Member(j, "delta");
-      if (delta && detail::StrField(*delta, "type") == "text_delta") {
-        if (Json* t = Member(*delta, "text"); t && t->is_string()) {
+      std::string_view dtype = delta ? detail::StrField(*delta, "type") : "";
+      if (dtype == "text_delta" || dtype == "input_json_delta") {
+        bool json = dtype == "input_json_delta";
+        if (Json* t = Member(*delta, json ? "partial_json" : "text"); t && t->is_string()) {
+          json_blocks_[index] = json;
           released_.clear();
           StreamScreener& s = For(index);
           if (!s.Push(t->get_ref<const std::string&>(), &released_)) {
@@ -380,15 +450,7 @@ bool DlpStreamFilter::Feed(const SseEvent& ev, std::vector<SseEvent>* out) {
     } else if (type == "content_block_stop") {
       released_.clear();
       if (!Flush(index, &released_)) return false;
-      if (!released_.empty()) {
-        Json d = {{"type", "content_block_delta"},
-                  {"index", index},
-                  {"delta", {{"type", "text_delta"}, {"text", released_}}}};
-        SseEvent e;
-        e.event = "content_block_delta";
-        e.data = detail::Dump(d);
-        out->push_back(std::move(e));
-      }
+      if (!released_.empty()) out->push_back(AnthropicDelta(index, json_blocks_[index], released_));
     } else if (type == "message_stop" || type == "message_delta") {
       std::vector<SseEvent> tail;
       if (!Finish(&tail)) return false;
@@ -419,13 +481,7 @@ bool DlpStreamFilter::Finish(std::vector<SseEvent>* out) {
     if (!anthropic_) {
       out->push_back(OpenAIChunk(index, std::move(tail)));
     } else {
-      Json d = {{"type", "content_block_delta"},
-                {"index", index},
-                {"delta", {{"type", "text_delta"}, {"text", std::move(tail)}}}};
-      SseEvent e;
-      e.event = "content_block_delta";
-      e.data = detail::Dump(d);
-      out->push_back(std::move(e));
+      out->push_back(AnthropicDelta(index, json_blocks_[index], std::move(tail)));
     }
   }
   return true;

@@ -13,10 +13,10 @@
 //    local part longer than about `hold`) is still found, but the bytes of it released before are not
 //    masked: keep `hold` above the longest such prefix of the organisation's own rules.
 //  - Text is cut only at UTF-8 character boundaries, so each released piece is valid where the input is.
-//  - DlpStreamFilter applies one StreamScreener per choice (OpenAI chat chunks, `delta.content`) or per
-//    content block (Anthropic `content_block_delta` text_delta) to a provider's SSE events, rewriting
-//    the deltas in place and flushing held text before the choice's finish chunk or the block's stop.
-//    Tool-call argument deltas are relayed unscreened (see docs/gateway.md).
+//  - DlpStreamFilter applies one StreamScreener per choice and per tool call (OpenAI chat chunks,
+//    `delta.content` and `delta.tool_calls[].function.arguments`) or per content block (Anthropic
+//    `content_block_delta` text_delta and input_json_delta) to a provider's SSE events, rewriting the
+//    deltas in place and flushing held text before the choice's finish chunk or the block's stop.
 //
 // Thread-safety: DlpProfile and DlpConfig are immutable once built and shared by every thread (swap a
 // shared_ptr to reload). StreamScreener and DlpStreamFilter belong to one stream: not thread-safe.
@@ -129,7 +129,8 @@ class DlpStreamFilter {
 
   const DlpProfile* profile_;
   bool anthropic_;
-  std::map<int64_t, StreamScreener> screeners_;
+  std::map<int64_t, StreamScreener> screeners_;  // OpenAI: choice index, or negative for a tool call
+  std::map<int64_t, bool> json_blocks_;          // Anthropic: the block streams input_json_delta
   DlpReport report_;
   nlohmann::json last_chunk_;  // OpenAI: the last chunk's id, model, created (for a flushed tail)
   std::string released_;

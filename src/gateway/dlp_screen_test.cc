@@ -328,8 +328,98 @@ TEST_P(DlpStreamFormat, BlockStopsBeforeAnyByteOfTheSecretForEverySplit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, DlpStreamFormat, ::testing::Values(false, true),
-                         [](const auto& p) { return p.param ? "Anthropic" : "OpenAI"; });
+// Tool-call arguments stream as JSON text in fragments: screened per call like text.
+std::vector<SseEvent> OpenAIToolStream(const std::vector<std::string>& args) {
+  std::vector<SseEvent> evs;
+  auto chunk = [&](Json delta, Json finish) {
+    SseEvent e;
+    e.data = Json{{"id", "c"},
+                  {"choices", Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}})}}
+                 .dump();
+    evs.push_back(e);
+  };
+  chunk({{"tool_calls", Json::array({{{"index", 0},
+                                      {"id", "call_1"},
+                                      {"type", "function"},
+                                      {"function", {{"name", "run"}, {"arguments", ""}}}}})}},
+        nullptr);
+  for (const auto& a : args)
+    chunk({{"tool_calls", Json::array({{{"index", 0}, {"function", {{"arguments", a}}}}})}}, nullptr);
+  chunk(Json::object(), "tool_calls");
+  SseEvent done;
+  done.data = "[DONE]";
+  evs.push_back(done);
+  return evs;
+}
+
+std::vector<SseEvent> AnthropicToolStream(const std::vector<std::string>& args) {
+  std::vector<SseEvent> evs;
+  auto ev = [&](std::string name, Json data) {
+    SseEvent e;
+    e.event = std::move(name);
+    e.data = data.dump();
+    evs.push_back(std::move(e));
+  };
+  ev("content_block_start",
+     {{"type", "content_block_start"},
+      {"index", 1},
+      {"content_block", {{"type", "tool_use"}, {"id", "t"}, {"name", "run"}, {"input", Json::object()}}}});
+  for (const auto& a : args)
+    ev("content_block_delta", {{"type", "content_block_delta"},
+                               {"index", 1},
+                               {"delta", {{"type", "input_json_delta"}, {"partial_json", a}}}});
+  ev("content_block_stop", {{"type", "content_block_stop"}, {"index", 1}});
+  ev("message_stop", {{"type", "message_stop"}});
+  return evs;
+}
+
+std::string ToolArgs(const std::vector<SseEvent>& evs, bool anthropic) {
+  std::string args;
+  for (const auto& e : evs) {
+    if (e.IsDone()) continue;
+    Json j = Json::parse(e.data);
+    if (anthropic) {
+      if (j["type"] == "content_block_delta") {
+        EXPECT_EQ(j["delta"]["type"], "input_json_delta");
+        args += j["delta"]["partial_json"].get<std::string>();
+      }
+    } else {
+      for (const auto& c : j["choices"])
+        if (c["delta"].contains("tool_calls"))
+          for (const auto& t : c["delta"]["tool_calls"])
+            args += t["function"]["arguments"].get<std::string>();
+    }
+  }
+  return args;
+}
+
+TEST_P(DlpStreamFormat, ToolCallArgumentsAreScreenedForEverySplit) {
+  const bool anthropic = GetParam();
+  auto mask = Profile("mask");
+  auto block = Profile("block");
+  const std::string args = R"({"cmd":"deploy --region eu-west-1 --access-key AKIAIOSFODNN7EXAMPLE --yes"})";
+  std::string want = args;
+  want.replace(want.find(kSecret), kSecret.size(), "[REDACTED:aws_access_key_id]");
+  ASSERT_TRUE(Json::accept(want));
+  for (size_t i = 0; i <= args.size(); ++i) {
+    auto pieces = Pieces(args, {i});
+    auto in = anthropic ? AnthropicToolStream(pieces) : OpenAIToolStream(pieces);
+    DlpStreamFilter f(*mask, anthropic);
+    std::vector<SseEvent> out;
+    for (const auto& e : in) ASSERT_TRUE(f.Feed(e, &out)) << i;
+    ASSERT_TRUE(f.Finish(&out));
+    EXPECT_EQ(ToolArgs(out, anthropic), want) << i;
+
+    DlpStreamFilter b(*block, anthropic);
+    std::vector<SseEvent> bout;
+    bool ok = true;
+    for (const auto& e : in) {
+      if (!(ok = b.Feed(e, &bout))) break;
+    }
+    EXPECT_FALSE(ok) << i;
+    EXPECT_EQ(ToolArgs(bout, anthropic).find("AKIA"), std::string::npos) << i;
+  }
+}
 
 TEST(DlpScreen, StreamCutShortStillReleasesItsScreenedTail) {
   auto p = Profile("mask");
@@ -425,6 +515,9 @@ TEST(DlpScreen, ConfigPerOrganisation) {
     EXPECT_EQ(e.status().code(), Code::kInvalidArgument) << bad;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Formats, DlpStreamFormat, ::testing::Values(false, true),
+                         [](const auto& p) { return p.param ? "Anthropic" : "OpenAI"; });
 
 }  // namespace
 }  // namespace govern::gateway
