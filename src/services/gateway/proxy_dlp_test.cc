@@ -195,6 +195,51 @@ TEST_F(ProxyDlpTest, StreamedSecretIsMaskedInEachFormatAndTranslation) {
   }
 }
 
+// Streamed tool calls (the stub's arguments come in 8-byte pieces, all held until the finish): the
+// arguments a client assembles are the same with DLP on as off, same format and translated.
+TEST_F(ProxyDlpTest, StreamedToolCallsArriveWholeThroughTheScreener) {
+  auto args_of = [](const std::string& body) {
+    SseParser p;
+    std::vector<SseEvent> evs;
+    EXPECT_TRUE(p.Feed(body, evs).ok());
+    std::string args;
+    for (const auto& e : evs) {
+      if (e.IsDone()) continue;
+      Json j = Json::parse(e.data);
+      if (j.contains("choices")) {
+        for (const auto& c : j["choices"])
+          if (c.contains("delta") && c["delta"].contains("tool_calls"))
+            for (const auto& t : c["delta"]["tool_calls"])
+              if (t.contains("function") && t["function"].contains("arguments"))
+                args += t["function"]["arguments"].get<std::string>();
+      }
+      if (j.value("type", "") == "content_block_delta" && j["delta"].value("type", "") == "input_json_delta")
+        args += j["delta"]["partial_json"].get<std::string>();
+    }
+    return args;
+  };
+  const std::string tools =
+      R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}}}}}])";
+  const std::string tools_a =
+      R"("tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}}}}])";
+  for (const char* model : {"gpt-stub", "claude-stub"}) {
+    std::string chat = std::string(R"({"model":")") + model +
+                       R"(","stream":true,"messages":[{"role":"user","content":"weather?"}],)" + tools + "}";
+    std::string msgs =
+        std::string(R"({"model":")") + model +
+        R"(","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"weather?"}],)" + tools_a +
+        "}";
+    for (const auto& [path, body] :
+         {std::pair{"/v1/chat/completions", chat}, std::pair{"/v1/messages", msgs}}) {
+      SCOPED_TRACE(std::string(path) + " " + model);
+      std::string off = args_of(Post(path, body, kOffKey).body);
+      ASSERT_FALSE(off.empty());
+      ASSERT_TRUE(Json::accept(off)) << off;
+      EXPECT_EQ(args_of(Post(path, body, kMaskKey).body), off);
+    }
+  }
+}
+
 TEST_F(ProxyDlpTest, StreamedSecretEndsTheStreamWithTheFormatsErrorWhenBlocked) {
   auto resp = Post("/v1/chat/completions", kChatStream, kBlockKey, AnswerText());
   ASSERT_EQ(resp.status, 200) << resp.body;
