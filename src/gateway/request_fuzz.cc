@@ -9,7 +9,9 @@
 #include "gateway/json_util.h"
 #include "gateway/openai.h"
 #include "gateway/peek.h"
+#include "gateway/responses_translate.h"
 #include "gateway/translate.h"
+#include "gateway/usage_peek.h"
 
 namespace {
 std::string D(const nlohmann::json& j) { return govern::gateway::detail::Dump(j); }
@@ -33,12 +35,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto r = openai::ParseChatResponse(body); r.ok())
     (void)D(anthropic::ToJson(ChatToMessagesResponse(*r)));
-  if (auto r = anthropic::ParseMessagesResponse(body); r.ok())
+  if (auto r = anthropic::ParseMessagesResponse(body); r.ok()) {
     (void)D(openai::ToJson(MessagesToChatResponse(*r, 0)));
-  if (auto r = openai::ParseResponsesRequest(body); r.ok()) (void)D(openai::ToJson(*r));
+    (void)D(openai::ToJson(MessagesToResponsesResponse(*r, 0)));
+  }
+  if (auto r = openai::ParseResponsesRequest(body); r.ok()) {
+    (void)D(openai::ToJson(*r));
+    if (auto m = ResponsesToMessagesRequest(*r); m.ok()) (void)D(anthropic::ToJson(*m));
+  }
   if (auto r = openai::ParseResponsesResponse(body); r.ok()) (void)r->OutputText();
   if (auto r = openai::ParseEmbeddingsRequest(body); r.ok()) (void)D(openai::ToJson(*r));
   if (auto r = openai::ParseEmbeddingsResponse(body); r.ok()) (void)D(openai::ToJson(*r));
   (void)openai::ParseModelsList(body);
+  // The metering reads of the Responses and embeddings answers (usage_peek.h).
+  (void)PeekResponsesUsage(body);
+  (void)PeekEmbeddingsUsage(body);
   return 0;
 }

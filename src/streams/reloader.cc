@@ -1,6 +1,7 @@
 // SecurityReloader (see reloader.h).
 #include "streams/reloader.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include "base/log.h"
@@ -24,52 +25,41 @@ std::optional<SecurityReloader::Identity> SecurityReloader::Stat(const std::stri
                   static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
 }
 
-Status SecurityReloader::CheckAcl() {
-  if (options_.acl_file.empty()) return OkStatus();
-  auto id = Stat(options_.acl_file);
-  if (acl_checked_ && id == acl_seen_) return OkStatus();
-  bool first = !acl_checked_;
-  acl_checked_ = true;
-  acl_seen_ = id;
-  auto loaded = Authorizer::LoadFile(options_.acl_file, options_.super_users);
+template <typename Load>
+Status SecurityReloader::CheckFile(const std::string& path, Watched& watched, const char* what,
+                                   const char* kept, Load load) {
+  if (path.empty()) return OkStatus();
+  auto id = Stat(path);
+  if (watched.checked && id == watched.seen) return OkStatus();
+  bool first = !watched.checked;
+  watched.checked = true;
+  watched.seen = id;
+  auto loaded = load();  // parses the file and, only when it parses, swaps it in
   if (!loaded.ok()) {
-    log::Warn("streams", "ACL file not reloaded; the rules in place stay",
-              {{"file", options_.acl_file}, {"error", loaded.status().ToString()}});
+    log::Warn("streams", std::string(what) + " not reloaded; the " + kept + " in place stay",
+              {{"file", path}, {"error", loaded.status().ToString()}});
     return loaded.status();
   }
-  security_->SetAuthorizer(*loaded);
   reloads_++;
   if (!first)
-    log::Info("streams", "ACL file reloaded",
-              {{"file", options_.acl_file}, {"rules", std::to_string((*loaded)->size())}});
-  return OkStatus();
-}
-
-Status SecurityReloader::CheckUsers() {
-  if (options_.users_file.empty() || !authenticator_) return OkStatus();
-  auto id = Stat(options_.users_file);
-  if (users_checked_ && id == users_seen_) return OkStatus();
-  bool first = !users_checked_;
-  users_checked_ = true;
-  users_seen_ = id;
-  auto loaded = UserStore::LoadFile(options_.users_file);
-  if (!loaded.ok()) {
-    log::Warn("streams", "users file not reloaded; the users in place stay",
-              {{"file", options_.users_file}, {"error", loaded.status().ToString()}});
-    return loaded.status();
-  }
-  authenticator_->SetUsers(*loaded);
-  reloads_++;
-  if (!first)
-    log::Info("streams", "users file reloaded",
-              {{"file", options_.users_file}, {"users", std::to_string((*loaded)->size())}});
+    log::Info("streams", std::string(what) + " reloaded", {{"file", path}, {kept, std::to_string(*loaded)}});
   return OkStatus();
 }
 
 Status SecurityReloader::CheckOnce() {
   std::lock_guard<std::mutex> l(mu_);
-  Status a = CheckAcl();
-  Status u = CheckUsers();
+  Status a = CheckFile(options_.acl_file, acl_, "ACL file", "rules", [&]() -> Result<size_t> {
+    GOVERN_ASSIGN_OR_RETURN(auto rules, Authorizer::LoadFile(options_.acl_file, options_.super_users));
+    security_->SetAuthorizer(rules);
+    return rules->size();
+  });
+  Status u = OkStatus();
+  if (authenticator_)
+    u = CheckFile(options_.users_file, users_, "users file", "users", [&]() -> Result<size_t> {
+      GOVERN_ASSIGN_OR_RETURN(auto users, UserStore::LoadFile(options_.users_file));
+      authenticator_->SetUsers(users);
+      return users->size();
+    });
   return a.ok() ? u : a;
 }
 

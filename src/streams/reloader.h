@@ -63,15 +63,20 @@ class SecurityReloader {
     friend bool operator==(const Identity&, const Identity&) = default;
   };
   static std::optional<Identity> Stat(const std::string& path);
-  Status CheckAcl();
-  Status CheckUsers();
+  struct Watched {
+    std::optional<Identity> seen;
+    bool checked = false;
+  };
+  // Reloads `path` through `load` (returns how many rules/users it swapped in) if the file's identity
+  // changed since `watched` last looked. Caller holds mu_.
+  template <typename Load>
+  Status CheckFile(const std::string& path, Watched& watched, const char* what, const char* kept, Load load);
 
   ReloadOptions options_;
   std::shared_ptr<Security> security_;
   std::shared_ptr<Authenticator> authenticator_;
   mutable std::mutex mu_;  // serialises checks; guards the fields below
-  std::optional<Identity> acl_seen_, users_seen_;
-  bool acl_checked_ = false, users_checked_ = false;
+  Watched acl_, users_;
   uint64_t reloads_ = 0;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -543,16 +543,6 @@ class DnsService final : public services::Service {
     }
   }
 
-  static std::string_view BearerOf(const net::Request& req) {
-    auto h = req.headers.Get("Authorization");
-    if (!h) return {};
-    std::string_view v = *h;
-    if (v.size() < 7 || !net::EqualsIgnoreCase(v.substr(0, 7), "Bearer ")) return {};
-    v.remove_prefix(7);
-    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-    return v;
-  }
-
   enum class Need { kRead, kWrite, kAdmin };
 
   // Registers a route whose handler runs on the job threads once the caller is allowed: the admin
@@ -566,9 +556,9 @@ class DnsService final : public services::Service {
                             std::string org) {
         jobs_->Post([q, o, fn, org = std::move(org)] { o->Send(fn(*q, org)); });
       };
-      std::string_view bearer = BearerOf(req);
       auto q = std::make_shared<net::Request>(std::move(req));
       auto o = std::make_shared<net::Responder>(std::move(out));
+      std::string_view bearer = net::BearerToken(*q).value_or("");
       if (!bearer.empty() && crypto::ConstantTimeEquals(bearer, token_)) return run(q, o, "");
       if (bearer.empty() || !bearer.starts_with("gvd_") || keys_ == nullptr || need == Need::kAdmin) {
         net::Response r = net::ProblemResponse(

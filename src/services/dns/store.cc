@@ -658,53 +658,47 @@ Result<std::vector<std::string>> Store::AdvanceRollovers() {
 Result<KeyStatus> Store::Keys(std::string_view name, std::string_view org) {
   GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
   KeyStatus out;
-  GOVERN_RETURN_IF_ERROR(pool_->Transact(
-      [&](db::Connection& c) -> Status {
-        GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c.ExecPrepared("SELECT 1 FROM dns_zones WHERE name = $1 AND "
-                                                              "($2 = '' OR org = $2)",
-                                                              db::Params(zone, org)));
-        if (rows.empty()) return NotFound("zone " + zone + " does not exist");
-        GOVERN_ASSIGN_OR_RETURN(auto apex, dns::NameFromText(zone));
-        GOVERN_ASSIGN_OR_RETURN(auto keys, LoadKeys(c, zone));
-        for (const auto& k : keys) {
-          out.keys.push_back(ZoneKeyInfo{.id = k.id,
-                                         .key_tag = k.key->key_tag(),
-                                         .algorithm = static_cast<int>(k.key->algorithm()),
-                                         .flags = k.key->flags(),
-                                         .state = k.state,
-                                         .ds = dns::RdataToText(dns::kDS, k.key->DsRdata(apex)),
-                                         .dnskey = dns::RdataToText(dns::kDNSKEY, k.key->dnskey_rdata()),
-                                         .created_at = k.created_at});
-        }
-        GOVERN_ASSIGN_OR_RETURN(
-            db::Rows r,
-            c.ExecPrepared("SELECT phase, from_algorithm, to_algorithm, propagation_delay, parent_delay, "
-                           "started_at::text, phase_started_at::text, coalesce(next_at::text, ''), "
-                           "coalesce(completed_at::text, ''), "
-                           "coalesce(greatest(0, ceil(extract(epoch FROM next_at - now())))::bigint, 0), "
-                           "await_ds, coalesce(ds_seen_at::text, '') "
-                           "FROM dns_rollovers WHERE zone = $1",
-                           db::Params(zone)));
-        if (r.empty()) return OkStatus();
-        out.rollover_present = true;
-        RolloverInfo& ro = out.rollover;
-        ro.phase = std::string(r.Text(0, 0));
-        GOVERN_ASSIGN_OR_RETURN(int64_t fa, r.Int64(0, 1));
-        GOVERN_ASSIGN_OR_RETURN(int64_t ta, r.Int64(0, 2));
-        ro.from_algorithm = static_cast<int>(fa);
-        ro.to_algorithm = static_cast<int>(ta);
-        GOVERN_ASSIGN_OR_RETURN(ro.propagation_delay, r.Int64(0, 3));
-        GOVERN_ASSIGN_OR_RETURN(ro.parent_delay, r.Int64(0, 4));
-        ro.started_at = std::string(r.Text(0, 5));
-        ro.phase_started_at = std::string(r.Text(0, 6));
-        ro.next_at = std::string(r.Text(0, 7));
-        ro.completed_at = std::string(r.Text(0, 8));
-        GOVERN_ASSIGN_OR_RETURN(ro.seconds_left, r.Int64(0, 9));
-        GOVERN_ASSIGN_OR_RETURN(ro.await_ds, r.Bool(0, 10));
-        ro.ds_seen_at = std::string(r.Text(0, 11));
-        return OkStatus();
-      },
-      db::TxOptions{.isolation = db::Isolation::kRepeatableRead, .read_only = true}));
+  GOVERN_RETURN_IF_ERROR(ReadOwnedZone(zone, org, [&](db::Connection& c) -> Status {
+    GOVERN_ASSIGN_OR_RETURN(auto apex, dns::NameFromText(zone));
+    GOVERN_ASSIGN_OR_RETURN(auto keys, LoadKeys(c, zone));
+    for (const auto& k : keys) {
+      out.keys.push_back(ZoneKeyInfo{.id = k.id,
+                                     .key_tag = k.key->key_tag(),
+                                     .algorithm = static_cast<int>(k.key->algorithm()),
+                                     .flags = k.key->flags(),
+                                     .state = k.state,
+                                     .ds = dns::RdataToText(dns::kDS, k.key->DsRdata(apex)),
+                                     .dnskey = dns::RdataToText(dns::kDNSKEY, k.key->dnskey_rdata()),
+                                     .created_at = k.created_at});
+    }
+    GOVERN_ASSIGN_OR_RETURN(
+        db::Rows r,
+        c.ExecPrepared("SELECT phase, from_algorithm, to_algorithm, propagation_delay, parent_delay, "
+                       "started_at::text, phase_started_at::text, coalesce(next_at::text, ''), "
+                       "coalesce(completed_at::text, ''), "
+                       "coalesce(greatest(0, ceil(extract(epoch FROM next_at - now())))::bigint, 0), "
+                       "await_ds, coalesce(ds_seen_at::text, '') "
+                       "FROM dns_rollovers WHERE zone = $1",
+                       db::Params(zone)));
+    if (r.empty()) return OkStatus();
+    out.rollover_present = true;
+    RolloverInfo& ro = out.rollover;
+    ro.phase = std::string(r.Text(0, 0));
+    GOVERN_ASSIGN_OR_RETURN(int64_t fa, r.Int64(0, 1));
+    GOVERN_ASSIGN_OR_RETURN(int64_t ta, r.Int64(0, 2));
+    ro.from_algorithm = static_cast<int>(fa);
+    ro.to_algorithm = static_cast<int>(ta);
+    GOVERN_ASSIGN_OR_RETURN(ro.propagation_delay, r.Int64(0, 3));
+    GOVERN_ASSIGN_OR_RETURN(ro.parent_delay, r.Int64(0, 4));
+    ro.started_at = std::string(r.Text(0, 5));
+    ro.phase_started_at = std::string(r.Text(0, 6));
+    ro.next_at = std::string(r.Text(0, 7));
+    ro.completed_at = std::string(r.Text(0, 8));
+    GOVERN_ASSIGN_OR_RETURN(ro.seconds_left, r.Int64(0, 9));
+    GOVERN_ASSIGN_OR_RETURN(ro.await_ds, r.Bool(0, 10));
+    ro.ds_seen_at = std::string(r.Text(0, 11));
+    return OkStatus();
+  }));
   return out;
 }
 
@@ -739,19 +733,26 @@ Result<std::vector<std::shared_ptr<const dns::Zone>>> Store::LoadAll() {
 Result<std::shared_ptr<const dns::Zone>> Store::LoadZoneFor(std::string_view name, std::string_view org) {
   GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
   std::shared_ptr<const dns::Zone> out;
-  // One snapshot for the owner check and the load: a zone deleted and re-made by another org between
+  GOVERN_RETURN_IF_ERROR(ReadOwnedZone(zone, org, [&](db::Connection& c) -> Status {
+    GOVERN_ASSIGN_OR_RETURN(out, LoadZoneOn(c, zone));
+    return OkStatus();
+  }));
+  return out;
+}
+
+Status Store::ReadOwnedZone(const std::string& zone, std::string_view org,
+                            const std::function<Status(db::Connection&)>& read) {
+  // One snapshot for the owner check and the read: a zone deleted and re-made by another org between
   // them cannot be read.
-  GOVERN_RETURN_IF_ERROR(pool_->Transact(
+  return pool_->Transact(
       [&](db::Connection& c) -> Status {
         GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c.ExecPrepared("SELECT 1 FROM dns_zones WHERE name = $1 AND "
                                                               "($2 = '' OR org = $2)",
                                                               db::Params(zone, org)));
         if (rows.empty()) return NotFound("zone " + zone + " does not exist");
-        GOVERN_ASSIGN_OR_RETURN(out, LoadZoneOn(c, zone));
-        return OkStatus();
+        return read(c);
       },
-      db::TxOptions{.isolation = db::Isolation::kRepeatableRead, .read_only = true}));
-  return out;
+      db::TxOptions{.isolation = db::Isolation::kRepeatableRead, .read_only = true});
 }
 
 Result<std::vector<dns::Record>> Store::Records(std::string_view zone, std::string_view org) {

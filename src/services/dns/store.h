@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -180,6 +181,10 @@ class Store {
 
  private:
   Result<std::shared_ptr<const dns::Zone>> LoadZoneOn(db::Connection& c, std::string_view zone);
+  // Runs `read` in one read-only repeatable-read transaction after checking that `zone` exists and
+  // (when `org` is not empty) belongs to `org`; NotFound otherwise.
+  Status ReadOwnedZone(const std::string& zone, std::string_view org,
+                       const std::function<Status(db::Connection&)>& read);
   // Inside a change's transaction, after it: the zone as it now stands builds (so no server ever
   // loads a zone it cannot serve); InvalidArgument (and so a rollback) otherwise.
   Status CheckBuilds(db::Connection& c, std::string_view zone);

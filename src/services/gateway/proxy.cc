@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -15,8 +16,10 @@
 #include "gateway/json_util.h"
 #include "gateway/openai.h"
 #include "gateway/peek.h"
+#include "gateway/responses_translate.h"
 #include "gateway/sse.h"
 #include "gateway/translate.h"
+#include "gateway/usage_peek.h"
 #include "net/http.h"
 #include "services/gateway/upstream.h"
 #include "storage/wal.h"
@@ -28,6 +31,38 @@ using Json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
 std::string_view FormatName(WireFormat f) { return f == WireFormat::kOpenAI ? "openai" : "anthropic"; }
+
+// The client's API: the format's own (chat completions, messages), or the OpenAI Responses and
+// embeddings APIs (as they are to OpenAI-format routes; Responses translated to Anthropic ones).
+enum class Endpoint { kChat, kMessages, kResponses, kEmbeddings };
+
+std::string_view EndpointName(Endpoint e) {
+  switch (e) {
+    case Endpoint::kChat:
+      return "chat";
+    case Endpoint::kMessages:
+      return "messages";
+    case Endpoint::kResponses:
+      return "responses";
+    case Endpoint::kEmbeddings:
+      return "embeddings";
+  }
+  return "";
+}
+
+std::string_view EndpointPath(Endpoint e) {
+  switch (e) {
+    case Endpoint::kChat:
+      return "/v1/chat/completions";
+    case Endpoint::kMessages:
+      return "/v1/messages";
+    case Endpoint::kResponses:
+      return "/v1/responses";
+    case Endpoint::kEmbeddings:
+      return "/v1/embeddings";
+  }
+  return "";
+}
 
 // A token bucket refilled continuously at `per_minute` per minute, holding at most `per_minute`.
 // Take() may drive it below zero (tokens are debited after the answer), which holds later requests
@@ -165,6 +200,7 @@ std::string UsageRecordJson(const UsageRecord& r) {
             {"model", r.model},
             {"route", r.route},
             {"client_format", r.client_format},
+            {"api", r.api},
             {"status", r.status},
             {"stream", r.stream},
             {"input_tokens", r.input_tokens},
@@ -305,7 +341,9 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   std::atomic<std::shared_ptr<const DlpConfig>> dlp;
 
   // On the server's event loop: everything that can refuse a request, then the provider call.
-  void Begin(WireFormat client, net::Request& req, net::Responder responder);
+  // `endpoint` kResponses / kEmbeddings: the OpenAI Responses and embeddings APIs (client kOpenAI).
+  void Begin(WireFormat client, net::Request& req, net::Responder responder,
+             std::optional<Endpoint> endpoint = std::nullopt);
   // Computes cost and latency, queues the record (WAL, on_record) and then runs `respond`: at once,
   // or once the record is durable with usage_durable_before_response.
   void Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start, std::function<void()> respond);
@@ -322,6 +360,8 @@ struct Proxy::Impl : ProxyCore {};
 struct Exchange : std::enable_shared_from_this<Exchange> {
   std::shared_ptr<ProxyCore> impl;
   WireFormat client = WireFormat::kOpenAI;
+  // kResponses and kEmbeddings: see OnWholeOpenAIApi, TranslateResponses.
+  Endpoint endpoint = Endpoint::kChat;
   const RouteConfig* route = nullptr;
   net::Responder responder;
   UsageRecord rec;
@@ -470,7 +510,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     rec.error = "the gateway is stopping";
     if (!responder.pending()) {  // the stream began: it ends with the format's error event
       rec.status = 503;
-      Write(StreamErrorEvent(client, rec.error));
+      Write(ErrorEvent(rec.error));
       return EndStream();
     }
     Fail(503, rec.error);
@@ -517,6 +557,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       }
       return Fail(status, "upstream: " + message);
     }
+    if (endpoint == Endpoint::kResponses || endpoint == Endpoint::kEmbeddings)
+      return OnWholeOpenAIApi(std::move(*body));
     if (!ScreenAnswer(*body)) return;  // DLP
     std::string out_body;
     if (route->format == WireFormat::kOpenAI) {
@@ -593,7 +635,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
         for (const auto& e : evs) AppendSseEvent(out, e.name(), detail::Dump(anthropic::ToJson(e)));
         Write(out);
       }
-      if (rec.status != 200) Write(StreamErrorEvent(client, rec.error));
+      if (rec.status != 200) Write(ErrorEvent(rec.error));
       return EndStream();
     }
     out.clear();
@@ -603,7 +645,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       call->Cancel();
       rec.status = 502;
       rec.error = "upstream stream unreadable: " + s.message();
-      Write(StreamErrorEvent(client, rec.error));
+      Write(ErrorEvent(rec.error));
       return EndStream();
     }
     if (dlp_filter) {
@@ -625,6 +667,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   void Translate(const SseEvent& ev) {
+    if (endpoint == Endpoint::kResponses) return TranslateResponses(ev);
     if (route->format == WireFormat::kOpenAI) {
       if (ev.IsDone()) {
         complete = true;
@@ -675,6 +718,66 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       }
     }
   }
+
+  // ---- The OpenAI Responses and embeddings APIs (same-format pass-through, metered) ----
+
+  // The in-stream error event in the client's API.
+  std::string ErrorEvent(std::string_view message) {
+    if (endpoint == Endpoint::kResponses) return ResponsesStreamErrorEvent(message, responses_seq + 1);
+    return StreamErrorEvent(client, message);
+  }
+
+  // A whole 2xx Responses or embeddings answer: relayed as it came, metered from its usage (translated
+  // from an Anthropic provider's message).
+  void OnWholeOpenAIApi(std::string body) {
+    if (route->format == WireFormat::kAnthropic) {
+      auto resp = anthropic::ParseMessagesResponse(body);
+      if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
+      meter.Set(ChatUsageFrom(resp->usage));
+      return Respond(
+          200, detail::Dump(openai::ToJson(MessagesToResponsesResponse(*resp, rec.time_ns / 1000000000))));
+    }
+    auto usage = endpoint == Endpoint::kResponses ? PeekResponsesUsage(body) : PeekEmbeddingsUsage(body);
+    if (!usage.ok()) return Fail(502, "upstream answer unreadable: " + usage.status().message());
+    if (*usage) meter.Set(**usage);
+    Respond(200, std::move(body));
+  }
+
+  // A Responses stream event (relayed byte for byte by OnPiece): usage from response.completed (or
+  // incomplete / failed), the end at a terminal event, output deltas counted for a stream cut short.
+  void TranslateResponses(const SseEvent& ev) {
+    if (route->format == WireFormat::kAnthropic) return TranslateMessagesToResponses(ev);
+    auto p = PeekResponsesEvent(ev.data);
+    if (!p.ok()) return;
+    if (p->sequence_number) responses_seq = *p->sequence_number;
+    if (p->usage) meter.Set(*p->usage);
+    if (p->output_delta) ++streamed_chunks;
+    if (p->terminal) {
+      complete = true;
+      if (!p->error.empty()) rec.error = "upstream: " + p->error;
+    }
+  }
+  int64_t responses_seq = -1;  // the last sequence_number relayed
+
+  // An Anthropic provider's stream event, translated to Responses events for the client.
+  void TranslateMessagesToResponses(const SseEvent& ev) {
+    auto sev = anthropic::ParseStreamEvent(ev.data);
+    if (!sev.ok()) return;
+    if (!to_responses) to_responses = std::make_unique<MessagesToResponsesStream>(rec.time_ns / 1000000000);
+    std::vector<openai::Json> evs;
+    to_responses->Feed(*sev, evs);
+    for (const auto& e : evs) {
+      AppendSseEvent(out, detail::StrField(e, "type"), detail::Dump(e));
+      if (detail::StrField(e, "type").ends_with(".delta")) ++streamed_chunks;
+    }
+    responses_seq = to_responses->last_sequence();
+    meter.Set(to_responses->usage());
+    if (to_responses->done()) {
+      complete = true;
+      if (to_responses->failed()) rec.error = "upstream: " + sev->error_message;
+    }
+  }
+  std::unique_ptr<MessagesToResponsesStream> to_responses;
 };
 
 Proxy::Proxy(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -743,6 +846,15 @@ void Proxy::Register(net::Router& router) {
   options.max_body_bytes = 32 * 1024 * 1024;
   router.Add(net::Method::kPost, "/v1/chat/completions", handler(WireFormat::kOpenAI), options);
   router.Add(net::Method::kPost, "/v1/messages", handler(WireFormat::kAnthropic), options);
+  // The OpenAI Responses and embeddings APIs (Responses also translated to Anthropic-format routes).
+  for (Endpoint e : {Endpoint::kResponses, Endpoint::kEmbeddings}) {
+    router.Add(
+        net::Method::kPost, std::string(EndpointPath(e)),
+        [impl, e](net::Request&& req, net::Responder responder) {
+          impl->Begin(WireFormat::kOpenAI, req, std::move(responder), e);
+        },
+        options);
+  }
   router.AddSync(net::Method::kGet, "/v1/models", [impl](net::Request& req) {
     auto token = net::BearerToken(req);
     std::optional<std::string_view> key = token;
@@ -796,17 +908,21 @@ void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point s
   respond();
 }
 
-void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder responder) {
+void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder responder,
+                      std::optional<Endpoint> endpoint) {
   auto start = SteadyClock::now();
   auto ex = std::make_shared<Exchange>();
   ex->start = start;
   ex->client = client;
+  ex->endpoint = endpoint.value_or(client == WireFormat::kOpenAI ? Endpoint::kChat : Endpoint::kMessages);
+  bool openai_api = ex->endpoint == Endpoint::kResponses || ex->endpoint == Endpoint::kEmbeddings;
   UsageRecord& rec = ex->rec;
   rec.request_id = NewRequestId();
   rec.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
   rec.client_format = std::string(FormatName(client));
+  rec.api = std::string(EndpointName(ex->endpoint));
 
   // Authentication: a virtual key as either SDK sends it.
   std::optional<std::string_view> key = net::BearerToken(req);
@@ -840,6 +956,7 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
 
   auto peek = PeekRequest(req.body);
   if (!peek.ok()) return ex->Fail(400, peek.status().message());
+  if (ex->endpoint == Endpoint::kEmbeddings) peek->stream = false;  // the API has no stream
   rec.model = peek->model;
   rec.stream = peek->stream;
   ex->stream_requested = peek->stream;
@@ -849,9 +966,11 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   ex->route = &route;
   rec.route = route.base_url;
 
-  // DLP: the prompt, screened per the org before anything reaches the provider.
+  // DLP: the prompt, screened per the org before anything reaches the provider (chat and messages; the
+  // Responses and embeddings APIs are not screened yet).
   ex->dlp_config = dlp.load();
-  if (const DlpProfile& profile = ex->dlp_config->For(rec.org); profile.mode != DlpMode::kOff) {
+  if (const DlpProfile& profile = ex->dlp_config->For(rec.org);
+      profile.mode != DlpMode::kOff && !openai_api) {
     ex->dlp = &profile;
     auto j = detail::ParseJson(req.body, "request body");
     if (!j.ok()) return ex->Fail(400, j.status().message());
@@ -868,7 +987,20 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   // The upstream body: the client's bytes when the formats match, else a translation.
   UpstreamRequest up;
   ex->include_usage = peek->include_usage.value_or(false);
-  if (client == route.format) {
+  if (ex->endpoint == Endpoint::kEmbeddings && route.format != WireFormat::kOpenAI) {
+    return ex->Fail(400, "the model `" + peek->model +
+                             "` does not serve the embeddings API (its provider is " +
+                             std::string(FormatName(route.format)) + "-format)");
+  }
+  if (ex->endpoint == Endpoint::kResponses && route.format == WireFormat::kAnthropic) {
+    auto responses = openai::ParseResponsesRequest(req.body);
+    if (!responses.ok()) return ex->Fail(400, responses.status().message());
+    auto msgs = ResponsesToMessagesRequest(*responses);
+    if (!msgs.ok()) return ex->Fail(400, msgs.status().message());
+    up.body = detail::Dump(anthropic::ToJson(*msgs));
+  } else if (openai_api) {
+    up.body = std::move(req.body);  // the Responses API meters streams without stream_options
+  } else if (client == route.format) {
     if (client == WireFormat::kOpenAI && peek->stream && !ex->include_usage) {
       auto body = WithIncludeUsage(req.body, *peek);
       if (!body.ok()) return ex->Fail(400, body.status().message());
@@ -891,7 +1023,7 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   }
   up.headers.Set("Content-Type", "application/json");
   if (route.format == WireFormat::kOpenAI) {
-    up.url = route.base_url + "/v1/chat/completions";
+    up.url = route.base_url + std::string(EndpointPath(openai_api ? ex->endpoint : Endpoint::kChat));
     if (!route.api_key.empty()) up.headers.Set("Authorization", "Bearer " + route.api_key);
   } else {
     up.url = route.base_url + "/v1/messages";

@@ -1,6 +1,10 @@
 // Proxy: the AI gateway's request path. OpenAI Chat Completions (POST /v1/chat/completions), Anthropic
-// Messages (POST /v1/messages), each streaming or not, and the models list (GET /v1/models), forwarded
-// to the provider that the request's model routes to.
+// Messages (POST /v1/messages), each streaming or not, the OpenAI Responses API (POST /v1/responses,
+// streaming or not) and embeddings (POST /v1/embeddings), and the models list (GET /v1/models),
+// forwarded to the provider that the request's model routes to. Responses and embeddings go to
+// OpenAI-format routes byte for byte (metered from the answer's usage or the response.completed event);
+// on an Anthropic-format route Responses are translated (gateway/responses_translate.h) and embeddings
+// are a 400.
 //
 // Promises:
 //  - Same-format requests are forwarded byte for byte (only stream_options.include_usage is added to
@@ -83,7 +87,8 @@ struct UsageRecord {
   std::string model;
   std::string route;  // base URL of the route taken; "" when none
   std::string client_format;
-  int status = 0;  // what the client was told (499: the client went away mid-stream)
+  std::string api;  // the client's API: chat, messages, responses, embeddings
+  int status = 0;   // what the client was told (499: the client went away mid-stream)
   bool stream = false;
   int64_t input_tokens = 0;  // prompt tokens, including cached ones
   int64_t output_tokens = 0;

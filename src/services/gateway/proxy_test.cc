@@ -473,6 +473,259 @@ TEST_F(ProxyTest, RequestThatMayHaveReachedTheProviderIsNeverResent) {
   EXPECT_EQ(statuses, (std::vector<int>{200, 200, 502, 502, 502}));
 }
 
+// ---- The OpenAI Responses and embeddings APIs ----
+
+constexpr const char* kResponses =
+    R"({"model":"gpt-stub","instructions":"be brief","input":"one two three"})";
+constexpr const char* kResponsesStream = R"({"model":"gpt-stub","stream":true,"input":"one two three"})";
+constexpr const char* kResponsesTool =
+    R"({"model":"gpt-stub","stream":true,"input":"weather?","tools":[{"type":"function","name":"get_weather",)"
+    R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]})";
+
+// The Responses events of a stream, each checked to parse.
+std::vector<openai::ResponsesEvent> ResponsesEvents(const std::vector<SseEvent>& events) {
+  std::vector<openai::ResponsesEvent> out;
+  for (const auto& e : events) {
+    auto ev = openai::ParseResponsesEvent(e.data);
+    EXPECT_TRUE(ev.ok()) << e.data;
+    if (!ev.ok()) continue;
+    EXPECT_EQ(e.event, ev->type);  // the SSE event name is the type
+    out.push_back(std::move(*ev));
+  }
+  return out;
+}
+
+TEST_F(ProxyTest, ResponsesWholeIsForwardedAndMeteredWithCachedTokens) {
+  auto resp = Post("/v1/responses", kResponses, kKey, false, {{"x-stub-cached-tokens", "2"}});
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  auto r = openai::ParseResponsesResponse(resp.body);
+  ASSERT_TRUE(r.ok()) << resp.body;
+  EXPECT_EQ(r->OutputText().rfind("Govern stub reply", 0), 0u);
+  EXPECT_EQ(r->usage, (openai::ResponsesUsage{5, 16, 21, 2, 0}));
+
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200);
+  EXPECT_EQ(rec.api, "responses");
+  EXPECT_EQ(rec.client_format, "openai");
+  EXPECT_FALSE(rec.stream);
+  EXPECT_EQ(rec.input_tokens, 5);
+  EXPECT_EQ(rec.output_tokens, 16);
+  EXPECT_EQ(rec.cached_tokens, 2);
+  EXPECT_DOUBLE_EQ(rec.cost, (3 * 1.0 + 2 * 0.5 + 16 * 2.0) / 1e6);
+  EXPECT_NE(UsageRecordJson(rec).find(R"("api":"responses")"), std::string::npos);
+}
+
+TEST_F(ProxyTest, ResponsesStreamIsRelayedEventByEventAndMeteredFromCompleted) {
+  auto resp = Post("/v1/responses", kResponsesStream, kKey);
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  EXPECT_EQ(resp.headers.Get("Content-Type").value_or(""), "text/event-stream");
+  auto events = ResponsesEvents(Events(resp.body));
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().type, "response.created");
+  EXPECT_EQ(events.back().type, "response.completed");
+  std::string text;
+  for (const auto& e : events)
+    if (e.type == "response.output_text.delta") text += e.body["delta"].get<std::string>();
+  EXPECT_EQ(text, events.back().response->OutputText());
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200);
+  EXPECT_TRUE(rec.stream);
+  EXPECT_EQ(rec.api, "responses");
+  EXPECT_EQ(rec.input_tokens, 3);
+  EXPECT_EQ(rec.output_tokens, 16);
+  EXPECT_TRUE(rec.error.empty()) << rec.error;
+}
+
+TEST_F(ProxyTest, ResponsesFunctionCallStreamed) {
+  auto resp = Post("/v1/responses", kResponsesTool, kKey);
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  auto events = ResponsesEvents(Events(resp.body));
+  std::string args;
+  int added = 0;
+  for (const auto& e : events) {
+    if (e.type == "response.function_call_arguments.delta") args += e.body["delta"].get<std::string>();
+    if (e.type == "response.output_item.added" && e.body["item"]["type"] == "function_call") ++added;
+  }
+  EXPECT_EQ(added, 1);
+  EXPECT_EQ(args, R"({"city":"stub"})");
+  ASSERT_FALSE(events.empty());
+  ASSERT_TRUE(events.back().response.has_value());
+  const auto& out = events.back().response->output;
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].type, openai::ResponseItem::Type::kFunctionCall);
+  EXPECT_EQ(out[0].name, "get_weather");
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.output_tokens, events.back().response->usage->output_tokens);
+  EXPECT_GT(rec.output_tokens, 0);
+}
+
+TEST_F(ProxyTest, ResponsesStreamCutOrFailedEndsWithAnErrorEventAndIsRecorded) {
+  // The provider cuts the stream after 5 events (3 of them text deltas): the client gets the Responses
+  // error event; the record has status 502 and the deltas seen as output tokens.
+  auto cut = Post("/v1/responses", kResponsesStream, kKey, false, {{"x-stub-cut-after", "7"}});
+  ASSERT_EQ(cut.status, 200);
+  auto events = Events(cut.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().event, "error");
+  auto err = Json::parse(events.back().data);
+  EXPECT_EQ(err["type"], "error");
+  EXPECT_NE(err["message"].get<std::string>().find("cut"), std::string::npos) << events.back().data;
+  EXPECT_EQ(err["sequence_number"], 7);  // one after the last relayed event
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 502);
+  EXPECT_EQ(rec.output_tokens, 3);
+
+  // The provider's own in-stream error is relayed as it came and ends the stream.
+  auto failed = Post("/v1/responses", kResponsesStream, kKey, false, {{"x-stub-error-after", "4"}});
+  ASSERT_EQ(failed.status, 200);
+  auto fevents = Events(failed.body);
+  ASSERT_EQ(fevents.size(), 5u);
+  EXPECT_EQ(fevents.back().event, "error");
+  EXPECT_EQ(Json::parse(fevents.back().data)["message"], "injected stream error");
+  UsageRecord frec = WaitRecord(2);
+  EXPECT_EQ(frec.status, 200);
+  EXPECT_NE(frec.error.find("injected stream error"), std::string::npos) << frec.error;
+}
+
+TEST_F(ProxyTest, EmbeddingsAreForwardedAndMetered) {
+  auto resp =
+      Post("/v1/embeddings", R"({"model":"gpt-stub","input":["one two","three"],"dimensions":4})", kKey);
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  auto e = openai::ParseEmbeddingsResponse(resp.body);
+  ASSERT_TRUE(e.ok()) << resp.body;
+  ASSERT_EQ(e->data.size(), 2u);
+  EXPECT_EQ(e->data[0].size(), 4u);
+  EXPECT_EQ(e->prompt_tokens, 3);
+  auto single = Post("/v1/embeddings", R"({"model":"gpt-stub","input":"a b c d"})", kKey);
+  ASSERT_EQ(single.status, 200) << single.body;
+
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200);
+  EXPECT_EQ(rec.api, "embeddings");
+  EXPECT_FALSE(rec.stream);
+  EXPECT_EQ(rec.input_tokens, 3);
+  EXPECT_EQ(rec.output_tokens, 0);
+  EXPECT_DOUBLE_EQ(rec.cost, 3 * 1.0 / 1e6);
+  EXPECT_EQ(WaitRecord(2).input_tokens, 4);
+}
+
+TEST_F(ProxyTest, ResponsesAndEmbeddingsRefusalsInTheOpenAIShape) {
+  auto bad_key = Post("/v1/responses", kResponses, "gvg_nope");
+  EXPECT_EQ(bad_key.status, 401);
+  EXPECT_EQ(Json::parse(bad_key.body)["error"]["code"], "invalid_api_key");
+  auto no_key = Post("/v1/embeddings", R"({"model":"gpt-stub","input":"x"})", "");
+  EXPECT_EQ(no_key.status, 401);
+
+  auto unknown = Post("/v1/responses", R"({"model":"nope","input":"x"})", kKey);
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(Json::parse(unknown.body)["error"]["code"], "model_not_found");
+  auto bad_body = Post("/v1/embeddings", R"({"model":"gpt-stub","model":"other","input":"x"})", kKey);
+  EXPECT_EQ(bad_body.status, 400);
+  // Anthropic has no embeddings API.
+  auto anthropic_route = Post("/v1/embeddings", R"({"model":"claude-stub","input":"x"})", kKey);
+  EXPECT_EQ(anthropic_route.status, 400);
+  EXPECT_EQ(Json::parse(anthropic_route.body)["error"]["type"], "invalid_request_error");
+  // The provider's 4xx is relayed as it came; a 5xx is a 502.
+  auto up_400 = Post("/v1/responses", R"({"model":"gpt-stub","input":7})", kKey);
+  EXPECT_EQ(up_400.status, 400);
+  EXPECT_TRUE(Json::parse(up_400.body)["error"].is_object()) << up_400.body;
+  auto up_500 =
+      Post("/v1/embeddings", R"({"model":"gpt-stub","input":"x"})", kKey, false, {{"x-stub-status", "500"}});
+  EXPECT_EQ(up_500.status, 502);
+  EXPECT_EQ(Json::parse(up_500.body)["error"]["type"], "api_error");
+
+  // Rate limits apply as to chat: 2 a minute, the third is refused.
+  EXPECT_EQ(Post("/v1/responses", kResponses, kLimitedKey).status, 200);
+  EXPECT_EQ(Post("/v1/embeddings", R"({"model":"gpt-stub","input":"x"})", kLimitedKey).status, 200);
+  auto limited = Post("/v1/responses", kResponses, kLimitedKey);
+  EXPECT_EQ(limited.status, 429);
+  EXPECT_EQ(limited.headers.Get("Retry-After").value_or(""), "1");
+
+  // One record per authenticated request; none for the two 401s.
+  std::vector<int> statuses;
+  for (size_t i = 1; i <= 8; ++i) statuses.push_back(WaitRecord(i).status);
+  std::sort(statuses.begin(), statuses.end());
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 400, 400, 400, 404, 429, 502}));
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(records_.size(), 8u);
+}
+
+TEST_F(ProxyTest, ResponsesOnAnthropicRouteAreTranslated) {
+  auto whole = Post(
+      "/v1/responses",
+      R"({"model":"claude-stub","instructions":"be brief","input":"one two three","max_output_tokens":10})",
+      kKey, false, {{"x-stub-cached-tokens", "1"}});
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  auto r = openai::ParseResponsesResponse(whole.body);
+  ASSERT_TRUE(r.ok()) << whole.body;
+  EXPECT_EQ(r->status, "incomplete");  // the stub stopped at max_tokens
+  EXPECT_EQ(r->OutputText(), model_stub::StubText(10)) << whole.body;
+  EXPECT_EQ(r->usage, (openai::ResponsesUsage{5, 10, 15, 1, 0}));
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200);
+  EXPECT_EQ(rec.api, "responses");
+  EXPECT_EQ(rec.input_tokens, 5);
+  EXPECT_EQ(rec.output_tokens, 10);
+  EXPECT_EQ(rec.cached_tokens, 1);
+
+  std::string tool_stream = kResponsesTool;
+  tool_stream.replace(tool_stream.find("gpt-stub"), 8, "claude-stub");
+  for (const std::string& body :
+       {std::string(R"({"model":"claude-stub","stream":true,"input":"one two three"})"), tool_stream}) {
+    SCOPED_TRACE(body);
+    auto s = Post("/v1/responses", body, kKey);
+    ASSERT_EQ(s.status, 200) << s.body;
+    auto events = ResponsesEvents(Events(s.body));
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.front().type, "response.created");
+    EXPECT_EQ(events.back().type, "response.completed");
+    std::string text, args;
+    for (size_t i = 0; i < events.size(); ++i) {
+      EXPECT_EQ(events[i].body["sequence_number"], static_cast<int64_t>(i));
+      if (events[i].type == "response.output_text.delta") text += events[i].body["delta"].get<std::string>();
+      if (events[i].type == "response.function_call_arguments.delta")
+        args += events[i].body["delta"].get<std::string>();
+    }
+    ASSERT_TRUE(events.back().response.has_value());
+    const auto& final = *events.back().response;
+    if (body == tool_stream) {
+      ASSERT_EQ(final.output.size(), 1u);
+      EXPECT_EQ(final.output[0].type, openai::ResponseItem::Type::kFunctionCall);
+      EXPECT_EQ(final.output[0].name, "get_weather");
+      EXPECT_EQ(Json::parse(args), Json({{"city", "stub"}}));
+    } else {
+      EXPECT_EQ(text, model_stub::StubText(16));
+      EXPECT_EQ(final.OutputText(), text);
+      EXPECT_EQ(final.usage->output_tokens, 16);
+    }
+  }
+  EXPECT_EQ(WaitRecord(2).output_tokens, 16);
+  EXPECT_EQ(WaitRecord(2).input_tokens, 3);
+  EXPECT_GT(WaitRecord(3).output_tokens, 0);
+
+  // What Anthropic cannot take is a 400 in the OpenAI shape, recorded.
+  auto prev =
+      Post("/v1/responses", R"({"model":"claude-stub","input":"x","previous_response_id":"resp_1"})", kKey);
+  EXPECT_EQ(prev.status, 400);
+  EXPECT_NE(Json::parse(prev.body)["error"]["message"].get<std::string>().find("previous_response_id"),
+            std::string::npos);
+  EXPECT_EQ(WaitRecord(4).status, 400);
+
+  // A cut translated stream ends with the Responses error event, numbered after the last one.
+  auto cut = Post("/v1/responses", R"({"model":"claude-stub","stream":true,"input":"one"})", kKey, false,
+                  {{"x-stub-cut-after", "4"}});
+  ASSERT_EQ(cut.status, 200);
+  auto events = Events(cut.body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back().event, "error");
+  auto err = Json::parse(events.back().data);
+  EXPECT_EQ(err["sequence_number"],
+            Json::parse(events[events.size() - 2].data)["sequence_number"].get<int64_t>() + 1);
+  UsageRecord crec = WaitRecord(5);
+  EXPECT_EQ(crec.status, 502);
+  EXPECT_EQ(crec.input_tokens, 1);
+}
+
 class ProxyTimeoutTest : public ProxyTest {
  protected:
   void SetUp() override {

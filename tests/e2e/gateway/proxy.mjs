@@ -95,6 +95,73 @@ test('anthropic SDK on an openai-format route', async () => {
   assert.equal(final.usage.output_tokens, 10);
 });
 
+// The Responses API and embeddings: OpenAI-format routes, relayed as they come and metered.
+const weatherFn = {
+  type: 'function', name: 'get_weather', strict: false,
+  parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] },
+};
+
+test('openai responses through the gateway, streamed and not, with a function tool', async () => {
+  const r = await openai.responses.create({ model: 'gpt-stub', instructions: 'be brief', input: 'one two three' });
+  assert.equal(r.output_text, stubText(16));
+  assert.deepEqual([r.usage.input_tokens, r.usage.output_tokens], [5, 16]);
+
+  const raw = await openai.responses.create({ model: 'gpt-stub', input: 'one two three', stream: true });
+  let text = '';
+  let completed = null;
+  for await (const e of raw) {
+    if (e.type === 'response.output_text.delta') text += e.delta;
+    if (e.type === 'response.completed') completed = e.response;
+  }
+  assert.equal(text, stubText(16));
+  assert.deepEqual([completed.usage.input_tokens, completed.usage.output_tokens], [3, 16]);
+
+  const call = await openai.responses.create({ model: 'gpt-stub', input: 'weather?', tools: [weatherFn] });
+  assert.equal(call.output[0].type, 'function_call');
+  assert.deepEqual(JSON.parse(call.output[0].arguments), { city: 'stub', days: 1 });
+  const streamed = await openai.responses.stream({ model: 'gpt-stub', input: 'weather?', tools: [weatherFn] }).finalResponse();
+  assert.equal(streamed.output[0].name, 'get_weather');
+  assert.deepEqual(JSON.parse(streamed.output[0].arguments), { city: 'stub', days: 1 });
+  const answer = await openai.responses.create({
+    model: 'gpt-stub', tools: [weatherFn],
+    input: ['weather?', call.output[0], { type: 'function_call_output', call_id: call.output[0].call_id, output: 'sunny' }]
+      .map((x) => (typeof x === 'string' ? { role: 'user', content: x } : x)),
+  });
+  assert.equal(answer.output_text, stubText(16));
+
+  await assert.rejects(async () => {
+    const s = await openai.responses.create({ model: 'gpt-stub', input: 'x', stream: true },
+      { headers: { 'x-stub-cut-after': '6' } });
+    for await (const _ of s) { /* drain */ }
+  }, (e) => e instanceof OpenAI.APIError && /cut/.test(e.message));
+});
+
+test('openai responses on an anthropic-format route (translated), streamed and not', async () => {
+  const r = await openai.responses.create({ model: 'claude-stub', instructions: 'be brief', input: 'one two three' });
+  assert.equal(r.output_text, stubText(16));
+  assert.deepEqual([r.usage.input_tokens, r.usage.output_tokens], [5, 16]);
+  const final = await openai.responses.stream({ model: 'claude-stub', input: 'weather?', tools: [weatherFn] }).finalResponse();
+  assert.equal(final.output[0].type, 'function_call');
+  assert.deepEqual(JSON.parse(final.output[0].arguments), { city: 'stub', days: 1 });
+  const answer = await openai.responses.create({
+    model: 'claude-stub', tools: [weatherFn],
+    input: [{ role: 'user', content: 'weather?' }, final.output[0],
+      { type: 'function_call_output', call_id: final.output[0].call_id, output: 'sunny' }],
+  });
+  assert.equal(answer.output_text, stubText(16));
+});
+
+test('openai embeddings through the gateway', async () => {
+  const e = await openai.embeddings.create({ model: 'gpt-stub', input: ['a b', 'c'], dimensions: 8 });
+  assert.equal(e.data.length, 2);
+  assert.equal(e.data[0].embedding.length, 8);
+  assert.equal(e.usage.prompt_tokens, 3);
+  const one = await openai.embeddings.create({ model: 'gpt-stub', input: 'a b c', encoding_format: 'float' });
+  assert.equal(one.usage.prompt_tokens, 3);
+  await assert.rejects(openai.embeddings.create({ model: 'claude-stub', input: 'x' }),
+    (e) => e instanceof OpenAI.BadRequestError && /embeddings/.test(e.message));
+});
+
 test('models list', async () => {
   const ids = [];
   for await (const m of openai.models.list()) ids.push(m.id);

@@ -61,12 +61,13 @@ node proxy.mjs "$gw_port"
 node dlp.mjs "$gw_port"  # DLP: 7 more recorded requests
 
 # A clean stop flushes the usage WAL. Every request that passed authentication is recorded once: 19 in
-# proxy.mjs (the 401s and the models list are not), 7 in dlp.mjs. Records are JSON text inside the WAL segments.
+# proxy.mjs (the 401s and the models list are not), plus 12 Responses and embeddings calls, and 7 in
+# dlp.mjs. Records are JSON text inside the WAL segments.
 kill -TERM "$gw_pid"
 wait "$gw_pid"
 records="$(find "$work/usage" -maxdepth 1 -type f -exec cat {} + | grep -ao '"request_id"' | wc -l)"
-if [ "$records" != 26 ]; then
-  echo "expected 26 usage records in the WAL, found $records" >&2
+if [ "$records" != 38 ]; then
+  echo "expected 38 usage records in the WAL, found $records" >&2
   exit 1
 fi
-echo "ok - 26 usage records in the WAL"
+echo "ok - 38 usage records in the WAL"

@@ -1,0 +1,134 @@
+#include "gateway/usage_peek.h"
+
+#include <simdjson.h>
+
+#include "gateway/json_util.h"
+#include "gateway/sse.h"
+
+namespace govern::gateway {
+namespace {
+
+namespace dom = simdjson::dom;
+
+Status Bad(std::string m) { return InvalidArgument(std::move(m)); }
+
+Result<dom::element> ParseRoot(std::string_view text, std::string_view what) {
+  if (text.empty()) return Bad(std::string(what) + ": not valid JSON");
+  thread_local dom::parser parser;
+  dom::element root;
+  if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root))
+    return Bad(std::string(what) + ": not valid JSON");
+  if (!root.is_object()) return Bad(std::string(what) + " must be a JSON object");
+  return root;
+}
+
+// A token count: absent or null is 0; anything but a non-negative integer is an error naming `path`.
+Result<int64_t> Count(dom::object obj, std::string_view key, std::string_view path) {
+  dom::element v;
+  if (obj.at_key(key).get(v) || v.is_null()) return int64_t{0};
+  int64_t n = 0;
+  if (v.get_int64().get(n) || n < 0)
+    return Bad(std::string(path) + "." + std::string(key) + " must be a non-negative integer");
+  return n;
+}
+
+// The nested `<details>.<key>` count (input_tokens_details.cached_tokens and the like).
+Result<int64_t> Detail(dom::object usage, std::string_view details, std::string_view key,
+                       std::string_view path) {
+  dom::element d;
+  if (usage.at_key(details).get(d) || d.is_null()) return int64_t{0};
+  dom::object o;
+  if (d.get_object().get(o))
+    return Bad(std::string(path) + "." + std::string(details) + " must be an object");
+  return Count(o, key, std::string(path) + "." + std::string(details));
+}
+
+// `usage` of a Responses object: input_tokens, output_tokens, total_tokens and the details.
+Result<std::optional<openai::Usage>> ResponsesUsageAt(dom::object obj, std::string_view path) {
+  dom::element u;
+  if (obj.at_key("usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
+  dom::object usage;
+  std::string upath = std::string(path) + "usage";
+  if (u.get_object().get(usage)) return Bad(upath + " must be an object");
+  openai::Usage out;
+  GOVERN_ASSIGN_OR_RETURN(out.prompt_tokens, Count(usage, "input_tokens", upath));
+  GOVERN_ASSIGN_OR_RETURN(out.completion_tokens, Count(usage, "output_tokens", upath));
+  GOVERN_ASSIGN_OR_RETURN(out.total_tokens, Count(usage, "total_tokens", upath));
+  GOVERN_ASSIGN_OR_RETURN(out.cached_tokens, Detail(usage, "input_tokens_details", "cached_tokens", upath));
+  GOVERN_ASSIGN_OR_RETURN(out.reasoning_tokens,
+                          Detail(usage, "output_tokens_details", "reasoning_tokens", upath));
+  return std::optional<openai::Usage>(out);
+}
+
+std::string StringAt(dom::object obj, std::string_view key) {
+  std::string_view s;
+  if (obj.at_key(key).get_string().get(s)) return {};
+  return std::string(s);
+}
+
+}  // namespace
+
+Result<std::optional<openai::Usage>> PeekResponsesUsage(std::string_view body) {
+  GOVERN_ASSIGN_OR_RETURN(dom::element root, ParseRoot(body, "response body"));
+  return ResponsesUsageAt(root.get_object().value_unsafe(), "");
+}
+
+Result<std::optional<openai::Usage>> PeekEmbeddingsUsage(std::string_view body) {
+  GOVERN_ASSIGN_OR_RETURN(dom::element root, ParseRoot(body, "embeddings body"));
+  dom::element u;
+  if (root.at_key("usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
+  dom::object usage;
+  if (u.get_object().get(usage)) return Bad("usage must be an object");
+  openai::Usage out;
+  GOVERN_ASSIGN_OR_RETURN(out.prompt_tokens, Count(usage, "prompt_tokens", "usage"));
+  GOVERN_ASSIGN_OR_RETURN(out.total_tokens, Count(usage, "total_tokens", "usage"));
+  GOVERN_ASSIGN_OR_RETURN(out.cached_tokens,
+                          Detail(usage, "prompt_tokens_details", "cached_tokens", "usage"));
+  return std::optional<openai::Usage>(out);
+}
+
+Result<ResponsesEventPeek> PeekResponsesEvent(std::string_view data) {
+  GOVERN_ASSIGN_OR_RETURN(dom::element root, ParseRoot(data, "response stream event"));
+  dom::object obj = root.get_object().value_unsafe();
+  ResponsesEventPeek p;
+  std::string_view type;
+  if (obj.at_key("type").get_string().get(type)) return Bad("response stream event: type must be a string");
+  p.type.assign(type);
+  int64_t seq = 0;
+  if (!obj.at_key("sequence_number").get_int64().get(seq)) p.sequence_number = seq;
+  p.output_delta = type == "response.output_text.delta" || type == "response.refusal.delta" ||
+                   type == "response.function_call_arguments.delta";
+  if (type == "error") {
+    p.terminal = true;
+    p.error = StringAt(obj, "message");
+    if (p.error.empty()) p.error = "provider stream error";
+    return p;
+  }
+  if (type.rfind("response.", 0) != 0) return p;
+  dom::element r;
+  if (obj.at_key("response").get(r) || r.is_null()) return p;
+  dom::object resp;
+  if (r.get_object().get(resp)) return Bad("response stream event: response must be an object");
+  GOVERN_ASSIGN_OR_RETURN(p.usage, ResponsesUsageAt(resp, "response."));
+  if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
+    p.terminal = true;
+  }
+  if (type == "response.failed") {
+    dom::object err;
+    if (!resp.at_key("error").get_object().get(err)) p.error = StringAt(err, "message");
+    if (p.error.empty()) p.error = "the provider reports the response failed";
+  }
+  return p;
+}
+
+std::string ResponsesStreamErrorEvent(std::string_view message, int64_t sequence_number) {
+  openai::Json body = {{"type", "error"},
+                       {"code", "api_error"},
+                       {"message", message},
+                       {"param", nullptr},
+                       {"sequence_number", sequence_number},
+                       {"error", openai::ErrorJson(message, "api_error")["error"]}};
+  return FormatSseEvent("error", detail::Dump(body));
+}
+
+}  // namespace govern::gateway
