@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "gateway/anthropic.h"
+#include "gateway/dlp_screen.h"
 #include "gateway/gemini.h"
 #include "gateway/json_util.h"
 #include "gateway/openai.h"
@@ -226,6 +227,10 @@ std::string UsageRecordJson(const UsageRecord& r) {
   if (!r.principal.empty()) j["principal"] = r.principal;
   if (!r.decision.empty()) j["decision"] = r.decision;
   if (!r.decision_reason.empty()) j["decision_reason"] = r.decision_reason;
+  if (!r.dlp_action.empty()) {
+    j["dlp_action"] = r.dlp_action;
+    j["dlp_rules"] = r.dlp_rules;
+  }
   return detail::Dump(j);
 }
 
@@ -354,6 +359,9 @@ Result<ProxyConfig> ParseProxyConfig(std::string_view text) {
     c.upstream.ca_file = ca.value_or("");
   }
   GOVERN_RETURN_IF_ERROR(ValidateRoutes(AllRoutes(c)));
+  if (auto it = j.find("dlp"); it != j.end()) {
+    GOVERN_ASSIGN_OR_RETURN(c.dlp, ParseDlpConfig(*it));
+  }
   return c;
 }
 
@@ -376,6 +384,9 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   std::condition_variable live_cv;
   bool stopping = false;
   std::unordered_map<Exchange*, std::shared_ptr<Exchange>> live;
+
+  // Per-organisation DLP, swapped whole by Proxy::SetDlp; an exchange keeps the one it started with.
+  std::atomic<std::shared_ptr<const DlpConfig>> dlp;
 
   // On the server's event loop: everything that can refuse a request, then the provider call.
   // `endpoint` kResponses / kEmbeddings: the OpenAI Responses and embeddings APIs (client kOpenAI).
@@ -438,6 +449,72 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   int64_t streamed_chunks = 0;
   std::string out;
 
+  // DLP screening (docs/gateway.md, "DLP"): the org's profile, what it did, a stream's filter.
+  std::shared_ptr<const DlpConfig> dlp_config;
+  const DlpProfile* dlp = nullptr;  // null: off
+  DlpReport dlp_report;
+  std::unique_ptr<DlpStreamFilter> dlp_filter;
+  std::vector<SseEvent> screened;
+
+  // A block: 400 in the client SDK's error shape (code dlp_blocked), naming the rules only.
+  void FailDlp(std::string_view what) {
+    if (finished) return;
+    std::string message = DlpBlockMessage(what, dlp_report);
+    rec.status = 400;
+    rec.error = message;
+    Json body = client == WireFormat::kOpenAI
+                    ? openai::ErrorJson(message, "invalid_request_error", "dlp_blocked")
+                    : anthropic::ErrorJson("invalid_request_error", message);
+    auto r = std::make_shared<net::Response>(400, detail::Dump(body), "application/json");
+    auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
+    Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
+  }
+
+  // A whole answer (provider format, 2xx): screened before it is relayed. False when blocked (answered).
+  bool ScreenAnswer(std::string& body) {
+    if (dlp == nullptr) return true;
+    auto j = detail::ParseJson(body, "upstream answer");
+    if (!j.ok()) return true;  // unreadable: the format's parser below answers 502
+    bool changed = route->format == WireFormat::kOpenAI ? ScreenOpenAIChat(*dlp, *j, &dlp_report)
+                                                        : ScreenAnthropicMessages(*dlp, *j, &dlp_report);
+    if (dlp_report.blocked) {
+      FailDlp("response");
+      return false;
+    }
+    if (changed) body = detail::Dump(*j);
+    return true;
+  }
+
+  // Stream events (provider format) through the filter, then on as before. False when blocked: the
+  // released text and the format's error event are written, the provider call is cancelled.
+  bool ScreenEvents(const std::vector<SseEvent>& in, bool finish) {
+    screened.clear();
+    bool ok = true;
+    for (const SseEvent& ev : in) {
+      if (!(ok = dlp_filter->Feed(ev, &screened))) break;
+    }
+    if (ok && finish) ok = dlp_filter->Finish(&screened);
+    for (const SseEvent& ev : screened) {
+      if (client == route->format) AppendSseEvent(out, ev.event, ev.data);
+      Translate(ev);
+    }
+    if (ok) return true;
+    call->Cancel();
+    dlp_report.Merge(dlp_filter->report());
+    std::string message = DlpBlockMessage("response", dlp_report);
+    rec.status = 400;
+    rec.error = message;
+    if (client == WireFormat::kOpenAI) {
+      AppendSseEvent(out, "",
+                     detail::Dump(openai::ErrorJson(message, "invalid_request_error", "dlp_blocked")));
+    } else {
+      AppendSseEvent(out, "error", detail::Dump(anthropic::ErrorJson("invalid_request_error", message)));
+    }
+    Write(out);
+    EndStream();
+    return false;
+  }
+
   void Start(UpstreamRequest up) {
     bool stopping;
     {
@@ -458,6 +535,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   void Done(std::function<void()> respond) {
     finished = true;
     FinishAttempt();
+    if (dlp != nullptr) {
+      if (dlp_filter) dlp_report.Merge(dlp_filter->report());
+      rec.dlp_action = std::string(dlp_report.action());
+      rec.dlp_rules = dlp_report.rules;
+    }
     if (ks) impl->Debit(ks, meter);
     impl->Commit(rec, meter, start, std::move(respond), &admission);
     std::shared_ptr<Exchange> keep;  // this may be the last reference
@@ -527,6 +609,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
     stream = responder.Stream(net::SseResponseHead());
     rec.status = 200;
+    if (dlp != nullptr)
+      dlp_filter = std::make_unique<DlpStreamFilter>(*dlp, route->format == WireFormat::kAnthropic);
     if (route->format == WireFormat::kAnthropic && client == WireFormat::kOpenAI)
       from_anthropic = std::make_unique<MessagesToChatStream>(include_usage, rec.time_ns / 1000000000);
     Pump();
@@ -796,6 +880,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
     if (endpoint == Endpoint::kResponses || endpoint == Endpoint::kEmbeddings)
       return OnWholeOpenAIApi(std::move(*body));
+    if (!ScreenAnswer(*body)) return;  // DLP
     std::string out_body;
     if (route->format == WireFormat::kOpenAI) {
       auto resp = openai::ParseChatResponse(*body);
@@ -859,6 +944,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
         rec.status = 502;
         rec.error = "upstream stream ended without its end marker";
       }
+      if (dlp_filter && rec.status != 499) {  // DLP: release the screened tail still held
+        out.clear();
+        if (!ScreenEvents({}, true)) return;
+        Write(out);
+      }
       if (client == WireFormat::kAnthropic && route->format == WireFormat::kOpenAI &&
           !from_openai.finished() && rec.status == 200) {
         std::vector<anthropic::StreamEvent> evs;
@@ -871,7 +961,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return EndStream();
     }
     out.clear();
-    if (client == route->format) out = *piece;
+    if (client == route->format && !dlp_filter) out = *piece;
     events.clear();
     if (Status s = parser.Feed(*piece, events); !s.ok()) {
       call->Cancel();
@@ -880,7 +970,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       Write(ErrorEvent(rec.error));
       return EndStream();
     }
-    for (const SseEvent& ev : events) Translate(ev);
+    if (dlp_filter) {
+      if (!ScreenEvents(events, false)) return;  // DLP block: the stream has ended
+    } else {
+      for (const SseEvent& ev : events) Translate(ev);
+    }
     if (!Write(out)) return ClientGone();
     if (stream.writable()) return Pump();
     // Back-pressure: the next piece is read only once the client took enough of this one.
@@ -1024,6 +1118,7 @@ Result<std::unique_ptr<Proxy>> Proxy::Create(ProxyConfig config) {
     GOVERN_ASSIGN_OR_RETURN(impl->wal, wal::Log::Open(config.wal_dir, o));
   }
   GOVERN_ASSIGN_OR_RETURN(impl->upstream, UpstreamClient::Create(config.upstream));
+  impl->dlp.store(config.dlp ? config.dlp : std::make_shared<const DlpConfig>());
   impl->config = std::move(config);
   return std::unique_ptr<Proxy>(new Proxy(std::move(impl)));
 }
@@ -1051,6 +1146,10 @@ Proxy::~Proxy() {
   // stopping), so the WAL is closed here rather than with the last reference.
   if (s.wal) (void)s.wal->Flush();
   s.wal.reset();
+}
+
+void Proxy::SetDlp(std::shared_ptr<const DlpConfig> dlp) {
+  impl_->dlp.store(dlp ? std::move(dlp) : std::make_shared<const DlpConfig>());
 }
 
 UpstreamClient::Stats Proxy::upstream_stats() const { return impl_->upstream->stats(); }
@@ -1212,6 +1311,25 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
     rec.decision = ex->admission.decision;
     rec.decision_reason = ex->admission.decision_reason;
     if (!ex->admission.ok) return ex->Refuse(RefusalResponse(client, ex->admission));
+  }
+
+  // DLP: the prompt, screened per the org before anything reaches the provider (chat and messages; the
+  // Responses and embeddings APIs are not screened yet).
+  ex->dlp_config = dlp.load();
+  if (const DlpProfile& profile = ex->dlp_config->For(rec.org); profile.mode != DlpMode::kOff &&
+                                                                ex->endpoint != Endpoint::kResponses &&
+                                                                ex->endpoint != Endpoint::kEmbeddings) {
+    ex->dlp = &profile;
+    auto j = detail::ParseJson(req.body, "request body");
+    if (!j.ok()) return ex->Fail(400, j.status().message());
+    bool changed = client == WireFormat::kOpenAI ? ScreenOpenAIChat(profile, *j, &ex->dlp_report)
+                                                 : ScreenAnthropicMessages(profile, *j, &ex->dlp_report);
+    if (ex->dlp_report.blocked) return ex->FailDlp("request");
+    if (changed) {
+      req.body = detail::Dump(*j);
+      peek = PeekRequest(req.body);
+      if (!peek.ok()) return ex->Fail(400, peek.status().message());
+    }
   }
   ex->include_usage = peek->include_usage.value_or(false);
   ex->peek = std::move(*peek);

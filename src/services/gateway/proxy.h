@@ -52,6 +52,7 @@
 namespace govern::gateway {
 
 struct Governance;  // governance.h: Govern tokens, policy, budgets
+struct DlpConfig;   // gateway/dlp_screen.h
 
 struct RouteConfig {
   std::string model;     // the model name clients send
@@ -111,6 +112,10 @@ struct UsageRecord {
   std::string principal;
   std::string decision;
   std::string decision_reason;
+  // DLP (when the org's mode is not off): "none", "masked" or "blocked", and the rules that matched
+  // (prompt and answer together), never the matched text.
+  std::string dlp_action;
+  std::vector<std::string> dlp_rules;
 };
 std::string UsageRecordJson(const UsageRecord& r);
 
@@ -128,6 +133,8 @@ struct ProxyConfig {
   // Govern tokens, the policy check and budgets (governance.h); null: virtual keys only, no policy, no
   // budgets.
   std::shared_ptr<const Governance> governance;
+  // Per-organisation DLP screening (the routes file's "dlp" object, see gateway/dlp_screen.h); null: off.
+  std::shared_ptr<const DlpConfig> dlp;
 };
 
 // Reads {"routes":[{"model","base_url","format":"openai"|"anthropic","api_key"} or
@@ -149,6 +156,9 @@ class Proxy {
   Proxy& operator=(const Proxy&) = delete;
 
   void Register(net::Router& router);
+
+  // Replaces the DLP configuration (a reload): requests already started keep the one they began with.
+  void SetDlp(std::shared_ptr<const DlpConfig> dlp);
 
   // The provider client's counters (connections opened and reused, retries), for tests and metrics.
   UpstreamClient::Stats upstream_stats() const;

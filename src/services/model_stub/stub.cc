@@ -56,6 +56,12 @@ std::vector<std::string> Pieces(std::string_view s) {
   return out;
 }
 
+std::string Join(const std::vector<std::string>& pieces) {
+  std::string s;
+  for (const auto& p : pieces) s += p;
+  return s;
+}
+
 Json ValueFor(const Json& schema) {
   std::string_view type = gateway::detail::StrField(schema, "type");
   if (type == "string") return "stub";
@@ -86,6 +92,9 @@ struct Plan {
   bool truncated = false;  // text cut by max tokens
   int64_t input_tokens = 0;
   int64_t cached_tokens = 0;
+  std::vector<std::string> text;  // x-stub-text in pieces; empty: the stub's words
+  std::string Piece(int64_t i) const { return text.empty() ? Token(i) : text[static_cast<size_t>(i)]; }
+  std::string Text() const { return text.empty() ? StubText(output_tokens) : Join(text); }
 };
 
 Plan MakePlan(int64_t input_tokens, std::optional<int64_t> max_tokens, const Faults& f, const StubConfig& cfg,
@@ -99,6 +108,11 @@ Plan MakePlan(int64_t input_tokens, std::optional<int64_t> max_tokens, const Fau
     p.arguments = ArgumentsFor(tool_params);
     p.pieces = Pieces(p.arguments);
     p.output_tokens = static_cast<int64_t>(p.pieces.size());
+    return p;
+  }
+  if (!f.text.empty()) {  // x-stub-text: this text, in pieces of at most 8 bytes
+    p.text = Pieces(f.text);
+    p.output_tokens = static_cast<int64_t>(p.text.size());
     return p;
   }
   int64_t n = std::clamp<int64_t>(f.output_tokens.value_or(cfg.default_output_tokens), 0, kMaxOutputTokens);
@@ -222,7 +236,7 @@ Reply Chat(std::string_view body, const Faults& f, const StubConfig& cfg, int64_
     if (p.tool)
       c.tool_calls.push_back({call_id, p.tool_name, p.arguments});
     else
-      c.content = StubText(p.output_tokens);
+      c.content = p.Text();
     c.finish_reason = finish;
     resp.choices.push_back(std::move(c));
     resp.usage = ChatUsage(p);
@@ -265,7 +279,7 @@ Reply Chat(std::string_view body, const Faults& f, const StubConfig& cfg, int64_
             true, error);
   } else {
     for (int64_t i = 0; i < p.output_tokens; ++i)
-      s.Add("", chunk({{"content", Token(i)}}, std::nullopt), true, error);
+      s.Add("", chunk({{"content", p.Piece(i)}}, std::nullopt), true, error);
   }
   s.Add("", chunk(Json::object(), finish), false, error);
   if (include_usage) {
@@ -313,7 +327,7 @@ Reply Responses(std::string_view body, const Faults& f, const StubConfig& cfg, i
   std::string id = "resp_stub" + Hex(h);
   std::string item_id = (p.tool ? "fc_stub" : "msg_stub") + Hex(h ^ 2);
   std::string call_id = "call_stub" + Hex(h ^ 1);
-  std::string text = p.tool ? "" : StubText(p.output_tokens);
+  std::string text = p.tool ? "" : p.Text();
 
   oai::ResponsesResponse final;
   final.id = id;
@@ -393,7 +407,7 @@ Reply Responses(std::string_view body, const Faults& f, const StubConfig& cfg, i
           {{"item_id", item_id},
            {"output_index", 0},
            {"content_index", 0},
-           {"delta", Token(i)},
+           {"delta", p.Piece(i)},
            {"logprobs", Json::array()}},
           true);
     add("response.output_text.done",
@@ -500,7 +514,7 @@ Reply Messages(std::string_view body, const Faults& f, const StubConfig& cfg) {
       b.input = Json::parse(p.arguments, nullptr, false);
       resp.content.push_back(std::move(b));
     } else {
-      resp.content.push_back(ant::Block::Text(StubText(p.output_tokens)));
+      resp.content.push_back(ant::Block::Text(p.Text()));
     }
     resp.stop_reason = stop;
     resp.usage = usage;
@@ -547,7 +561,7 @@ Reply Messages(std::string_view body, const Faults& f, const StubConfig& cfg) {
       ant::StreamEvent d;
       d.type = T::kContentBlockDelta;
       d.delta_type = "text_delta";
-      d.delta_text = Token(i);
+      d.delta_text = p.Piece(i);
       add(d, true);
     }
   }
@@ -600,6 +614,7 @@ Faults FaultsFrom(const std::function<std::string_view(std::string_view)>& heade
   if (ParseInt(header("x-stub-output-tokens"), v) && v >= 0 && v <= kMaxOutputTokens) f.output_tokens = v;
   if (ParseInt(header("x-stub-cached-tokens"), v) && v >= 0) f.cached_tokens = v;
   f.drop = header("x-stub-drop") == "1";
+  f.text = std::string(header("x-stub-text"));
   return f;
 }
 

@@ -22,6 +22,7 @@
 //   x-stub-error-after: K   streams: after K events send the provider's in-stream error and end
 //   x-stub-output-tokens: N answer length in tokens (0..100000)
 //   x-stub-cached-tokens: N report N of the input tokens as read from the prompt cache
+//   x-stub-text: T          answer with the text T (streams: pieces of at most 8 bytes, one per event)
 //   x-stub-drop: 1          read the request, then close the connection without answering (a provider
 //                           that failed after the request reached it: a client must not resend it)
 //
@@ -51,6 +52,7 @@ struct Faults {
   std::optional<int64_t> output_tokens;
   int64_t cached_tokens = 0;
   bool drop = false;
+  std::string text;  // x-stub-text
 };
 
 // Reads the x-stub-* headers through `header` (name in lower case -> value or ""). Bad numbers are

@@ -206,6 +206,35 @@ TEST(ModelStub, EmbeddingsAndModels) {
   EXPECT_EQ((*models)[0].id, "stub-gpt");
 }
 
+TEST(ModelStub, AnswersWithTheGivenTextInPieces) {
+  Faults f;
+  f.text = "key AKIAIOSFODNN7EXAMPLE now";
+  Json stream = kChat;
+  stream["stream"] = true;
+  std::string text;
+  size_t pieces = 0;
+  for (const auto& e : Events(Post("/v1/chat/completions", stream, f))) {
+    if (e.IsDone()) continue;
+    auto c = oai::ParseChatChunk(e.data);
+    ASSERT_TRUE(c.ok()) << e.data;
+    for (const auto& ch : c->choices) {
+      if (ch.content && !ch.content->empty()) {
+        EXPECT_LE(ch.content->size(), 8u);
+        text += *ch.content;
+        ++pieces;
+      }
+    }
+  }
+  EXPECT_EQ(text, f.text);
+  EXPECT_EQ(pieces, 4u);
+  Json msgs = {
+      {"model", "stub-claude"}, {"max_tokens", 100}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  auto whole = ant::ParseMessagesResponse(Post("/v1/messages", msgs, f).body);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->content.at(0).text, f.text);
+  EXPECT_EQ(whole->usage.output_tokens, 4);
+}
+
 TEST(ModelStub, FaultsAndErrorsSpeakTheProvidersFormat) {
   Reply r = Post("/v1/messages", {{"model", "m"}}, {.status = 529});
   EXPECT_EQ(r.status, 529);

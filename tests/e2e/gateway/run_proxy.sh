@@ -45,8 +45,11 @@ cat >"$work/gateway.json" <<JSON
   ],
   "keys": [
     {"key": "gvg_e2e_key", "org": "acme"},
-    {"key": "gvg_e2e_limited", "org": "acme", "requests_per_minute": 2}
+    {"key": "gvg_e2e_limited", "org": "acme", "requests_per_minute": 2},
+    {"key": "gvg_e2e_dlp_mask", "org": "dlp-mask"},
+    {"key": "gvg_e2e_dlp_block", "org": "dlp-block"}
   ],
+  "dlp": {"orgs": {"dlp-mask": {"mode": "mask"}, "dlp-block": {"mode": "block"}}},
   "prices": {"gpt-stub": {"input": 1.0, "output": 2.0}},
   "wal_dir": "$work/usage"
 }
@@ -55,15 +58,16 @@ start gateway "$GATEWAY_PROXY" --config "$work/gateway.json" --listen 127.0.0.1:
 gw_port="$started_port"
 gw_pid="$started_pid"
 node proxy.mjs "$gw_port"
+node dlp.mjs "$gw_port"  # DLP: 7 more recorded requests
 
 # A clean stop flushes the usage WAL. Every request that passed authentication is recorded once: 19 in
-# proxy.mjs (the 401s and the models list are not), plus 12 Responses and embeddings calls. Records are
-# JSON text inside the WAL segments.
+# proxy.mjs (the 401s and the models list are not), plus 12 Responses and embeddings calls, and 7 in
+# dlp.mjs. Records are JSON text inside the WAL segments.
 kill -TERM "$gw_pid"
 wait "$gw_pid"
 records="$(find "$work/usage" -maxdepth 1 -type f -exec cat {} + | grep -ao '"request_id"' | wc -l)"
-if [ "$records" != 31 ]; then
-  echo "expected 31 usage records in the WAL, found $records" >&2
+if [ "$records" != 38 ]; then
+  echo "expected 38 usage records in the WAL, found $records" >&2
   exit 1
 fi
-echo "ok - 31 usage records in the WAL"
+echo "ok - 38 usage records in the WAL"
