@@ -194,14 +194,14 @@ std::unique_ptr<govern::db::Pool> FreshDatabase(govern::db::LocalCluster& cluste
 int main(int argc, char** argv) {
   std::string dir, rows = "store,http,raw";
   int users = 10000, streams = 16, lanes = 2;
-  bool group_commit = true, group_lane = true;
+  bool group_commit = false, group_lane = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--dir") dir = argv[i + 1];
     if (a == "--users") users = std::atoi(argv[i + 1]);
     if (a == "--streams") streams = std::atoi(argv[i + 1]);
     if (a == "--rows") rows = argv[i + 1];
-    if (a == "--group-commit") group_commit = std::string(argv[i + 1]) != "off";
+    if (a == "--group-commit") group_commit = std::string(argv[i + 1]) == "on";
     if (a == "--lanes") lanes = std::atoi(argv[i + 1]);
     if (a == "--group-lane") group_lane = std::string(argv[i + 1]) != "off";
   }

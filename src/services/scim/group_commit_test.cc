@@ -45,7 +45,8 @@ class GroupCommitTest : public ::testing::Test {
 
   // One lane: the parts queued while held form one transaction.
   Store& OneLaneStore() {
-    store_ = std::make_unique<Store>(pool_.get(), StoreOptions{.group_commit_options = {.lanes = 1}});
+    store_ = std::make_unique<Store>(
+        pool_.get(), StoreOptions{.group_commit = true, .group_commit_options = {.lanes = 1}});
     return *store_;
   }
 
@@ -191,7 +192,7 @@ CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON scim_changes DEFERRABLE
 }
 
 TEST_F(GroupCommitTest, ConcurrentCreatesAndPatchesLoseNothing) {
-  store_ = std::make_unique<Store>(pool_.get());  // the defaults: several lanes
+  store_ = std::make_unique<Store>(pool_.get(), StoreOptions{.group_commit = true});  // several lanes
   Store& store = *store_;
   const auto& users = scim::UserResourceType();
   const auto& groups = scim::GroupResourceType();
