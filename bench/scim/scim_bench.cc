@@ -1,5 +1,6 @@
 // scim_bench: the scim suite's rows (docs/scim.md, BENCHMARKS.md "scim").
-//   scim_bench --dir <pg data dir> [--users N] [--streams 16] [--rows store,http,raw]
+//   scim_bench --dir <pg data dir> [--users N] [--streams 16] [--rows store,http,raw] [--group-commit on|off]
+//              [--lanes 2] [--group-lane on|off]
 // Starts (or reuses) a private PostgreSQL in --dir with fsync on, makes a fresh database per row, and
 // runs with `streams` threads:
 //   store: Store::Create per user, then a members-only PATCH adding it to one of 16 groups (each user:
@@ -8,13 +9,22 @@
 //   http:  the same requests over HTTP to the SCIM API on a loopback socket (keep-alive clients).
 //   raw:   the limit: per user one transaction with the same rows straight in SQL (resource, auth
 //          user, membership, change), no SCIM work.
-// Prints one line per measurement: rows, users, seconds, users/s.
+// Prints one line per measurement: rows, users, seconds, users/s; under it the counts that do not
+// depend on the machine's load: transactions committed (pg_stat_database.xact_commit of the row's
+// database, read-only ones included) and WAL flushes (pg_stat_wal.wal_sync) per user, and CPU per user
+// of PostgreSQL (every server process) and of this process.
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,6 +91,85 @@ json Resync(int i) {
       {"Operations", {{{"op", "Replace"}, {"path", "title"}, {"value", "Engineer " + std::to_string(i)}}}}};
 }
 
+// CPU seconds of the PostgreSQL server on `data_dir`: the postmaster, its live children and the
+// children it has reaped (backends of closed connections).
+double PgCpu(const std::string& data_dir) {
+  std::ifstream pidfile(data_dir + "/postmaster.pid");
+  long postmaster = 0;
+  pidfile >> postmaster;
+  if (postmaster <= 0) return 0;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  // Fields after the command: state ppid ... utime(14) stime(15) cutime(16) cstime(17), 1-based.
+  auto read = [](const std::string& path, long* ppid, double* self, double* reaped) {
+    std::ifstream f(path);
+    std::string line;
+    if (!std::getline(f, line)) return false;
+    auto close = line.rfind(')');
+    if (close == std::string::npos) return false;
+    std::istringstream in(line.substr(close + 2));
+    std::string state;
+    long v[16] = {};
+    in >> state;
+    for (long& x : v) in >> x;
+    *ppid = v[0];
+    *self = static_cast<double>(v[10] + v[11]);
+    *reaped = static_cast<double>(v[12] + v[13]);
+    return true;
+  };
+  double total = 0, self = 0, reaped = 0;
+  long ppid = 0;
+  if (read("/proc/" + std::to_string(postmaster) + "/stat", &ppid, &self, &reaped)) total += self + reaped;
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      if (read(std::string("/proc/") + e->d_name + "/stat", &ppid, &self, &reaped) && ppid == postmaster)
+        total += self;
+    }
+    closedir(d);
+  }
+  return total / tick;
+}
+
+double SelfCpu() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// The load-independent counts around one measurement.
+struct Counts {
+  double commits = 0, wal_syncs = 0, pg_cpu = 0, self_cpu = 0;
+};
+
+Counts Sample(const std::string& conninfo, const std::string& db, const std::string& data_dir) {
+  Counts c;
+  // Backends report their counters when idle, at most once a second: wait for the last report.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto admin = govern::db::Connection::Connect(conninfo);
+  if (admin.ok()) {
+    auto r = (*admin)->Exec(
+        "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = $1), (SELECT wal_sync FROM "
+        "pg_stat_wal)",
+        govern::db::Params(db));
+    if (r.ok() && !r->empty()) {
+      c.commits = static_cast<double>(r->Int64(0, 0).value_or(0));
+      c.wal_syncs = static_cast<double>(r->Int64(0, 1).value_or(0));
+    }
+  }
+  c.pg_cpu = PgCpu(data_dir);
+  c.self_cpu = SelfCpu();
+  return c;
+}
+
+void PrintCounts(const Counts& a, const Counts& b, int users) {
+  double n = users;
+  std::printf("  %.2f commits/user, %.3f WAL flushes/user, CPU/user: PostgreSQL %.0f us, bench %.0f us\n",
+              (b.commits - a.commits) / n, (b.wal_syncs - a.wal_syncs) / n, (b.pg_cpu - a.pg_cpu) / n * 1e6,
+              (b.self_cpu - a.self_cpu) / n * 1e6);
+  std::fflush(stdout);
+}
+
 void Print(const char* row, int users, double secs, int failures) {
   std::printf("%-44s %8d users %8.1f s %8.0f users/s%s\n", row, users, secs, users / secs,
               failures > 0 ? (" FAILURES " + std::to_string(failures)).c_str() : "");
@@ -104,13 +193,17 @@ std::unique_ptr<govern::db::Pool> FreshDatabase(govern::db::LocalCluster& cluste
 
 int main(int argc, char** argv) {
   std::string dir, rows = "store,http,raw";
-  int users = 10000, streams = 16;
+  int users = 10000, streams = 16, lanes = 2;
+  bool group_commit = false, group_lane = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--dir") dir = argv[i + 1];
     if (a == "--users") users = std::atoi(argv[i + 1]);
     if (a == "--streams") streams = std::atoi(argv[i + 1]);
     if (a == "--rows") rows = argv[i + 1];
+    if (a == "--group-commit") group_commit = std::string(argv[i + 1]) == "on";
+    if (a == "--lanes") lanes = std::atoi(argv[i + 1]);
+    if (a == "--group-lane") group_lane = std::string(argv[i + 1]) != "off";
   }
   if (dir.empty()) {
     std::fprintf(
@@ -130,9 +223,12 @@ int main(int argc, char** argv) {
     for (const char* mode : {"store", "http"}) {
       if (rows.find(mode) == std::string::npos) continue;
       bool http = std::string(mode) == "http";
-      auto pool = FreshDatabase(cluster, std::string("scim_bench_") + mode, streams + 4);
+      const std::string db_name = std::string("scim_bench_") + mode;
+      auto pool = FreshDatabase(cluster, db_name, streams + 4);
       if (!pool) return 1;
-      Store store(pool.get());
+      Store store(pool.get(),
+                  {.group_commit = group_commit,
+                   .group_commit_options = {.lanes = lanes, .exclusive_class = group_lane ? -1 : -2}});
       std::vector<std::string> groups;
       for (int g = 0; g < 16; ++g) {
         json out;
@@ -174,6 +270,7 @@ int main(int argc, char** argv) {
       };
       std::vector<std::string> ids(static_cast<size_t>(users));
       std::atomic<int> failures{0};
+      Counts before = Sample(cluster.ConnInfo(), db_name, dir);
       double secs = Parallel(streams, users, &failures, [&](int, int i) {
         json out;
         if (http) {
@@ -192,6 +289,15 @@ int main(int argc, char** argv) {
       });
       Print(http ? "created + membership, HTTP included" : "created + membership, HTTP excluded", users, secs,
             failures);
+      Counts after = Sample(cluster.ConnInfo(), db_name, dir);
+      PrintCounts(before, after, users);
+      before = after;
+      if (auto* gc = store.group_committer()) {
+        auto st = gc->stats();
+        std::printf("  group commit: %llu requests in %llu transactions (%.1f each)\n",
+                    static_cast<unsigned long long>(st.parts), static_cast<unsigned long long>(st.groups),
+                    st.groups > 0 ? static_cast<double>(st.parts) / static_cast<double>(st.groups) : 0.0);
+      }
       failures = 0;
       secs = Parallel(streams, users, &failures, [&](int, int i) {
         const std::string& id = ids[static_cast<size_t>(i)];
@@ -201,6 +307,7 @@ int main(int argc, char** argv) {
       });
       Print(http ? "updated (re-sync PATCH), HTTP included" : "updated (re-sync PATCH), HTTP excluded", users,
             secs, failures);
+      PrintCounts(before, Sample(cluster.ConnInfo(), db_name, dir), users);
       if (server) server->Stop();
       api.reset();
       if (keys) keys->Shutdown();
@@ -219,6 +326,7 @@ int main(int argc, char** argv) {
       }
     }
     std::atomic<int> failures{0};
+    Counts before = Sample(cluster.ConnInfo(), "scim_bench_raw", dir);
     double secs = Parallel(streams, users, &failures, [&](int, int i) {
       auto lease = pool->Checkout();
       if (!lease.ok()) return false;
@@ -252,6 +360,7 @@ int main(int argc, char** argv) {
           .ok();
     });
     Print("raw limit: same rows in one SQL transaction", users, secs, failures);
+    PrintCounts(before, Sample(cluster.ConnInfo(), "scim_bench_raw", dir), users);
   }
   return 0;
 }

@@ -77,6 +77,12 @@ std::string NameOf(const scim::ResourceType& type, const json& r) {
 
 bool IsUser(const scim::ResourceType& type) { return type.name == "User"; }
 
+// Order of the parts of one shared transaction (group_commit.h): new users (they lock nothing others
+// wait for), then group PATCHes by group id, then user writes by user id.
+constexpr int kOrderCreate = 0;
+constexpr int kOrderGroup = 1;
+constexpr int kOrderUser = 2;
+
 }  // namespace
 
 struct Store::Row {
@@ -321,7 +327,13 @@ Status RemoveMembers(db::Connection& c, const std::string& org, const std::strin
 }  // namespace
 
 Store::Store(db::Pool* pool, StoreOptions options)
-    : pool_(pool), options_(options), clock_(options.clock != nullptr ? options.clock : &Clock::Real()) {}
+    : pool_(pool), options_(options), clock_(options.clock != nullptr ? options.clock : &Clock::Real()) {
+  if (options_.group_commit) {
+    GroupCommitOptions gc = options_.group_commit_options;
+    if (gc.exclusive_class == -1) gc.exclusive_class = kOrderGroup;
+    committer_ = std::make_unique<GroupCommitter>(pool_, gc);
+  }
+}
 
 std::string Store::ETag(int64_t version) { return "W/\"" + std::to_string(version) + "\""; }
 
@@ -351,39 +363,42 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
   std::optional<std::string> external;
   if (r.contains("externalId")) external = r["externalId"].get<std::string>();
   bool active = r.value("active", true);
-  auto lease = pool_->Checkout();
-  if (!lease.ok()) return Db(lease.status());
-  db::Connection& c = **lease;
-  err = EnsureOrg(c, org);
-  if (!err.ok()) return err;
   if (IsUser(type)) {
-    // The resource, the auth user and the change row in one pipeline: one round trip, one implicit
-    // transaction that commits at its sync (or rolls back whole when a statement fails), instead of
-    // BEGIN, three statements and COMMIT each waiting for the server. The commit's WAL flush is unchanged.
-    const db::Statement statements[] = {
+    // The resource, the auth user and the change row in one pipeline: one round trip, instead of
+    // BEGIN, three statements and COMMIT each waiting for the server. Under group commit the pipeline
+    // is this request's part of a shared transaction; else one implicit transaction that commits at
+    // its sync (or rolls back whole when a statement fails).
+    bool org_known;
+    {
+      std::lock_guard lk(mu_);
+      org_known = known_orgs_.count(org) != 0u;
+    }
+    std::vector<db::Statement> statements;
+    if (!org_known) {
+      statements.push_back({.sql = "INSERT INTO auth_orgs (org) VALUES ($1) ON CONFLICT DO NOTHING",
+                            .params = db::Params(org),
+                            .prepared = true});
+    }
+    const size_t resource = statements.size();
+    statements.push_back(
         {.sql = "INSERT INTO scim_resources (id, org, kind, name, external_id, active, body) VALUES ($1, $2, "
                 "'User', $3, $4, $5, $6::jsonb) RETURNING id, name, body::text, version, "
                 "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
                 "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active",
          .params = db::Params(id, org, name, external, active, stored.dump()),
-         .prepared = true},
+         .prepared = true});
+    statements.push_back(
         {.sql =
              "INSERT INTO auth_users (user_id, org, email, subject, display_name, disabled) VALUES ($1, $2, "
              "$3, $1, $4, $5)",
          .params = db::Params(id, org, EmailOf(r), DisplayOf(r).substr(0, 200), !active),
-         .prepared = true},
+         .prepared = true});
+    statements.push_back(
         {.sql = "INSERT INTO scim_changes (org, kind, id, action, version, key_id) VALUES ($1, 'User', $2, "
                 "'create', 1, $3)",
          .params = db::Params(org, id, key_id),
-         .prepared = true},
-    };
-    for (int attempt = 1;; ++attempt) {
-      auto results = c.Pipeline(statements);
-      if (results.ok()) {
-        *out = Build(type, ReadRows<Row>((*results)[0]).front());  // a new user is in no group yet
-        return Error::Ok();
-      }
-      const Status& f = results.status();
+         .prepared = true});
+    auto refused = [&](const Status& f) -> Error {
       if (f.code() == Code::kAlreadyExists) {
         if (f.message().find("auth_users_email") != std::string::npos) {
           return scim::UniquenessError("another user of this organisation has the email " +
@@ -391,10 +406,37 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
         }
         return scim::UniquenessError("userName \"" + name.substr(0, 200) + "\" is taken");
       }
+      return Db(f);
+    };
+    auto created = [&](const db::Rows& rows) {
+      *out = Build(type, ReadRows<Row>(rows).front());  // a new user is in no group yet
+      std::lock_guard lk(mu_);
+      known_orgs_.insert(org);
+      return Error::Ok();
+    };
+    if (committer_ != nullptr) {
+      db::Rows row;
+      Status s = committer_->Run(kOrderCreate, id, statements, [&](std::vector<db::Rows>& results, GroupTx&) {
+        row = std::move(results[resource]);
+        return OkStatus();
+      });
+      if (!s.ok()) return refused(s);
+      return created(row);
+    }
+    auto lease = pool_->Checkout();
+    if (!lease.ok()) return Db(lease.status());
+    for (int attempt = 1;; ++attempt) {
+      auto results = (*lease)->Pipeline(statements);
+      if (results.ok()) return created((*results)[resource]);
       // A deadlock between two creates (nothing was stored): run it again, as Transact would.
-      if (!db::IsRetryableConflict(f) || attempt >= 10) return Db(f);
+      if (!db::IsRetryableConflict(results.status()) || attempt >= 10) return refused(results.status());
     }
   }
+  auto lease = pool_->Checkout();
+  if (!lease.ok()) return Db(lease.status());
+  db::Connection& c = **lease;
+  err = EnsureOrg(c, org);
+  if (!err.ok()) return err;
   Status s = c.Transact([&](db::Connection& tx) -> Status {
     err = Error::Ok();
     auto ins = tx.ExecPrepared(
@@ -542,15 +584,13 @@ Error Store::WriteUser(const std::string& org, const std::string& id, const std:
                        const std::string& key_id, const char* action,
                        const std::function<Error(json* resource)>& change, json* out) {
   const scim::ResourceType& type = scim::UserResourceType();
-  auto lease = pool_->Checkout();
-  if (!lease.ok()) return Db(lease.status());
-  db::Connection& c = **lease;
   // Two round trips instead of a transaction of seven or more: read the user and their groups (one
   // pipeline), apply the change in memory, then write everything in one statement whose UPDATE only
   // matches the version that was read. A change made in between leaves the statement without a row
   // and nothing written: read again (If-Match then answers 412, as it would have under a row lock).
   // One statement is one transaction, so the resource, auth_users, the revocations and the change
-  // row are all written or none.
+  // row are all written or none. Under group commit the statement is this request's part of a shared
+  // transaction (and no connection is held between the read and the write).
   json user_keys = json::array({id});
   for (int attempt = 1;; ++attempt) {
     const db::Statement reads[] = {
@@ -559,7 +599,10 @@ Error Store::WriteUser(const std::string& org, const std::string& id, const std:
          .prepared = true},
         {.sql = GroupsSql(&user_keys), .params = db::Params(org, user_keys.dump()), .prepared = true},
     };
-    auto read = c.Pipeline(reads);
+    auto read = [&]() -> Result<std::vector<db::Rows>> {
+      GOVERN_ASSIGN_OR_RETURN(auto lease, pool_->Checkout());
+      return lease->Pipeline(reads);
+    }();
     if (!read.ok()) return Db(read.status());
     if ((*read)[0].empty()) return scim::NotFoundError("User " + id.substr(0, 100) + " not found");
     Row row = ReadRows<Row>((*read)[0]).front();
@@ -631,7 +674,29 @@ se AS (
       params.Add(clock_->UnixMicros() / 1000000 + options_.revocation_keep_seconds);
     }
     sql += "\nSELECT * FROM up";
-    auto written = c.ExecPrepared(sql, params);
+    Result<db::Rows> written = Internal("not written");
+    if (committer_ != nullptr) {
+      bool stale = false;
+      db::Rows got;
+      const std::vector<db::Statement> statement{{.sql = sql, .params = params, .prepared = true}};
+      Status s = committer_->Run(kOrderUser, id, statement, [&](std::vector<db::Rows>& rows, GroupTx&) {
+        stale = rows.front().empty();  // changed since it was read: nothing written
+        if (stale) return Refused();
+        got = std::move(rows.front());
+        return OkStatus();
+      });
+      if (stale) {
+        written = db::Rows();
+      } else if (s.ok()) {
+        written = std::move(got);
+      } else {
+        written = s;
+      }
+    } else {
+      auto lease = pool_->Checkout();
+      if (!lease.ok()) return Db(lease.status());
+      written = (*lease)->ExecPrepared(sql, params);
+    }
     if (!written.ok()) {
       const Status& f = written.status();
       if (f.code() == Code::kAlreadyExists) {
@@ -748,12 +813,11 @@ Error Store::Patch(const std::string& org, const scim::ResourceType& type, const
 Error Store::PatchMembers(const std::string& org, const std::string& id, const std::set<std::string>& adds,
                           const std::set<std::string>& removes, const std::string& if_match,
                           const std::string& key_id, bool* general) {
-  auto lease = pool_->Checkout();
-  if (!lease.ok()) return Db(lease.status());
   json add_ids = json::array(), remove_ids = json::array();
   for (const std::string& a : adds) add_ids.push_back(a);
   for (const std::string& r : removes) remove_ids.push_back(r);
-  // One statement, so one round trip and its own transaction: lock the group row, check If-Match and
+  // One statement, so one round trip (and its own transaction, or this request's part of a shared
+  // one under group commit): lock the group row, check If-Match and
   // that every added id is a user of the organisation (`ok` is empty otherwise, and nothing is
   // written), apply the removals and additions, and only when a membership changed bump the group's
   // version and append the change row. Every data-modifying CTE runs even when unreferenced. The id
@@ -790,34 +854,74 @@ ch AS (
   INSERT INTO scim_changes (org, kind, id, action, version, key_id)
   SELECT $2, 'Group', $1, 'patch', up.version, $6 FROM up)
 SELECT g.version, (SELECT count(*) FROM ok), (SELECT n FROM known) FROM g)sql";
-  for (int attempt = 1;; ++attempt) {
-    auto rows = (*lease)->ExecPrepared(
-        kSql, db::Params(id, org, if_match, add_ids.dump(), remove_ids.dump(), key_id));
-    if (!rows.ok()) {
-      if (db::IsRetryableConflict(rows.status()) && attempt < 10) continue;  // a deadlock: nothing applied
-      return Db(rows.status());
+  // One try inside whatever transaction `exec` runs statements in. A refusal is recorded in `err`
+  // (nothing was written: `ok` was empty); `again` asks for another try (a member made meanwhile).
+  Error err;
+  const db::Params params(id, org, if_match, add_ids.dump(), remove_ids.dump(), key_id);
+  // `rows`: the statement's answer; `exec` runs the follow-up reads.
+  auto once = [&](const db::Rows& rows, auto&& exec, bool* again) -> Status {
+    err = Error::Ok();
+    *again = false;
+    if (rows.empty()) {
+      err = scim::NotFoundError("Group " + id.substr(0, 100) + " not found");
+      return Refused();
     }
-    if (rows->empty()) return scim::NotFoundError("Group " + id.substr(0, 100) + " not found");
-    if (*rows->Int64(0, 1) > 0) return Error::Ok();
-    int64_t version = *rows->Int64(0, 0);
+    if (*rows.Int64(0, 1) > 0) return OkStatus();
+    int64_t version = *rows.Int64(0, 0);
     if (!if_match.empty() && if_match != "*" && if_match != ETag(version)) {
-      return scim::PreconditionFailed("the resource changed: its version is " + ETag(version));
+      err = scim::PreconditionFailed("the resource changed: its version is " + ETag(version));
+      return Refused();
     }
     // Some added id is no user of the organisation: a group (the general path adds it), or neither
     // (name the first).
     for (const std::string& m : adds) {
-      auto known = (*lease)->ExecPrepared("SELECT kind FROM scim_resources WHERE id = $1 AND org = $2",
-                                          db::Params(m, org));
-      if (!known.ok()) return Db(known.status());
-      if (known->empty())
-        return scim::InvalidValue("member \"" + m.substr(0, 100) +
-                                  "\" is not a user or group of this organisation");
-      if (known->Text(0, 0) == "Group") {
+      GOVERN_ASSIGN_OR_RETURN(
+          db::Rows known,
+          exec("SELECT kind FROM scim_resources WHERE id = $1 AND org = $2", db::Params(m, org)));
+      if (known.empty()) {
+        err = scim::InvalidValue("member \"" + m.substr(0, 100) +
+                                 "\" is not a user or group of this organisation");
+        return Refused();
+      }
+      if (known.Text(0, 0) == "Group") {
         *general = true;
-        return Error::Ok();
+        return Refused();
       }
     }
-    // Every member was known a moment later (a user made meanwhile): try again.
+    *again = true;  // every member was known a moment later (a user made meanwhile)
+    return Refused();
+  };
+  auto finish = [&](const Status& s) -> Error {
+    if (*general) return Error::Ok();
+    if (!err.ok()) return err;
+    if (!s.ok()) return Db(s);
+    return Error::Ok();
+  };
+  if (committer_ != nullptr) {
+    bool again = false;
+    for (int attempt = 1;; ++attempt) {
+      *general = false;
+      const std::vector<db::Statement> statement{{.sql = kSql, .params = params, .prepared = true}};
+      Status s = committer_->Run(kOrderGroup, id, statement, [&](std::vector<db::Rows>& rows, GroupTx& tx) {
+        return once(
+            rows.front(), [&](std::string_view sql, const db::Params& p) { return tx.ExecPrepared(sql, p); },
+            &again);
+      });
+      if (!again) return finish(s);
+      if (attempt >= 10) return scim::Unavailable503("the group's members kept changing; try again");
+    }
+  }
+  auto lease = pool_->Checkout();
+  if (!lease.ok()) return Db(lease.status());
+  for (int attempt = 1;; ++attempt) {
+    bool again = false;
+    *general = false;
+    auto exec = [&](std::string_view sql, const db::Params& p) { return (*lease)->ExecPrepared(sql, p); };
+    auto rows = exec(kSql, params);
+    Status s = rows.ok() ? once(*rows, exec, &again) : rows.status();
+    // A deadlock: nothing applied (one statement is one transaction), try again.
+    if (!s.ok() && err.ok() && !*general && db::IsRetryableConflict(s) && attempt < 10) continue;
+    if (!again) return finish(s);
     if (attempt >= 10) return scim::Unavailable503("the group's members kept changing; try again");
   }
 }
