@@ -2,7 +2,8 @@
 // that should not need the whole govern binary (`govern serve gateway` is the service). Prints
 // "listening <host>:<port>" once serving; stops on SIGINT/SIGTERM.
 //   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N] [--upstream-threads N]
-// (the provider client's other settings are the config file's "upstream" object).
+// (the provider client's other settings are the config file's "upstream" object; its "ship" object sends
+// the usage records to telemetry: usage_ship.h).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 
 #include "net/http_server.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/usage_ship.h"
 #include "services/http_config.h"
 
 int main(int argc, char** argv) {
@@ -58,6 +60,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (upstream_threads > 0) config->upstream.threads = upstream_threads;
+  auto ship = gateway::UsageShipOptionsFromJson(text.str());  // "ship": usage records to telemetry
+  if (!ship.ok()) {
+    std::fprintf(stderr, "%s\n", ship.status().ToString().c_str());
+    return 2;
+  }
+  const std::string usage_dir = config->wal_dir;
   // A whole answer may take up to the provider header timeout, which answers 504 by itself.
   auto handler_timeout =
       config->upstream.header_timeout + config->upstream.connect_timeout * 2 + std::chrono::seconds(5);
@@ -75,6 +83,16 @@ int main(int argc, char** argv) {
   if (!proxy.ok()) {
     std::fprintf(stderr, "%s\n", proxy.status().ToString().c_str());
     return 1;
+  }
+  std::unique_ptr<policy::WalEventShipper> shipper;
+  if (*ship) {
+    auto s = gateway::NewUsageShipper((*proxy)->usage_wal(), usage_dir, std::move(**ship));
+    if (!s.ok() || usage_dir.empty()) {
+      std::fprintf(stderr, "ship: %s\n", s.ok() ? "needs wal_dir" : s.status().ToString().c_str());
+      return 1;
+    }
+    shipper = std::move(*s);
+    shipper->Start();
   }
   net::Router router;
   (*proxy)->Register(router);
@@ -94,5 +112,6 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&set, &sig);
   server.Stop();
+  shipper.reset();  // before the proxy closes the WAL it reads
   return 0;
 }

@@ -633,6 +633,8 @@ Proxy::~Proxy() {
 
 UpstreamClient::Stats Proxy::upstream_stats() const { return impl_->upstream->stats(); }
 
+wal::Log* Proxy::usage_wal() const { return impl_->wal.get(); }
+
 void Proxy::Register(net::Router& router) {
   std::shared_ptr<Impl> impl = impl_;
   auto handler = [impl](WireFormat f) {

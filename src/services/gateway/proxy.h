@@ -44,6 +44,10 @@
 #include "net/router.h"
 #include "services/gateway/upstream.h"
 
+namespace govern::wal {
+class Log;
+}
+
 namespace govern::gateway {
 
 enum class WireFormat { kOpenAI, kAnthropic };
@@ -122,6 +126,10 @@ class Proxy {
 
   // The provider client's counters (connections opened and reused, retries), for tests and metrics.
   UpstreamClient::Stats upstream_stats() const;
+
+  // The usage record WAL (nullptr without ProxyConfig::wal_dir), for the usage shipper (usage_ship.h),
+  // which must be stopped before the Proxy is destroyed (that closes the WAL).
+  wal::Log* usage_wal() const;
 
  private:
   struct Impl;

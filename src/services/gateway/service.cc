@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "net/http_server.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/usage_ship.h"
 #include "services/http_config.h"
 
 namespace govern::gateway {
@@ -84,6 +85,7 @@ class GatewayService final : public services::Service {
                 .type = config::Type::kString,
                 .default_value = "",
                 .help = "PEM bundle to verify https:// providers against; empty: the system store."});
+    DeclareUsageShipConfig(schema);  // gateway.ship.*: usage records to telemetry (usage_ship.h)
   }
 
   Status Start(const services::Context& ctx) override {
@@ -109,7 +111,22 @@ class GatewayService final : public services::Service {
     // timeout (which answers 504 by itself); streams are answered once their head is sent.
     std::chrono::milliseconds handler_timeout =
         config.upstream.header_timeout + config.upstream.connect_timeout * 2 + std::chrono::seconds(5);
+    const std::string usage_dir = config.wal_dir;
+    GOVERN_ASSIGN_OR_RETURN(auto ship, UsageShipOptionsFromConfig(c));
     GOVERN_ASSIGN_OR_RETURN(proxy_, Proxy::Create(std::move(config)));
+    // Usage records to telemetry: the shipper reads the proxy's WAL from its durable cursor.
+    if (ship) {
+      auto shipper = NewUsageShipper(proxy_->usage_wal(), usage_dir, std::move(*ship));
+      if (!shipper.ok()) {
+        proxy_.reset();
+        return shipper.status();
+      }
+      shipper_ = std::move(*shipper);
+      shipper_->Start();
+    } else if (Status s = ForgetUsageShipper(proxy_->usage_wal()); !s.ok()) {
+      proxy_.reset();
+      return s;
+    }
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "gateway"));
     sc.handler_timeout = std::max(sc.handler_timeout, handler_timeout);
@@ -119,6 +136,7 @@ class GatewayService final : public services::Service {
     server_ = std::make_unique<net::Server>(sc, std::move(router));
     if (Status s = server_->Start(); !s.ok()) {
       server_.reset();
+      shipper_.reset();
       proxy_.reset();
       return s;
     }
@@ -135,11 +153,13 @@ class GatewayService final : public services::Service {
   void Stop() override {
     if (server_) server_->Stop();
     server_.reset();
+    shipper_.reset();  // stops it: what it has not shipped goes at the next start, from its cursor
     proxy_.reset();  // cancels provider calls in flight, waits for them, flushes the usage WAL
   }
 
  private:
   std::unique_ptr<Proxy> proxy_;
+  std::unique_ptr<policy::WalEventShipper> shipper_;
   std::unique_ptr<net::Server> server_;
   std::string host_;
 };
