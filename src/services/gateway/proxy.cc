@@ -381,6 +381,15 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
   }
 
+  // The client closed its connection before any answer (net::Responder::OnClose): record 499 and close
+  // the provider's connection, so it stops working on an answer nobody will read. A stream that began
+  // meanwhile notices the client at its next write instead.
+  void ClientLeftEarly() {
+    if (finished || !responder.pending()) return;
+    Fail(499, "client went away before the answer");  // first: the cancelled call's callback sees finished
+    call->Cancel();
+  }
+
   // The proxy is stopping: end now, whatever the call is doing.
   void Abandon() {
     if (finished) return;
@@ -793,6 +802,11 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
     if (name.size() > 7 && net::EqualsIgnoreCase(std::string_view(name).substr(0, 7), "x-stub-"))
       up.headers.Set(name, value);
   }
+  // A client that leaves before its answer cancels the provider call (and is recorded 499). Run on the
+  // server's loop after Begin returned, so ex->call is set unless the proxy was stopping.
+  ex->responder.OnClose([weak = std::weak_ptr<Exchange>(ex)] {
+    if (auto e = weak.lock(); e && e->call) e->call->Post([e] { e->ClientLeftEarly(); });
+  });
   ex->Start(std::move(up));
 }
 
