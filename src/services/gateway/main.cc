@@ -2,8 +2,12 @@
 // that should not need the whole govern binary (`govern serve gateway` is the service). Prints
 // "listening <host>:<port>" once serving; stops on SIGINT/SIGTERM.
 //   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N] [--upstream-threads N]
+//                 [--ship-kill-after-batches K]  (tests: SIGKILL itself after intake's 200 for the K-th
+//                                                 usage batch, before the shipper's cursor moves)
 // (the provider client's other settings are the config file's "upstream" object; its "ship" object sends
 // the usage records to telemetry: usage_ship.h).
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +27,7 @@ int main(int argc, char** argv) {
   std::string config_file;
   int workers = 1;
   int upstream_threads = 0;
+  int ship_kill_after = 0;  // tests: SIGKILL itself after intake's 200 for this batch, before the cursor
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto next = [&]() -> std::string {
@@ -40,9 +45,12 @@ int main(int argc, char** argv) {
       workers = std::atoi(next().c_str());
     } else if (a == "--upstream-threads") {
       upstream_threads = std::atoi(next().c_str());
+    } else if (a == "--ship-kill-after-batches") {
+      ship_kill_after = std::atoi(next().c_str());
     } else {
       std::fprintf(stderr,
-                   "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N]\n",
+                   "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N] "
+                   "[--ship-kill-after-batches K]\n",
                    argv[0]);
       return 2;
     }
@@ -85,6 +93,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<policy::WalEventShipper> shipper;
+  if (*ship && ship_kill_after > 0) {
+    (*ship)->after_send_probe = [ship_kill_after, batches = 0](uint64_t) mutable {
+      if (++batches == ship_kill_after) ::kill(::getpid(), SIGKILL);
+    };
+  }
   if (*ship) {
     auto s = gateway::NewUsageShipper((*proxy)->usage_wal(), usage_dir, std::move(**ship));
     if (!s.ok() || usage_dir.empty()) {

@@ -369,6 +369,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     rec.status = status;
     rec.error = message;
     auto r = std::make_shared<net::Response>(ErrorResponse(client, status, message));
+    r->headers.Set("x-request-id", rec.request_id);
     auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
     Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
   }
@@ -377,6 +378,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (finished) return;
     rec.status = status;
     auto r = std::make_shared<net::Response>(status, std::move(body), "application/json");
+    r->headers.Set("x-request-id", rec.request_id);
     auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
     Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
   }
@@ -418,7 +420,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       call->ReadAll(64u << 20, [self](Result<std::string> body) { self->OnWhole(std::move(body)); });
       return;
     }
-    stream = responder.Stream(net::SseResponseHead());
+    net::Response head = net::SseResponseHead();
+    head.headers.Set("x-request-id", rec.request_id);
+    stream = responder.Stream(std::move(head));
     rec.status = 200;
     if (route->format == WireFormat::kAnthropic && client == WireFormat::kOpenAI)
       from_anthropic = std::make_unique<MessagesToChatStream>(include_usage, rec.time_ns / 1000000000);

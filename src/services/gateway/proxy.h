@@ -22,6 +22,8 @@
 //    away before any answer (a whole answer awaited, or a stream's head) is noticed when the server
 //    sees its connection close (net::Responder::OnClose): the provider call is cancelled and the
 //    request recorded with status 499.
+//  - Every answer to a request that passed authentication carries its request id (the usage record's
+//    request_id) in `x-request-id`, as OpenAI's API does.
 //  - Exactly one usage record per request that passed authentication (UsageRecord), appended to the
 //    WAL in ProxyConfig::wal_dir when set, and handed to ProxyConfig::on_record, before the response
 //    completes (the last byte of a whole answer, the end of a stream). With

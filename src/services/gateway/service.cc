@@ -153,7 +153,8 @@ class GatewayService final : public services::Service {
   void Stop() override {
     if (server_) server_->Stop();
     server_.reset();
-    shipper_.reset();  // stops it: what it has not shipped goes at the next start, from its cursor
+    // The shipper stops before the proxy closes its WAL; what it has not shipped goes at the next start.
+    shipper_.reset();
     proxy_.reset();  // cancels provider calls in flight, waits for them, flushes the usage WAL
   }
 

@@ -186,6 +186,7 @@ TEST(UsageShip, ProxyRecordsReachIntakeOnceAcrossARestart) {
   const std::string wal_dir = dir + "/usage";
   std::mutex mu;
   std::set<std::string> expected;  // event ids of the requests recorded
+  std::set<std::string> answered;  // event ids from the answers' x-request-id
   ProxyConfig c;
   c.routes = {{"gpt-stub", "http://127.0.0.1:" + std::to_string((*stub)->port()), WireFormat::kOpenAI, ""}};
   c.keys = {{"gvg_ship_key", "acme", 0, 0}};
@@ -211,6 +212,10 @@ TEST(UsageShip, ProxyRecordsReachIntakeOnceAcrossARestart) {
                R"(","messages":[{"role":"user","content":"hi"}]})";
       auto resp = client.Send(std::move(r));
       ASSERT_TRUE(resp.ok());
+      // Each answer names its request, whose usage event telemetry gets.
+      auto rid = resp->headers.Get("x-request-id");
+      ASSERT_TRUE(rid.has_value()) << resp->status;
+      answered.insert(UsageEventId(*rid));
     }
   };
   send(30, "gpt-stub");
@@ -250,6 +255,7 @@ TEST(UsageShip, ProxyRecordsReachIntakeOnceAcrossARestart) {
     std::lock_guard lock(mu);
     EXPECT_EQ(intake.ids(), expected);
   }
+  EXPECT_EQ(intake.ids(), answered);
   std::ifstream q(wal_dir + "/quarantine.ndjson");
   std::string line;
   ASSERT_TRUE(std::getline(q, line));
