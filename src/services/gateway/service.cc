@@ -1,6 +1,7 @@
 #include "services/gateway/service.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -112,6 +113,11 @@ class GatewayService final : public services::Service {
     std::chrono::milliseconds handler_timeout =
         config.upstream.header_timeout + config.upstream.connect_timeout * 2 + std::chrono::seconds(5);
     const std::string usage_dir = config.wal_dir;
+    {
+      // The WAL makes its own directory but not the ones above it (<data_dir>/gateway on a fresh data dir).
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(usage_dir).parent_path(), ec);
+    }
     GOVERN_ASSIGN_OR_RETURN(auto ship, UsageShipOptionsFromConfig(c));
     GOVERN_ASSIGN_OR_RETURN(proxy_, Proxy::Create(std::move(config)));
     // Usage records to telemetry: the shipper reads the proxy's WAL from its durable cursor.
