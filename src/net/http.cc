@@ -162,6 +162,10 @@ void Responder::Send(Response&& response) {
   sink->Deliver(seq_, std::move(response));
 }
 
+void Responder::OnClose(std::function<void()> on_close) {
+  if (sink_) sink_->WatchClose(seq_, std::move(on_close));
+}
+
 BodyStream Responder::Stream(Response&& head, const StreamOptions& options) {
   if (!sink_) return BodyStream();
   std::shared_ptr<ResponseSink> sink = std::move(sink_);

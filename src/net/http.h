@@ -180,6 +180,12 @@ class ResponseSink {
   // of the stream). The default collects the whole body and Deliver()s it at Finish (a sink that
   // cannot stream, such as a test's capture); the server streams for real.
   virtual BodyStream OpenStream(uint64_t seq, Response&& head, const StreamOptions& options);
+  // Registers `on_close` for request `seq` (Responder::OnClose). The default keeps nothing and never
+  // calls it (a sink with no peer to lose); the server implements it.
+  virtual void WatchClose(uint64_t seq, std::function<void()> on_close) {
+    (void)seq;
+    (void)on_close;
+  }
 };
 
 // The one-shot handle a handler answers through, now or later, from any thread. Cheap to move. If it
@@ -206,6 +212,17 @@ class Responder {
   BodyStream Stream(Response&& head, const StreamOptions& options = {});
   // True until Send() or Stream() was called.
   bool pending() const { return sink_ != nullptr; }
+  // Asks to be told if the client goes away before this request is answered: `on_close` runs at most
+  // once, on the connection's event loop (it must not block), when the server sees the client close or
+  // reset the connection while the response is still pending (before Send or Stream reached the
+  // connection); the request then counts as answered with 499 in the server's metrics, and a later
+  // Send is dropped. It never runs once the response is under way, nor when the server itself closes
+  // the connection (stopping, timeouts). The watch is one read posted on the connection: it ends
+  // without a call if the client sends more bytes first (a pipelined request; its leaving is then not
+  // noticed) or had sent them already. Costs nothing for a handler that does not call it. Once, from
+  // any thread; on an answered (or empty) Responder it does nothing. The callback is dropped (destroyed,
+  // on the loop) when the request is answered, so it may hold what the answer needs.
+  void OnClose(std::function<void()> on_close);
 
  private:
   std::shared_ptr<ResponseSink> sink_;

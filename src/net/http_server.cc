@@ -225,6 +225,15 @@ class Connection final : public ConnBase,
     return BodyStream(std::move(state));
   }
 
+  // Called from any thread by Responder::OnClose; the watch is set up on the loop.
+  void WatchClose(uint64_t seq, std::function<void()> on_close) override {
+    if (w_->stopped.load(std::memory_order_acquire)) return;
+    if (w_->ioc.get_executor().running_in_this_thread()) return OnWatchClose(seq, std::move(on_close));
+    asio::post(w_->ioc, [self = this->shared_from_this(), seq, fn = std::move(on_close)]() mutable {
+      self->OnWatchClose(seq, std::move(fn));
+    });
+  }
+
   void Wake() override {
     if (w_->stopped.load(std::memory_order_acquire)) return;
     asio::post(w_->ioc, [self = this->shared_from_this()] { self->Pump(); });
@@ -308,6 +317,28 @@ class Connection final : public ConnBase,
   void OnRead(beast::error_code ec, size_t n) {
     reading_ = false;
     if (state_ == State::kClosed) return;
+    if (state_ == State::kHandling) {  // the read of a close watch (OnWatchClose)
+      if (ec) {
+        // The client closed or reset the connection before its answer: tell the handler, count it as
+        // 499, and close (a later Send is dropped: the request is no longer the connection's).
+        auto fn = std::move(close_fn_);
+        close_fn_ = nullptr;
+        Finish(499);
+        Close();
+        if (fn) fn();
+        return;
+      }
+      // The start of a pipelined request: kept for after this answer; the watch ends (no further read
+      // is posted, so the buffer is not consumed under the dispatched request).
+      buf_.commit(n);
+      return;
+    }
+    if (state_ == State::kWriting) {
+      // A close watch's read completed while the answer is being written: keep what came; an end of
+      // stream or a reset is seen again by the next read, after the answer.
+      if (!ec) buf_.commit(n);
+      return;
+    }
     if (state_ == State::kStreaming) {
       if (ec) return Close();  // the client went away (or reset): the producer sees the stream closed
       // The start of a pipelined request: kept for after the stream. No further read is posted (so the
@@ -470,6 +501,15 @@ class Connection final : public ConnBase,
     }
   }
 
+  // On the loop: a handler asked to hear of the client leaving before its answer. One read is posted
+  // (none is outstanding while a request is handled, unless a watch posted it); bytes already
+  // buffered are a pipelined request, and then there is nothing to watch with.
+  void OnWatchClose(uint64_t seq, std::function<void()> fn) {
+    if (state_ != State::kHandling || seq != seq_) return;  // answered (or closed) already
+    close_fn_ = std::move(fn);
+    if (!reading_ && buf_.size() == 0) DoRead();
+  }
+
   void OnResponse(uint64_t seq, Response&& r) {
     if (state_ != State::kHandling || seq != seq_) return;  // timed out or closed already
     Complete(std::move(r));
@@ -484,6 +524,7 @@ class Connection final : public ConnBase,
       st.latency->Observe(std::chrono::duration<double>(SteadyClock::now() - started_).count());
     }
     started_ = SteadyClock::time_point();
+    close_fn_ = nullptr;  // answered: the client leaving no longer concerns the handler
     ReleaseRouteSlot();
     if (in_flight_) {
       in_flight_ = false;
@@ -657,6 +698,7 @@ class Connection final : public ConnBase,
 
   void Close() {
     if (state_ == State::kClosed) return;
+    close_fn_ = nullptr;  // the server closes: not the client leaving
     ReleaseRouteSlot();
     // Closing the stream drops its reference to this connection, which may be the last (OnTick calls
     // this through a raw pointer).
@@ -708,6 +750,7 @@ class Connection final : public ConnBase,
   const Route* route_ = nullptr;
   std::vector<std::pair<std::string, std::string>> params_;
   uint64_t seq_ = 0;
+  std::function<void()> close_fn_;  // Responder::OnClose of the request being handled
   AdmissionTicket ticket_;
   std::string head_;
   std::string body_;

@@ -694,5 +694,129 @@ TEST_F(ServerTest, UnixSocketServesTheSameRoutes) {
   EXPECT_EQ(s.Start().code(), Code::kInvalidArgument);
 }
 
+// Responder::OnClose: handlers that park their request (as a proxy waiting for its provider does) and
+// ask to hear of the client leaving.
+struct Watched {
+  std::mutex mu;
+  std::vector<Responder> parked;
+  std::vector<BodyStream> streams;
+  std::atomic<int> registered{0};
+  std::atomic<int> told{0};
+  void Clear() {  // before the server stops: a parked Responder answers 500 through its connection
+    std::lock_guard lock(mu);
+    parked.clear();
+    streams.clear();
+  }
+};
+
+Router WatchRoutes(const std::shared_ptr<Watched>& w) {
+  Router r = TestRoutes();
+  // Parks the request after asking to be told; ?thread asks from another thread.
+  r.Add(Method::kGet, "/watch", [w](Request&& req, Responder resp) {
+    auto park = [w](Responder rr) {
+      rr.OnClose([w] { w->told.fetch_add(1); });
+      std::lock_guard lock(w->mu);
+      w->parked.push_back(std::move(rr));
+      w->registered.fetch_add(1);
+    };
+    if (req.QueryParam("thread")) {
+      std::thread([park, rr = std::move(resp)]() mutable { park(std::move(rr)); }).detach();
+    } else {
+      park(std::move(resp));
+    }
+  });
+  // Asks to be told, then answers from another thread.
+  r.Add(Method::kGet, "/watch-later", [w](Request&& req, Responder resp) {
+    resp.OnClose([w] { w->told.fetch_add(1); });
+    std::thread([rr = std::move(resp), path = req.path]() mutable {
+      std::this_thread::sleep_for(20ms);
+      rr.Send(Response(200, "answered " + path));
+    }).detach();
+  });
+  // Asks to be told, then starts a stream and keeps it open.
+  r.Add(Method::kGet, "/watch-stream", [w](Request&&, Responder resp) {
+    resp.OnClose([w] { w->told.fetch_add(1); });
+    BodyStream s = resp.Stream(SseResponseHead());
+    s.Write(FormatSseEvent("first"));
+    s.Flush();
+    std::lock_guard lock(w->mu);
+    w->streams.push_back(std::move(s));
+    w->registered.fetch_add(1);
+  });
+  return r;
+}
+
+TEST_F(ServerTest, ClientLeavingBeforeItsAnswerIsToldOnce) {
+  auto w = std::make_shared<Watched>();
+  StartServer(TestConfig(), WatchRoutes(w));
+  {
+    RawConn c(server_->port());  // leaves with FIN
+    ASSERT_TRUE(c.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(Eventually([&] { return w->registered == 1; }));
+  }
+  ASSERT_TRUE(Eventually([&] { return w->told == 1; }));
+  {
+    RawConn c(server_->port());  // leaves with RST; the watch was asked for from another thread
+    ASSERT_TRUE(c.Send("GET /watch?thread=1 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(Eventually([&] { return w->registered == 2; }));
+    c.Reset();
+  }
+  ASSERT_TRUE(Eventually([&] { return w->told == 2; }));
+  EXPECT_TRUE(Eventually([&] { return Connections() == 0; }));
+  EXPECT_TRUE(Eventually(
+      [&] { return server_->metrics().AddGauge("govern_http_requests_in_flight", "").Value() == 0; }));
+  // Each counts as answered with 499; answering the gone clients later is dropped, and tells no one.
+  EXPECT_NE(server_->metrics().RenderText().find(
+                "govern_http_requests_total{route=\"/watch\",method=\"GET\",code=\"499\"} 2\n"),
+            std::string::npos)
+      << server_->metrics().RenderText();
+  {
+    std::lock_guard lock(w->mu);
+    for (Responder& r : w->parked) r.Send(Response(200, "too late"));
+  }
+  EXPECT_EQ(client_.Get(Url("/hello"))->status, 200);
+  EXPECT_EQ(w->told, 2);
+  w->Clear();
+}
+
+TEST_F(ServerTest, AnsweredWatchedRequestsKeepTheConnectionServing) {
+  auto w = std::make_shared<Watched>();
+  StartServer(TestConfig(), WatchRoutes(w));
+  {
+    // Keep-alive: the watch's read is outstanding when each answer goes; the next request still parses.
+    RawConn c(server_->port());
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(c.Send("GET /watch-later HTTP/1.1\r\nHost: x\r\n\r\n"));
+      auto r = c.Read();
+      EXPECT_EQ(r.status, 200);
+      EXPECT_EQ(r.body, "answered /watch-later");
+    }
+    // Pipelined behind a watched request: the bytes the watch reads are the next request.
+    ASSERT_TRUE(
+        c.Send("GET /watch-later HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nHost: x\r\n"
+               "Content-Length: 3\r\n\r\nabc"));
+    EXPECT_EQ(c.Read().body, "answered /watch-later");
+    EXPECT_EQ(c.Read().body, "abc");
+    // A stream began: leaving is the stream's business (its producer sees it closed), not the watch's.
+    ASSERT_TRUE(c.Send("GET /watch-stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(Eventually([&] { return w->registered == 1; }));
+  }
+  EXPECT_TRUE(Eventually([&] { return Connections() == 0; }));
+  EXPECT_TRUE(Eventually([&] {
+    std::lock_guard lock(w->mu);
+    return w->streams.size() == 1 && w->streams[0].closed();
+  }));
+  {
+    // Half-closed after the request: counts as leaving (as nginx does), the same as a close.
+    RawConn c(server_->port());
+    ASSERT_TRUE(c.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(Eventually([&] { return w->registered == 2; }));
+    EXPECT_EQ(w->told, 0) << "an answered request or a stream was told of a close";
+    c.ShutdownWrite();
+    ASSERT_TRUE(Eventually([&] { return w->told == 1; }));
+  }
+  w->Clear();
+}
+
 }  // namespace
 }  // namespace govern::net

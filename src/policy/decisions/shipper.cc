@@ -1,4 +1,4 @@
-// DecisionShipper (see shipper.h).
+// WalEventShipper, also known as DecisionShipper (see shipper.h).
 #include "policy/decisions/shipper.h"
 
 #include <fcntl.h>
@@ -18,7 +18,6 @@
 namespace govern::policy {
 namespace {
 
-constexpr std::string_view kComponent = "policy.decisions.shipper";
 constexpr char kHex[] = "0123456789abcdef";
 // Intake's NDJSON decoder allows 32 levels of nesting per line; the line object and "attributes" take 2.
 constexpr int kMaxContextDepth = 28;
@@ -180,15 +179,28 @@ void AppendDecisionEvent(const DecisionRecord& r, std::string_view type, size_t 
   out->append("}}");
 }
 
-struct DecisionShipper::Item {
+struct WalEventShipper::Item {
   uint64_t seq = 0;
   std::string line;     // the NDJSON event; empty when the record did not decode
   std::string raw;      // the record's bytes, kept only when it did not decode
   std::string problem;  // why it did not decode
 };
 
-Result<std::unique_ptr<DecisionShipper>> DecisionShipper::Create(DecisionLog* log, ShipperOptions options) {
+Result<std::unique_ptr<WalEventShipper>> WalEventShipper::Create(DecisionLog* log, ShipperOptions options) {
   if (log == nullptr) return InvalidArgument("decision shipper: no decision log");
+  if (options.quarantine_path.empty()) options.quarantine_path = log->dir() + "/quarantine.ndjson";
+  EventEncoder encode = [type = options.event_type](std::string_view record, size_t max_line_bytes,
+                                                    std::string* line) -> Status {
+    GOVERN_ASSIGN_OR_RETURN(DecisionRecord rec, DecodeDecision(record));
+    AppendDecisionEvent(rec, type, max_line_bytes, line);
+    return OkStatus();
+  };
+  return Create(&log->wal(), std::move(encode), std::move(options));
+}
+
+Result<std::unique_ptr<WalEventShipper>> WalEventShipper::Create(wal::Log* wal, EventEncoder encode,
+                                                                 ShipperOptions options) {
+  if (wal == nullptr || !encode) return InvalidArgument("decision shipper: no WAL or no event encoder");
   if (options.endpoint.rfind("http://", 0) != 0 && options.endpoint.rfind("https://", 0) != 0) {
     return InvalidArgument("decision shipper: endpoint must be an http:// or https:// URL, got \"" +
                            Trim(options.endpoint, 100) + "\"");
@@ -201,30 +213,35 @@ Result<std::unique_ptr<DecisionShipper>> DecisionShipper::Create(DecisionLog* lo
   }
   if (options.batch_bytes < 1024)
     return InvalidArgument("decision shipper: batch_bytes must be at least 1 KiB");
-  if (options.quarantine_path.empty()) options.quarantine_path = log->dir() + "/quarantine.ndjson";
-  GOVERN_RETURN_IF_ERROR(log->wal().RegisterCursor(options.cursor));
-  return std::unique_ptr<DecisionShipper>(new DecisionShipper(log, std::move(options)));
+  if (options.quarantine_path.empty()) return InvalidArgument("decision shipper: no quarantine_path");
+  GOVERN_RETURN_IF_ERROR(wal->RegisterCursor(options.cursor));
+  return std::unique_ptr<WalEventShipper>(new WalEventShipper(wal, std::move(encode), std::move(options)));
 }
 
-Status DecisionShipper::Forget(DecisionLog* log, std::string_view cursor) {
-  if (log->wal().Cursors().count(std::string(cursor)) == 0) return OkStatus();
-  log::Info(kComponent, "shipping is off: its cursor no longer holds the decision log", {{"cursor", cursor}});
-  return log->wal().UnregisterCursor(cursor);
+Status WalEventShipper::Forget(DecisionLog* log, std::string_view cursor) {
+  return Forget(&log->wal(), cursor);
 }
 
-DecisionShipper::DecisionShipper(DecisionLog* log, ShipperOptions options)
-    : log_(log), options_(std::move(options)) {
+Status WalEventShipper::Forget(wal::Log* wal, std::string_view cursor) {
+  if (wal->Cursors().count(std::string(cursor)) == 0) return OkStatus();
+  log::Info("policy.decisions.shipper", "shipping is off: its cursor no longer holds the log",
+            {{"cursor", cursor}});
+  return wal->UnregisterCursor(cursor);
+}
+
+WalEventShipper::WalEventShipper(wal::Log* wal, EventEncoder encode, ShipperOptions options)
+    : wal_(wal), encode_(std::move(encode)), options_(std::move(options)) {
   while (!options_.endpoint.empty() && options_.endpoint.back() == '/') options_.endpoint.pop_back();
   url_ = options_.endpoint + "/v1/events";
   rng_.seed(std::random_device{}());
   auth_ = "Bearer " + options_.key;
-  auto pos = log_->wal().CursorPosition(options_.cursor);
+  auto pos = wal_->CursorPosition(options_.cursor);
   next_seq_ = pos.ok() ? *pos : 0;
 }
 
-DecisionShipper::~DecisionShipper() { Stop(); }
+WalEventShipper::~WalEventShipper() { Stop(); }
 
-void DecisionShipper::Start() {
+void WalEventShipper::Start() {
   if (thread_.joinable()) return;
   {
     std::lock_guard lk(mu_);
@@ -238,7 +255,7 @@ void DecisionShipper::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-void DecisionShipper::Stop() {
+void WalEventShipper::Stop() {
   {
     std::lock_guard lk(mu_);
     stop_ = true;
@@ -248,7 +265,7 @@ void DecisionShipper::Stop() {
   client_.reset();
 }
 
-DecisionShipper::Stats DecisionShipper::GetStats() const {
+WalEventShipper::Stats WalEventShipper::GetStats() const {
   Stats s;
   s.events_shipped = events_shipped_.load();
   s.batches_shipped = batches_shipped_.load();
@@ -261,17 +278,17 @@ DecisionShipper::Stats DecisionShipper::GetStats() const {
   return s;
 }
 
-bool DecisionShipper::SleepUnlessStopped(std::chrono::milliseconds d) {
+bool WalEventShipper::SleepUnlessStopped(std::chrono::milliseconds d) {
   std::unique_lock lk(mu_);
   return !cv_.wait_for(lk, d, [&] { return stop_; });
 }
 
-void DecisionShipper::NoteError(std::string error) {
+void WalEventShipper::NoteError(std::string error) {
   std::lock_guard lk(error_mu_);
   last_error_ = std::move(error);
 }
 
-void DecisionShipper::Run() {
+void WalEventShipper::Run() {
   std::unique_ptr<wal::Reader> reader;
   std::vector<Item> batch;
   std::optional<Item> carry;  // read but left for the next batch (it did not fit, or does not decode)
@@ -282,10 +299,10 @@ void DecisionShipper::Run() {
   };
   while (!stopping()) {
     if (reader == nullptr) {
-      auto r = log_->wal().NewCursorReader(options_.cursor);
+      auto r = wal_->NewCursorReader(options_.cursor);
       if (!r.ok()) {
         NoteError(r.status().ToString());
-        log::Error(kComponent, "cannot read the decision log", {{"error", r.status().ToString()}});
+        log::Error(options_.log_component, "cannot read the log", {{"error", r.status().ToString()}});
         if (!SleepUnlessStopped(options_.max_backoff)) return;
         continue;
       }
@@ -307,19 +324,17 @@ void DecisionShipper::Run() {
         // DataLoss (a record unreadable on disk) or OutOfRange (deleted under us): both mean the WAL
         // is not what the cursor expects. Start again from the cursor after a pause.
         NoteError(next.status().ToString());
-        log::Error(kComponent, "reading the decision log failed", {{"error", next.status().ToString()}});
+        log::Error(options_.log_component, "reading the log failed", {{"error", next.status().ToString()}});
         read_failed = true;
         break;
       }
       if (!next->has_value()) break;
       Item item;
       item.seq = (*next)->seq;
-      auto rec = DecodeDecision((*next)->data);
-      if (rec.ok()) {
-        AppendDecisionEvent(*rec, options_.event_type, options_.max_line_bytes, &item.line);
-      } else {
+      if (Status enc = encode_((*next)->data, options_.max_line_bytes, &item.line); !enc.ok()) {
+        item.line.clear();
         item.raw.assign((*next)->data);
-        item.problem = rec.status().message();
+        item.problem = enc.message();
       }
       const bool fits =
           item.line.empty() ? batch.empty() : bytes + item.line.size() + 1 <= options_.batch_bytes;
@@ -336,12 +351,13 @@ void DecisionShipper::Run() {
       continue;
     }
     if (batch.empty()) continue;
+    const bool full = batch.size() >= options_.batch_events;
     Status st = ShipRange(batch, 0, batch.size());
     if (!st.ok()) {
       if (st.code() == Code::kCancelled) return;
       // The cursor did not move past what failed: read again from it.
       NoteError(st.ToString());
-      log::Error(kComponent, "shipping stopped on an error; resuming from the cursor",
+      log::Error(options_.log_component, "shipping stopped on an error; resuming from the cursor",
                  {{"error", st.ToString()}});
       reader.reset();
       if (!SleepUnlessStopped(backoff)) return;
@@ -349,17 +365,18 @@ void DecisionShipper::Run() {
       continue;
     }
     backoff = options_.initial_backoff;
+    if (!full && options_.linger.count() > 0 && !carry && !SleepUnlessStopped(options_.linger)) return;
   }
 }
 
-Status DecisionShipper::Advance(uint64_t next_seq) {
-  Status st = log_->wal().CommitCursor(options_.cursor, next_seq);
+Status WalEventShipper::Advance(uint64_t next_seq) {
+  Status st = wal_->CommitCursor(options_.cursor, next_seq);
   if (!st.ok()) return st.WithContext("decision shipper: commit the cursor");
   next_seq_.store(next_seq);
   return OkStatus();
 }
 
-Status DecisionShipper::Quarantine(const Item& item, int status, std::string_view reason) {
+Status WalEventShipper::Quarantine(const Item& item, int status, std::string_view reason) {
   nlohmann::json q;
   q["seq"] = item.seq;
   if (status != 0) q["status"] = status;
@@ -391,12 +408,12 @@ Status DecisionShipper::Quarantine(const Item& item, int status, std::string_vie
   ::close(fd);
   if (!st.ok()) return st;
   quarantined_.fetch_add(1);
-  log::Error(kComponent, "decision quarantined: telemetry will never accept it",
+  log::Error(options_.log_component, "record quarantined: telemetry will never accept it",
              {{"seq", item.seq}, {"status", status}, {"reason", reason}, {"file", options_.quarantine_path}});
   return OkStatus();
 }
 
-Status DecisionShipper::ShipRange(std::vector<Item>& items, size_t lo, size_t hi) {
+Status WalEventShipper::ShipRange(std::vector<Item>& items, size_t lo, size_t hi) {
   if (items[lo].line.empty()) {  // an undecodable record, alone
     GOVERN_RETURN_IF_ERROR(Quarantine(items[lo], 0, "the record does not decode: " + items[lo].problem));
     return Advance(items[lo].seq + 1);
@@ -449,7 +466,8 @@ Status DecisionShipper::ShipRange(std::vector<Item>& items, size_t lo, size_t hi
       error = "telemetry answered " + std::to_string(resp->status) + ": " + Trim(resp->body, 500);
       if (!Retryable(resp->status)) {
         wait = options_.max_backoff;  // a configuration fault (key, URL): no record can fix it
-        log::Error(kComponent, "telemetry refuses the shipper; fix the configuration (records are kept)",
+        log::Error(options_.log_component,
+                   "telemetry refuses the shipper; fix the configuration (records are kept)",
                    {{"status", resp->status}, {"url", url_}});
       }
       if (auto ra = resp->headers.Get("Retry-After"); ra.has_value()) {
@@ -462,7 +480,7 @@ Status DecisionShipper::ShipRange(std::vector<Item>& items, size_t lo, size_t hi
       }
     }
     NoteError(error);
-    log::Warn(kComponent, "sending decisions failed; will retry",
+    log::Warn(options_.log_component, "sending events failed; will retry",
               {{"error", error}, {"events", hi - lo}, {"retry_in_ms", wait.count()}});
     // Jitter keeps many agents from retrying in step after an outage; only upward, so a Retry-After
     // is never cut short.

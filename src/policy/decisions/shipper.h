@@ -1,5 +1,7 @@
-// DecisionShipper: forwards the decision log to telemetry intake (POST {endpoint}/v1/events, NDJSON),
-// exactly once, on a background thread.
+// WalEventShipper (DecisionShipper): forwards a WAL of records to telemetry intake (POST
+// {endpoint}/v1/events, NDJSON), exactly once, on a background thread. Made for the decision log, and
+// used as is for any other WAL whose records encode to events with an id of their own (the gateway's
+// usage records): Create(wal, encoder, options).
 //
 // Promises:
 //  - Order and completeness: records are sent in WAL order, in batches of at most batch_events events
@@ -7,7 +9,8 @@
 //    answered 200 (intake answers 200 only once the batch is fdatasync'd on its side).
 //  - Exactly once: each event's `id` is the decision id and its `time` the decision's time, both read
 //    from the record, so a batch sent again (after a crash between the 200 and the cursor update, or a
-//    lost reply) carries the same ids and telemetry stores each decision once.
+//    lost reply) carries the same ids and telemetry stores each decision once. (With an EventEncoder,
+//    the encoder owes the same: an id and a time read from the record, never made up when sending.)
 //  - Retries, never drops: network errors, timeouts, 408, 429 and 5xx are retried with exponential
 //    backoff (initial_backoff doubling to max_backoff), honouring Retry-After.
 //  - A batch intake refuses for its content (400, 413, 422) is split in halves until the refused
@@ -18,8 +21,8 @@
 //    accumulate in the WAL, none is dropped).
 //  - The cursor holds WAL retention: a record is deleted only once it is shipped (or quarantined).
 //
-// Thread-safety: Start and Stop from one thread; GetStats from any. The DecisionLog must outlive the
-// shipper. One shipper per cursor name.
+// Thread-safety: Start and Stop from one thread; GetStats from any. The DecisionLog (or WAL) must
+// outlive the shipper. One shipper per cursor name.
 #pragma once
 
 #include <atomic>
@@ -37,6 +40,7 @@
 #include "base/status.h"
 #include "policy/decisions/decision_log.h"
 #include "policy/decisions/decision_record.h"
+#include "storage/wal.h"
 
 namespace govern::net {
 class HttpClient;
@@ -57,22 +61,36 @@ struct ShipperOptions {
   std::chrono::milliseconds max_backoff{30000};
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds request_timeout{10000};
-  std::string quarantine_path;  // empty: <decision log dir>/quarantine.ndjson
+  std::string quarantine_path;  // empty: <decision log dir>/quarantine.ndjson (required with a bare WAL)
+  // After a batch smaller than batch_events, wait this long before reading the next one, so that a
+  // light, steady flow goes out in fewer, larger requests. 0: send whatever is there at once.
+  std::chrono::milliseconds linger{0};
+  std::string log_component = "policy.decisions.shipper";  // names the shipper in its log lines
   // Failure probe (tests and the crash tool): runs after intake's 200 for a batch and before the cursor
   // moves past it, with the sequence the cursor is about to take. Empty in production.
   std::function<void(uint64_t next_seq)> after_send_probe;
 };
 
-class DecisionShipper {
+// Turns one WAL record into one NDJSON event line (no newline), appended to *line (empty on entry);
+// lines longer than max_line_bytes are refused by intake (and quarantined). An error means the record
+// does not decode: it is quarantined with the error's message. Called on the shipper's thread.
+using EventEncoder = std::function<Status(std::string_view record, size_t max_line_bytes, std::string* line)>;
+
+class WalEventShipper {
  public:
-  // Registers the cursor (at the WAL's first record when new) and checks the options.
-  static Result<std::unique_ptr<DecisionShipper>> Create(DecisionLog* log, ShipperOptions options);
+  // Ships the decision log's records as decision events. Registers the cursor (at the WAL's first
+  // record when new) and checks the options.
+  static Result<std::unique_ptr<WalEventShipper>> Create(DecisionLog* log, ShipperOptions options);
+  // Ships any WAL's records, each turned into an event by `encode`; options.quarantine_path is required.
+  static Result<std::unique_ptr<WalEventShipper>> Create(wal::Log* wal, EventEncoder encode,
+                                                         ShipperOptions options);
   // Removes a shipper's cursor when shipping is switched off; a cursor left behind would hold WAL
   // retention forever. Does nothing when the cursor does not exist.
   static Status Forget(DecisionLog* log, std::string_view cursor = "telemetry");
-  ~DecisionShipper();  // Stop()s
-  DecisionShipper(const DecisionShipper&) = delete;
-  DecisionShipper& operator=(const DecisionShipper&) = delete;
+  static Status Forget(wal::Log* wal, std::string_view cursor = "telemetry");
+  ~WalEventShipper();  // Stop()s
+  WalEventShipper(const WalEventShipper&) = delete;
+  WalEventShipper& operator=(const WalEventShipper&) = delete;
 
   void Start();
   // Ends the thread (an exchange in flight may take up to request_timeout); what was not acknowledged
@@ -92,7 +110,7 @@ class DecisionShipper {
 
  private:
   struct Item;
-  DecisionShipper(DecisionLog* log, ShipperOptions options);
+  WalEventShipper(wal::Log* wal, EventEncoder encode, ShipperOptions options);
   void Run();
   Status ShipRange(std::vector<Item>& items, size_t lo, size_t hi);
   Status Quarantine(const Item& item, int status, std::string_view reason);
@@ -100,7 +118,8 @@ class DecisionShipper {
   bool SleepUnlessStopped(std::chrono::milliseconds d);  // false when stopping
   void NoteError(std::string error);
 
-  DecisionLog* log_;
+  wal::Log* wal_;
+  EventEncoder encode_;
   ShipperOptions options_;
   std::unique_ptr<net::HttpClient> client_;
   std::string url_;
@@ -121,6 +140,8 @@ class DecisionShipper {
   mutable std::mutex error_mu_;
   std::string last_error_;
 };
+
+using DecisionShipper = WalEventShipper;
 
 // One decision as a telemetry NDJSON event line, without the newline:
 //   {"id":"<decision id>","time":<ns>,"type":"<type>","attributes":{"organisation":...,"principal":...,

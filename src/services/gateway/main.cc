@@ -3,8 +3,13 @@
 // "listening <host>:<port>" once serving; stops on SIGINT/SIGTERM.
 //   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N] [--upstream-threads N]
 //                 [--set gateway.policy.bundle_file=... (governance keys)] [--budget-db CONNINFO]
+//                 [--ship-kill-after-batches K]  (tests: SIGKILL itself after intake's 200 for the K-th
+//                                                 usage batch, before the shipper's cursor moves)
 // (the provider client's other settings are the config file's "upstream" object; governance keys are
-// the service's gateway.auth.*, gateway.policy.*, gateway.budget.*; budgets need --budget-db).
+// the service's gateway.auth.*, gateway.policy.*, gateway.budget.*; budgets need --budget-db; the config
+// file's "ship" object sends the usage records to telemetry: usage_ship.h).
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +21,7 @@
 #include "net/http_server.h"
 #include "services/gateway/governance_config.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/usage_ship.h"
 #include "services/http_config.h"
 
 int main(int argc, char** argv) {
@@ -26,6 +32,7 @@ int main(int argc, char** argv) {
   int upstream_threads = 0;
   std::vector<std::pair<std::string, std::string>> sets;  // governance keys
   std::string budget_db;
+  int ship_kill_after = 0;  // tests: SIGKILL itself after intake's 200 for this batch, before the cursor
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto next = [&]() -> std::string {
@@ -53,10 +60,12 @@ int main(int argc, char** argv) {
       sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     } else if (a == "--budget-db") {
       budget_db = next();
+    } else if (a == "--ship-kill-after-batches") {
+      ship_kill_after = std::atoi(next().c_str());
     } else {
       std::fprintf(stderr,
                    "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N] "
-                   "[--set gateway.KEY=VALUE] [--budget-db CONNINFO]\n",
+                   "[--set gateway.KEY=VALUE] [--budget-db CONNINFO] [--ship-kill-after-batches K]\n",
                    argv[0]);
       return 2;
     }
@@ -74,6 +83,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (upstream_threads > 0) config->upstream.threads = upstream_threads;
+  auto ship = gateway::UsageShipOptionsFromJson(text.str());  // "ship": usage records to telemetry
+  if (!ship.ok()) {
+    std::fprintf(stderr, "%s\n", ship.status().ToString().c_str());
+    return 2;
+  }
+  const std::string usage_dir = config->wal_dir;
   // A whole answer may take up to the provider header timeout, which answers 504 by itself.
   // Routes with retries and fallbacks can take several attempts.
   auto handler_timeout = std::max(config->upstream.header_timeout + config->upstream.connect_timeout * 2,
@@ -100,6 +115,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", proxy.status().ToString().c_str());
     return 1;
   }
+  std::unique_ptr<policy::WalEventShipper> shipper;
+  if (*ship && ship_kill_after > 0) {
+    (*ship)->after_send_probe = [ship_kill_after, batches = 0](uint64_t) mutable {
+      if (++batches == ship_kill_after) ::kill(::getpid(), SIGKILL);
+    };
+  }
+  if (*ship) {
+    auto s = gateway::NewUsageShipper((*proxy)->usage_wal(), usage_dir, std::move(**ship));
+    if (!s.ok() || usage_dir.empty()) {
+      std::fprintf(stderr, "ship: %s\n", s.ok() ? "needs wal_dir" : s.status().ToString().c_str());
+      return 1;
+    }
+    shipper = std::move(*s);
+    shipper->Start();
+  }
   net::Router router;
   (*proxy)->Register(router);
   net::ServerConfig sc;
@@ -118,5 +148,6 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&set, &sig);
   server.Stop();
+  shipper.reset();  // before the proxy closes the WAL it reads
   return 0;
 }

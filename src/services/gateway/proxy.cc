@@ -421,7 +421,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Admission admission;  // governance: the policy decision and budget reservations
   bool stream_requested = false;
   bool include_usage = false;
-  std::shared_ptr<UpstreamCall> call;
+  std::shared_ptr<UpstreamCall> call;  // the attempt in flight; set under impl->live_mu (Start)
+  bool client_left = false;            // guarded by impl->live_mu: the client went away (OnClose)
   bool finished = false;
 
   // Routing (routing.h): the request's attempts. `route` points at attempt_route, the deployment tried.
@@ -516,17 +517,19 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   void Start(UpstreamRequest up) {
-    bool stopping;
+    bool stopping, left;
     {
       std::lock_guard lock(impl->live_mu);
       stopping = impl->stopping;
-      if (!stopping) {
+      left = client_left;
+      if (!stopping && !left) {
         call = impl->upstream->NewCall(std::move(up));
         impl->live.emplace(this, shared_from_this());
       }
     }
     // Outside the lock: Fail ends in Done, which takes live_mu itself.
     if (stopping) return Fail(503, "the gateway is stopping");
+    if (left) return Fail(499, "client went away before the answer");
     auto self = shared_from_this();
     call->Start([self](Status st) { self->OnHead(st); });
   }
@@ -556,6 +559,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     rec.status = status;
     rec.error = message;
     auto r = std::make_shared<net::Response>(ErrorResponse(client, status, message));
+    r->headers.Set("x-request-id", rec.request_id);
     auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
     Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
   }
@@ -574,8 +578,18 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (finished) return;
     rec.status = status;
     auto r = std::make_shared<net::Response>(status, std::move(body), "application/json");
+    r->headers.Set("x-request-id", rec.request_id);
     auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
     Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
+  }
+
+  // The client closed its connection before any answer (net::Responder::OnClose): record 499 and close
+  // the provider's connection, so it stops working on an answer nobody will read. A stream that began
+  // meanwhile notices the client at its next write instead.
+  void ClientLeftEarly() {
+    if (finished || !responder.pending()) return;
+    Fail(499, "client went away before the answer");  // first: the cancelled call's callback sees finished
+    call->Cancel();
   }
 
   // The proxy is stopping: end now, whatever the call is doing.
@@ -607,7 +621,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       call->ReadAll(64u << 20, [self](Result<std::string> body) { self->OnWhole(std::move(body)); });
       return;
     }
-    stream = responder.Stream(net::SseResponseHead());
+    net::Response head = net::SseResponseHead();
+    head.headers.Set("x-request-id", rec.request_id);
+    stream = responder.Stream(std::move(head));
     rec.status = 200;
     if (dlp != nullptr)
       dlp_filter = std::make_unique<DlpStreamFilter>(*dlp, route->format == WireFormat::kAnthropic);
@@ -1155,6 +1171,7 @@ void Proxy::SetDlp(std::shared_ptr<const DlpConfig> dlp) {
 UpstreamClient::Stats Proxy::upstream_stats() const { return impl_->upstream->stats(); }
 
 const RouteTable& Proxy::route_table() const { return *impl_->table; }
+wal::Log* Proxy::usage_wal() const { return impl_->wal.get(); }
 
 void Proxy::Register(net::Router& router) {
   std::shared_ptr<Impl> impl = impl_;
@@ -1340,6 +1357,22 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
     if (name.size() > 7 && net::EqualsIgnoreCase(std::string_view(name).substr(0, 7), "x-stub-"))
       ex->fault_headers.emplace_back(name, value);
   }
+  // A client that leaves before its answer cancels the provider call in flight (and is recorded 499).
+  // Registered before the first attempt can answer (the Responder is not touched from two threads).
+  // The callback runs on the server's loop; the call it reads, and the flag that stops a later attempt
+  // (a retry or fallback after a backoff) from starting, are guarded by live_mu (Start). Cancelling runs
+  // on the call's loop, where the exchange's own steps for that call run.
+  ex->responder.OnClose([weak = std::weak_ptr<Exchange>(ex)] {
+    auto e = weak.lock();
+    if (!e) return;
+    std::shared_ptr<UpstreamCall> current;
+    {
+      std::lock_guard lock(e->impl->live_mu);
+      e->client_left = true;
+      current = e->call;
+    }
+    if (current) current->Post([e] { e->ClientLeftEarly(); });
+  });
   ex->Attempt();
 }
 

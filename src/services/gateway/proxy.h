@@ -22,7 +22,12 @@
 //    connect/header/read timeouts, a request never sent twice once any byte of it may have reached the
 //    provider). A provider that does not answer in time gives 504.
 //  - A client that goes away mid-stream cancels the provider call (its connection is closed) at the
-//    next event the provider sends; usage seen so far is still recorded (status 499).
+//    next event the provider sends; usage seen so far is still recorded (status 499). One that goes
+//    away before any answer (a whole answer awaited, or a stream's head) is noticed when the server
+//    sees its connection close (net::Responder::OnClose): the provider call is cancelled and the
+//    request recorded with status 499.
+//  - Every answer to a request that passed authentication carries its request id (the usage record's
+//    request_id) in `x-request-id`, as OpenAI's API does.
 //  - Exactly one usage record per request that passed authentication (UsageRecord), appended to the
 //    WAL in ProxyConfig::wal_dir when set, and handed to ProxyConfig::on_record, before the response
 //    completes (the last byte of a whole answer, the end of a stream). With
@@ -48,6 +53,10 @@
 #include "net/router.h"
 #include "services/gateway/routing.h"
 #include "services/gateway/upstream.h"
+
+namespace govern::wal {
+class Log;
+}
 
 namespace govern::gateway {
 
@@ -88,7 +97,7 @@ struct UsageRecord {
   std::string route;  // base URL of the route taken; "" when none
   std::string client_format;
   std::string api;  // the client's API: chat, messages, responses, embeddings
-  int status = 0;   // what the client was told (499: the client went away mid-stream)
+  int status = 0;   // what the client was told (499: the client went away before the end)
   bool stream = false;
   int64_t input_tokens = 0;  // prompt tokens, including cached ones
   int64_t output_tokens = 0;
@@ -164,6 +173,10 @@ class Proxy {
   UpstreamClient::Stats upstream_stats() const;
   // The routing table (breaker states and calls in flight per deployment), for tests and metrics.
   const RouteTable& route_table() const;
+
+  // The usage record WAL (nullptr without ProxyConfig::wal_dir), for the usage shipper (usage_ship.h),
+  // which must be stopped before the Proxy is destroyed (that closes the WAL).
+  wal::Log* usage_wal() const;
 
  private:
   struct Impl;

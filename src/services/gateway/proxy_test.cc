@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -428,6 +430,112 @@ TEST_F(ProxyTest, ClientLeavingMidStreamCancelsAndIsRecorded) {
   })) << "cut "
       << slow_stub_->stats().answers_cut << " open " << slow_stub_->stats().open_connections;
   EXPECT_EQ(slow_stub_->stats().requests, 2u);
+}
+
+// A provider that takes a request and never answers; it reports when the gateway closes the connection.
+class HangingProvider {
+ public:
+  HangingProvider() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    thread_ = std::thread([this] {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      timeval tv{30, 0};  // a gateway that never closes fails the test instead of hanging it
+      ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      std::string got;
+      char buf[4096];
+      while (true) {
+        ssize_t n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) {
+          closed_by_gateway_ = n == 0 || errno == ECONNRESET;
+          break;
+        }
+        got.append(buf, static_cast<size_t>(n));
+        if (got.find("\r\n\r\n") != std::string::npos) got_request_ = true;
+      }
+      ::close(c);
+    });
+  }
+  ~HangingProvider() {
+    ::shutdown(fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  bool got_request() const { return got_request_; }
+  void Join() { thread_.join(); }
+  bool closed_by_gateway() const { return closed_by_gateway_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> got_request_{false};
+  std::atomic<bool> closed_by_gateway_{false};
+  std::thread thread_;
+};
+
+TEST(ProxyClientLeaves, BeforeAWholeAnswerCancelsTheProviderCallAndIsRecorded) {
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "stream awaiting its head" : "whole answer");
+    HangingProvider provider;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<UsageRecord> records;
+    ProxyConfig c;
+    c.routes = {{"gpt-hang", provider.base_url(), WireFormat::kOpenAI, ""}};
+    c.keys = {{kKey, "acme", 0, 0}};
+    c.on_record = [&](const UsageRecord& r) {
+      std::lock_guard lock(mu);
+      records.push_back(r);
+      cv.notify_all();
+    };
+    auto proxy = Proxy::Create(std::move(c));
+    ASSERT_TRUE(proxy.ok());
+    net::Router router;
+    (*proxy)->Register(router);
+    net::Server server(net::ServerConfig{}, std::move(router));
+    ASSERT_TRUE(server.Start().ok());
+
+    std::string body = std::string(R"({"model":"gpt-hang",)") + (stream ? R"("stream":true,)" : "") +
+                       R"("messages":[{"role":"user","content":"hi"}]})";
+    std::string request =
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Authorization: Bearer " +
+        std::string(kKey) + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(server.port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+    // The provider has the request (the call is under way); then the client leaves.
+    for (int i = 0; i < 2000 && !provider.got_request(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_TRUE(provider.got_request());
+    ::close(fd);
+
+    // Without the close notice, the call would wait for the provider (10 minutes, the header timeout).
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return !records.empty(); }));
+    EXPECT_EQ(records[0].status, 499);
+    EXPECT_EQ(records[0].error, "client went away before the answer");
+    EXPECT_EQ(records[0].org, "acme");
+    lock.unlock();
+    provider.Join();  // returns once the provider's connection is closed (or after 30 s, failing below)
+    EXPECT_TRUE(provider.closed_by_gateway()) << "the provider's connection was not closed";
+    server.Stop();
+    proxy->reset();
+    EXPECT_EQ(records.size(), 1u);
+  }
 }
 
 TEST_F(ProxyTest, PooledConnectionIsReusedAndReplacedAfterTheProviderClosesIt) {

@@ -1,6 +1,7 @@
 #include "services/gateway/service.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 #include "services/gateway/governance_config.h"
 #include "services/gateway/proxy.h"
 #include "services/gateway/schema.h"
+#include "services/gateway/usage_ship.h"
 #include "services/http_config.h"
 
 namespace govern::gateway {
@@ -103,6 +105,7 @@ class GatewayService final : public services::Service {
                 .default_value = "",
                 .help = "PEM bundle to verify https:// providers against; empty: the system store."});
     DeclareGovernanceConfig(schema);  // gateway.auth.*, gateway.policy.*, gateway.budget.*
+    DeclareUsageShipConfig(schema);   // gateway.ship.*: usage records to telemetry (usage_ship.h)
   }
 
   Status Start(const services::Context& ctx) override {
@@ -134,7 +137,27 @@ class GatewayService final : public services::Service {
     // Governance: Govern tokens, the policy check, budgets (governance_config.h).
     GOVERN_ASSIGN_OR_RETURN(governance_, StartGovernance(c, ctx.data_dir, text.str(), ctx.db));
     config.governance = governance_.governance;
+    const std::string usage_dir = config.wal_dir;
+    {
+      // The WAL makes its own directory but not the ones above it (<data_dir>/gateway on a fresh data dir).
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(usage_dir).parent_path(), ec);
+    }
+    GOVERN_ASSIGN_OR_RETURN(auto ship, UsageShipOptionsFromConfig(c));
     GOVERN_ASSIGN_OR_RETURN(proxy_, Proxy::Create(std::move(config)));
+    // Usage records to telemetry: the shipper reads the proxy's WAL from its durable cursor.
+    if (ship) {
+      auto shipper = NewUsageShipper(proxy_->usage_wal(), usage_dir, std::move(*ship));
+      if (!shipper.ok()) {
+        proxy_.reset();
+        return shipper.status();
+      }
+      shipper_ = std::move(*shipper);
+      shipper_->Start();
+    } else if (Status s = ForgetUsageShipper(proxy_->usage_wal()); !s.ok()) {
+      proxy_.reset();
+      return s;
+    }
 
     GOVERN_ASSIGN_OR_RETURN(net::ServerConfig sc, services::MakeServerConfig(ctx, "gateway"));
     sc.handler_timeout = std::max(sc.handler_timeout, handler_timeout);
@@ -144,6 +167,7 @@ class GatewayService final : public services::Service {
     server_ = std::make_unique<net::Server>(sc, std::move(router));
     if (Status s = server_->Start(); !s.ok()) {
       server_.reset();
+      shipper_.reset();
       proxy_.reset();
       governance_.Stop();
       return s;
@@ -161,6 +185,8 @@ class GatewayService final : public services::Service {
   void Stop() override {
     if (server_) server_->Stop();
     server_.reset();
+    // The shipper stops before the proxy closes its WAL; what it has not shipped goes at the next start.
+    shipper_.reset();
     proxy_.reset();  // cancels provider calls in flight, waits for them, flushes the usage WAL
     // After the last settlement: reports spend, releases the budget leases.
     governance_.Stop();
@@ -170,6 +196,7 @@ class GatewayService final : public services::Service {
  private:
   GovernanceRuntime governance_;
   std::unique_ptr<Proxy> proxy_;
+  std::unique_ptr<policy::WalEventShipper> shipper_;
   std::unique_ptr<net::Server> server_;
   std::string host_;
 };
