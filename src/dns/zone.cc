@@ -112,6 +112,7 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
   auto apex = z->nodes_.find(z->apex_);
   if (apex == z->nodes_.end() || !apex->second.Find(kSOA))
     return InvalidArgument("the zone has no SOA at its apex");
+  z->apex_node_ = &apex->second;
   z->soa_ = apex->second.Find(kSOA);
   if (z->soa_->rdatas.size() != 1) return InvalidArgument("the zone has more than one SOA");
   if (apex->second.Find(kCNAME)) return InvalidArgument("CNAME at the zone apex");
