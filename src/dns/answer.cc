@@ -219,7 +219,7 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
       // wildcard below it (RFC 4592 section 3.3.1).
       const Node* ce = encloser;
       const Node* wnode = nullptr;
-      if (ce && ce->name.size() + 2 <= kMaxName) {
+      if (ce && r.z.has_wildcard() && ce->name.size() + 2 <= kMaxName) {
         wild_buf[0] = 1;
         wild_buf[1] = '*';
         std::memcpy(wild_buf + 2, ce->name.data(), ce->name.size());

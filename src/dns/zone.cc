@@ -68,6 +68,7 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
       if (keys.zsk) continue;  // online signing makes its own
     }
     auto [it, fresh] = z->nodes_.try_emplace(lower);
+    if (lower.size() > 1 && lower[0] == 1 && lower[1] == '*') z->has_wildcard_ = true;
     Node& n = it->second;
     if (fresh) {
       n.name = lower;

@@ -121,6 +121,9 @@ class Zone {
 
   const Node* Find(std::string_view lower_name) const;
   const Node& apex_node() const { return *apex_node_; }  // Find(apex()), kept: every denial needs it
+  // Whether any name in the zone is a wildcard (its first label "*"): denial skips the wildcard lookup
+  // in zones with none.
+  bool has_wildcard() const { return has_wildcard_; }
   const RRset& soa() const { return *soa_; }
   uint32_t negative_ttl() const { return negative_ttl_; }
 
@@ -153,6 +156,7 @@ class Zone {
   std::string apex_;
   std::unordered_map<std::string, Node, StringHash, std::equal_to<>> nodes_;
   const Node* apex_node_ = nullptr;
+  bool has_wildcard_ = false;
   const RRset* soa_ = nullptr;
   uint32_t negative_ttl_ = 0;
   static constexpr uint16_t kDnskeyType = 48, kCdsType = 59, kCdnskeyType = 60;
