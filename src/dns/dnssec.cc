@@ -1,8 +1,9 @@
 #include "dns/dnssec.h"
 
-// EC_KEY and ECDSA_do_sign are deprecated in OpenSSL 3.0 but still there, and they are the fastest way
-// to one P-256 signature: no provider dispatch, no DER encoding to take apart again (measured in
-// bench/dns: about 0.8 us of a 22 us signature). This file alone uses them.
+// EC_KEY, ECDSA_sign_setup and ECDSA_do_sign_ex are deprecated in OpenSSL 3.0 but still there, and they
+// are the fastest way to one P-256 signature: no provider dispatch, no DER encoding to take apart again
+// (about 0.8 us of a 22 us signature), no SHA-512 fetched by name for a hedged nonce (about 1.1 us more;
+// see SignDigestP256). The library uses them here alone (dns_benchmark compares against them).
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -65,8 +66,9 @@ thread_local SignContexts sign_contexts;
 // One P-256 signature over a SHA-256 digest. The nonce comes from OpenSSL's private DRBG through
 // ECDSA_sign_setup (k uniform in [1, n), as FIPS 186-4 B.5.2), not ECDSA_do_sign's hedged nonce, which
 // fetches SHA-512 by name and hashes the private key, fresh random bytes and the digest on every call:
-// about 1.2 us of a 19-20 us signature on this machine (docs/dns.md). Both draw on the same DRBG; the
-// hedge only matters if that DRBG fails. Setup uses a per-thread BN_CTX so no scratch is allocated.
+// about 1.1 us of a 19-20 us signature on this machine (docs/benchmarks.md). Both draw on the same
+// DRBG; the hedge only matters if that DRBG fails (a VM snapshot restored twice, say). Setup uses a
+// per-thread BN_CTX so no scratch is allocated.
 struct BnCtx {
   BN_CTX* ctx = BN_CTX_new();
   ~BnCtx() { BN_CTX_free(ctx); }
