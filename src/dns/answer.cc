@@ -58,8 +58,7 @@ struct Render {
     Sig(out_owner, sign_owner, set, section);
   }
   void PutSoa() {
-    const std::string& apex = z.apex();
-    const Node* a = z.Find(apex);
+    const Node* a = &z.apex_node();
     Put(a->owner, kSOA, z.negative_ttl(), z.soa().rdatas[0], 1);
     if (dnssec) {
       auto sig = z.SigFor(a->owner, z.soa(), now);
@@ -153,14 +152,24 @@ struct Render {
       }
     }
   }
-  const Node* FindCut(std::string_view name) const {
+  // The delegation point (a node with NS below the apex) at or above `name`, or null. It looks up each
+  // name from just below the apex down to `name` itself, so when it finds no cut it also says what the
+  // caller would look up next: `exact`, the node at `name` (null if none), and `encloser`, the deepest
+  // node above `name` (the apex if none), the closest encloser of a name that does not exist.
+  const Node* FindCut(std::string_view name, const Node** exact = nullptr,
+                      const Node** encloser = nullptr) const {
     uint8_t offs[128];
     int n = LabelOffsets(name, offs);
     int a = LabelCount(z.apex());
+    const Node* deepest = &z.apex_node();
+    const Node* node = n == a ? &z.apex_node() : nullptr;
     for (int k = a + 1; k <= n; ++k) {
-      const Node* node = z.Find(name.substr(offs[n - k]));
+      node = z.Find(name.substr(offs[n - k]));
       if (node && node->Find(kNS)) return node;
+      if (node && k < n) deepest = node;
     }
+    if (exact) *exact = node;
+    if (encloser) *encloser = deepest;
     return nullptr;
   }
 };
@@ -178,7 +187,9 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
   std::string proof_name;  // only used on the wildcard path (allocation there is fine: it signs)
   const RRset* additional_for = nullptr;
   for (int step = 0; step < 8; ++step) {
-    const Node* cut = r.FindCut(name);
+    const Node* exact = nullptr;
+    const Node* encloser = nullptr;
+    const Node* cut = r.FindCut(name, &exact, &encloser);
     if (cut && !(r.qtype == kDS && cut->name == name)) {
       if (step == 0) {
         // Referral: NS of the cut in authority, DS or its absence proved, glue in additional.
@@ -200,23 +211,23 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
       }
       break;  // a CNAME into a delegated child: the resolver follows it there
     }
-    const Node* node = r.z.Find(name);
+    // Past a cut only when the cut is the name itself (DS asked at a delegation).
+    const Node* node = cut ? cut : exact;
     if (step == 0) r.cacheable = node != nullptr;
     if (!node) {
-      // Closest encloser, then the wildcard below it (RFC 4592 section 3.3.1).
-      uint8_t offs[128];
-      int n = LabelOffsets(name, offs);
-      int a = LabelCount(r.z.apex());
-      const Node* ce = nullptr;
-      for (int k = n - 1; k >= a && !ce; --k) ce = r.z.Find(name.substr(offs[n - k]));
+      // Closest encloser (FindCut found it on its way down: no cut, so `encloser` is set), then the
+      // wildcard below it (RFC 4592 section 3.3.1).
+      const Node* ce = encloser;
       const Node* wnode = nullptr;
-      if (ce && ce->name.size() + 2 <= kMaxName) {
+      if (ce && r.z.has_wildcard() && ce->name.size() + 2 <= kMaxName) {
         wild_buf[0] = 1;
         wild_buf[1] = '*';
         std::memcpy(wild_buf + 2, ce->name.data(), ce->name.size());
         wnode = r.z.Find(std::string_view(wild_buf, ce->name.size() + 2));
       }
-      if (!wnode || !ce || ce->Find(kNS) /* never below a cut: FindCut handled it */) {
+      // A wildcard applies below the apex too (the apex's NS is no cut); below a cut FindCut answered.
+      bool ce_is_cut = ce && ce != &r.z.apex_node() && ce->Find(kNS);
+      if (!wnode || !ce || ce_is_cut) {
         // Name error. Signed: compact denial (RFC 9824): NOERROR, NSEC at the name with NXNAME; with
         // the CO flag the rcode says NXDOMAIN as well (section 4).
         if (r.dnssec) {

@@ -274,3 +274,98 @@ TEST(AnswerTest, RolloverKeysSignTogether) {
 
 }  // namespace
 }  // namespace govern::dns
+
+namespace govern::dns {
+namespace {
+
+std::shared_ptr<const Zone> BuildZone(const std::string& apex, const std::string& text, bool sign) {
+  auto recs = ParseZoneFile(text, apex);
+  EXPECT_TRUE(recs.ok());
+  ZoneKeys keys;
+  if (sign) {
+    auto k = SigningKey::Generate(Algorithm::kEcdsaP256Sha256, 257);
+    EXPECT_TRUE(k.ok());
+    keys.ksk = keys.zsk = std::make_shared<const SigningKey>(std::move(*k));
+  }
+  auto z = Zone::Build(apex, std::move(*recs), keys);
+  EXPECT_TRUE(z.ok());
+  return *z;
+}
+
+testing::Message Ask(const ZoneSet& set, const std::string& name, uint16_t type, bool dnssec) {
+  auto q = MakeQuery(name, type, true, dnssec);
+  std::vector<uint8_t> out(65535);
+  out.resize(Answer(set, q, AnswerOptions{false, kNow}, out.data(), out.size()));
+  return ReadMessage(out);
+}
+
+// The cache policy: an answer is kept only for a name the zone holds, so a flood of names that do not
+// exist (a fresh random label each time) adds nothing to the cache, signed or not, and takes nothing
+// from the answers that are kept; a name that exists is cached once per (qname, qtype, DO).
+TEST(AnswerTest, NamesThatDoNotExistAreNeverCached) {
+  const std::string text =
+      "$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nns1 A 127.0.0.1\nwww A 192.0.2.1\n"
+      "*.wild A 192.0.2.9\n";
+  for (bool sign : {false, true}) {
+    SCOPED_TRACE(sign ? "signed" : "unsigned");
+    auto z = BuildZone("cache.test.", text, sign);
+    ZoneSet set({z});
+    Ask(set, "www.cache.test.", kA, sign);
+    size_t kept = z->cached_answers();
+    EXPECT_EQ(kept, 1u);
+    for (int i = 0; i < 200; ++i) {
+      std::string label = "r" + std::to_string(i * 7919);
+      auto nx = Ask(set, label + ".cache.test.", kA, sign);
+      ASSERT_EQ(nx.sections[1].empty(), false);  // the SOA (and, signed, the NSEC) in authority
+      if (sign) {
+        bool nsec = false;
+        for (auto& r : nx.sections[1]) nsec = nsec || r.type == kNSEC;
+        EXPECT_TRUE(nsec);
+      } else {
+        EXPECT_EQ(nx.flags & 0xf, kNXDomain);
+      }
+      // Wildcard-synthesised answers are made fresh too (the proof names the query).
+      Ask(set, label + ".wild.cache.test.", kA, sign);
+    }
+    EXPECT_EQ(z->cached_answers(), kept);
+    Ask(set, "www.cache.test.", kA, sign);
+    Ask(set, "WWW.cache.test.", kA, sign);  // case differs, same key
+    EXPECT_EQ(z->cached_answers(), kept);
+    Ask(set, "www.cache.test.", kAAAA, sign);  // NODATA at a name that exists: cached
+    EXPECT_EQ(z->cached_answers(), kept + 1);
+  }
+}
+
+// RFC 4592: a wildcard owned by the apex (*.example.) answers for any name that does not exist below
+// it; the apex's NS RRset is not a zone cut.
+TEST(AnswerTest, WildcardAtTheApex) {
+  auto z = BuildZone("w.test.",
+                     "$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nns1 A 127.0.0.1\n"
+                     "* A 192.0.2.7\nsub NS ns.elsewhere.example.\n",
+                     true);
+  ZoneSet set({z});
+  for (bool dnssec : {false, true}) {
+    auto m = Ask(set, "foo.w.test.", kA, dnssec);
+    EXPECT_EQ(m.flags & 0xf, kNoError);
+    ASSERT_FALSE(m.sections[0].empty());
+    EXPECT_EQ(m.sections[0][0].type, kA);
+    EXPECT_EQ(m.sections[0][0].rdata, std::string("\xc0\x00\x02\x07", 4));
+    if (dnssec) {
+      // The RRSIG says one label (the wildcard's), and an NSEC proves foo itself does not exist.
+      bool sig = false, nsec = false;
+      for (auto& r : m.sections[0])
+        if (r.type == kRRSIG) sig = static_cast<uint8_t>(r.rdata[3]) == 2;
+      for (auto& r : m.sections[1]) nsec = nsec || r.type == kNSEC;
+      EXPECT_TRUE(sig);
+      EXPECT_TRUE(nsec);
+    }
+  }
+  // Below a delegation the wildcard does not apply: a referral.
+  auto ref = Ask(set, "x.sub.w.test.", kA, false);
+  EXPECT_TRUE(ref.sections[0].empty());
+  ASSERT_FALSE(ref.sections[1].empty());
+  EXPECT_EQ(ref.sections[1][0].type, kNS);
+}
+
+}  // namespace
+}  // namespace govern::dns

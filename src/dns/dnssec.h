@@ -2,7 +2,9 @@
 // RRsets in canonical form (RFC 4034 section 6).
 //
 // A SigningKey is immutable once made and Sign() is const: safe to call from many threads at once
-// (P-256 signs with ECDSA_do_sign on a read-only EC_KEY; the EVP fallback keeps a context per thread).
+// (P-256 signs with ECDSA_sign_setup + ECDSA_do_sign_ex on a read-only EC_KEY and a per-thread BN_CTX:
+// the nonce k is drawn from OpenSSL's private DRBG, not hedged with the key and message as
+// ECDSA_do_sign does; see dnssec.cc. The EVP fallback keeps a context per thread).
 #pragma once
 
 #include <cstdint>
@@ -51,10 +53,10 @@ uint16_t KeyTag(std::string_view dnskey_rdata);
 std::string DsRdataFor(std::string_view owner, std::string_view dnskey_rdata);
 
 // RRSIG RDATA over the RRset (owner wire, type, original TTL, rdatas). `labels` is the owner's label
-// count without a leading '*' (RFC 4034 section 3.1.3). Sorts the RDATA canonically itself.
-// SignRRset over a one-record RRset into `rrsig` (replacing its contents, reusing its capacity): what
-// online denial signs per query, without allocating once the caller's and this thread's buffers have
-// grown.
+// count without a leading '*' (RFC 4034 section 3.1.3). SignRRset puts the RDATA in canonical form and
+// order itself. SignOneInto is SignRRset over a one-record RRset into `rrsig` (replacing its contents,
+// reusing its capacity): what online denial signs per query, without allocating once the caller's and
+// this thread's buffers have grown. Both go through one function (dnssec.cc SignCanonical).
 Status SignOneInto(const SigningKey& key, std::string_view signer, std::string_view owner, uint16_t type,
                    uint32_t ttl, std::string_view rdata, uint32_t inception, uint32_t expiration,
                    std::string* rrsig);

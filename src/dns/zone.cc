@@ -68,6 +68,7 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
       if (keys.zsk) continue;  // online signing makes its own
     }
     auto [it, fresh] = z->nodes_.try_emplace(lower);
+    if (lower.size() > 1 && lower[0] == 1 && lower[1] == '*') z->has_wildcard_ = true;
     Node& n = it->second;
     if (fresh) {
       n.name = lower;
@@ -112,6 +113,7 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
   auto apex = z->nodes_.find(z->apex_);
   if (apex == z->nodes_.end() || !apex->second.Find(kSOA))
     return InvalidArgument("the zone has no SOA at its apex");
+  z->apex_node_ = &apex->second;
   z->soa_ = apex->second.Find(kSOA);
   if (z->soa_->rdatas.size() != 1) return InvalidArgument("the zone has more than one SOA");
   if (apex->second.Find(kCNAME)) return InvalidArgument("CNAME at the zone apex");

@@ -120,6 +120,10 @@ class Zone {
   std::vector<Record> DsRecords() const;
 
   const Node* Find(std::string_view lower_name) const;
+  const Node& apex_node() const { return *apex_node_; }  // Find(apex()), kept: every denial needs it
+  // Whether any name in the zone is a wildcard (its first label "*"): denial skips the wildcard lookup
+  // in zones with none.
+  bool has_wildcard() const { return has_wildcard_; }
   const RRset& soa() const { return *soa_; }
   uint32_t negative_ttl() const { return negative_ttl_; }
 
@@ -143,11 +147,16 @@ class Zone {
   // The answer cache (bounded; see zone.cc). Lookup copies the shared_ptr under a shared lock.
   std::shared_ptr<const CachedAnswer> CacheLookup(std::string_view key, uint32_t now) const;
   void CacheStore(std::string_view key, std::shared_ptr<const CachedAnswer> answer) const;
+  // How many answers the cache holds. Only names that exist in the zone get one (Answer caches by
+  // qname, qtype and DO): a flood of names that do not exist leaves it as it was.
+  size_t cached_answers() const { return cached_.load(std::memory_order_relaxed); }
 
  private:
   Zone() = default;
   std::string apex_;
   std::unordered_map<std::string, Node, StringHash, std::equal_to<>> nodes_;
+  const Node* apex_node_ = nullptr;
+  bool has_wildcard_ = false;
   const RRset* soa_ = nullptr;
   uint32_t negative_ttl_ = 0;
   static constexpr uint16_t kDnskeyType = 48, kCdsType = 59, kCdnskeyType = 60;
