@@ -1,9 +1,8 @@
 #include "dns/dnssec.h"
 
-// EC_KEY, ECDSA_sign_setup and ECDSA_do_sign_ex are deprecated in OpenSSL 3.0 but still there, and they
-// are the fastest way to one P-256 signature: no provider dispatch, no DER encoding to take apart again
-// (about 0.8 us of a 22 us signature), no SHA-512 fetched by name for a hedged nonce (about 1.1 us more;
-// see SignDigestP256). The library uses them here alone (dns_benchmark compares against them).
+// EC_KEY and ECDSA_do_sign are deprecated in OpenSSL 3.0 but still there, and they are the fastest way
+// to one hedged P-256 signature: no provider dispatch, no DER encoding to take apart again (about 0.8 us
+// of a 22 us signature; see SignDigestP256). The library uses them here alone (dns_benchmark compares).
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -63,30 +62,14 @@ struct SignContexts {
 };
 thread_local SignContexts sign_contexts;
 
-// One P-256 signature over a SHA-256 digest. The nonce comes from OpenSSL's private DRBG through
-// ECDSA_sign_setup (k uniform in [1, n), as FIPS 186-4 B.5.2), not ECDSA_do_sign's hedged nonce, which
-// fetches SHA-512 by name and hashes the private key, fresh random bytes and the digest on every call:
-// about 1.1 us of a 19-20 us signature on this machine (docs/benchmarks.md). Both draw on the same
-// DRBG; the hedge only matters if that DRBG fails (a VM snapshot restored twice, say). Setup uses a
-// per-thread BN_CTX so no scratch is allocated.
-struct BnCtx {
-  BN_CTX* ctx = BN_CTX_new();
-  ~BnCtx() { BN_CTX_free(ctx); }
-};
-thread_local BnCtx bn_ctx;
-
+// One P-256 signature over a SHA-256 digest, with OpenSSL's hedged nonce: k is derived from the
+// private key, the digest and fresh random bytes, so a random generator that repeats itself (a VM
+// snapshot restored twice, a cloned container) still never reuses a nonce, which would give the key
+// away. Drawing k straight from the DRBG (ECDSA_sign_setup + ECDSA_do_sign_ex) is about 1.1 us of a
+// 19-20 us signature faster (BM_SignHedgedP256 against the setup path, docs/benchmarks.md), and was
+// measured and declined: a DNSSEC key is long-lived and servers run in VMs.
 ECDSA_SIG* SignDigestP256(const unsigned char (&digest)[SHA256_DIGEST_LENGTH], EC_KEY* ec) {
-  BIGNUM *kinv = nullptr, *r = nullptr;
-  ECDSA_SIG* sig = nullptr;
-  if (bn_ctx.ctx && ECDSA_sign_setup(ec, bn_ctx.ctx, &kinv, &r) == 1)
-    sig = ECDSA_do_sign_ex(digest, SHA256_DIGEST_LENGTH, kinv, r, ec);
-  BN_clear_free(kinv);
-  BN_clear_free(r);
-  if (!sig) {  // s came out 0 for this k (probability ~2^-256), or setup failed: the one-call path
-    ERR_clear_error();
-    sig = ECDSA_do_sign(digest, SHA256_DIGEST_LENGTH, ec);
-  }
-  return sig;
+  return ECDSA_do_sign(digest, SHA256_DIGEST_LENGTH, ec);
 }
 }  // namespace
 

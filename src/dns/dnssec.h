@@ -2,9 +2,8 @@
 // RRsets in canonical form (RFC 4034 section 6).
 //
 // A SigningKey is immutable once made and Sign() is const: safe to call from many threads at once
-// (P-256 signs with ECDSA_sign_setup + ECDSA_do_sign_ex on a read-only EC_KEY and a per-thread BN_CTX:
-// the nonce k is drawn from OpenSSL's private DRBG, not hedged with the key and message as
-// ECDSA_do_sign does; see dnssec.cc. The EVP fallback keeps a context per thread).
+// (P-256 signs with ECDSA_do_sign on a read-only EC_KEY: a hedged nonce, see dnssec.cc. The EVP fallback
+// keeps a context per thread).
 #pragma once
 
 #include <cstdint>
