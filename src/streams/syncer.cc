@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -44,7 +45,7 @@ Syncer::~Syncer() {
 void Syncer::Request(std::shared_ptr<SyncFile> file, std::function<void(Status)> done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pending_.push_back({std::move(file), std::move(done)});
+    pending_.push_back({std::move(file), std::move(done), std::chrono::steady_clock::now()});
   }
   cv_.notify_one();
 }
@@ -58,6 +59,7 @@ void Syncer::Worker() {
     jobs_.pop_front();
     lock.unlock();
     Status status;
+    const auto start = std::chrono::steady_clock::now();
     if (job.fd < 0) {
       status = Internal(std::string("reopen for sync: ") + std::strerror(-job.fd));
     } else if (sync_fn_(job.fd) != 0) {
@@ -66,9 +68,19 @@ void Syncer::Worker() {
     // Set before this round can complete, so every round completing after it sees the failure too.
     if (!status.ok()) job.file->MarkFailed();
     syncs_.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> l(stats_mu_);
+      Record(sync_hist_, std::chrono::steady_clock::now() - start);
+    }
     lock.lock();
     if (!status.ok() && job.round->status.ok()) job.round->status = status;
-    if (--job.round->remaining == 0) cv_.notify_all();
+    if (--job.round->remaining == 0) {
+      {
+        std::lock_guard<std::mutex> l(stats_mu_);
+        Record(round_hist_, std::chrono::steady_clock::now() - job.round->started);
+      }
+      cv_.notify_all();
+    }
   }
 }
 
@@ -101,12 +113,47 @@ void Syncer::StartRound(std::unique_lock<std::mutex>& lock) {
     jobs.push_back({round.get(), f, fd});
   }
   round->remaining = jobs.size();
+  round->started = std::chrono::steady_clock::now();
   lock.lock();
   in_flight_.push_back(std::move(round));
   for (const Job& j : jobs) jobs_.push_back(j);
   rounds_.fetch_add(1, std::memory_order_relaxed);
   if (overlapped) overlapped_.fetch_add(1, std::memory_order_relaxed);
   if (!jobs.empty()) work_cv_.notify_all();
+}
+
+void Syncer::Record(Histogram& h, std::chrono::steady_clock::duration d) {
+  const auto tenths = std::chrono::duration_cast<std::chrono::microseconds>(d).count() / 100;
+  h[static_cast<size_t>(std::clamp<int64_t>(tenths, 0, static_cast<int64_t>(h.size()) - 1))]++;
+}
+
+double Syncer::Quantile(const Histogram& h, double q) {
+  uint64_t total = 0;
+  for (uint64_t n : h) total += n;
+  if (total == 0) return 0;
+  const auto rank = static_cast<uint64_t>(q * static_cast<double>(total - 1));
+  uint64_t seen = 0;
+  for (size_t i = 0; i < h.size(); i++) {
+    seen += h[i];
+    if (seen > rank) return static_cast<double>(i + 1) / 10;  // the bucket's upper edge, in ms
+  }
+  return static_cast<double>(h.size()) / 10;
+}
+
+Syncer::Stats Syncer::stats() const {
+  Stats s;
+  s.syncs = syncs();
+  s.rounds = rounds();
+  s.overlapped_rounds = overlapped_rounds();
+  std::lock_guard<std::mutex> l(stats_mu_);
+  for (uint64_t n : wait_hist_) s.requests += n;
+  s.wait_p50_ms = Quantile(wait_hist_, 0.5);
+  s.wait_p99_ms = Quantile(wait_hist_, 0.99);
+  s.sync_p50_ms = Quantile(sync_hist_, 0.5);
+  s.sync_p99_ms = Quantile(sync_hist_, 0.99);
+  s.round_p50_ms = Quantile(round_hist_, 0.5);
+  s.round_p99_ms = Quantile(round_hist_, 0.99);
+  return s;
 }
 
 void Syncer::Complete(Round& round) {
@@ -119,6 +166,12 @@ void Syncer::Complete(Round& round) {
         status = Internal("fdatasync failed earlier on this file");
         break;
       }
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    for (const Pending& p : round.waiters)
+      if (p.file) Record(wait_hist_, now - p.since);
+  }
   for (Pending& p : round.waiters)
     if (p.done) p.done(status);
 }

@@ -17,7 +17,9 @@
 // order, and must not block long.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -72,6 +74,16 @@ class Syncer {
   // `done` runs after every earlier request's callback (a way to release what those callbacks point into).
   void Request(std::shared_ptr<SyncFile> file, std::function<void(Status)> done);
 
+  // What the rounds cost so far: a request's wait (Request to its callback), one file's sync and one
+  // round (all its files, in parallel), as
+  // quantiles of histograms with 0.1 ms buckets (capped at 1 s).
+  struct Stats {
+    uint64_t syncs = 0, rounds = 0, overlapped_rounds = 0, requests = 0;
+    double wait_p50_ms = 0, wait_p99_ms = 0, sync_p50_ms = 0, sync_p99_ms = 0;
+    double round_p50_ms = 0, round_p99_ms = 0;  // a round's first sync started to its last returned
+  };
+  Stats stats() const;
+
   uint64_t syncs() const { return syncs_.load(std::memory_order_relaxed); }
   uint64_t rounds() const { return rounds_.load(std::memory_order_relaxed); }
   // Rounds that started while an earlier round was still syncing.
@@ -81,12 +93,17 @@ class Syncer {
   struct Pending {
     std::shared_ptr<SyncFile> file;
     std::function<void(Status)> done;
+    std::chrono::steady_clock::time_point since;
   };
+  using Histogram = std::array<uint64_t, 10001>;  // 0.1 ms buckets, the last one for 1 s and more
+  static void Record(Histogram& h, std::chrono::steady_clock::duration d);
+  static double Quantile(const Histogram& h, double q);
   struct Round {
     std::vector<Pending> waiters;
     std::vector<SyncFile*> files;  // distinct; kept alive by `waiters`
     size_t remaining = 0;          // syncs not yet returned
     Status status;                 // the first failed sync's error
+    std::chrono::steady_clock::time_point started;
   };
   struct Job {
     Round* round;
@@ -97,7 +114,7 @@ class Syncer {
   void Worker();
   // Takes every pending request as a new round and queues its syncs. Called with mu_ held.
   void StartRound(std::unique_lock<std::mutex>& lock);
-  static void Complete(Round& round);
+  void Complete(Round& round);
 
   std::function<int(int)> sync_fn_;
   const size_t depth_;
@@ -112,6 +129,8 @@ class Syncer {
   std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> rounds_{0};
   std::atomic<uint64_t> overlapped_{0};
+  mutable std::mutex stats_mu_;
+  Histogram wait_hist_{}, sync_hist_{}, round_hist_{};
   std::vector<std::thread> workers_;
   std::thread thread_;
 };

@@ -137,6 +137,11 @@ TEST_P(SyncerOrdering, WaiterIsNotReleasedByASyncThatBeganBeforeItsWrite) {
     EXPECT_EQ(syncer.overlapped_rounds(), depth > 1 ? 1u : 0u);  // B's round overlapped A's
     gate.Release(1);
     ASSERT_TRUE(done.WaitFor(2));
+    const Syncer::Stats st = syncer.stats();
+    EXPECT_EQ(st.requests, 2u);
+    EXPECT_EQ(st.syncs, 2u);
+    EXPECT_EQ(st.rounds, 2u);
+    EXPECT_GE(st.wait_p99_ms, st.wait_p50_ms);
   }
   EXPECT_EQ(done.calls[1].first, "B");
   EXPECT_TRUE(done.calls[1].second.ok());
