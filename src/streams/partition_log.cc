@@ -312,6 +312,7 @@ AppendInfo PartitionLog::Append(std::string& batch, const BatchHeader& header, i
       info.error = kerr::kKafkaStorageError;
       return info;
     }
+    seg->file->Seal();  // written and synced for good: the Syncer may drop its descriptions of it
     ::fdatasync(seg->index_fd);
     ::fdatasync(seg->time_fd);
     Status s = NewSegment(seg->next_offset);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 namespace govern::streams {
 
@@ -176,6 +177,19 @@ void Syncer::Complete(Round& round) {
     if (p.done) p.done(status);
 }
 
+void Syncer::CloseSealed(const Round& done) {
+  for (SyncFile* f : done.files) {
+    if (!f->sealed_.load(std::memory_order_acquire) || f->slot_fds_.empty()) continue;
+    // Rounds in flight are added and removed by this thread only, and their file lists never change.
+    bool in_use = false;
+    for (const auto& r : in_flight_)
+      for (SyncFile* g : r->files) in_use = in_use || g == f;
+    if (in_use) continue;
+    for (int& fd : f->slot_fds_)
+      if (fd >= 0) ::close(std::exchange(fd, -1));
+  }
+}
+
 void Syncer::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -191,6 +205,7 @@ void Syncer::Loop() {
       if (!pending_.empty() && in_flight_.size() < depth_) StartRound(lock);
       lock.unlock();
       Complete(*done);
+      CloseSealed(*done);
       done.reset();  // may close files: off the lock
       lock.lock();
       continue;

@@ -47,11 +47,16 @@ class SyncFile {
   // on it, and every later one, complete with an error (the page cache can no longer be trusted).
   void MarkFailed() { failed_.store(true, std::memory_order_release); }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // No more writes will come (a sealed segment, already synced by its owner): the Syncer closes its own
+  // descriptions of the file once no round in flight uses them, instead of holding them while the file
+  // lives (a later request would open them again).
+  void Seal() { sealed_.store(true, std::memory_order_release); }
 
  private:
   friend class Syncer;
   int fd_;
   std::atomic<bool> failed_{false};
+  std::atomic<bool> sealed_{false};
   std::vector<int> slot_fds_;  // the Syncer's own descriptions, one per round slot; its thread only
 };
 
@@ -115,6 +120,8 @@ class Syncer {
   // Takes every pending request as a new round and queues its syncs. Called with mu_ held.
   void StartRound(std::unique_lock<std::mutex>& lock);
   void Complete(Round& round);
+  // Closes the slot descriptions of `done`'s sealed files that no round in flight uses. Loop thread only.
+  void CloseSealed(const Round& done);
 
   std::function<int(int)> sync_fn_;
   const size_t depth_;

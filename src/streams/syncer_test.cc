@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <string>
@@ -198,6 +199,34 @@ TEST(SyncerPipeline, FailureIsNotHiddenByAnOverlappingSync) {
   ASSERT_EQ(done.calls.size(), 3u);
   for (auto& [name, status] : done.calls) EXPECT_FALSE(status.ok()) << name;
   EXPECT_TRUE(file->failed());
+  ::unlink(path.c_str());
+}
+
+int OpenDescriptors() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) n += e.exists() ? 1 : 0;
+  return n;
+}
+
+// The Syncer's own descriptions of a file live while the file is written; once it is sealed they are
+// closed after the next round over it (a broker with many sealed segments would hold them otherwise).
+TEST(SyncerPipeline, SealedFileDescriptionsAreClosed) {
+  std::string path;
+  auto file = TempFile(&path);
+  const int base = OpenDescriptors();
+  Done done;
+  {
+    Syncer syncer(1, nullptr, 2);
+    syncer.Request(file, done.Callback("A"));
+    ASSERT_TRUE(done.WaitFor(1));
+    EXPECT_GT(OpenDescriptors(), base);  // the first slot's description of the file
+    file->Seal();
+    syncer.Request(file, done.Callback("B"));
+    ASSERT_TRUE(done.WaitFor(2));
+  }
+  EXPECT_EQ(OpenDescriptors(), base);
+  EXPECT_TRUE(done.calls[0].second.ok());
+  EXPECT_TRUE(done.calls[1].second.ok());
   ::unlink(path.c_str());
 }
 
