@@ -48,8 +48,8 @@ struct BrokerOptions {
   int threads = 2;
   int64_t retention_check_ms = 5 * 60 * 1000;
   size_t max_inflight_per_connection = 128;
-  // Group-commit rounds of the data directory that may sync at once (streams/syncer.h); 1 starts a round
-  // only after the previous one ended.
+  // Group-commit rounds of the data directory that may sync at once (streams/syncer.h); 1 (the default)
+  // starts a round only after the previous one ended.
   int sync_depth = Syncer::kDefaultDepth;
   // SASL, ACLs and screening (streams/security.h); null: open listener, everything allowed, no screening.
   std::shared_ptr<const Security> security;

@@ -1,11 +1,12 @@
 // Syncer: group commit for one log directory. Appenders write to their files (page cache) and then ask
 // the syncer to call them back once those bytes are on disk. A round takes every request that arrived
-// since the last round started and fdatasyncs each distinct file written once; rounds are pipelined: a
-// new round starts as soon as a request arrives while fewer than `depth` rounds are in flight, without
-// waiting for the round that is syncing. A request is therefore covered by the first round that starts
-// after it (never by a sync that began before its write), and a produce waits about one sync instead of
-// the rest of the round in flight plus its own. Many producers still share a few syncs: everything that
-// arrives while `depth` rounds are in flight waits for the next one.
+// since the last round started and fdatasyncs each distinct file written once. Rounds may be pipelined:
+// with depth > 1 a new round starts as soon as a request arrives while fewer than `depth` rounds are in
+// flight, without waiting for the round that is syncing, so a produce waits about one sync instead of
+// the rest of the round in flight plus its own (the default depth is 1, see kDefaultDepth). Either way a
+// request is covered only by a round that starts after it, never by a sync that began before its write,
+// and many producers share a few syncs: everything that arrives while `depth` rounds are in flight waits
+// for the next one.
 //
 // Concurrent syncs of one file: each of the `depth` round slots syncs through its own open file
 // description of the file (opened through /proc/self/fd), because the kernel reports a writeback error
@@ -72,7 +73,10 @@ class Syncer {
   Syncer(const Syncer&) = delete;
   Syncer& operator=(const Syncer&) = delete;
 
-  static constexpr int kDefaultDepth = 2;
+  // 1: measured on ext4 (docs/benchmarks.md, streams), overlapping syncs queue behind one journal commit,
+  // so depth 2 made more, slower syncs (64 producers with 64-record batches lost ~14 %) and the batching
+  // producer's rounds almost never overlapped; a disk with independent flushes may want 2.
+  static constexpr int kDefaultDepth = 1;
 
   // Calls `done` once every write to `file` made before this call is durable (an fdatasync that started
   // after this call returned), or with the error when the sync failed. A null `file` syncs nothing:
