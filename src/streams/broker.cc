@@ -314,7 +314,7 @@ Status Broker::Impl::Start() {
   if (lock_fd < 0) return Internal("streams: open " + opts.data_dir + "/.lock: " + std::strerror(errno));
   if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0)
     return FailedPrecondition("streams: another broker is using " + opts.data_dir);
-  syncer = std::make_unique<Syncer>();
+  syncer = std::make_unique<Syncer>(8, nullptr, opts.sync_depth);
   {
     std::ifstream in(opts.data_dir + "/producer-id-block");
     int64_t v = 0;
@@ -1089,5 +1089,6 @@ std::vector<std::string> Broker::Topics() const {
 }
 uint64_t Broker::syncs() const { return impl_->syncer ? impl_->syncer->syncs() : 0; }
 uint64_t Broker::sync_rounds() const { return impl_->syncer ? impl_->syncer->rounds() : 0; }
+Syncer::Stats Broker::sync_stats() const { return impl_->syncer ? impl_->syncer->stats() : Syncer::Stats{}; }
 
 }  // namespace govern::streams

@@ -48,6 +48,9 @@ struct BrokerOptions {
   int threads = 2;
   int64_t retention_check_ms = 5 * 60 * 1000;
   size_t max_inflight_per_connection = 128;
+  // Group-commit rounds of the data directory that may sync at once (streams/syncer.h); 1 (the default)
+  // starts a round only after the previous one ended.
+  int sync_depth = Syncer::kDefaultDepth;
   // SASL, ACLs and screening (streams/security.h); null: open listener, everything allowed, no screening.
   std::shared_ptr<const Security> security;
 };
@@ -121,8 +124,9 @@ class Broker {
   // The partition's log, or null. For tools and tests.
   std::shared_ptr<PartitionLog> Partition(const std::string& topic, int32_t partition) const;
   std::vector<std::string> Topics() const;
-  uint64_t syncs() const;        // fdatasync calls so far
-  uint64_t sync_rounds() const;  // group-commit rounds so far (each covers every waiting produce)
+  uint64_t syncs() const;            // fdatasync calls so far
+  uint64_t sync_rounds() const;      // group-commit rounds so far (each covers every waiting produce)
+  Syncer::Stats sync_stats() const;  // with the produce's wait for durability and one sync's duration
 
  private:
   class Impl;

@@ -307,10 +307,12 @@ AppendInfo PartitionLog::Append(std::string& batch, const BatchHeader& header, i
     // once here too, so reopening need not rebuild them.
     if (::fdatasync(seg->file->fd()) != 0) {
       log::Error("streams", "sync sealed segment", {{"dir", dir_}, {"error", std::strerror(errno)}});
+      seg->file->MarkFailed();  // this error is not reported again to the Syncer's syncs of the file
       failed_ = true;
       info.error = kerr::kKafkaStorageError;
       return info;
     }
+    seg->file->Seal();  // written and synced for good: the Syncer may drop its descriptions of it
     ::fdatasync(seg->index_fd);
     ::fdatasync(seg->time_fd);
     Status s = NewSegment(seg->next_offset);
@@ -507,7 +509,10 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     pos += h.total_size();
   }
   if (::ftruncate(seg.file->fd(), static_cast<off_t>(pos)) != 0) return Errno("truncate");
-  if (::fdatasync(seg.file->fd()) != 0) return Errno("fdatasync");
+  if (::fdatasync(seg.file->fd()) != 0) {
+    seg.file->MarkFailed();
+    return Errno("fdatasync");
+  }
   seg.size = pos;
   producers_.clear();
   for (auto& [base, s] : segments_) GOVERN_RETURN_IF_ERROR(ScanSegment(s, false, false));
