@@ -90,6 +90,15 @@ class StreamsService final : public services::Service {
            .help = "Network threads.",
            .min = 1,
            .max = 256});
+    s.Add({.key = "streams.sync_depth",
+           .type = Type::kInt,
+           .default_value = "1",
+           .help = "Group-commit rounds that may fdatasync at once (docs/streams.md). 1 starts a round only "
+                   "after the previous one ended; more can pay on a device whose flushes run in parallel "
+                   "(NVMe), not on a journalled filesystem that serialises them (measured: 14 % fewer "
+                   "records/s at 2 on ext4 here).",
+           .min = 1,
+           .max = 8});
     // The consumer-group coordinator (Kafka's group.* and offsets.* broker settings).
     s.Add({.key = "streams.groups.min_session_timeout",
            .type = Type::kDuration,
@@ -325,6 +334,7 @@ class StreamsService final : public services::Service {
     o.max_request_bytes = static_cast<size_t>(c.GetBytes("streams.max_request_bytes"));
     o.max_message_bytes = static_cast<size_t>(c.GetBytes("streams.max_message_bytes"));
     o.threads = static_cast<int>(c.GetInt("streams.threads"));
+    o.sync_depth = static_cast<int>(c.GetInt("streams.sync_depth"));
     GOVERN_RETURN_IF_ERROR(BuildSecurity(c, ctx.data_dir, o));
     host_ = o.listen_host;
     broker_ = std::make_unique<streams::Broker>(o);
