@@ -98,6 +98,12 @@ void Syncer::StartRound(std::unique_lock<std::mutex>& lock) {
     SyncFile* f = p.file.get();
     if (!f || !seen.insert(f).second) continue;
     round->files.push_back(f);
+    if (depth_ == 1) {
+      // One round at a time: the writer's own descriptor, as before pipelining (no /proc, no extra
+      // descriptor per file; a writeback error is reported to it once, to the one round syncing it).
+      jobs.push_back({round.get(), f, f->fd()});
+      continue;
+    }
     if (f->slot_fds_.size() < depth_) f->slot_fds_.resize(depth_, -1);
     int& fd = f->slot_fds_[slot];
     if (fd < 0) {

@@ -8,8 +8,9 @@
 // and many producers share a few syncs: everything that arrives while `depth` rounds are in flight waits
 // for the next one.
 //
-// Concurrent syncs of one file: each of the `depth` round slots syncs through its own open file
-// description of the file (opened through /proc/self/fd), because the kernel reports a writeback error
+// Concurrent syncs of one file (depth > 1; depth 1 syncs the writer's own descriptor): each of the
+// `depth` round slots syncs through its own open file description of the file (opened through
+// /proc/self/fd), because the kernel reports a writeback error
 // once per description: two syncs sharing one description could both return 0 after one of them
 // swallowed the error. A failed sync marks the file failed for good, and every round completing after
 // that (rounds complete in start order) that covers the file reports the error too.

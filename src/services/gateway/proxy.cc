@@ -423,6 +423,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   bool include_usage = false;
   std::shared_ptr<UpstreamCall> call;  // the attempt in flight; set under impl->live_mu (Start)
   bool client_left = false;            // guarded by impl->live_mu: the client went away (OnClose)
+  std::string build_error;             // the last deployment that could not take the request (Attempt)
   bool finished = false;
 
   // Routing (routing.h): the request's attempts. `route` points at attempt_route, the deployment tried.
@@ -467,6 +468,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
                     ? openai::ErrorJson(message, "invalid_request_error", "dlp_blocked")
                     : anthropic::ErrorJson("invalid_request_error", message);
     auto r = std::make_shared<net::Response>(400, detail::Dump(body), "application/json");
+    r->headers.Set("x-request-id", rec.request_id);
     auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
     Done([r, responder_ptr] { responder_ptr->Send(std::move(*r)); });
   }
@@ -570,6 +572,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     rec.status = admission.status;
     rec.error = admission.message;
     auto rp = std::make_shared<net::Response>(std::move(r));
+    rp->headers.Set("x-request-id", rec.request_id);
     auto responder_ptr = std::make_shared<net::Responder>(std::move(responder));
     Done([rp, responder_ptr] { responder_ptr->Send(std::move(*rp)); });
   }
@@ -657,6 +660,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     auto next = plan->Next(&why);
     if (!next) {
       if (last_status != 0) return Fail(last_status, last_error);
+      if (!build_error.empty()) return Fail(400, build_error);
       return Fail(503, why);
     }
     target = std::move(*next);
@@ -667,8 +671,12 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     rec.attempts.push_back({target.model, target.deployment, 0, "", backoff_ms});
     auto up = BuildRequest();
     if (!up.ok()) {
+      // This deployment cannot take the request (an API its provider does not serve, a body its format
+      // cannot express): nothing was sent, so the next one is tried; a 400 only if none could.
       plan->Finish(Outcome::kNeutral);
-      return Fail(400, up.status().message());
+      rec.attempts.back().error = up.status().message();
+      build_error = up.status().message();
+      return Attempt();
     }
     Start(std::move(*up));
   }
@@ -871,7 +879,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   void Retry(std::chrono::milliseconds retry_after = std::chrono::milliseconds(0)) {
     auto delay = std::max(plan->NextBackoff(), std::min(retry_after, plan->retry().max_backoff));
     backoff_ms = delay.count();
-    if (delay.count() == 0) return Attempt();
+    // A call that never got a loop (its URL did not parse) has no timer to wait on: go on at once.
+    if (delay.count() == 0 || !call->has_loop()) return Attempt();
     auto self = shared_from_this();
     call->PostAfter(delay, [self] { self->Attempt(); });
   }
@@ -1215,7 +1224,9 @@ void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point s
   r.input_tokens = m.input;
   r.output_tokens = m.output;
   r.cached_tokens = m.cached;
-  if (auto it = config.prices.find(r.model); it != config.prices.end()) {
+  // Priced as the model that answered: a fallback's price, not the requested model's.
+  const std::string& priced = r.attempts.empty() ? r.model : r.attempts.back().model;
+  if (auto it = config.prices.find(priced); it != config.prices.end()) {
     const PriceConfig& p = it->second;
     int64_t uncached = std::max<int64_t>(0, m.input - m.cached);
     r.cost = (static_cast<double>(uncached) * p.input + static_cast<double>(m.cached) * p.cached_input +

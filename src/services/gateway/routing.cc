@@ -9,6 +9,7 @@
 #include <set>
 
 #include "gateway/json_util.h"
+#include "services/gateway/upstream.h"
 
 namespace govern::gateway {
 
@@ -238,6 +239,13 @@ Status ValidateRoutes(const std::vector<ModelRouteConfig>& routes) {
     if (!models.insert(r.model).second) return InvalidArgument("gateway: model routed twice: " + r.model);
   }
   for (const auto& r : routes) {
+    // Every deployment's URL must be one the provider client can call (a host, a numeric port), so no
+    // request fails, or waits, on a URL that never worked.
+    for (const auto& d : r.deployments) {
+      if (Status ok = CheckUpstreamUrl(d.base_url); !ok.ok())
+        return InvalidArgument("route " + r.model + ", deployment `" + d.name + "`: base_url " + d.base_url +
+                               ": " + ok.message());
+    }
     std::set<std::string> seen;
     for (const auto& f : r.fallbacks) {
       if (f == r.model) return InvalidArgument("route " + r.model + ": falls back to itself");

@@ -289,9 +289,10 @@ class RoutingTest : public ::testing::Test {
   }
 
   // Starts the proxy on `routes` (the routes file's "routes" array).
-  void Start(Json routes, Json upstream = Json::object()) {
+  void Start(Json routes, Json upstream = Json::object(), Json prices = Json::object()) {
     Json file = {{"routes", std::move(routes)}, {"keys", {{{"key", kKey}, {"org", "acme"}}}}};
     if (!upstream.empty()) file["upstream"] = std::move(upstream);
+    if (!prices.empty()) file["prices"] = std::move(prices);
     auto config = ParseProxyConfig(file.dump());
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     config->on_record = [this](const UsageRecord& r) {
@@ -603,7 +604,10 @@ TEST_F(RoutingTest, FallbackToAnotherModelAndFormat) {
                          {"provider", "anthropic"},
                          {"base_url", stub_base},
                          {"api_key", "sk-ant"},
-                         {"model", "stub-claude"}}}}}}));
+                         {"model", "stub-claude"}}}}}}),
+        Json::object(),
+        // The fallback is priced as itself: 1,000,000 µ$ per million input tokens = $1 per token.
+        {{"primary", {{"input", 0}, {"output", 0}}}, {"backup", {{"input", 1000000}, {"output", 0}}}});
   // An OpenAI client on `primary`: a says 529, the Anthropic fallback answers, translated.
   auto r = Chat("primary");
   ASSERT_EQ(r.status, 200) << r.body;
@@ -616,11 +620,41 @@ TEST_F(RoutingTest, FallbackToAnotherModelAndFormat) {
   ASSERT_EQ(rec.attempts.size(), 2u);
   EXPECT_EQ(rec.attempts[1].model, "backup");
   EXPECT_EQ(rec.input_tokens, 3);
+  EXPECT_DOUBLE_EQ(rec.cost, 3.0);  // backup's price, not primary's (0)
   // A stream too.
   auto s = Chat("primary", true);
   EXPECT_EQ(s.status, 200);
   EXPECT_NE(s.body.find("[DONE]"), std::string::npos) << s.body;
   (*stub)->Stop();
+}
+
+TEST_F(RoutingTest, DeploymentThatDoesNotServeTheApiIsSkipped) {
+  FakeProvider a("a"), b("b");
+  Json claude = {{"name", "claude"}, {"provider", "anthropic"}, {"base_url", a.base()}, {"api_key", "k"}};
+  Json heavy = claude;
+  heavy["weight"] = 1000;
+  Start(Json::array({{{"model", "emb"},
+                      {"deployments", {heavy, Dep("b", b)}},
+                      {"retry", {{"retries", 1}, {"backoff_ms", 1}, {"max_backoff_ms", 1}}}},
+                     {{"model", "only-claude"}, {"deployments", {claude}}}}));
+  // The Anthropic deployment (picked first: weight 1000) cannot serve embeddings: nothing is sent to it
+  // and the OpenAI one answers, every time.
+  for (int i = 0; i < 3; ++i) {
+    auto r = Chat("emb", false, "/v1/embeddings");
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  EXPECT_EQ(a.requests(), 0u);
+  EXPECT_EQ(b.requests(), 3u);
+  UsageRecord rec = WaitRecord(1);
+  ASSERT_EQ(rec.attempts.size(), 2u);
+  EXPECT_NE(rec.attempts[0].error.find("does not serve the embeddings API"), std::string::npos)
+      << rec.attempts[0].error;
+  EXPECT_EQ(rec.deployment, "b");
+  // No deployment serves it: 400 naming why.
+  auto none = Chat("only-claude", false, "/v1/embeddings");
+  EXPECT_EQ(none.status, 400) << none.body;
+  EXPECT_NE(none.body.find("does not serve the embeddings API"), std::string::npos) << none.body;
+  EXPECT_EQ(a.requests(), 0u);
 }
 
 TEST_F(RoutingTest, AzureAndOpenAICompatibleRequests) {
@@ -725,6 +759,11 @@ TEST(RoutingConfigTest, BadConfigurationIsRefusedAtLoadNamingTheField) {
       err(R"([{"model":"m","deployments":[{"provider":"gemini","base_url":"http://x","api_key":"k","model":"a/b"}]}])"),
       "must be a Gemini model name");
   EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"base_url":"ftp://x"}]}])"), "base_url must start");
+  // URLs the provider client cannot call are refused at load, not at the first request.
+  EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"base_url":"http://llm:80x/v1"}]}])"),
+               "has a bad port");
+  EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"base_url":"http://[::1"}]}])"), "unclosed [");
+  EXPECT_PRED2(has, err(R"([{"model":"m","base_url":"http://:8080"}])"), "has no host");
   EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"base_url":"http://x","weight":0}]}])"),
                "deployments[0].weight must be 1..1000000");
   EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"provider":"azure","base_url":"http://x"}]}])"),

@@ -137,6 +137,14 @@ class GatewayService final : public services::Service {
     // Governance: Govern tokens, the policy check, budgets (governance_config.h).
     GOVERN_ASSIGN_OR_RETURN(governance_, StartGovernance(c, ctx.data_dir, text.str(), ctx.db));
     config.governance = governance_.governance;
+    // Every failure below stops the budget sync (and releases its leases) before returning.
+    struct StopGovernanceOnFailure {
+      GovernanceRuntime* runtime;
+      bool armed = true;
+      ~StopGovernanceOnFailure() {
+        if (armed) runtime->Stop();
+      }
+    } governance_guard{&governance_};
     const std::string usage_dir = config.wal_dir;
     {
       // The WAL makes its own directory but not the ones above it (<data_dir>/gateway on a fresh data dir).
@@ -169,9 +177,9 @@ class GatewayService final : public services::Service {
       server_.reset();
       shipper_.reset();
       proxy_.reset();
-      governance_.Stop();
       return s;
     }
+    governance_guard.armed = false;
     host_ = sc.address;
     log::Info("gateway", "serving", {{"address", services::FormatListen(host_, server_->port())}});
     return OkStatus();

@@ -561,6 +561,10 @@ void UpstreamCall::Post(std::function<void()> fn) {
   impl_->client->PostTo(*impl_->loop, std::move(fn));
 }
 
+Status CheckUpstreamUrl(std::string_view url) { return ParseUrl(url).status(); }
+
+bool UpstreamCall::has_loop() const { return impl_->loop != nullptr; }
+
 void UpstreamCall::PostAfter(std::chrono::milliseconds delay, std::function<void()> fn) {
   if (impl_->loop == nullptr) return;
   Loop* loop = impl_->loop;

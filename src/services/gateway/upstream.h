@@ -61,6 +61,10 @@ struct UpstreamRequest {
 
 class UpstreamCall;
 
+// Whether the provider client can call `url` (http:// or https://, a host, a numeric port): routes are
+// checked with it when they load, so no call fails on its URL.
+Status CheckUpstreamUrl(std::string_view url);
+
 class UpstreamClient {
  public:
   // Errors: kInvalidArgument (threads < 1, an unreadable ca_file).
@@ -114,6 +118,9 @@ class UpstreamCall {
   // Runs `fn` on the call's loop (dropped when the client is gone).
   void Post(std::function<void()> fn);
   // Runs `fn` on the call's loop after `delay` (a retry's backoff); dropped when the client stops first.
+  // False for a call whose URL did not parse (it answers at once with that error and has no loop:
+  // Post and PostAfter drop what they are given).
+  bool has_loop() const;
   void PostAfter(std::chrono::milliseconds delay, std::function<void()> fn);
   // Thread-safe, idempotent.
   void Cancel();
