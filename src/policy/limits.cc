@@ -609,4 +609,29 @@ Response Decider::ToResponse(const Outcome& o) const {
   return resp;
 }
 
+Result<BundleDecider> DeciderFromBundle(const std::function<const std::string*(std::string_view)>& file,
+                                        LimitOptions options) {
+  std::map<std::string, std::string> files;
+  for (std::string_view name :
+       {"policies.cedar", "policies.json", "links.json", "entities.json", "limits.json"}) {
+    if (const std::string* f = file(name)) files.emplace(std::string(name), *f);
+  }
+  if (!files.contains("policies.cedar") && !files.contains("policies.json"))
+    return InvalidArgument("the bundle has no policies.cedar or policies.json");
+  // Errors name the file ("limits.json: ...").
+  GOVERN_ASSIGN_OR_RETURN(Decider decider, Decider::FromFiles(files, std::move(options)));
+  BundleDecider c{std::move(decider), {}};
+  const PolicySet& ps = c.decider.policies();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    std::string name = ps.id(i);
+    if (ps.template_of(i).empty()) {
+      for (const auto& [k, v] : ps.annotations(i)) {
+        if (k == "id" && !v.empty()) name = v;
+      }
+    }
+    c.names.push_back(std::move(name));
+  }
+  return c;
+}
+
 }  // namespace govern::policy

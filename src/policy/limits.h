@@ -16,10 +16,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/status.h"
@@ -106,5 +108,20 @@ class Decider {
   Entities entities_;
   Limits limits_;
 };
+
+// What a policy bundle decides with: its Decider, and the name each policy is reported by: a
+// template-linked policy by its link id (the template's @id annotation is every link's, so it would
+// not tell them apart); a static policy by its @id annotation when it has one, else "policyN".
+struct BundleDecider {
+  Decider decider;
+  std::vector<std::string> names;  // per policy, in PolicySet order
+};
+
+// The BundleDecider of a bundle whose files are read through `file` (null: the bundle has no such
+// file): Decider::FromFiles over policies.cedar or policies.json (one is required), links.json,
+// entities.json and limits.json. Shared by the policy sidecar and the gateway, so both load a bundle
+// the same way and report policies by the same names.
+Result<BundleDecider> DeciderFromBundle(const std::function<const std::string*(std::string_view)>& file,
+                                        LimitOptions options = {});
 
 }  // namespace govern::policy

@@ -1,7 +1,6 @@
 #include "services/gateway/policy_gate.h"
 
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "base/log.h"
@@ -12,37 +11,12 @@
 namespace govern::gateway {
 namespace {
 
-// The files of a policy bundle the Decider reads (as src/services/policy/agent.cc does).
-constexpr std::string_view kFiles[] = {"policies.cedar", "policies.json", "links.json", "entities.json",
-                                       "limits.json"};
-
-struct Compiled {
-  policy::Decider decider;
-  std::vector<std::string> names;  // per policy: link id, else @id, else policyN (as the sidecar reports)
-};
+using Compiled = policy::BundleDecider;  // the Decider and each policy's reported name
 
 Result<Compiled> Compile(const bundle::Bundle& b, const std::shared_ptr<policy::LimitCounters>& counters) {
-  std::map<std::string, std::string> files;
-  for (std::string_view name : kFiles) {
-    if (const std::string* f = b.File(name)) files.emplace(std::string(name), *f);
-  }
-  if (!files.contains("policies.cedar") && !files.contains("policies.json"))
-    return InvalidArgument("the bundle has no policies.cedar or policies.json");
   policy::LimitOptions lo;
   lo.counters = counters;
-  GOVERN_ASSIGN_OR_RETURN(policy::Decider decider, policy::Decider::FromFiles(files, lo));
-  Compiled c{std::move(decider), {}};
-  const policy::PolicySet& ps = c.decider.policies();
-  for (size_t i = 0; i < ps.size(); ++i) {
-    std::string name = ps.id(i);
-    if (ps.template_of(i).empty()) {
-      for (const auto& [k, v] : ps.annotations(i)) {
-        if (k == "id" && !v.empty()) name = v;
-      }
-    }
-    c.names.push_back(std::move(name));
-  }
-  return c;
+  return policy::DeciderFromBundle([&b](std::string_view name) { return b.File(name); }, lo);
 }
 
 Result<std::string> ReadAll(const std::string& path) {

@@ -36,44 +36,16 @@ namespace {
 
 using json = nlohmann::json;
 
-// What the sidecar decides from: one bundle's policies, entities and limits (a Decider), and the name each
-// policy is reported by: a template-linked policy by its link id (the template's @id annotation is every
-// link's, so it would not tell them apart); a static policy by its @id annotation when it has one, else
-// the engine's "policyN".
-struct Compiled {
-  policy::Decider decider;
-  std::vector<std::string> names;
-};
+// What the sidecar decides from: one bundle's Decider and its policies' names (policy::DeciderFromBundle).
+using Compiled = policy::BundleDecider;
 using Slot = bundle::BundleSlot<Compiled>;
-
-constexpr std::string_view kLimitsFile = "limits.json";
 
 // `counters` is the one table of limit counters shared by every bundle version the sidecar loads, so a
 // swap keeps each limit's counters while its id stays and refills no budget (docs/policy-extensions.md).
 Result<Compiled> Compile(const bundle::Bundle& b, const std::shared_ptr<policy::LimitCounters>& counters) {
-  std::map<std::string, std::string> files;
-  for (std::string_view name : {kPoliciesFile, kPoliciesJsonFile, kLinksFile, kEntitiesFile, kLimitsFile}) {
-    if (const std::string* f = b.File(name)) files.emplace(std::string(name), *f);
-  }
-  if (!files.contains(std::string(kPoliciesFile)) && !files.contains(std::string(kPoliciesJsonFile)))
-    return InvalidArgument("the bundle has no " + std::string(kPoliciesFile) + " or " +
-                           std::string(kPoliciesJsonFile));
   policy::LimitOptions options;
   options.counters = counters;
-  // Errors name the file ("limits.json: ...").
-  GOVERN_ASSIGN_OR_RETURN(policy::Decider decider, policy::Decider::FromFiles(files, options));
-  Compiled c{std::move(decider), {}};
-  const policy::PolicySet& ps = c.decider.policies();
-  for (size_t i = 0; i < ps.size(); ++i) {
-    std::string name = ps.id(i);
-    if (ps.template_of(i).empty()) {
-      for (const auto& [k, v] : ps.annotations(i)) {
-        if (k == "id" && !v.empty()) name = v;
-      }
-    }
-    c.names.push_back(std::move(name));
-  }
-  return c;
+  return policy::DeciderFromBundle([&b](std::string_view name) { return b.File(name); }, options);
 }
 
 Result<std::string> ReadFile(const std::string& path) {
