@@ -545,6 +545,13 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
     // A sustained run at another rate than the target's is not that row: its own names, no target.
     const bool off_target = probe && rate != kSustained.target;
     const std::string suffix = off_target ? "_offered_" + std::to_string(static_cast<int64_t>(rate)) : "";
+    // "send_to_stored_median_at_100k" becomes "send_to_stored_median_offered_50000".
+    auto name_of = [&](const Target& x) {
+      std::string m = x.metric;
+      if (!off_target) return m;
+      if (size_t at = m.find("_at_100k"); at != std::string::npos) m.erase(at);
+      return m + suffix;
+    };
     auto target_of = [&](const Target& x) {
       return off_target ? std::optional<double>() : std::optional<double>(x.target);
     };
@@ -559,7 +566,7 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
             std::to_string(latencies.size()) +
             " one-event probes sent beside the sustained load, send to a SELECT finding the row" +
             (probe_error.empty() ? "" : "; " + probe_error);
-        report.Add(bench::Row{kLatencyMedian.metric + suffix,
+        report.Add(bench::Row{name_of(kLatencyMedian),
                               static_cast<double>(rec.Percentile(50)) / 1e6,
                               "ms",
                               target_of(kLatencyMedian),
@@ -567,7 +574,7 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
                               "",
                               {},
                               pnote});
-        report.Add(bench::Row{kLatencyP99.metric + suffix,
+        report.Add(bench::Row{name_of(kLatencyP99),
                               static_cast<double>(rec.Percentile(99)) / 1e6,
                               "ms",
                               target_of(kLatencyP99),
@@ -601,11 +608,10 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
         static_cast<long long>(acked_events), (*summary)["acked_rate"].get<double>(),
         static_cast<long long>((*summary)["refused"].get<int64_t>()), static_cast<long long>(seen), span_s,
         (*summary)["latency_p99_ms"].get<double>(), govern_cpu, pg_cpu, loadgen_cpu);
-    std::printf("%s%s: %s\n", t.metric, suffix.c_str(), note);
-    report.Add(bench::Row{t.metric + suffix, acked_events / span_s, t.unit, target_of(t), t.better,
-                          "PostgreSQL COPY, same rows",
-                          o.copy_rows_per_s > 0 ? std::optional<double>(o.copy_rows_per_s) : std::nullopt,
-                          note});
+    std::printf("%s: %s\n", name_of(t).c_str(), note);
+    report.Add(bench::Row{
+        name_of(t), acked_events / span_s, t.unit, target_of(t), t.better, "PostgreSQL COPY, same rows",
+        o.copy_rows_per_s > 0 ? std::optional<double>(o.copy_rows_per_s) : std::nullopt, note});
   };
   run(kSustained, o.sustained_rate, run_s, /*measure_cpu=*/false, /*probe=*/true);
   if (o.sustained_only) {
