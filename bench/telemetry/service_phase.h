@@ -25,6 +25,11 @@ struct ServiceOptions {
   std::string govern;          // path of the govern binary; empty: not run
   std::string loadgen;         // path of telemetry_loadgen
   double copy_rows_per_s = 0;  // the raw limit measured in this run, shown as the peer
+  // The sustained run's send rate (the target's 100,000/s by default; lower to measure send-to-stored
+  // latency where the pipeline keeps up, e.g. 50,000).
+  double sustained_rate = 100000;
+  // Only the sustained run (with its latency probes): no peak, soak or compaction (quick A/B runs).
+  bool sustained_only = false;
 };
 
 void RunServicePhase(const ServiceOptions& options, bench::Report& report, std::vector<NotRun>& not_run);

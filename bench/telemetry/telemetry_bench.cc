@@ -15,7 +15,7 @@
 // the reason, never with a figure.
 //
 // Usage: telemetry_bench --dir DIR [--quick] [--results DIR] [--govern PATH] [--loadgen PATH]
-// [--service-only]
+// [--service-only] [--sustained-rate EVENTS_PER_S] [--sustained-only]
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +82,8 @@ struct Config {
   std::string govern;
   std::string loadgen;
   bool service_only = false;  // skip the in-process rows (to try the service rows alone)
+  double sustained_rate = 100000;
+  bool sustained_only = false;
 };
 
 std::vector<Event> Batch(Generator& g, size_t n) {
@@ -614,11 +616,15 @@ int Main(int argc, char** argv) {
       cfg.loadgen = argv[++i];
     else if (a == "--service-only")
       cfg.service_only = true;
+    else if (a == "--sustained-rate" && i + 1 < argc)
+      cfg.sustained_rate = std::stod(argv[++i]);
+    else if (a == "--sustained-only")
+      cfg.sustained_only = true;
   }
   if (cfg.dir.empty()) {
     std::fprintf(stderr,
                  "usage: telemetry_bench --dir DIR [--quick] [--results DIR] [--govern PATH] "
-                 "[--loadgen PATH]\n");
+                 "[--loadgen PATH] [--service-only] [--sustained-rate EVENTS_PER_S] [--sustained-only]\n");
     return 2;
   }
   std::filesystem::create_directories(cfg.dir);
@@ -635,6 +641,8 @@ int Main(int argc, char** argv) {
   so.govern = cfg.govern;
   so.loadgen = cfg.loadgen;
   so.copy_rows_per_s = copy.best_rows_per_s;
+  so.sustained_rate = cfg.sustained_rate;
+  so.sustained_only = cfg.sustained_only;
   RunServicePhase(so, report, not_run);
 
   const bool ok = report.Finish(cfg.results);

@@ -21,6 +21,7 @@
 
 #include "base/log.h"
 #include "db/error.h"
+#include "services/telemetry/record_rows.h"
 #include "services/telemetry/schema.h"
 
 namespace govern::telemetry {
@@ -63,18 +64,6 @@ std::string CopySql(std::string_view table) {
 std::string InsertFromStagingSql() {
   return std::string("INSERT INTO telemetry_events (") + kEventColumns + ") SELECT " + kEventColumns +
          " FROM telemetry_ingest_staging ON CONFLICT DO NOTHING";
-}
-
-// Why an event cannot be stored as it is, or "" when it can: the primary key needs the id that intake
-// always assigns, and PostgreSQL holds no NUL character (intake refuses those; a WAL written before it
-// did, or by hand, may still hold one).
-std::string Unstorable(const RecordBatch& record) {
-  for (size_t i = 0; i < record.events.size(); ++i) {
-    const Event& e = record.events[i];
-    std::string why = e.id.empty() ? "id (empty)" : UnstorableReason(e);
-    if (!why.empty()) return "event " + std::to_string(i) + " (id \"" + e.id.substr(0, 64) + "\"): " + why;
-  }
-  return "";
 }
 
 bool IsDataError(const Status& s) {
@@ -359,9 +348,12 @@ class Ingester::Worker {
   }
 
  private:
+  // A record as read from the WAL, checked (CheckRecord) but not decoded: its rows are written
+  // straight from these bytes when it is stored (record_rows.h), with no per-event allocation.
   struct Pending {
     uint64_t seq;
-    RecordBatch record;
+    std::string data;
+    RecordInfo info;
   };
 
   Status Sync(db::Connection& conn);
@@ -390,6 +382,7 @@ class Ingester::Worker {
   int64_t poison_seen_ns_ = 0;
   uint64_t single_until_ = 0;         // after a data error: batches of one record up to this sequence
   std::set<std::string> partitions_;  // created (or found) by this worker
+  RowScratch scratch_;                // reused by every COPY
 
   std::atomic<uint64_t> next_seq_{0};
   std::atomic<uint64_t> read_next_{0};  // the next sequence the reader will read
@@ -647,7 +640,7 @@ void Ingester::Worker::SetPoison(uint64_t seq, Status why) {
 void Ingester::Worker::PublishOldest() {
   int64_t v = 0;
   if (!pending_.empty()) {
-    v = std::max<int64_t>(pending_.front().record.received_unix_nanos, 1);
+    v = std::max<int64_t>(pending_.front().info.received_unix_nanos, 1);
   } else if (!poison_.ok()) {
     v = poison_seen_ns_;
   }
@@ -681,17 +674,16 @@ Status Ingester::Worker::Fill() {
       read_next_.store(rec.seq + 1, std::memory_order_release);
       continue;
     }
-    auto decoded = DecodeRecord(rec.data);
-    if (!decoded.ok()) {
-      SetPoison(rec.seq, decoded.status());
+    // Malformed (DataLoss), or an event PostgreSQL cannot hold: an empty id (the primary key needs the
+    // id intake always assigns) or a NUL character (intake refuses those; a WAL written before it did,
+    // or by hand, may still hold one).
+    RecordInfo info;
+    if (Status check = CheckRecord(rec.data, &info); !check.ok()) {
+      SetPoison(rec.seq, check);
       break;
     }
-    if (std::string why = Unstorable(*decoded); !why.empty()) {
-      SetPoison(rec.seq, InvalidArgument(why));
-      break;
-    }
-    pending_events_ += decoded->events.size();
-    pending_.push_back({rec.seq, std::move(decoded).value()});
+    pending_events_ += info.events;
+    pending_.push_back({rec.seq, std::string(rec.data), std::move(info)});
     read_next_.store(rec.seq + 1, std::memory_order_release);
   }
   PublishOldest();
@@ -732,7 +724,7 @@ Status Ingester::Worker::Sync(db::Connection& conn) {
   const uint64_t read = read_next_.load();
   if (reader_ && pos_ < read + n_ && (pending_.empty() ? read <= pos_ : pending_.front().seq <= pos_)) {
     while (!pending_.empty() && pending_.front().seq < pos_) {
-      pending_events_ -= pending_.front().record.events.size();
+      pending_events_ -= pending_.front().info.events;
       pending_.pop_front();
     }
   } else {
@@ -757,8 +749,7 @@ Status Ingester::Worker::EnsurePartitions(db::Connection& conn, size_t records) 
   std::map<std::string, Partition> need;
   int64_t known_from = 0, known_to = 0;  // the day last checked: most events share it
   for (size_t r = 0; r < records; ++r) {
-    for (const Event& e : pending_[r].record.events) {
-      int64_t t = e.time_unix_nanos;
+    for (int64_t t : pending_[r].info.day_times) {
       if (known_to != 0 && t >= known_from && t < known_to) continue;
       Partition p = PartitionFor(t);
       known_from = p.from_ns;
@@ -787,7 +778,7 @@ Status Ingester::Worker::EnsurePartitions(db::Connection& conn, size_t records) 
 
 void Ingester::Worker::Stored(size_t records, uint64_t inserted, uint64_t duplicates, bool slow) {
   for (size_t i = 0; i < records; ++i) {
-    pending_events_ -= pending_.front().record.events.size();
+    pending_events_ -= pending_.front().info.events;
     pos_ = pending_.front().seq + n_;
     pending_.pop_front();
   }
@@ -833,7 +824,7 @@ Result<size_t> Ingester::Worker::Attempt() {
   const bool single = pending_[0].seq <= single_until_;
   size_t n = 0, events = 0;
   while (n < pending_.size() && pending_[n].seq < stop_at) {
-    size_t more = pending_[n].record.events.size();
+    size_t more = pending_[n].info.events;
     if (n > 0 && (single || events + more > sh_->opts.max_batch_events)) break;
     events += more;
     ++n;
@@ -848,7 +839,7 @@ Result<size_t> Ingester::Worker::Store(size_t n) {
   const uint64_t first = pending_[0].seq;  // == pos_: pending_ starts at the cursor
   const uint64_t end = pending_[n - 1].seq + n_;
   size_t events = 0;
-  for (size_t i = 0; i < n; ++i) events += pending_[i].record.events.size();
+  for (size_t i = 0; i < n; ++i) events += pending_[i].info.events;
 
   GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease lease, sh_->pool->Checkout());
   db::Connection& conn = *lease;
@@ -870,11 +861,14 @@ Result<size_t> Ingester::Worker::Store(size_t n) {
     }
     if (staging) GOVERN_RETURN_IF_ERROR(c.Exec(kCreateStaging).status());
     GOVERN_ASSIGN_OR_RETURN(db::CopyIn copy, c.CopyFrom(staging ? kCopyStaging : kCopyEvents));
-    std::string attrs, res;
+    size_t written = 0;
     for (size_t i = 0; i < n; ++i) {
-      const RecordBatch& rec = pending_[i].record;
-      for (const Event& e : rec.events) AppendEventRow(copy, e, rec.received_unix_nanos, &attrs, &res);
+      written += AppendRecordRows(pending_[i].data, &scratch_,
+                                  [&]() -> db::CopyEncoder& { return copy.Row(kEventColumnCount); });
     }
+    // CheckRecord vouched for every record; a mismatch would be a bug, never a reason to commit.
+    if (written != events)
+      return Internal("wrote " + std::to_string(written) + " rows of " + std::to_string(events));
     GOVERN_ASSIGN_OR_RETURN(int64_t copied, copy.Finish());
     if (staging) {
       GOVERN_ASSIGN_OR_RETURN(db::Rows ins, c.Exec(kInsertStaged));
@@ -910,7 +904,7 @@ Result<size_t> Ingester::Worker::Store(size_t n) {
       size_t done = 0;
       uint64_t done_events = 0;
       while (done < pending_.size() && pending_[done].seq < at) {
-        done_events += pending_[done].record.events.size();
+        done_events += pending_[done].info.events;
         ++done;
       }
       log::Info(kLog, "an earlier COMMIT whose outcome was unknown did commit",

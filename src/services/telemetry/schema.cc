@@ -116,10 +116,14 @@ void AttributesObjectJson(const std::vector<Attribute>& attrs, std::string* out)
 
 void AppendEventRow(db::CopyIn& copy, const Event& e, int64_t received_ns, std::string* attrs,
                     std::string* res) {
+  AppendEventFields(copy.Row(kEventColumnCount), e, received_ns, attrs, res);
+}
+
+void AppendEventFields(db::CopyEncoder& row, const Event& e, int64_t received_ns, std::string* attrs,
+                       std::string* res) {
   AttributesObjectJson(e.attributes, attrs);
   AttributesObjectJson(e.resource_attributes, res);
-  copy.Row(kEventColumnCount)
-      .Text(e.org)
+  row.Text(e.org)
       .Int64(e.time_unix_nanos)
       .Text(e.id)
       .Int64(e.observed_unix_nanos)

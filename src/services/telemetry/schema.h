@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "db/connection.h"
+#include "db/copy_encoder.h"
 #include "db/migrator.h"
 #include "services/telemetry/event.h"
 
@@ -54,5 +55,8 @@ void AttributesObjectJson(const std::vector<Attribute>& attrs, std::string* out)
 // `attrs` and `res` are scratch buffers (reused across rows so the steady state allocates nothing).
 void AppendEventRow(db::CopyIn& copy, const Event& e, int64_t received_ns, std::string* attrs,
                     std::string* res);
+// The same fields into a row already started (`row` = encoder.Row(kEventColumnCount)).
+void AppendEventFields(db::CopyEncoder& row, const Event& e, int64_t received_ns, std::string* attrs,
+                       std::string* res);
 
 }  // namespace govern::telemetry
