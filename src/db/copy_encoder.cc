@@ -19,8 +19,12 @@ CopyEncoder::CopyEncoder() {
 }
 
 void CopyEncoder::BigEndian(uint64_t v, int bytes) {
+  // One byte swap and one append instead of a loop of shifts: the length words of every field go
+  // through here (about a quarter of telemetry ingest's client CPU before). bytes is 2, 4 or 8.
   char b[8];
-  for (int i = 0; i < bytes; ++i) b[i] = static_cast<char>(v >> (8 * (bytes - 1 - i)));
+  uint64_t shifted = v << (8 * (8 - bytes));
+  if constexpr (std::endian::native == std::endian::little) shifted = __builtin_bswap64(shifted);
+  std::memcpy(b, &shifted, sizeof b);
   buf_.append(b, static_cast<size_t>(bytes));
 }
 

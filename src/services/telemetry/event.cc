@@ -73,7 +73,11 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 void PutU64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  // One append of 8 bytes (a single store on little-endian hosts), not 8 push_backs: this was 11 % of
+  // intake's CPU (event ids).
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
+  out.append(b, sizeof b);
 }
 
 void PutField(std::string& out, std::string_view s) {
