@@ -189,8 +189,14 @@ for v in n3 n3o; do
   contains "$v apex NODATA validates" "negative response, fully validated" "$(d example.test TYPE65000)"
   contains "$v ENT NODATA validates" "negative response, fully validated" "$(d b.example.test A)"
   out="$(d x.wild.example.test A)"
-  contains "$v wildcard validates" "; fully validated" "$out"
   contains "$v wildcard answer" "192.0.2.99" "$out"
+  if [ "$v" = n3 ]; then
+    contains "$v wildcard validates" "; fully validated" "$out"
+  else
+    # Opt-out: the cover of the next closer name cannot rule out an unsigned delegation there, so a
+    # validator calls a wildcard answer insecure (RFC 5155 section 9.2), never bogus.
+    contains "$v wildcard (opt-out) is insecure" "; unsigned answer" "$out"
+  fi
   contains "$v wildcard NODATA validates" "negative response, fully validated" "$(d x.wild.example.test MX)"
   contains "$v NSEC3PARAM validates" "; fully validated" "$(d example.test NSEC3PARAM)"
   out="$(d sub.example.test DS)"
@@ -224,7 +230,7 @@ pids+=($!)
 for _ in $(seq 1 100); do [ -s proxy.port ] && break; sleep 0.05; done
 PP="$(cat proxy.port)"
 dp() { delv @127.0.0.1 -p "$PP" -a keysn3/example.test.anchor +root=example.test "$@" 2>&1; }
-contains "proxy passes what it does not change" "; fully validated" "$(dp www.example.test A)"
+contains "proxy passes what it does not change" "; fully validated" "$(dp mail.example.test A)"
 out="$(dp nx.example.test A)"
 lacks "another name's NXDOMAIN proof is refused" "fully validated" "$out"
 contains "another name's NXDOMAIN proof fails" "resolution failed" "$out"
@@ -235,7 +241,8 @@ contains "another name's NODATA proof fails" "resolution failed" "$out"
 "$DNS_SERVE" --zone example.test.=zone --sign keysn3 --check > n3.zone
 contains "online NSEC3 zone: ldns-verify-zone" "Zone is verified and complete" "$(ldns-verify-zone n3.zone 2>&1)"
 checks=$((checks + 1))
-[ "$(awk '$4=="NSEC3PARAM"' n3.zone | wc -l)" = 1 ] || fail "want one NSEC3PARAM in the transfer form"
+# (printed in the RFC 3597 form: NSEC3PARAM is TYPE51)
+[ "$(awk '$4=="TYPE51"' n3.zone | wc -l)" = 1 ] || fail "want one NSEC3PARAM in the transfer form"
 
 # Response rate limiting (--rrl-rate 5, slip 2): 40 identical UDP queries in a burst from one address get
 # at most 5 full answers per second, about half of the rest as truncated (TC) answers, the others
