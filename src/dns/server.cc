@@ -44,7 +44,7 @@ Result<sockaddr_storage> Address(const std::string& host, uint16_t port, socklen
 }
 
 Result<int> Bind(const std::string& host, uint16_t port, int type, uint16_t* bound) {
-  socklen_t len;
+  socklen_t len = 0;  // set by Address (GCC 12 at -O1 cannot see that)
   GOVERN_ASSIGN_OR_RETURN(sockaddr_storage ss, Address(host, port, len));
   int fd = ::socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
   if (fd < 0) return Errno("socket");
