@@ -33,9 +33,12 @@ struct Render {
   size_t prefix_len = 0;
   bool cacheable = false;
   bool compact_ok = false;
+  bool nsec3;  // deny from the zone's NSEC3 chain (RFC 5155) rather than compactly (RFC 9824)
+  const Nsec3Record* nsec3_put[8] = {};
+  int nsec3_count = 0;
 
   Render(const Zone& zone, bool d, uint32_t t, uint16_t qt)
-      : z(zone), dnssec(d), now(t), w(scratch, kMaxMessage), qtype(qt) {}
+      : z(zone), dnssec(d), now(t), w(scratch, kMaxMessage), qtype(qt), nsec3(d && zone.online_nsec3()) {}
 
   void Put(std::string_view owner, uint16_t type, uint32_t ttl, std::string_view rdata, int section) {
     if (overflow) return;
@@ -126,6 +129,88 @@ struct Render {
     if (owner.size() > kMaxName || next.size() > kMaxName) return;
     PutNsec(owner, next, nullptr, 0);
   }
+  // --- Online NSEC3 denial (RFC 5155 section 7.2) from the chain Build made: the query's names are
+  // hashed here (0 iterations: one SHA-1 each), the NSEC3 found by binary search, and its RRSIG comes
+  // from the cache (Zone::SigFor): nothing is signed per answer.
+  void PutNsec3(const Nsec3Record* rec) {
+    if (!rec) return;
+    for (int i = 0; i < nsec3_count; ++i)
+      if (nsec3_put[i] == rec) return;  // one NSEC3 may serve two parts of a proof
+    if (nsec3_count < 8) nsec3_put[nsec3_count++] = rec;
+    Put(rec->owner, kNSEC3, rec->set.ttl, rec->set.rdatas[0], 1);
+    Sig(rec->owner, rec->owner, rec->set, 1);
+  }
+  std::string_view HashOf(std::string_view lower, uint8_t (&h)[kNsec3HashSize]) const {
+    const Nsec3Params& p = z.keys().nsec3;
+    Nsec3HashInto(lower, p.salt, p.iterations, h);
+    return std::string_view(reinterpret_cast<const char*>(h), kNsec3HashSize);
+  }
+  const Nsec3Record* Matching(std::string_view lower) const {
+    uint8_t h[kNsec3HashSize];
+    return z.Nsec3Matching(HashOf(lower, h));
+  }
+  const Nsec3Record* Covering(std::string_view lower) const {
+    uint8_t h[kNsec3HashSize];
+    return z.Nsec3Covering(HashOf(lower, h));
+  }
+  // `name` with `labels` labels (a suffix of it), e.g. the next closer name of a closest encloser.
+  static std::string_view Suffix(std::string_view name, int labels) {
+    uint8_t offs[128];
+    int n = LabelOffsets(name, offs);
+    return labels >= n ? name : name.substr(offs[n - labels]);
+  }
+  // The closest provable encloser proof for `name` (section 7.2.1): the NSEC3 matching the nearest
+  // ancestor at or above `from` (an ancestor of `name`) that has one, and the NSEC3 covering the next
+  // closer name. Returns that encloser. Under opt-out the names between may be off the chain; the
+  // next closer's cover then carries the opt-out flag.
+  std::string_view CloserProof(std::string_view name, std::string_view from) {
+    std::string_view ce = from;
+    const Nsec3Record* match = Matching(ce);
+    while (!match && ce.size() > z.apex().size()) {
+      ce = ParentName(ce);
+      match = Matching(ce);
+    }
+    PutNsec3(match);
+    int c = LabelCount(ce);
+    if (LabelCount(name) > c) PutNsec3(Covering(Suffix(name, c + 1)));
+    return ce;
+  }
+  static std::string_view WildcardOf(std::string_view ce, char (&buf)[kMaxName + 3]) {
+    buf[0] = 1;
+    buf[1] = '*';
+    size_t n = std::min(ce.size(), kMaxName);
+    std::memcpy(buf + 2, ce.data(), n);
+    return std::string_view(buf, n + 2);
+  }
+  // Name error (section 7.2.2): the closest encloser proof and the cover of the wildcard at the
+  // closest encloser.
+  void Nsec3NameError(std::string_view name, std::string_view from) {
+    std::string_view ce = CloserProof(name, from);
+    char buf[kMaxName + 3];
+    if (ce.size() + 2 <= kMaxName) PutNsec3(Covering(WildcardOf(ce, buf)));
+  }
+  // No data at `name`, which exists (sections 7.2.3, 7.2.4, 7.2.7): the NSEC3 matching it, or when it
+  // is off the chain (opt-out: an insecure delegation, an empty non-terminal only those make) the
+  // closest provable encloser proof.
+  void Nsec3NoData(std::string_view name) {
+    if (const Nsec3Record* m = Matching(name)) {
+      PutNsec3(m);
+    } else if (name.size() > z.apex().size()) {
+      CloserProof(name, ParentName(name));
+    }
+  }
+  // Wildcard no data (section 7.2.5): the closest encloser proof and the NSEC3 matching the wildcard.
+  void Nsec3WildcardNoData(std::string_view name, std::string_view ce) {
+    std::string_view proved = CloserProof(name, ce);
+    char buf[kMaxName + 3];
+    if (proved.size() + 2 <= kMaxName) PutNsec3(Matching(WildcardOf(proved, buf)));
+  }
+  // Wildcard answer (section 7.2.6): the NSEC3 covering the next closer name (the RRSIG's label count
+  // tells the validator the closest encloser).
+  void Nsec3WildcardAnswer(std::string_view name, std::string_view ce) {
+    PutNsec3(Covering(Suffix(name, LabelCount(ce) + 1)));
+  }
+
   // A and AAAA (signed when authoritative) for names in the zone that NS/MX/SRV records name.
   void Additional(const RRset& set) {
     for (const auto& rd : set.rdatas) {
@@ -184,7 +269,8 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
   char lower_buf[kMaxName + 1];
   char wild_buf[kMaxName + 3];
   const std::string* wildcard_proof_for = nullptr;
-  std::string proof_name;  // only used on the wildcard path (allocation there is fine: it signs)
+  std::string_view wild_name, wild_ce;  // NSEC3 denial: the first name a wildcard answered, and its encloser
+  std::string proof_name;               // only used on the wildcard path (allocation there is fine: it signs)
   const RRset* additional_for = nullptr;
   for (int step = 0; step < 8; ++step) {
     const Node* exact = nullptr;
@@ -200,6 +286,8 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
         if (r.dnssec) {
           if (const RRset* ds = cut->Find(kDS)) {
             r.PutSet(cut->owner, cut->owner, *ds, 1);
+          } else if (r.nsec3) {
+            r.Nsec3NoData(cut->name);  // section 7.2.7
           } else {
             r.DenyAt(cut->owner, cut, 0);
           }
@@ -214,6 +302,7 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
     // Past a cut only when the cut is the name itself (DS asked at a delegation).
     const Node* node = cut ? cut : exact;
     if (step == 0) r.cacheable = node != nullptr;
+    bool wild_here = false;
     if (!node) {
       // Closest encloser (FindCut found it on its way down: no cut, so `encloser` is set), then the
       // wildcard below it (RFC 4592 section 3.3.1).
@@ -229,8 +318,14 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
       bool ce_is_cut = ce && ce != &r.z.apex_node() && ce->Find(kNS);
       if (!wnode || !ce || ce_is_cut) {
         // Name error. Signed: compact denial (RFC 9824): NOERROR, NSEC at the name with NXNAME; with
-        // the CO flag the rcode says NXDOMAIN as well (section 4).
-        if (r.dnssec) {
+        // the CO flag the rcode says NXDOMAIN as well (section 4). Or NSEC3 denial: NXDOMAIN with the
+        // closest encloser proof (RFC 5155 section 7.2.2).
+        if (r.nsec3) {
+          rcode = kNXDomain;
+          r.PutSoa();
+          r.Nsec3NameError(name, ce ? std::string_view(ce->name) : std::string_view(r.z.apex()));
+          if (!wild_name.empty()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
+        } else if (r.dnssec) {
           if (r.compact_ok) rcode = kNXDomain;
           r.PutSoa();
           r.DenyAt(name_out, nullptr, kNXNAME);
@@ -243,7 +338,13 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
         return;
       }
       node = wnode;
-      if (r.dnssec && !wildcard_proof_for) {
+      wild_here = true;
+      if (r.nsec3) {
+        if (wild_name.empty()) {
+          wild_name = name;
+          wild_ce = ce->name;
+        }
+      } else if (r.dnssec && !wildcard_proof_for) {
         proof_name.assign(name_out);
         wildcard_proof_for = &proof_name;
       }
@@ -278,10 +379,21 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
       r.PutSet(name_out, node->owner, *set, 0);
       additional_for = set;
       if (wildcard_proof_for) r.WildcardProof(*wildcard_proof_for);
+      if (!wild_name.empty()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
     } else {
       // NODATA (RFC 2308 section 2.2).
       r.PutSoa();
-      r.DenyAt(name_out, node, 0);
+      if (r.nsec3) {
+        if (wild_here) {
+          r.Nsec3WildcardNoData(name, ParentName(node->name));
+          if (wild_name.data() != name.data()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
+        } else {
+          r.Nsec3NoData(node->name);
+          if (!wild_name.empty()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
+        }
+      } else {
+        r.DenyAt(name_out, node, 0);
+      }
     }
     r.prefix_len = r.w.size();
     if (additional_for) r.Additional(*additional_for);
@@ -290,6 +402,7 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
   }
   // The chain left the zone or ran too long: the answer so far.
   if (wildcard_proof_for) r.WildcardProof(*wildcard_proof_for);
+  if (!wild_name.empty()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
   r.prefix_len = r.w.size();
   r.w.SetFlags(static_cast<uint16_t>(flags | rcode));
 }

@@ -5,11 +5,16 @@
 //                    [--threads 1] [--sign DIR] [--unsigned NAME]... [--algorithm 13|15] [--check]
 //                    [--tsig NAME:hmac-sha256:BASE64]... [--allow-transfer "ZONE ADDR[/N]... [key=NAME]"]...
 //                    [--notify "ZONE ADDR:PORT [key=NAME]"]... [--rrl-rate N] [--rrl-slip N]
+//                    [--denial nsec3|compact] [--nsec3 | --nsec3-optout]
 //
 // SIGHUP re-reads every zone file and swaps the new zones in; zones whose serial moved are NOTIFYed
 // to their --notify targets (and to them all at start).
+// --denial: how signed zones deny online. nsec3 (the default, as for new zones of `govern serve dns`):
+// from the zone's NSEC3 chain, each NSEC3 signed once (RFC 5155); compact: RFC 9824, one signature per
+// answer for a name that does not exist.
 // --nsec3 / --nsec3-optout: signed zones are transferred (and --check printed) with an NSEC3 chain
 // (RFC 5155; 0 iterations, no salt, as RFC 9276 advises; opt-out leaves insecure delegations off it).
+// With --denial nsec3 the chain is always NSEC3 (opt-out with --nsec3-optout) and online answers use it.
 // --sign DIR signs every zone (but those named by --unsigned NAME) online with one CSK per zone, kept in
 // DIR/<zone>key (made on first run) and writes DIR/<zone>anchor (a delv trust-anchors block), DIR/<zone>ds
 // and DIR/<zone>dnskey.
@@ -58,7 +63,7 @@ int Usage() {
       "                        [--sign DIR] [--unsigned NAME]... [--algorithm 13|15] [--check]\n"
       "                        [--nsec3 | --nsec3-optout]\n"
       "                        [--tsig KEY]... [--allow-transfer ACL]... [--notify TARGET]...\n"
-      "                        [--rrl-rate N] [--rrl-slip N]\n");
+      "                        [--rrl-rate N] [--rrl-slip N] [--denial nsec3|compact]\n");
   return 2;
 }
 }  // namespace
@@ -76,6 +81,7 @@ int main(int argc, char** argv) {
   bool transfers = false;
   std::vector<std::string> unsigned_zones;  // left unsigned under --sign
   Nsec3Params nsec3;                        // transfer form of signed zones: NSEC3 instead of NSEC
+  OnlineDenial denial = OnlineDenial::kNsec3;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -99,6 +105,15 @@ int main(int argc, char** argv) {
     } else if (a == "--nsec3-optout") {
       nsec3.enabled = true;
       nsec3.opt_out = true;
+    } else if (a == "--denial") {
+      std::string v = next();
+      if (v == "nsec3") {
+        denial = OnlineDenial::kNsec3;
+      } else if (v == "compact") {
+        denial = OnlineDenial::kCompact;
+      } else {
+        return Usage();
+      }
     } else if (a == "--unsigned") {
       unsigned_zones.push_back(next());
     } else if (a == "--check") {
@@ -174,6 +189,7 @@ int main(int argc, char** argv) {
         keys.ksk = key;
         keys.zsk = key;
         keys.nsec3 = nsec3;
+        keys.online_denial = denial;
         std::string apex_text = name.back() == '.' ? name : name + ".";
         std::string dnskey = RdataToText(kDNSKEY, key->dnskey_rdata());
         // "257 3 13 BASE64" -> the trust-anchors block delv reads.

@@ -1,6 +1,10 @@
 #include "dns/zone.h"
 
+// SHA1_Init/Update/Final (deprecated in OpenSSL 3.0, still there): the NSEC3 hash per query without the
+// provider fetch and allocation of EVP_Digest.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <map>
@@ -34,6 +38,9 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
   if ((keys.ksk == nullptr) != (keys.zsk == nullptr))
     return InvalidArgument("a signed zone needs both keys (or one CSK as both)");
   z->keys_ = keys;
+  if (keys.zsk && keys.online_denial == OnlineDenial::kNsec3) z->keys_.nsec3.enabled = true;
+  const bool nsec3 = keys.zsk && z->keys_.nsec3.enabled;
+  if (nsec3 && z->keys_.nsec3.salt.size() > 255) return InvalidArgument("NSEC3 salt longer than 255 octets");
   if (keys.zsk) {
     Record r{z->apex_, kDNSKEY, keys.dnskey_ttl, keys.ksk->dnskey_rdata()};
     records.push_back(r);
@@ -98,6 +105,17 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
       it->second.owner = std::string(p);
     }
   }
+  const Nsec3Params& p3 = z->keys_.nsec3;
+  if (nsec3) {
+    z->nsec3_param_ = {1, 0, static_cast<char>(p3.iterations >> 8), static_cast<char>(p3.iterations),
+                       static_cast<char>(p3.salt.size())};
+    z->nsec3_param_ += p3.salt;
+    // Answers that deny from the chain have NSEC3PARAM at the apex as the transfer form does (and as
+    // the apex NSEC3's bitmap says).
+    auto apex_it = z->nodes_.find(z->apex_);
+    if (keys.online_denial == OnlineDenial::kNsec3 && apex_it != z->nodes_.end())
+      apex_it->second.rrsets.push_back(RRset{kNSEC3PARAM, 0, {z->nsec3_param_}, nullptr});
+  }
   for (auto& [name, node] : z->nodes_) {
     std::sort(node.rrsets.begin(), node.rrsets.end(),
               [](const RRset& a, const RRset& b) { return a.type < b.type; });
@@ -120,7 +138,86 @@ Result<std::shared_ptr<const Zone>> Zone::Build(std::string_view apex_text, std:
   const std::string& soa = z->soa_->rdatas[0];
   z->negative_ttl_ =
       std::min(z->soa_->ttl, Get32(reinterpret_cast<const uint8_t*>(soa.data()) + soa.size() - 4));
+  if (nsec3) z->BuildNsec3Chain();
   return std::shared_ptr<const Zone>(std::move(z));
+}
+
+// RFC 5155 section 7.1: one NSEC3 per authoritative name and per empty non-terminal above one, owned by
+// the base32hex hash of the name, in hash order, each naming the next hash and the types at its name.
+// With opt-out, insecure delegations (and the empty non-terminals only they make) are left out, and
+// every NSEC3 has the opt-out flag. Glue and names below a cut are never on the chain.
+void Zone::BuildNsec3Chain() {
+  const Nsec3Params& p = keys_.nsec3;
+  auto cut_of = [&](std::string_view name) -> const Node* {  // the topmost cut at or above `name`
+    const Node* cut = nullptr;
+    for (std::string_view q = name; q.size() > apex_.size(); q = ParentName(q)) {
+      const Node* n = Find(q);
+      if (n && n->Find(kNS)) cut = n;
+    }
+    return cut;
+  };
+  std::map<std::string, std::vector<uint16_t>> by_name;  // lower wire name -> types at it
+  for (const auto& [name, node] : nodes_) {
+    if (node.empty()) continue;  // empty non-terminals come in below, from the names under them
+    const Node* cut = cut_of(name);
+    if (cut && cut != &node) continue;
+    bool delegation = name != apex_ && node.Find(kNS);
+    bool secure_delegation = delegation && node.Find(kDS);
+    if (delegation && !secure_delegation && p.opt_out) continue;
+    auto& types = by_name[name];
+    for (const auto& set : node.rrsets) types.push_back(set.type);
+    if (!delegation || secure_delegation) types.push_back(kRRSIG);
+    if (name == apex_) types.push_back(kNSEC3PARAM);
+    for (std::string_view q = ParentName(name); q.size() > apex_.size(); q = ParentName(q))
+      by_name.try_emplace(std::string(q));
+  }
+  std::vector<std::pair<std::string, std::vector<uint16_t>>> hashed;
+  hashed.reserve(by_name.size());
+  for (auto& [name, types] : by_name) {
+    std::sort(types.begin(), types.end());
+    types.erase(std::unique(types.begin(), types.end()), types.end());
+    hashed.emplace_back(Nsec3Hash(name, p.salt, p.iterations), std::move(types));
+  }
+  std::sort(hashed.begin(), hashed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const std::string& suffix = apex_node_ ? apex_node_->owner : apex_;
+  nsec3_.reserve(hashed.size());
+  for (size_t i = 0; i < hashed.size(); ++i) {
+    const auto& [hash, types] = hashed[i];
+    std::string label = Base32HexLower(hash);
+    std::string rd;
+    rd.push_back(1);  // SHA-1
+    rd.push_back(p.opt_out ? 1 : 0);
+    rd.push_back(static_cast<char>(p.iterations >> 8));
+    rd.push_back(static_cast<char>(p.iterations));
+    rd.push_back(static_cast<char>(p.salt.size()));
+    rd += p.salt;
+    const std::string& next = hashed[(i + 1) % hashed.size()].first;
+    rd.push_back(static_cast<char>(next.size()));
+    rd += next;
+    if (!types.empty()) rd += TypeBitmap(types);
+    Nsec3Record r;
+    r.hash = hash;
+    r.owner = std::string(1, static_cast<char>(label.size())) + label + suffix;
+    r.set = RRset{kNSEC3, negative_ttl_, {std::move(rd)}, nullptr};
+    nsec3_.push_back(std::move(r));
+  }
+}
+
+const Nsec3Record* Zone::Nsec3Matching(std::string_view hash) const {
+  auto it =
+      std::lower_bound(nsec3_.begin(), nsec3_.end(), hash,
+                       [](const Nsec3Record& r, std::string_view h) { return std::string_view(r.hash) < h; });
+  return it != nsec3_.end() && it->hash == hash ? &*it : nullptr;
+}
+
+const Nsec3Record* Zone::Nsec3Covering(std::string_view hash) const {
+  if (nsec3_.empty()) return nullptr;
+  auto it =
+      std::upper_bound(nsec3_.begin(), nsec3_.end(), hash,
+                       [](std::string_view h, const Nsec3Record& r) { return h < std::string_view(r.hash); });
+  // Below the first owner: the last NSEC3 covers it (its next wraps round to the first).
+  const Nsec3Record& r = it == nsec3_.begin() ? nsec3_.back() : *(it - 1);
+  return r.hash == hash ? nullptr : &r;
 }
 
 uint32_t Zone::serial() const {
@@ -215,74 +312,25 @@ std::vector<Record> Zone::SignedRecords(uint32_t now, const SignatureReuse* reus
     }
   }
   if (nsec3) {
-    // RFC 5155: NSEC3PARAM at the apex, and one NSEC3 per authoritative name and empty non-terminal,
-    // owned by the base32hex hash of the name, in hash order. With opt-out, insecure delegations (and
-    // the empty non-terminals only they make) are left out, and every NSEC3 has the opt-out flag.
-    const Nsec3Params& p = keys_.nsec3;
-    std::string param;
-    param.push_back(1);  // SHA-1
-    param.push_back(0);  // flags: 0 in NSEC3PARAM
-    param.push_back(static_cast<char>(p.iterations >> 8));
-    param.push_back(static_cast<char>(p.iterations));
-    param.push_back(static_cast<char>(p.salt.size()));
-    param += p.salt;
+    // RFC 5155: NSEC3PARAM at the apex (unless the apex holds it already: online NSEC3 denial), then
+    // the chain Build made (BuildNsec3Chain), each NSEC3 signed.
     const Node* apex_node = Find(apex_);
     std::string apex_owner = apex_node ? apex_node->owner : apex_;
-    out.push_back(Record{apex_owner, kNSEC3PARAM, 0, param});
-    const std::string one_param[1] = {param};
-    for (const SigningKey* key : zone_signers_) {
-      auto psig = sign_at(*key, apex_, apex_owner, kNSEC3PARAM, 0, std::span<const std::string>(one_param));
-      if (psig.ok()) out.push_back(Record{apex_owner, kRRSIG, 0, *psig});
-    }
-    struct Hashed {
-      std::string hash;  // 20 octets
-      std::vector<uint16_t> types;
-    };
-    std::map<std::string, Hashed> by_name;  // lower wire name -> its entry
-    for (const Node* n : chain) {
-      bool delegation = n->name != apex_ && n->Find(kNS);
-      bool secure_delegation = delegation && n->Find(kDS);
-      if (delegation && !secure_delegation && p.opt_out) continue;
-      Hashed h;
-      for (const auto& set : n->rrsets) h.types.push_back(set.type);
-      if (!delegation || secure_delegation) h.types.push_back(kRRSIG);
-      if (n->name == apex_) h.types.push_back(kNSEC3PARAM);
-      by_name[n->name] = std::move(h);
-      // Empty non-terminals between the name and the apex get an NSEC3 too (RFC 5155 section 7.1).
-      for (std::string_view q = ParentName(n->name); q.size() > apex_.size(); q = ParentName(q))
-        by_name.try_emplace(std::string(q));
-    }
-    std::vector<Hashed*> ring;
-    for (auto& [name, h] : by_name) {
-      h.hash = Nsec3Hash(name, p.salt, p.iterations);
-      std::sort(h.types.begin(), h.types.end());
-      h.types.erase(std::unique(h.types.begin(), h.types.end()), h.types.end());
-      ring.push_back(&h);
-    }
-    std::sort(ring.begin(), ring.end(), [](const Hashed* a, const Hashed* b) { return a->hash < b->hash; });
-    std::string suffix = apex_owner;
-    for (size_t i = 0; i < ring.size(); ++i) {
-      const Hashed& h = *ring[i];
-      std::string label = Base32HexLower(h.hash);
-      std::string owner = std::string(1, static_cast<char>(label.size())) + label + suffix;
-      std::string lower = owner;
-      LowerName(lower);
-      std::string rd;
-      rd.push_back(1);
-      rd.push_back(p.opt_out ? 1 : 0);
-      rd.push_back(static_cast<char>(p.iterations >> 8));
-      rd.push_back(static_cast<char>(p.iterations));
-      rd.push_back(static_cast<char>(p.salt.size()));
-      rd += p.salt;
-      const std::string& next = ring[(i + 1) % ring.size()]->hash;
-      rd.push_back(static_cast<char>(next.size()));
-      rd += next;
-      if (!h.types.empty()) rd += TypeBitmap(h.types);
-      out.push_back(Record{owner, kNSEC3, negative_ttl_, rd});
-      const std::string one[1] = {rd};
+    if (!apex_node || !apex_node->Find(kNSEC3PARAM)) {
+      out.push_back(Record{apex_owner, kNSEC3PARAM, 0, nsec3_param_});
+      const std::string one_param[1] = {nsec3_param_};
       for (const SigningKey* key : zone_signers_) {
-        auto sig = sign_at(*key, lower, owner, kNSEC3, negative_ttl_, std::span<const std::string>(one));
-        if (sig.ok()) out.push_back(Record{owner, kRRSIG, negative_ttl_, *sig});
+        auto psig = sign_at(*key, apex_, apex_owner, kNSEC3PARAM, 0, std::span<const std::string>(one_param));
+        if (psig.ok()) out.push_back(Record{apex_owner, kRRSIG, 0, *psig});
+      }
+    }
+    for (const Nsec3Record& r : nsec3_) {
+      std::string lower = r.owner;
+      LowerName(lower);
+      out.push_back(Record{r.owner, kNSEC3, r.set.ttl, r.set.rdatas[0]});
+      for (const SigningKey* key : zone_signers_) {
+        auto sig = sign_at(*key, lower, r.owner, kNSEC3, r.set.ttl, r.set.rdatas);
+        if (sig.ok()) out.push_back(Record{r.owner, kRRSIG, r.set.ttl, *sig});
       }
     }
   }
@@ -293,16 +341,25 @@ std::vector<Record> Zone::SignedRecords(uint32_t now, const SignatureReuse* reus
 }
 
 std::string Nsec3Hash(std::string_view lower_name, std::string_view salt, uint16_t iterations) {
+  uint8_t md[kNsec3HashSize];
+  Nsec3HashInto(lower_name, salt, iterations, md);
+  return std::string(reinterpret_cast<char*>(md), sizeof md);
+}
+
+void Nsec3HashInto(std::string_view lower_name, std::string_view salt, uint16_t iterations, uint8_t* out) {
   // RFC 5155 section 5: IH(salt, x, 0) = H(x || salt), IH(salt, x, k) = H(IH(salt, x, k-1) || salt).
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  std::string in = std::string(lower_name) + std::string(salt);
-  for (int k = 0; k <= iterations; ++k) {
-    EVP_Digest(in.data(), in.size(), md, &len, EVP_sha1(), nullptr);
-    in.assign(reinterpret_cast<char*>(md), len);
-    in += salt;
+  static_assert(kNsec3HashSize == SHA_DIGEST_LENGTH);
+  SHA_CTX c;
+  SHA1_Init(&c);
+  SHA1_Update(&c, lower_name.data(), lower_name.size());
+  SHA1_Update(&c, salt.data(), salt.size());
+  SHA1_Final(out, &c);
+  for (int k = 1; k <= iterations; ++k) {
+    SHA1_Init(&c);
+    SHA1_Update(&c, out, kNsec3HashSize);
+    SHA1_Update(&c, salt.data(), salt.size());
+    SHA1_Final(out, &c);
   }
-  return std::string(reinterpret_cast<char*>(md), len);
 }
 
 std::string Base32HexLower(std::string_view bytes) {

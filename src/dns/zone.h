@@ -31,12 +31,23 @@ struct StringHash {
 };
 
 // Authenticated denial in the zone's transfer form (SignedRecords): NSEC3 (RFC 5155) instead of NSEC.
-// RFC 9276 advises 0 iterations and no salt. Online answers keep compact denial (RFC 9824) either way.
+// RFC 9276 advises 0 iterations and no salt. Online answers use it only with OnlineDenial::kNsec3.
 struct Nsec3Params {
   bool enabled = false;
   bool opt_out = false;  // insecure delegations stay off the chain (flag 1 on every NSEC3)
   uint16_t iterations = 0;
   std::string salt;  // raw octets
+};
+
+// How online answers (Answer) of a signed zone prove that a name or a type does not exist.
+enum class OnlineDenial : uint8_t {
+  // RFC 9824 compact denial: one NSEC made for the query name and signed per answer (one signature per
+  // answer for a name that does not exist; nothing about other names is revealed).
+  kCompact,
+  // RFC 5155: proofs from the zone's NSEC3 chain (ZoneKeys::nsec3, turned on by Build), each NSEC3
+  // signed once when first needed and kept (re-made before expiry like every RRSIG): no signing per
+  // answer, NXDOMAIN as the rcode, and resolvers may deny from their cache (RFC 8198).
+  kNsec3,
 };
 
 // The keys that sign a zone. A CSK is one key as both ksk and zsk (flags 257).
@@ -45,6 +56,7 @@ struct ZoneKeys {
   std::shared_ptr<const SigningKey> zsk;
   uint32_t dnskey_ttl = 3600;
   Nsec3Params nsec3;
+  OnlineDenial online_denial = OnlineDenial::kCompact;  // kNsec3 also sets nsec3.enabled
   // Key rollover (RFC 7583, RFC 6781; the service's rollover drives these): further keys in the DNSKEY
   // RRset that sign it too (a key being introduced or retired, so either key's DS validates it).
   std::vector<std::shared_ptr<const SigningKey>> dnskey_also;
@@ -58,6 +70,9 @@ struct ZoneKeys {
 
 // RFC 5155 section 5: the SHA-1 NSEC3 hash of a lower-case wire name; and its owner label text.
 std::string Nsec3Hash(std::string_view lower_name, std::string_view salt, uint16_t iterations);
+// The same into out[0, 20) without allocating (the online denial path hashes per query).
+void Nsec3HashInto(std::string_view lower_name, std::string_view salt, uint16_t iterations, uint8_t* out);
+inline constexpr size_t kNsec3HashSize = 20;
 std::string Base32HexLower(std::string_view bytes);
 
 // A signature made for an RRset and when to make a new one.
@@ -81,6 +96,13 @@ struct Node {
   std::vector<RRset> rrsets;  // sorted by type
   const RRset* Find(uint16_t type) const;
   bool empty() const { return rrsets.empty(); }  // an empty non-terminal
+};
+
+// One NSEC3 of a zone's chain (RFC 5155), as online answers and the transfer form carry it.
+struct Nsec3Record {
+  std::string hash;   // kNsec3HashSize raw octets: the chain's sort key
+  std::string owner;  // wire: the base32hex hash label, then the apex as written
+  RRset set;          // type NSEC3, TTL the negative TTL, one RDATA; its RRSIG cached as any RRset's
 };
 
 // One prepared answer: the whole response for (qname, qtype, DO) with id 0 and the qname lower-case.
@@ -127,6 +149,18 @@ class Zone {
   const RRset& soa() const { return *soa_; }
   uint32_t negative_ttl() const { return negative_ttl_; }
 
+  // The NSEC3 chain in hash order: built by Build for a signed zone with keys().nsec3.enabled (one
+  // NSEC3 per authoritative name and per empty non-terminal, RFC 5155 section 7.1; with opt-out
+  // insecure delegations and the empty non-terminals only they make stay off it). Empty otherwise.
+  const std::vector<Nsec3Record>& nsec3_chain() const { return nsec3_; }
+  // Whether online answers deny from the chain (keys().online_denial is kNsec3 and the zone is signed).
+  bool online_nsec3() const { return keys_.online_denial == OnlineDenial::kNsec3 && !nsec3_.empty(); }
+  // The NSEC3 owned by `hash` (kNsec3HashSize octets), or null.
+  const Nsec3Record* Nsec3Matching(std::string_view hash) const;
+  // The NSEC3 whose interval from its owner to its next hashed owner holds `hash` (the last one wraps
+  // round to the first), or null when `hash` is an owner itself or the chain is empty. Binary search.
+  const Nsec3Record* Nsec3Covering(std::string_view hash) const;
+
   // The RRSIG for `set` owned by `owner`, made now if missing or due. Null when unsigned or on a
   // signing failure.
   std::shared_ptr<const CachedSig> SigFor(std::string_view owner, const RRset& set, uint32_t now) const;
@@ -160,6 +194,9 @@ class Zone {
   const RRset* soa_ = nullptr;
   uint32_t negative_ttl_ = 0;
   static constexpr uint16_t kDnskeyType = 48, kCdsType = 59, kCdnskeyType = 60;
+  void BuildNsec3Chain();
+  std::vector<Nsec3Record> nsec3_;
+  std::string nsec3_param_;  // NSEC3PARAM RDATA (when the chain is built)
   ZoneKeys keys_;
   std::vector<const SigningKey*> dnskey_signers_, zone_signers_;
   mutable std::mutex sig_mu_;

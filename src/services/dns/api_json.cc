@@ -58,7 +58,23 @@ Result<CreateZoneRequest> ParseCreateZoneBody(std::string_view body) {
     GOVERN_ASSIGN_OR_RETURN(int64_t t, Count(*it, "dnskey_ttl", 0x7fffffff));
     cr.dnskey_ttl = static_cast<uint32_t>(t);
   }
+  if (auto it = j.find("denial"); it != j.end()) {
+    if (!it->is_string()) return InvalidArgument("denial: nsec3, nsec3-optout or compact");
+    cr.denial = it->get<std::string>();
+    GOVERN_RETURN_IF_ERROR(ValidateDenial(cr.denial));
+  }
   return cr;
+}
+
+Result<std::string> ParseDenialBody(std::string_view body) {
+  GOVERN_ASSIGN_OR_RETURN(nlohmann::json j, Object(body));
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "denial") return InvalidArgument(it.key() + ": unknown field");
+  auto it = j.find("denial");
+  if (it == j.end() || !it->is_string()) return InvalidArgument("denial: nsec3, nsec3-optout or compact");
+  std::string d = it->get<std::string>();
+  GOVERN_RETURN_IF_ERROR(ValidateDenial(d));
+  return d;
 }
 
 Result<RRsetBody> ParseRRsetBody(std::string_view body) {

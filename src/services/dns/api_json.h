@@ -13,8 +13,12 @@
 
 namespace govern::dns_service {
 
-// {"name", "dnssec": false, "algorithm": 13|15, "soa": "<SOA rdata>", "ns": ["..."], "dnskey_ttl": 3600}
+// {"name", "dnssec": false, "algorithm": 13|15, "soa": "<SOA rdata>", "ns": ["..."], "dnskey_ttl": 3600,
+//  "denial": "nsec3"|"nsec3-optout"|"compact"}
 Result<CreateZoneRequest> ParseCreateZoneBody(std::string_view body);
+
+// {"denial": "nsec3"|"nsec3-optout"|"compact"} (PUT /v1/dns/zones/{zone}/denial): the denial.
+Result<std::string> ParseDenialBody(std::string_view body);
 
 struct RRsetBody {
   uint32_t ttl = 300;

@@ -1,5 +1,6 @@
 // Fuzz target for the zone API's JSON bodies and what the API does with them before the database: the
-// first byte picks the route (odd: zone creation; 'R': a key rollover start; else an RRset PUT); for a PUT
+// first byte picks the route (odd: zone creation; 'R': a key rollover start; 'D': a zone's online denial;
+// else an RRset PUT); for a PUT
 // the first line is "OWNER TYPE" (the URL's path parts) and the rest the body. Accepted input goes on through
 // ParseRRset and Zone::Build, as the store would. Nothing may crash or throw; accepted records must be in the
 // zone.
@@ -26,6 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if ((r->algorithm != 0 && r->algorithm != 13 && r->algorithm != 15) || r->propagation_delay < 0 ||
         r->propagation_delay > 30 * 86400 || r->parent_delay < 0 || r->parent_delay > 90 * 86400)
       std::abort();
+    return 0;
+  }
+  if (data[0] == 'D') {
+    auto d = dns_service::ParseDenialBody(in);
+    if (d.ok() && !dns_service::ValidateDenial(*d).ok()) std::abort();
     return 0;
   }
   if (data[0] & 1) {

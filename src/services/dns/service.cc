@@ -175,9 +175,10 @@ class DnsService final : public services::Service {
     schema.Add({.key = "dns.transfer.denial",
                 .type = config::Type::kEnum,
                 .default_value = "nsec",
-                .help = "Authenticated denial in the transferred form of signed zones (what secondaries "
-                        "serve): an NSEC chain, or NSEC3 (RFC 5155; 0 iterations, no salt) with or without "
-                        "opt-out. Our own answers use compact denial (RFC 9824) either way.",
+                .help = "Authenticated denial in the transferred form of signed zones whose own answers use "
+                        "compact denial (a zone's \"denial\": \"compact\"): an NSEC chain, or NSEC3 (RFC "
+                        "5155; 0 iterations, no salt) with or without opt-out. Zones answering with NSEC3 "
+                        "(the default for new zones) transfer that same chain.",
                 .choices = {"nsec", "nsec3", "nsec3-optout"}});
     schema.Add({.key = "dns.transfer.journal_versions",
                 .type = config::Type::kInt,
@@ -596,7 +597,8 @@ class DnsService final : public services::Service {
                              {"org", z.org},
                              {"serial", z.serial},
                              {"dnssec", z.dnssec},
-                             {"algorithm", z.algorithm}});
+                             {"algorithm", z.algorithm},
+                             {"denial", z.denial}});
             }
             return net::JsonResponse(nlohmann::json{{"zones", arr}}.dump());
           });
@@ -660,6 +662,16 @@ class DnsService final : public services::Service {
             auto text = store_->ExportZoneFile(req.Param("zone"), org);
             if (!text.ok()) return Problem(text.status(), req);
             return net::Response(200, std::move(*text), "text/dns");
+          });
+    // How the zone's answers deny (docs/dns.md "Online denial"): {"denial":
+    // "nsec3"|"nsec3-optout"|"compact"}.
+    Route(router, net::Method::kPut, "/v1/dns/zones/{zone}/denial", Need::kWrite,
+          [this](net::Request& req, const std::string& org) {
+            auto denial = ParseDenialBody(req.body);
+            if (!denial.ok()) return Problem(denial.status(), req);
+            Status s = store_->SetDenial(req.Param("zone"), *denial, org);
+            if (!s.ok()) return Problem(s, req);
+            return net::Response(204, "");
           });
     Route(router, net::Method::kGet, "/v1/dns/zones/{zone}/ds", Need::kRead,
           [this](net::Request& req, const std::string& org) {

@@ -153,7 +153,19 @@ CREATE INDEX dns_rollovers_due ON dns_rollovers (next_at) WHERE phase <> 'done';
           {7, "dns rollover waits for the parent's DS", R"sql(
 ALTER TABLE dns_rollovers ADD COLUMN await_ds boolean NOT NULL DEFAULT true;
 ALTER TABLE dns_rollovers ADD COLUMN ds_seen_at timestamptz;
+)sql"},
+          // Online denial per zone (docs/dns.md "Online denial"): zones from before keep the compact
+          // denial they answered with; new ones get NSEC3 unless they ask otherwise.
+          {8, "dns online denial per zone", R"sql(
+ALTER TABLE dns_zones ADD COLUMN denial text NOT NULL DEFAULT 'compact'
+  CHECK (denial IN ('compact', 'nsec3', 'nsec3-optout'));
+ALTER TABLE dns_zones ALTER COLUMN denial SET DEFAULT 'nsec3';
 )sql"}};
+}
+
+Status ValidateDenial(std::string_view denial) {
+  if (denial == "nsec3" || denial == "nsec3-optout" || denial == "compact") return OkStatus();
+  return InvalidArgument("denial: nsec3, nsec3-optout or compact");
 }
 
 Result<std::string> NormalizeZoneName(std::string_view text) {
@@ -185,6 +197,7 @@ Status Store::CreateZone(const CreateZoneRequest& req) {
   if (req.algorithm != 13 && req.algorithm != 15) return InvalidArgument("algorithm: 13 or 15");
   if (req.org.empty()) return InvalidArgument("org: empty");
   if (req.dnskey_ttl > 0x7fffffff) return InvalidArgument("dnskey_ttl: 0 to 2147483647");
+  GOVERN_RETURN_IF_ERROR(ValidateDenial(req.denial));
   std::string soa =
       req.soa.empty() ? "ns1." + zone + " hostmaster." + zone + " 1 3600 600 1209600 300" : req.soa;
   GOVERN_ASSIGN_OR_RETURN(auto soa_rr, ParseRRset(zone, "@", "SOA", 3600, {soa}));
@@ -202,10 +215,10 @@ Status Store::CreateZone(const CreateZoneRequest& req) {
   return pool_->Transact([&](db::Connection& c) -> Status {
     GOVERN_ASSIGN_OR_RETURN(
         db::Rows rows,
-        c.ExecPrepared("INSERT INTO dns_zones (name, serial, dnssec, algorithm, org, dnskey_ttl) "
-                       "VALUES ($1, 1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING name",
+        c.ExecPrepared("INSERT INTO dns_zones (name, serial, dnssec, algorithm, org, dnskey_ttl, denial) "
+                       "VALUES ($1, 1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING name",
                        db::Params(zone, req.dnssec, static_cast<int32_t>(req.algorithm), req.org,
-                                  static_cast<int64_t>(req.dnskey_ttl))));
+                                  static_cast<int64_t>(req.dnskey_ttl), req.denial)));
     if (rows.empty()) return AlreadyExists("zone " + zone + " exists");
     for (const auto& r : soa_rr) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
     for (const auto& r : ns_rr) GOVERN_RETURN_IF_ERROR(InsertRecord(c, zone, r));
@@ -245,7 +258,7 @@ Status Store::CheckOwner(std::string_view name, std::string_view org) {
 Result<std::vector<ZoneInfo>> Store::ListZones(std::string_view org) {
   GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease c, pool_->Checkout());
   GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
-                          c->ExecPrepared("SELECT name, serial, dnssec, algorithm, org FROM "
+                          c->ExecPrepared("SELECT name, serial, dnssec, algorithm, org, denial FROM "
                                           "dns_zones WHERE ($1 = '' OR org = $1) ORDER BY name",
                                           db::Params(org)));
   std::vector<ZoneInfo> out;
@@ -257,9 +270,22 @@ Result<std::vector<ZoneInfo>> Store::ListZones(std::string_view org) {
     GOVERN_ASSIGN_OR_RETURN(int64_t alg, rows.Int64(i, 3));
     z.algorithm = static_cast<int>(alg);
     z.org = std::string(rows.Text(i, 4));
+    z.denial = std::string(rows.Text(i, 5));
     out.push_back(std::move(z));
   }
   return out;
+}
+
+Status Store::SetDenial(std::string_view name, std::string_view denial, std::string_view org) {
+  GOVERN_ASSIGN_OR_RETURN(std::string zone, NormalizeZoneName(name));
+  GOVERN_RETURN_IF_ERROR(ValidateDenial(denial));
+  return pool_->Transact([&](db::Connection& c) -> Status {
+    GOVERN_RETURN_IF_ERROR(
+        c.ExecPrepared("UPDATE dns_zones SET denial = $2 WHERE name = $1 AND ($3 = '' OR org = $3)",
+                       db::Params(zone, denial, org))
+            .status());
+    return Bump(c, zone, org);  // NotFound (and a rollback) for a zone that is not there or not the org's
+  });
 }
 
 Status Store::ReplaceRRset(std::string_view name, std::string_view owner, std::string_view type, uint32_t ttl,
@@ -448,13 +474,15 @@ Result<std::vector<Store::LoadedKey>> Store::LoadKeys(db::Connection& c, std::st
 }
 
 Result<std::shared_ptr<const dns::Zone>> Store::LoadZoneOn(db::Connection& c, std::string_view zone) {
-  GOVERN_ASSIGN_OR_RETURN(db::Rows z, c.ExecPrepared("SELECT serial, dnskey_ttl, publish_cds FROM dns_zones "
-                                                     "WHERE name = $1",
-                                                     db::Params(zone)));
+  GOVERN_ASSIGN_OR_RETURN(db::Rows z,
+                          c.ExecPrepared("SELECT serial, dnskey_ttl, publish_cds, denial FROM dns_zones "
+                                         "WHERE name = $1",
+                                         db::Params(zone)));
   if (z.empty()) return NotFound("zone " + std::string(zone) + " does not exist");
   GOVERN_ASSIGN_OR_RETURN(int64_t serial, z.Int64(0, 0));
   GOVERN_ASSIGN_OR_RETURN(int64_t dnskey_ttl, z.Int64(0, 1));
   GOVERN_ASSIGN_OR_RETURN(bool publish_cds, z.Bool(0, 2));
+  const std::string denial(z.Text(0, 3));
   GOVERN_ASSIGN_OR_RETURN(db::Rows rows, c.ExecPrepared("SELECT owner, type, ttl, rdata FROM dns_records "
                                                         "WHERE zone = $1",
                                                         db::Params(zone)));
@@ -491,7 +519,13 @@ Result<std::shared_ptr<const dns::Zone>> Store::LoadZoneOn(db::Connection& c, st
   }
   if (!active) return FailedPrecondition("zone " + std::string(zone) + " has no active key");
   zk.ksk = zk.zsk = active;
-  zk.nsec3 = nsec3_;
+  if (denial == "compact") {
+    zk.nsec3 = nsec3_;  // the transfer form follows dns.transfer.denial
+  } else {
+    // One NSEC3 chain for our answers and the transfer form (RFC 9276: 0 iterations, no salt).
+    zk.online_denial = dns::OnlineDenial::kNsec3;
+    zk.nsec3 = dns::Nsec3Params{.enabled = true, .opt_out = denial == "nsec3-optout"};
+  }
   zk.dnskey_ttl = zk.cds_ttl = static_cast<uint32_t>(dnskey_ttl);
   if (other) {
     zk.dnskey_also.push_back(other);

@@ -44,12 +44,22 @@ const service_keys::KeyTable& DnsKeyTable();
 // The organisation zones made without one belong to, and which zones from before migration 3 got.
 inline constexpr std::string_view kDefaultOrg = "default";
 
+// How a signed zone's own answers deny names and types (docs/dns.md "Online denial"):
+//   "nsec3"        RFC 5155 from the zone's NSEC3 chain (0 iterations, no salt), each NSEC3 signed once per
+//                  serial and kept; the zone's transfer form carries the same chain. Default for new zones.
+//   "nsec3-optout" the same with opt-out (insecure delegations off the chain).
+//   "compact"      RFC 9824 compact denial, one signature per answer for a name that does not exist; the
+//                  transfer form follows dns.transfer.denial. Zones made before migration 8 keep it.
+inline constexpr std::string_view kDefaultDenial = "nsec3";
+Status ValidateDenial(std::string_view denial);
+
 struct ZoneInfo {
   std::string name;
   std::string org;
   int64_t serial = 0;
   bool dnssec = false;
   int algorithm = 13;
+  std::string denial;  // see kDefaultDenial
 };
 
 struct CreateZoneRequest {
@@ -61,6 +71,7 @@ struct CreateZoneRequest {
   std::string soa;
   std::vector<std::string> ns;  // NS targets at the apex; empty: ns1.<zone>
   uint32_t dnskey_ttl = 3600;   // TTL of DNSKEY, CDS and CDNSKEY (rollover waits follow it)
+  std::string denial = std::string(kDefaultDenial);  // "nsec3", "nsec3-optout" or "compact"
 };
 
 // Key rollover (docs/dns.md "Key rollover"; RFC 7583 CSK roll with double DS, RFC 7344/8078 CDS).
@@ -135,6 +146,9 @@ class Store {
   Result<std::vector<ZoneInfo>> ListZones(std::string_view org = {});
   // OkStatus when `zone` exists and belongs to `org` (any when empty), NotFound otherwise.
   Status CheckOwner(std::string_view zone, std::string_view org);
+  // Changes how the zone denies online ("nsec3", "nsec3-optout", "compact"): bumps the serial and
+  // NOTIFYs, so every server rebuilds it. InvalidArgument for another value.
+  Status SetDenial(std::string_view zone, std::string_view denial, std::string_view org = {});
   // Replaces the RRset (owner, type) with `rdatas` (presentation form); empty `rdatas` deletes it.
   // `owner` is absolute or relative to the zone ('@' is the apex). Errors name the field.
   Status ReplaceRRset(std::string_view zone, std::string_view owner, std::string_view type, uint32_t ttl,

@@ -155,6 +155,101 @@ TEST_F(DnsStoreTest, ImportExportAndSignedZone) {
   EXPECT_EQ(all->size(), 0u);
 }
 
+// Online denial per zone: new signed zones answer from an NSEC3 chain, PUT .../denial switches it (a
+// change like any other: serial bumped, NOTIFY), the transfer form follows it, bad values are refused.
+TEST_F(DnsStoreTest, OnlineDenialPerZone) {
+  ASSERT_TRUE(store_->CreateZone({.name = "n3.test", .dnssec = true}).ok());
+  EXPECT_EQ(NextNotify(), "n3.test.");
+  auto denial_of = [&](const std::string& zone) {
+    auto zones = store_->ListZones();
+    EXPECT_TRUE(zones.ok());
+    for (const auto& z : *zones)
+      if (z.name == zone) return z.denial;
+    return std::string();
+  };
+  auto count = [](const std::shared_ptr<const dns::Zone>& z, uint16_t type) {
+    int n = 0;
+    for (const auto& r : z->SignedRecords(1790000000)) n += r.type == type;
+    return n;
+  };
+  EXPECT_EQ(denial_of("n3.test."), "nsec3");
+  auto zone = store_->LoadZone("n3.test.");
+  ASSERT_TRUE(zone.ok()) << zone.status().message();
+  EXPECT_TRUE((*zone)->online_nsec3());
+  EXPECT_FALSE((*zone)->keys().nsec3.opt_out);
+  EXPECT_GT(count(*zone, 50), 0);  // NSEC3 in the transfer form too, though dns.transfer.denial is nsec
+
+  ASSERT_TRUE(store_->SetDenial("n3.test", "compact").ok());
+  EXPECT_EQ(NextNotify(), "n3.test.");
+  EXPECT_EQ(Serial("n3.test."), 2);
+  EXPECT_EQ(denial_of("n3.test."), "compact");
+  zone = store_->LoadZone("n3.test.");
+  ASSERT_TRUE(zone.ok());
+  EXPECT_FALSE((*zone)->online_nsec3());
+  EXPECT_EQ(count(*zone, 50), 0);
+  EXPECT_GT(count(*zone, 47), 0);  // NSEC, as dns.transfer.denial says
+
+  ASSERT_TRUE(store_->SetDenial("n3.test", "nsec3-optout").ok());
+  zone = store_->LoadZone("n3.test.");
+  ASSERT_TRUE(zone.ok());
+  EXPECT_TRUE((*zone)->online_nsec3());
+  EXPECT_TRUE((*zone)->keys().nsec3.opt_out);
+
+  EXPECT_EQ(store_->SetDenial("n3.test", "nsec").code(), Code::kInvalidArgument);
+  EXPECT_EQ(store_->SetDenial("n3.test", "compact", "other-org").code(), Code::kNotFound);
+  EXPECT_EQ(denial_of("n3.test."), "nsec3-optout");  // neither changed it
+  EXPECT_EQ(store_->SetDenial("absent.test", "compact").code(), Code::kNotFound);
+  EXPECT_EQ(store_->CreateZone({.name = "bad.test", .dnssec = true, .denial = "nsec5"}).code(),
+            Code::kInvalidArgument);
+  ASSERT_TRUE(store_->CreateZone({.name = "c.test", .dnssec = true, .denial = "compact"}).ok());
+  EXPECT_EQ(denial_of("c.test."), "compact");
+
+  auto body = ParseCreateZoneBody(R"({"name":"x.test","dnssec":true,"denial":"nsec3-optout"})");
+  ASSERT_TRUE(body.ok());
+  EXPECT_EQ(body->denial, "nsec3-optout");
+  EXPECT_EQ(ParseCreateZoneBody(R"({"name":"x.test"})")->denial, "nsec3");
+  EXPECT_FALSE(ParseCreateZoneBody(R"({"name":"x.test","denial":3})").ok());
+  EXPECT_FALSE(ParseCreateZoneBody(R"({"name":"x.test","denial":"nsec"})").ok());
+  EXPECT_EQ(*ParseDenialBody(R"({"denial":"compact"})"), "compact");
+  EXPECT_FALSE(ParseDenialBody(R"({"denial":"compact","x":1})").ok());
+  EXPECT_FALSE(ParseDenialBody("{}").ok());
+  EXPECT_FALSE(ParseDenialBody("[]").ok());
+}
+
+// Zones made before migration 8 keep the compact denial they answered with.
+TEST(DnsMigrationTest, ZonesFromBeforeKeepCompactDenial) {
+  auto db = db::testing::TestDatabase::Create();
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  auto pool = db::Pool::Create({.conninfo = db->conninfo(), .max_size = 2});
+  ASSERT_TRUE(pool.ok());
+  auto all = Migrations();
+  std::vector<db::Migration> before(all.begin(), all.begin() + 7);
+  ASSERT_EQ(before.back().version, 7);
+  ASSERT_TRUE(db::Migrator("dns", before).Apply(**pool).ok());
+  {
+    auto c = (*pool)->Checkout();
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(
+        (*c)->Exec(
+                "INSERT INTO dns_zones (name, serial, dnssec, algorithm) VALUES ('old.test.', 1, true, 13)")
+            .ok());
+  }
+  auto applied = db::Migrator("dns", all).Apply(**pool);
+  ASSERT_TRUE(applied.ok()) << applied.status().message();
+  EXPECT_EQ(*applied, 1);
+  auto c = (*pool)->Checkout();
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(
+      (*c)->Exec("INSERT INTO dns_zones (name, serial, dnssec, algorithm) VALUES ('new.test.', 1, true, 13)")
+          .ok());
+  auto rows = (*c)->Exec("SELECT name, denial FROM dns_zones ORDER BY name");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2);
+  EXPECT_EQ(rows->Text(0, 1), "nsec3");    // new.test.
+  EXPECT_EQ(rows->Text(1, 1), "compact");  // old.test.
+  EXPECT_FALSE((*c)->Exec("UPDATE dns_zones SET denial = 'nsec'").ok());
+}
+
 // RFC 1982: serials wrap at 2^32, and an imported serial counts only when it is later in sequence
 // space (a secondary would never take a "smaller" one).
 TEST_F(DnsStoreTest, SerialsFollowRfc1982) {

@@ -174,6 +174,22 @@ for i in "${replicas[@]}"; do
   contains "replica $i: delv validates" "; fully validated" "$out"
   out="$(delv @127.0.0.1 -p "${dns_ports[$i]}" -a "$work/anchor" +root=signed.test nx.signed.test A 2>&1)"
   contains "replica $i: delv validates the denial" "negative response, fully validated" "$out"
+  contains "replica $i: NSEC3 denial (the default) says NXDOMAIN" "nxdomain" "$out"
+done
+# The zone's online denial through the API: compact (RFC 9824: NOERROR, NSEC with NXNAME, kdig: TYPE128) on every
+# replica, still validated; a bad value is 400.
+out="$(api PUT /v1/dns/zones/signed.test/denial -d '{"denial":"compact"}')"
+contains "denial -> compact" "204" "$(status_of "$out")"
+contains "bad denial: 400" "400" "$(status_of "$(api PUT /v1/dns/zones/signed.test/denial -d '{"denial":"nsec"}')")"
+for i in "${replicas[@]}"; do
+  for _ in $(seq 1 200); do
+    kdig @127.0.0.1 -p "${dns_ports[$i]}" +dnssec +norec nx.signed.test A 2>/dev/null | grep -q TYPE128 && break
+    sleep 0.02
+  done
+  contains "replica $i: compact denial after the change (NXNAME, type 128)" "RRSIG NSEC TYPE128" \
+    "$(kdig @127.0.0.1 -p "${dns_ports[$i]}" +dnssec +norec nx.signed.test A 2>&1)"
+  out="$(delv @127.0.0.1 -p "${dns_ports[$i]}" -a "$work/anchor" +root=signed.test nx.signed.test A 2>&1)"
+  contains "replica $i: delv validates the compact denial" "negative response, fully validated" "$out"
 done
 
 # --- key rollover (docs/dns.md "Key rollover"), P-256 -> Ed25519, no validation gap ---
@@ -276,7 +292,7 @@ out="$(delv @127.0.0.1 -p "${dns_ports[1]}" -a "$work/A0" +root=roll.test www.ro
 checks=$((checks + 1))
 [[ "$out" == *"fully validated"* ]] && fail "done: the old DS alone still validates: $out"
 out="$(api GET /v1/dns/zones)"
-contains "roll.test is now algorithm 15" '"algorithm":15,"dnssec":true,"name":"roll.test."' "$out"
+contains "roll.test is now algorithm 15" '"algorithm":15,"denial":"nsec3","dnssec":true,"name":"roll.test."' "$out"
 
 # --- lost LISTEN connections: replicas reconnect and reload everything ---
 killed="$(psql_run "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'")"

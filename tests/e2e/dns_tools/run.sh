@@ -4,6 +4,7 @@
 set -euo pipefail
 : "${DNS_SERVE:?DNS_SERVE must point at govern-dns-serve}"
 DNS_SERVE="$(realpath "$DNS_SERVE")"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 for t in kdig dig delv ldns-read-zone; do
   command -v "$t" >/dev/null || { echo "missing $t (install knot-dnsutils bind9-dnsutils ldnsutils)" >&2; exit 1; }
 done
@@ -127,7 +128,7 @@ contains "ldns-read-zone reads the printed zone" "www.example.test.	300	IN	A	192
 # --- signed, ECDSA P-256 and Ed25519: delv validates with our key as the trust anchor ---
 for alg in 13 15; do
   mkdir -p "keys$alg"
-  start "s$alg" --zone example.test.=zone --sign "keys$alg" --algorithm "$alg"
+  start "s$alg" --zone example.test.=zone --sign "keys$alg" --algorithm "$alg" --denial compact
   port_var="PORT_s$alg"
   SP="${!port_var}"
   d() { delv @127.0.0.1 -p "$SP" -a "keys$alg/example.test.anchor" +root=example.test "$@" 2>&1; }
@@ -155,7 +156,7 @@ for alg in 13 15; do
   contains "alg $alg compact denial NXNAME" "NSEC" "$out"
   contains "alg $alg compact denial NOERROR" "status: NOERROR" "$out"
   # The whole signed zone with an NSEC chain verifies with ldns-verify-zone; a changed record does not.
-  "$DNS_SERVE" --zone example.test.=zone --sign "keys$alg" --algorithm "$alg" --check > signed.zone
+  "$DNS_SERVE" --zone example.test.=zone --sign "keys$alg" --algorithm "$alg" --denial compact --check > signed.zone
   contains "alg $alg ldns-verify-zone" "Zone is verified and complete" "$(ldns-verify-zone signed.zone 2>&1)"
   sed 's/^\(www.example.test. 300 IN A\) 192.0.2.1$/\1 192.0.2.2/' signed.zone > tampered.zone
   if cmp -s signed.zone tampered.zone; then fail "alg $alg: tampering did not change the zone"; fi
@@ -166,6 +167,82 @@ for alg in 13 15; do
   ds_ldns="$(cd "$work" && ldns-key2ds -n -2 served.key 2>&1 | awk '{print $5, $6, $7, toupper($8)}')"
   contains "alg $alg DS matches ldns-key2ds" "$ds_ours" "$ds_ldns"
 done
+
+# --- online NSEC3 denial (the default; RFC 5155): the chain, each NSEC3 signed once. delv validates
+# NXDOMAIN, NODATA, empty non-terminal, wildcard and insecure-delegation proofs, with and without
+# opt-out; the proof of another name (served by a lying proxy) is refused.
+mkdir -p keysn3
+start n3 --zone example.test.=zone --sign keysn3
+start n3o --zone example.test.=zone --sign keysn3 --nsec3-optout
+for v in n3 n3o; do
+  port_var="PORT_$v"
+  SP="${!port_var}"
+  d() { delv @127.0.0.1 -p "$SP" -a keysn3/example.test.anchor +root=example.test "$@" 2>&1; }
+  out="$(d nx.example.test A)"
+  contains "$v NXDOMAIN validates" "negative response, fully validated" "$out"
+  contains "$v NXDOMAIN is NXDOMAIN" "nxdomain" "$out"
+  contains "$v NXDOMAIN below a name validates" "negative response, fully validated" "$(d q.w.e.www.example.test A)"
+  contains "$v NXDOMAIN below an empty non-terminal validates" "negative response, fully validated" "$(d z.b.example.test A)"
+  out="$(d www.example.test MX)"
+  contains "$v NODATA validates" "negative response, fully validated" "$out"
+  contains "$v NODATA is NODATA" "nxrrset" "$out"
+  contains "$v apex NODATA validates" "negative response, fully validated" "$(d example.test TYPE65000)"
+  contains "$v ENT NODATA validates" "negative response, fully validated" "$(d b.example.test A)"
+  out="$(d x.wild.example.test A)"
+  contains "$v wildcard answer" "192.0.2.99" "$out"
+  if [ "$v" = n3 ]; then
+    contains "$v wildcard validates" "; fully validated" "$out"
+  else
+    # Opt-out: the cover of the next closer name cannot rule out an unsigned delegation there, so a
+    # validator calls a wildcard answer insecure (RFC 5155 section 9.2), never bogus.
+    contains "$v wildcard (opt-out) is insecure" "; unsigned answer" "$out"
+  fi
+  contains "$v wildcard NODATA validates" "negative response, fully validated" "$(d x.wild.example.test MX)"
+  contains "$v NSEC3PARAM validates" "; fully validated" "$(d example.test NSEC3PARAM)"
+  out="$(d sub.example.test DS)"
+  if [ "$v" = n3 ]; then
+    contains "$v insecure delegation: no DS, validated" "negative response, fully validated" "$out"
+  else
+    # Opt-out: the closest encloser proof only says the delegation may be unsigned (RFC 5155 section 9.2).
+    contains "$v insecure delegation (opt-out): no DS" "nxrrset" "$out"
+    lacks "$v insecure delegation (opt-out): not bogus" "resolution failed: broken" "$out"
+  fi
+  out="$(kdig @127.0.0.1 -p "$SP" +dnssec +norec nx.example.test A 2>&1)"
+  contains "$v kdig: NXDOMAIN rcode" "status: NXDOMAIN" "$out"
+  contains "$v kdig: NSEC3 in authority" "NSEC3" "$out"
+  lacks "$v kdig: no compact NSEC" "NXNAME" "$out"
+done
+# The same NSEC3 signature answers two names (made once, not per answer).
+sig_of() { kdig @127.0.0.1 -p "$PORT_n3" +dnssec +norec +noall +authority "$1" A 2>/dev/null | awk '$4=="RRSIG" && $5=="NSEC3"' | sort; }
+checks=$((checks + 1))
+[ -n "$(comm -12 <(sig_of nx.example.test) <(sig_of nx2.example.test))" ] || fail "NSEC3 RRSIGs are not reused across answers"
+# A lying proxy: NXDOMAIN for nx gets the denial of another name (one whose proof lacks the NSEC3
+# covering nx), NODATA for www MX gets that of ns1 MX. delv must not validate either.
+owners() { kdig @127.0.0.1 -p "$PORT_n3" +dnssec +norec +noall +authority "$1" "$2" 2>/dev/null | awk '$4=="NSEC3"{print $1}' | sort; }
+other=""
+for c in aa ab ac ad ae af ag ah ai aj ak al am an ao ap aq ar as at au av aw ax ay az; do
+  if [ -n "$(comm -23 <(owners nx.example.test A) <(owners "$c.example.test" A))" ]; then other="$c"; break; fi
+done
+[ -n "$other" ] || fail "no name with another NXDOMAIN proof than nx"
+python3 "$here/swap_proxy.py" "$PORT_n3" nx.example.test "$other.example.test" \
+  www.example.test ns1.example.test > proxy.port &
+pids+=($!)
+for _ in $(seq 1 100); do [ -s proxy.port ] && break; sleep 0.05; done
+PP="$(cat proxy.port)"
+dp() { delv @127.0.0.1 -p "$PP" -a keysn3/example.test.anchor +root=example.test "$@" 2>&1; }
+contains "proxy passes what it does not change" "; fully validated" "$(dp mail.example.test A)"
+out="$(dp nx.example.test A)"
+lacks "another name's NXDOMAIN proof is refused" "fully validated" "$out"
+contains "another name's NXDOMAIN proof fails" "resolution failed" "$out"
+out="$(dp www.example.test MX)"
+lacks "another name's NODATA proof is refused" "fully validated" "$out"
+contains "another name's NODATA proof fails" "resolution failed" "$out"
+# The transfer form carries the same chain, with one NSEC3PARAM; ldns-verify-zone verifies it.
+"$DNS_SERVE" --zone example.test.=zone --sign keysn3 --check > n3.zone
+contains "online NSEC3 zone: ldns-verify-zone" "Zone is verified and complete" "$(ldns-verify-zone n3.zone 2>&1)"
+checks=$((checks + 1))
+# (printed in the RFC 3597 form: NSEC3PARAM is TYPE51)
+[ "$(awk '$4=="TYPE51"' n3.zone | wc -l)" = 1 ] || fail "want one NSEC3PARAM in the transfer form"
 
 # Response rate limiting (--rrl-rate 5, slip 2): 40 identical UDP queries in a burst from one address get
 # at most 5 full answers per second, about half of the rest as truncated (TC) answers, the others
