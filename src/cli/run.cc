@@ -144,10 +144,14 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
     for (const auto& e : running.Snapshot()) {
       std::printf("  %-10s %-11s %s\n", e.service.c_str(), e.protocol.c_str(), e.address.c_str());
     }
-    std::printf("Ctrl-C or SIGTERM stops every service.\n");
+    std::printf("Ctrl-C or SIGTERM stops every service; SIGHUP reloads their files.\n");
     std::fflush(stdout);
     int sig = 0;
-    sigwait(&signals, &sig);
+    // SIGHUP: each service re-reads what it can without a restart (Service::Reload).
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+      log::Info("cli", "reloading", {{"signal", sigabbrev_np(sig)}});
+      for (const auto& svc : svcs) svc->Reload();
+    }
     log::Info("cli", "shutting down", {{"signal", sigabbrev_np(sig)}});
     // A second signal means the operator will not wait for the drain.
     std::thread([signals] {

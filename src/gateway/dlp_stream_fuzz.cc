@@ -2,7 +2,8 @@
 // Byte 0 picks the mode (bit 0: block, else mask), the format (bit 1: Anthropic) and the piece length
 // ((byte >> 2) + 1). The rest is (1) pushed as text in pieces: in block mode what is released must be a
 // prefix of the input, and nothing is released after the block; the held text stays bounded; and
-// (2) parsed as an SSE stream whose events go through DlpStreamFilter (any event data, valid or not).
+// (2) parsed as an SSE stream whose events go through DlpStreamFilter and ResponsesDlpFilter (any event
+// data, valid or not); every event the latter relays is a JSON object or relayed as it came.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/dlp_responses.h"
 #include "gateway/dlp_screen.h"
 #include "gateway/sse.h"
 
@@ -65,5 +67,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)f.Finish(&relayed);
   (void)f.report();
+
+  ResponsesDlpFilter r(p);
+  relayed.clear();
+  for (const auto& e : events) {
+    if (!r.Feed(e, &relayed)) break;
+  }
+  (void)r.Finish(&relayed);
+  if (r.blocked() && r.Feed(SseEvent{}, &relayed)) std::abort();  // nothing passes once blocked
+  (void)r.report();
   return 0;
 }

@@ -84,6 +84,9 @@ class Service {
   }
   virtual Status Start(const Context& ctx) = 0;
   virtual std::vector<Endpoint> Endpoints() const = 0;
+  // SIGHUP: re-read what the service can change without a restart (the gateway's routes file). Called
+  // from the main thread between Start and Stop; the default does nothing.
+  virtual void Reload() {}
   // Also called after a Start that failed part way: must be safe then, and release what Start took.
   virtual void Stop() = 0;
 };

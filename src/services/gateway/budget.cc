@@ -15,9 +15,12 @@ struct BudgetBook::Lease {
   size_t budget = 0;
   std::string period;
   // All guarded by the book's mutex.
-  int64_t held = 0;            // granted to this replica from the budget's row
-  int64_t spent = 0;           // settled cost
-  int64_t reserved = 0;        // held by requests in flight
+  int64_t held = 0;      // granted to this replica from the budget's row
+  int64_t spent = 0;     // settled cost
+  int64_t reserved = 0;  // held by requests in flight
+  // Admitted requests not yet settled. With reserve 0 they hold nothing, yet their cost is still to
+  // come: a lease with tickets out is neither released nor forgotten (its period may have ended).
+  int64_t tickets = 0;
   int64_t reported = 0;        // `spent` as last written to the database
   bool registered = false;     // this replica has a lease row for it
   int64_t valid_until_ns = 0;  // monotonic; spending stops after it until the next renewal
@@ -184,7 +187,10 @@ Result<BudgetBook::Ticket> BudgetBook::Admit(const BudgetSubject& who) {
       return ResourceExhausted("budget " + b.id + " is exhausted");
     t.held.emplace_back(std::move(lease), b.reserve_micros);
   }
-  for (auto& [lease, amount] : t.held) lease->reserved += amount;
+  for (auto& [lease, amount] : t.held) {
+    lease->reserved += amount;
+    ++lease->tickets;
+  }
   return t;
 }
 
@@ -194,6 +200,7 @@ void BudgetBook::Settle(Ticket& ticket, double cost) {
   std::lock_guard lock(mu_);
   for (auto& [lease, amount] : ticket.held) {
     lease->reserved -= amount;
+    --lease->tickets;
     lease->spent += micros;
   }
   ticket.held.clear();
@@ -231,18 +238,20 @@ Status BudgetBook::SyncLease(db::Connection& conn, const std::shared_ptr<Lease>&
                              bool release) {
   const BudgetConfig& b = budgets_[lease->budget];
   int64_t start_ns = clock_.MonotonicNanos();
-  int64_t held, spent, reserved, reported;
+  int64_t held, spent, reserved, reported, tickets;
   bool registered;
   {
     std::lock_guard lock(mu_);
     held = lease->held;
     spent = lease->spent;
     reserved = lease->reserved;
+    tickets = lease->tickets;
     reported = lease->reported;
     registered = lease->registered;
   }
-  // A lease with requests still in flight is kept until they settle.
-  if (release && reserved != 0) release = false;
+  // A lease with requests still in flight is kept until they settle (reserve 0: they hold nothing, but
+  // their cost is still to be reported).
+  if (release && (reserved != 0 || tickets != 0)) release = false;
   if (release && !registered && held == 0 && spent == 0) return OkStatus();  // never used
   int64_t new_held = held;
   const std::string ttl_s = std::to_string(static_cast<double>(options_.lease_ttl.count()) / 1000.0);
@@ -362,7 +371,7 @@ Status BudgetBook::SyncOnce(db::Connection& conn) {
     BudgetPeriod p = budgets_[it->first.first].period;
     const Lease& l = *it->second;
     bool past = it->first.second != PeriodKey(p, now_us) && it->first.second != PeriodKey(p, ahead_us);
-    if (past && !l.registered && l.reserved == 0 && l.spent == l.reported) {
+    if (past && !l.registered && l.reserved == 0 && l.tickets == 0 && l.spent == l.reported) {
       it = leases_.erase(it);
     } else {
       ++it;

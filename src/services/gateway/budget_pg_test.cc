@@ -230,6 +230,39 @@ TEST_F(BudgetPgTest, AnExpiredLeaseIsTakenBackByTheOtherReplica) {
   EXPECT_EQ(spent, 600'000);
 }
 
+// With reserve 0 a request admitted in one period and settled after the period ended holds nothing, yet
+// its cost must still reach the old period's row: the lease stays (neither released nor forgotten) while
+// a ticket of it is out.
+TEST_F(BudgetPgTest, ARequestSettledAfterItsPeriodEndedIsStillCounted) {
+  const char* kBudget = R"({"budgets": [{"id": "acme", "scope": "org", "org": "acme", "limit": 1,
+                            "lease": 0.5, "period": "hour"}]})";
+  ManualClock clock;
+  BudgetBook r1(Budget(kBudget), {.replica = "r1", .lease_ttl = std::chrono::hours(10), .clock = &clock});
+  auto c1 = Conn();
+  ASSERT_TRUE(r1.SyncOnce(*c1).ok());
+  const std::string first = PeriodKey(BudgetPeriod::kHour, clock.UnixMicros());
+  auto settled = r1.Admit({.org = "acme"});
+  ASSERT_TRUE(settled.ok()) << settled.status().ToString();
+  r1.Settle(*settled, 0.1);
+  auto late = r1.Admit({.org = "acme"});  // still in flight when the hour ends
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  clock.Advance(std::chrono::hours(1));
+  ASSERT_NE(PeriodKey(BudgetPeriod::kHour, clock.UnixMicros()), first);
+  ASSERT_TRUE(r1.SyncOnce(*c1).ok());  // the past period's lease would be released here
+  r1.Settle(*late, 0.25);
+  ASSERT_TRUE(r1.SyncOnce(*c1).ok());  // now it is, with the late cost
+  ASSERT_TRUE(r1.SyncOnce(*c1).ok());
+  auto rows = c1->Exec(
+      "SELECT claimed_micros, spent_micros FROM gateway_budgets WHERE budget_id = 'acme' AND period = $1",
+      db::Params(first));
+  ASSERT_TRUE(rows.ok() && rows->size() == 1);
+  EXPECT_EQ(*rows->Int64(0, 1), 350'000);
+  EXPECT_EQ(*rows->Int64(0, 0), 350'000);  // what was unspent went back
+  auto leases = c1->Exec("SELECT count(*) FROM gateway_budget_leases WHERE period = $1", db::Params(first));
+  ASSERT_TRUE(leases.ok());
+  EXPECT_EQ(*leases->Int64(0, 0), 0);
+}
+
 // The proxy refuses a request once the budget is spent: OpenAI's insufficient_quota and Anthropic's
 // rate_limit_error, recorded as budget_exhausted.
 TEST_F(BudgetPgTest, TheProxyAnswersAnExhaustedBudgetInEachSdksShape) {

@@ -1,15 +1,30 @@
 #include "services/gateway/governance.h"
 
+#include <openssl/evp.h>
+
 #include "gateway/anthropic.h"
 #include "gateway/json_util.h"
 #include "gateway/openai.h"
 
 namespace govern::gateway {
 
+std::string VirtualKeyId(std::string_view key) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(key.data(), key.size(), md, &n, EVP_sha256(), nullptr) != 1 || n < 8) return "";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (int i = 0; i < 8; ++i) {
+    id += kHex[md[i] >> 4];
+    id += kHex[md[i] & 15];
+  }
+  return id;
+}
+
 Caller KeyCaller(const VirtualKeyConfig& key) {
   Caller c;
   c.principal_type = "Key";
-  c.principal_id = key.key.substr(0, 12);
+  c.principal_id = VirtualKeyId(key.key);
   c.org = key.org;
   c.key = key.key;
   return c;

@@ -34,11 +34,11 @@ struct Governance {
 // Who made a request.
 struct Caller {
   std::string principal_type;  // "Key", "Agent", "User"
-  std::string principal_id;    // the key id (first 12 characters) for a virtual key
+  std::string principal_id;    // the key id (VirtualKeyId) for a virtual key
   std::string org;
   std::string key;  // the whole virtual key ("" for a token), for budgets of scope key and team
   std::string on_behalf_of;
-  // As budgets and usage records name it: "Key:gvg_abcd1234", "Agent:cli_1", "User:usr_1".
+  // As budgets and usage records name it: "Key:382c52b398d5d78f", "Agent:cli_1", "User:usr_1".
   std::string Name() const { return principal_type + ":" + principal_id; }
 };
 

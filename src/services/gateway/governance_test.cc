@@ -239,6 +239,26 @@ TEST(PolicyGate, DecidesEachRequestFromTheBundle) {
   EXPECT_EQ(g.Decide(Query("Agent", "cli_1", "claude-stub")).kind, GateDecision::Kind::kAllow);
 }
 
+// Two virtual keys that share their first 12 characters are two principals: a policy naming one does
+// not reach the other (their ids were the shared prefix once).
+TEST(PolicyGate, KeysSharingAPrefixAreDifferentPrincipals) {
+  VirtualKeyConfig k1{"gvg_shared_prefix_aaaa", "acme"}, k2{"gvg_shared_prefix_bbbb", "acme"};
+  Caller c1 = KeyCaller(k1), c2 = KeyCaller(k2);
+  EXPECT_NE(c1.Name(), c2.Name());
+  // The id is the first 16 hex digits of the key's SHA-256 (printf %s key | sha256sum): stable.
+  EXPECT_EQ(VirtualKeyId("gvg_reload_test_0001"), "382c52b398d5d78f");
+  EXPECT_EQ(c1.principal_id, VirtualKeyId(k1.key));
+  EXPECT_EQ(c1.principal_id.find("gvg_"), std::string::npos);  // nothing of the key
+
+  BundleFiles f(Dir("prefix"));
+  f.Write(1, "permit(principal, action, resource);\nforbid(principal == Gateway::Key::\"" + c1.principal_id +
+                 "\", action, resource);");
+  auto gate = PolicyGate::Create(f.Options());
+  ASSERT_TRUE(gate.ok()) << gate.status().ToString();
+  EXPECT_EQ((*gate)->Decide(Query("Key", c1.principal_id, "gpt-stub")).kind, GateDecision::Kind::kDeny);
+  EXPECT_EQ((*gate)->Decide(Query("Key", c2.principal_id, "gpt-stub")).kind, GateDecision::Kind::kAllow);
+}
+
 TEST(PolicyGate, WithoutABundleEveryRequestIsRefused) {
   BundleFiles f(Dir("nobundle"));
   auto gate = PolicyGate::Create(f.Options());  // the file does not exist yet
@@ -426,7 +446,7 @@ TEST_F(GovernedProxyTest, TokensAuthenticateAndPolicyDecides) {
   EXPECT_EQ(recs[1].decision, "deny");
   EXPECT_EQ(recs[1].status, 403);
   EXPECT_FALSE(recs[1].error.empty());
-  EXPECT_EQ(recs[2].principal, "Key:" + std::string(kKey).substr(0, 12));
+  EXPECT_EQ(recs[2].principal, "Key:" + VirtualKeyId(kKey));
   EXPECT_EQ(recs[2].decision, "deny");
   EXPECT_EQ(recs[2].decision_reason, "no-claude-for-globex");
   EXPECT_EQ(recs[3].decision, "allow");

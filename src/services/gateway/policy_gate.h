@@ -10,7 +10,7 @@
 //
 // Each request is decided as
 //   principal  Gateway::Agent::"<id>", Gateway::User::"<id>" (a Govern token) or Gateway::Key::"<key id>"
-//              (a virtual key: its first 12 characters, as in the usage record)
+//              (a virtual key: VirtualKeyId, 16 hex digits of its SHA-256, as in the usage record)
 //   action     Gateway::Action::"invoke"
 //   resource   Gateway::Model::"<model the client asked for>"
 //   context    {organisation: String, stream: Bool, estimated_tokens: Long, format: "openai"|"anthropic",

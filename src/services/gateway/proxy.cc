@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "gateway/anthropic.h"
+#include "gateway/dlp_responses.h"
 #include "gateway/dlp_screen.h"
 #include "gateway/gemini.h"
 #include "gateway/json_util.h"
@@ -367,16 +368,33 @@ Result<ProxyConfig> ParseProxyConfig(std::string_view text) {
 
 struct Exchange;
 
+// A stream's DLP filter: chat and messages events (DlpStreamFilter), or the Responses API's
+// (ResponsesDlpFilter, gateway/dlp_responses.h).
+struct StreamDlp {
+  std::unique_ptr<DlpStreamFilter> chat;
+  std::unique_ptr<ResponsesDlpFilter> responses;
+  bool Feed(const SseEvent& ev, std::vector<SseEvent>* out) {
+    return chat ? chat->Feed(ev, out) : responses->Feed(ev, out);
+  }
+  bool Finish(std::vector<SseEvent>* out) { return chat ? chat->Finish(out) : responses->Finish(out); }
+  const DlpReport& report() { return chat ? chat->report() : responses->report(); }
+};
+
 // Everything the handlers and exchanges share; Proxy::Impl is this (kept apart so that Exchange, outside
 // Proxy, may name it).
 struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
-  ProxyConfig config;
-  std::shared_ptr<RouteTable> table;  // routing.h
+  ProxyConfig config;  // routes, models, keys, prices and dlp: as at Create (reloads swap the parts below)
+  // Swapped whole by Proxy::Reload: a plan keeps the table it was made from (routing.h).
+  std::atomic<std::shared_ptr<RouteTable>> table;
+  std::atomic<std::shared_ptr<const std::map<std::string, PriceConfig>>> prices;
+  std::mutex reload_mu;  // one Reload at a time
   std::unique_ptr<wal::Log> wal;
   std::unique_ptr<UpstreamClient> upstream;
 
   std::mutex keys_mu;
   std::unordered_map<std::string, std::unique_ptr<KeyState>> keys;
+  // Keys a reload removed: kept (their exchanges in flight hold the pointer) until the proxy goes.
+  std::vector<std::unique_ptr<KeyState>> retired_keys;
 
   // Exchanges in flight (from the upstream call's start to their record), so the destructor can end
   // them: one parked on a slow client's back-pressure has no operation pending to cancel.
@@ -455,7 +473,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   std::shared_ptr<const DlpConfig> dlp_config;
   const DlpProfile* dlp = nullptr;  // null: off
   DlpReport dlp_report;
-  std::unique_ptr<DlpStreamFilter> dlp_filter;
+  std::unique_ptr<StreamDlp> dlp_filter;
   std::vector<SseEvent> screened;
 
   // A block: 400 in the client SDK's error shape (code dlp_blocked), naming the rules only.
@@ -475,11 +493,12 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   // A whole answer (provider format, 2xx): screened before it is relayed. False when blocked (answered).
   bool ScreenAnswer(std::string& body) {
-    if (dlp == nullptr) return true;
+    if (dlp == nullptr || endpoint == Endpoint::kEmbeddings) return true;  // vectors: no text
     auto j = detail::ParseJson(body, "upstream answer");
     if (!j.ok()) return true;  // unreadable: the format's parser below answers 502
-    bool changed = route->format == WireFormat::kOpenAI ? ScreenOpenAIChat(*dlp, *j, &dlp_report)
-                                                        : ScreenAnthropicMessages(*dlp, *j, &dlp_report);
+    bool changed = route->format == WireFormat::kAnthropic ? ScreenAnthropicMessages(*dlp, *j, &dlp_report)
+                   : endpoint == Endpoint::kResponses      ? ScreenResponsesAnswer(*dlp, *j, &dlp_report)
+                                                           : ScreenOpenAIChat(*dlp, *j, &dlp_report);
     if (dlp_report.blocked) {
       FailDlp("response");
       return false;
@@ -507,7 +526,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     std::string message = DlpBlockMessage("response", dlp_report);
     rec.status = 400;
     rec.error = message;
-    if (client == WireFormat::kOpenAI) {
+    if (endpoint == Endpoint::kResponses) {
+      out += ResponsesDlpBlockEvent(message, responses_seq + 1);
+    } else if (client == WireFormat::kOpenAI) {
       AppendSseEvent(out, "",
                      detail::Dump(openai::ErrorJson(message, "invalid_request_error", "dlp_blocked")));
     } else {
@@ -628,8 +649,14 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     head.headers.Set("x-request-id", rec.request_id);
     stream = responder.Stream(std::move(head));
     rec.status = 200;
-    if (dlp != nullptr)
-      dlp_filter = std::make_unique<DlpStreamFilter>(*dlp, route->format == WireFormat::kAnthropic);
+    if (dlp != nullptr) {
+      dlp_filter = std::make_unique<StreamDlp>();
+      if (endpoint == Endpoint::kResponses && route->format == WireFormat::kOpenAI) {
+        dlp_filter->responses = std::make_unique<ResponsesDlpFilter>(*dlp);
+      } else {  // an Anthropic provider's events are screened before their translation to Responses
+        dlp_filter->chat = std::make_unique<DlpStreamFilter>(*dlp, route->format == WireFormat::kAnthropic);
+      }
+    }
     if (route->format == WireFormat::kAnthropic && client == WireFormat::kOpenAI)
       from_anthropic = std::make_unique<MessagesToChatStream>(include_usage, rec.time_ns / 1000000000);
     Pump();
@@ -1077,6 +1104,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   // A whole 2xx Responses or embeddings answer: relayed as it came, metered from its usage (translated
   // from an Anthropic provider's message).
   void OnWholeOpenAIApi(std::string body) {
+    if (!ScreenAnswer(body)) return;  // DLP (in the provider's format)
     if (route->format == WireFormat::kAnthropic) {
       auto resp = anthropic::ParseMessagesResponse(body);
       if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
@@ -1131,7 +1159,9 @@ Proxy::Proxy(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<Proxy>> Proxy::Create(ProxyConfig config) {
   auto impl = std::make_shared<Impl>();
-  GOVERN_ASSIGN_OR_RETURN(impl->table, RouteTable::Create(AllRoutes(config)));
+  GOVERN_ASSIGN_OR_RETURN(auto table, RouteTable::Create(AllRoutes(config)));
+  impl->table.store(std::move(table));
+  impl->prices.store(std::make_shared<const std::map<std::string, PriceConfig>>(config.prices));
   for (const auto& k : config.keys) {
     if (!impl->keys.emplace(k.key, std::make_unique<KeyState>(k)).second)
       return InvalidArgument("gateway: virtual key listed twice");
@@ -1177,9 +1207,42 @@ void Proxy::SetDlp(std::shared_ptr<const DlpConfig> dlp) {
   impl_->dlp.store(dlp ? std::move(dlp) : std::make_shared<const DlpConfig>());
 }
 
+// A reload (routes_reload.h): everything is checked before anything is swapped.
+Status Proxy::Reload(ProxyConfig next) {
+  Impl& s = *impl_;
+  std::lock_guard reload(s.reload_mu);
+  std::set<std::string_view> seen;
+  for (const auto& k : next.keys) {
+    if (!seen.insert(k.key).second) return InvalidArgument("gateway: virtual key listed twice");
+  }
+  GOVERN_ASSIGN_OR_RETURN(auto table, RouteTable::Create(AllRoutes(next), s.table.load().get()));
+  {
+    // Keys still listed keep their rate-limit buckets unless their limits changed.
+    std::lock_guard lock(s.keys_mu);
+    std::unordered_map<std::string, std::unique_ptr<KeyState>> keys;
+    for (const auto& k : next.keys) {
+      auto it = s.keys.find(k.key);
+      if (it != s.keys.end() && it->second->config.requests_per_minute == k.requests_per_minute &&
+          it->second->config.tokens_per_minute == k.tokens_per_minute) {
+        it->second->config.org = k.org;
+        keys.emplace(k.key, std::move(it->second));
+        s.keys.erase(it);
+      } else {
+        keys.emplace(k.key, std::make_unique<KeyState>(k));
+      }
+    }
+    for (auto& [key, state] : s.keys) s.retired_keys.push_back(std::move(state));
+    s.keys = std::move(keys);
+  }
+  s.table.store(std::move(table));
+  s.prices.store(std::make_shared<const std::map<std::string, PriceConfig>>(std::move(next.prices)));
+  s.dlp.store(next.dlp ? std::move(next.dlp) : std::make_shared<const DlpConfig>());
+  return OkStatus();
+}
+
 UpstreamClient::Stats Proxy::upstream_stats() const { return impl_->upstream->stats(); }
 
-const RouteTable& Proxy::route_table() const { return *impl_->table; }
+const RouteTable& Proxy::route_table() const { return *impl_->table.load(); }
 wal::Log* Proxy::usage_wal() const { return impl_->wal.get(); }
 
 void Proxy::Register(net::Router& router) {
@@ -1214,7 +1277,8 @@ void Proxy::Register(net::Router& router) {
       if (!known) return ErrorResponse(WireFormat::kOpenAI, 401, "missing or unknown API key");
     }
     std::vector<openai::Model> models;
-    for (const auto& r : impl->table->routes()) models.push_back({r.model, 0, "govern"});
+    auto table = impl->table.load();
+    for (const auto& r : table->routes()) models.push_back({r.model, 0, "govern"});
     return net::Response(200, detail::Dump(openai::ModelsListJson(models)), "application/json");
   });
 }
@@ -1226,7 +1290,8 @@ void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point s
   r.cached_tokens = m.cached;
   // Priced as the model that answered: a fallback's price, not the requested model's.
   const std::string& priced = r.attempts.empty() ? r.model : r.attempts.back().model;
-  if (auto it = config.prices.find(priced); it != config.prices.end()) {
+  auto price_table = prices.load();
+  if (auto it = price_table->find(priced); it != price_table->end()) {
     const PriceConfig& p = it->second;
     int64_t uncached = std::max<int64_t>(0, m.input - m.cached);
     r.cost = (static_cast<double>(uncached) * p.input + static_cast<double>(m.cached) * p.cached_input +
@@ -1288,7 +1353,7 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
     }
     if (ks != nullptr) {
       rec.org = ks->config.org;
-      rec.key_id = ks->config.key.substr(0, 12);
+      rec.key_id = VirtualKeyId(ks->config.key);
       if (config.governance) caller = KeyCaller(ks->config);
     }
   }
@@ -1329,7 +1394,7 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   rec.model = peek->model;
   rec.stream = peek->stream;
   ex->stream_requested = peek->stream;
-  auto plan = table->Plan(peek->model);
+  auto plan = table.load()->Plan(peek->model);
   if (!plan) return ex->Fail(404, "the model `" + peek->model + "` does not exist");
   // Routing (routing.h): what every attempt needs; Attempt() picks a deployment and builds its request.
   ex->plan.emplace(std::move(*plan));
@@ -1341,17 +1406,17 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
     if (!ex->admission.ok) return ex->Refuse(RefusalResponse(client, ex->admission));
   }
 
-  // DLP: the prompt, screened per the org before anything reaches the provider (chat and messages; the
-  // Responses and embeddings APIs are not screened yet).
+  // DLP: the prompt, screened per the org before anything reaches the provider.
   ex->dlp_config = dlp.load();
-  if (const DlpProfile& profile = ex->dlp_config->For(rec.org); profile.mode != DlpMode::kOff &&
-                                                                ex->endpoint != Endpoint::kResponses &&
-                                                                ex->endpoint != Endpoint::kEmbeddings) {
+  if (const DlpProfile& profile = ex->dlp_config->For(rec.org); profile.mode != DlpMode::kOff) {
     ex->dlp = &profile;
     auto j = detail::ParseJson(req.body, "request body");
     if (!j.ok()) return ex->Fail(400, j.status().message());
-    bool changed = client == WireFormat::kOpenAI ? ScreenOpenAIChat(profile, *j, &ex->dlp_report)
-                                                 : ScreenAnthropicMessages(profile, *j, &ex->dlp_report);
+    DlpReport* report = &ex->dlp_report;
+    bool changed = ex->endpoint == Endpoint::kResponses    ? ScreenResponsesRequest(profile, *j, report)
+                   : ex->endpoint == Endpoint::kEmbeddings ? ScreenEmbeddingsRequest(profile, *j, report)
+                   : client == WireFormat::kOpenAI         ? ScreenOpenAIChat(profile, *j, report)
+                                                           : ScreenAnthropicMessages(profile, *j, report);
     if (ex->dlp_report.blocked) return ex->FailDlp("request");
     if (changed) {
       req.body = detail::Dump(*j);

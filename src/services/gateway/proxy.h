@@ -80,6 +80,11 @@ struct VirtualKeyConfig {
   int64_t tokens_per_minute = 0;    // 0: no limit
 };
 
+// What names a virtual key in usage records and to policy (the principal Key:<id>): the first 16 hex
+// digits of its SHA-256, so two keys never share an id (as two sharing a prefix did when the id was the
+// key's first 12 characters) and the record reveals nothing of the key. Stable across versions.
+std::string VirtualKeyId(std::string_view key);
+
 // Prices in currency units per million tokens. Cached input tokens are billed at cached_input instead
 // of input.
 struct PriceConfig {
@@ -92,7 +97,7 @@ struct UsageRecord {
   std::string request_id;
   int64_t time_ns = 0;  // wall-clock start
   std::string org;
-  std::string key_id;  // the key's first 12 characters, never the whole key
+  std::string key_id;  // VirtualKeyId(key), never the key
   std::string model;
   std::string route;  // base URL of the route taken; "" when none
   std::string client_format;
@@ -169,9 +174,18 @@ class Proxy {
   // Replaces the DLP configuration (a reload): requests already started keep the one they began with.
   void SetDlp(std::shared_ptr<const DlpConfig> dlp);
 
+  // A reload of the routes file (routes_reload.h): replaces the routes (deployments, retries, fallbacks,
+  // breakers), virtual keys, prices and DLP with `next`'s, after checking all of it; on an error nothing
+  // changes. Requests in flight finish on the routes and DLP they began with; deployments still there
+  // keep their breaker state and calls in flight (RouteTable::Create); keys still there keep their
+  // rate-limit buckets unless their limits changed. Not taken from `next`: wal_dir, upstream, on_record,
+  // governance, usage_durable_before_response (they need a restart). Thread-safe.
+  Status Reload(ProxyConfig next);
+
   // The provider client's counters (connections opened and reused, retries), for tests and metrics.
   UpstreamClient::Stats upstream_stats() const;
-  // The routing table (breaker states and calls in flight per deployment), for tests and metrics.
+  // The routing table (breaker states and calls in flight per deployment), for tests and metrics; valid
+  // until the next Reload.
   const RouteTable& route_table() const;
 
   // The usage record WAL (nullptr without ProxyConfig::wal_dir), for the usage shipper (usage_ship.h),

@@ -52,6 +52,27 @@ class ProxyDlpTest : public ::testing::Test {
           R"({"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}})",
           "application/json");
     });
+    // The Responses and embeddings APIs, captured likewise.
+    capture_router.AddSync(net::Method::kPost, "/v1/responses", [this](net::Request& req) {
+      {
+        std::lock_guard lock(mu_);
+        captured_ = req.body;
+      }
+      return net::Response(
+          200,
+          R"({"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","id":"m1","role":"assistant","content":[{"type":"output_text","text":"ok"}]}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}})",
+          "application/json");
+    });
+    capture_router.AddSync(net::Method::kPost, "/v1/embeddings", [this](net::Request& req) {
+      {
+        std::lock_guard lock(mu_);
+        captured_ = req.body;
+      }
+      return net::Response(
+          200,
+          R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.5]}],"model":"m","usage":{"prompt_tokens":3,"total_tokens":3}})",
+          "application/json");
+    });
     net::ServerConfig csc;
     csc.workers = 1;
     capture_ = std::make_unique<net::Server>(csc, std::move(capture_router));
@@ -334,6 +355,126 @@ TEST_F(ProxyDlpTest, PromptsAreMaskedBeforeTheProviderOrRefused) {
   ASSERT_TRUE(off.ok());
   proxy_->SetDlp(*off);
   EXPECT_EQ(Post("/v1/chat/completions", body, kBlockKey).status, 200);
+}
+
+// The Responses API: prompts (input string, items, instructions) masked before the provider or refused,
+// whole answers and streams screened (same format and translated from an Anthropic provider); the
+// stream's deltas, its .done events and its final response agree, and its sequence numbers still count
+// up by one.
+TEST_F(ProxyDlpTest, ResponsesPromptsAnswersAndStreamsAreScreened) {
+  const std::string prompt =
+      R"({"model":"gpt-capture","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"my key is AKIAIOSFODNN7EXAMPLE"}]}]})";
+  auto masked = Post("/v1/responses", prompt, kMaskKey);
+  ASSERT_EQ(masked.status, 200) << masked.body;
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(captured_.find("AKIA"), std::string::npos) << captured_;
+    EXPECT_NE(captured_.find("my key is [REDACTED:aws_access_key_id]"), std::string::npos) << captured_;
+    captured_.clear();
+  }
+  size_t n = 0;
+  EXPECT_EQ(WaitRecord(++n).dlp_action, "masked");
+  auto refused =
+      Post("/v1/responses", R"({"model":"gpt-capture","input":"AKIAIOSFODNN7EXAMPLE"})", kBlockKey);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(Json::parse(refused.body)["error"]["code"], "dlp_blocked");
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_TRUE(captured_.empty());
+  }
+  EXPECT_EQ(WaitRecord(++n).dlp_action, "blocked");
+
+  for (const char* model : {"gpt-stub", "claude-stub"}) {
+    SCOPED_TRACE(model);
+    // Whole: the output text masked; blocked as a 400.
+    std::string whole = std::string(R"({"model":")") + model + R"(","input":"deploy plan"})";
+    auto w = Post("/v1/responses", whole, kMaskKey, AnswerText());
+    ASSERT_EQ(w.status, 200) << w.body;
+    EXPECT_EQ(w.body.find("AKIA"), std::string::npos) << w.body;
+    EXPECT_NE(w.body.find("[REDACTED:aws_access_key_id]"), std::string::npos) << w.body;
+    EXPECT_EQ(WaitRecord(++n).dlp_action, "masked");
+    auto wb = Post("/v1/responses", whole, kBlockKey, AnswerText());
+    EXPECT_EQ(wb.status, 400) << wb.body;
+    EXPECT_EQ(wb.body.find("AKIA"), std::string::npos);
+    EXPECT_EQ(WaitRecord(++n).dlp_action, "blocked");
+
+    // Streamed: the deltas (8-byte pieces) assemble to the masked text, which the done events repeat.
+    std::string streamed = std::string(R"({"model":")") + model + R"(","stream":true,"input":"deploy plan"})";
+    auto st = Post("/v1/responses", streamed, kMaskKey, AnswerText());
+    ASSERT_EQ(st.status, 200) << st.body;
+    EXPECT_EQ(st.body.find("AKIA"), std::string::npos) << st.body;
+    SseParser p;
+    std::vector<SseEvent> evs;
+    ASSERT_TRUE(p.Feed(st.body, evs).ok());
+    std::string text, done_text, final_text;
+    int64_t seq = -1;
+    bool completed = false;
+    for (const auto& e : evs) {
+      Json j = Json::parse(e.data);
+      if (j.contains("sequence_number")) {
+        EXPECT_EQ(j["sequence_number"].get<int64_t>(), seq + 1) << e.data;
+        seq = j["sequence_number"].get<int64_t>();
+      }
+      std::string type = j.value("type", "");
+      if (type == "response.output_text.delta") text += j["delta"].get<std::string>();
+      if (type == "response.output_text.done") done_text = j["text"].get<std::string>();
+      if (type == "response.completed") {
+        completed = true;
+        for (const auto& item : j["response"]["output"])
+          for (const auto& c : item.value("content", Json::array())) final_text += c.value("text", "");
+      }
+    }
+    EXPECT_TRUE(completed);
+    EXPECT_EQ(text, Expected());
+    EXPECT_EQ(done_text, Expected());
+    EXPECT_EQ(final_text, Expected());
+    UsageRecord r = WaitRecord(++n);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.dlp_action, "masked");
+    EXPECT_GT(r.output_tokens, 0);
+
+    // Blocked mid-stream: the Responses error event (code dlp_blocked), nothing of the secret, no
+    // response.completed.
+    auto sb = Post("/v1/responses", streamed, kBlockKey, AnswerText());
+    ASSERT_EQ(sb.status, 200) << sb.body;
+    EXPECT_EQ(sb.body.find("AKIA"), std::string::npos) << sb.body;
+    EXPECT_EQ(sb.body.find("response.completed"), std::string::npos);
+    EXPECT_NE(sb.body.find("dlp_blocked"), std::string::npos) << sb.body;
+    UsageRecord b = WaitRecord(++n);
+    EXPECT_EQ(b.status, 400);
+    EXPECT_EQ(b.dlp_action, "blocked");
+  }
+}
+
+// Embeddings: the input text (a string or strings) masked before the provider or refused; token
+// arrays pass as they are.
+TEST_F(ProxyDlpTest, EmbeddingsInputsAreScreened) {
+  auto masked =
+      Post("/v1/embeddings", R"({"model":"gpt-capture","input":["fine","my key is AKIAIOSFODNN7EXAMPLE"]})",
+           kMaskKey);
+  ASSERT_EQ(masked.status, 200) << masked.body;
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(captured_.find("AKIA"), std::string::npos) << captured_;
+    EXPECT_NE(captured_.find("my key is [REDACTED:aws_access_key_id]"), std::string::npos) << captured_;
+    captured_.clear();
+  }
+  UsageRecord r = WaitRecord(1);
+  EXPECT_EQ(r.dlp_action, "masked");
+  EXPECT_EQ(r.dlp_rules, std::vector<std::string>{"aws_access_key_id"});
+  auto refused =
+      Post("/v1/embeddings", R"({"model":"gpt-capture","input":"AKIAIOSFODNN7EXAMPLE"})", kBlockKey);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(Json::parse(refused.body)["error"]["code"], "dlp_blocked");
+  EXPECT_EQ(refused.body.find("AKIA"), std::string::npos);
+  {
+    std::lock_guard lock(mu_);
+    EXPECT_TRUE(captured_.empty());
+  }
+  EXPECT_EQ(WaitRecord(2).status, 400);
+  auto tokens = Post("/v1/embeddings", R"({"model":"gpt-capture","input":[[1,2,3]]})", kBlockKey);
+  EXPECT_EQ(tokens.status, 200) << tokens.body;
+  EXPECT_EQ(WaitRecord(3).dlp_action, "none");
 }
 
 }  // namespace

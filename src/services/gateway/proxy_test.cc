@@ -171,7 +171,7 @@ TEST_F(ProxyTest, ChatSameFormatIsForwardedAndMetered) {
   UsageRecord r = WaitRecord(1);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.org, "acme");
-  EXPECT_EQ(r.key_id, std::string(kKey).substr(0, 12));
+  EXPECT_EQ(r.key_id, VirtualKeyId(kKey));
   EXPECT_EQ(r.model, "gpt-stub");
   EXPECT_EQ(r.input_tokens, 3);
   EXPECT_EQ(r.output_tokens, 16);

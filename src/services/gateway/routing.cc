@@ -286,10 +286,10 @@ std::chrono::milliseconds LongestWholeAnswer(const std::vector<ModelRouteConfig>
 
 enum class BreakerState { kClosed, kOpen, kHalfOpen };
 
-struct Deployment {
-  const ModelRouteConfig* route = nullptr;
-  const DeploymentConfig* config = nullptr;
-  AttemptTarget target;
+// What a deployment has learnt: calls in flight, balancing, breaker. A table made by a reload (Create
+// with `previous`) shares it with the table it replaces for every deployment still there, so the plans
+// of both count into one state.
+struct DeploymentHealth {
   // Guarded by RouteTable::Impl::mu.
   int in_flight = 0;
   int64_t current_weight = 0;  // smooth weighted round robin
@@ -301,11 +301,19 @@ struct Deployment {
   bool probe_in_flight = false;
 };
 
+struct Deployment {
+  const ModelRouteConfig* route = nullptr;
+  const DeploymentConfig* config = nullptr;
+  AttemptTarget target;
+  std::shared_ptr<DeploymentHealth> health = std::make_shared<DeploymentHealth>();
+};
+
 struct RouteTable::Impl {
   std::vector<ModelRouteConfig> routes;
   std::vector<std::vector<std::unique_ptr<Deployment>>> deployments;  // by route index
   std::map<std::string, int, std::less<>> by_model;
-  mutable std::mutex mu;
+  // Shared by every table of a reload chain, since they share deployment health.
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
 };
 
 RouteTable::RouteTable() : impl_(std::make_unique<Impl>()) {}
@@ -313,7 +321,8 @@ RouteTable::~RouteTable() = default;
 
 const std::vector<ModelRouteConfig>& RouteTable::routes() const { return impl_->routes; }
 
-Result<std::shared_ptr<RouteTable>> RouteTable::Create(std::vector<ModelRouteConfig> routes) {
+Result<std::shared_ptr<RouteTable>> RouteTable::Create(std::vector<ModelRouteConfig> routes,
+                                                       const RouteTable* previous) {
   GOVERN_RETURN_IF_ERROR(ValidateRoutes(routes));
   std::shared_ptr<RouteTable> table(new RouteTable());
   Impl& s = *table->impl_;
@@ -367,7 +376,28 @@ Result<std::shared_ptr<RouteTable>> RouteTable::Create(std::vector<ModelRouteCon
       list.push_back(std::move(d));
     }
   }
+  if (previous != nullptr) CarryHealth(*previous, *table);
   return table;
+}
+
+// A reload: deployments still there (same model, name, provider and base URL) keep their health; the
+// new table takes the old one's mutex, which guards it.
+void RouteTable::CarryHealth(const RouteTable& from, RouteTable& to) {
+  const Impl& old = *from.impl_;
+  Impl& s = *to.impl_;
+  s.mu = old.mu;
+  std::lock_guard lock(*s.mu);
+  for (size_t i = 0; i < s.routes.size(); ++i) {
+    auto it = old.by_model.find(s.routes[i].model);
+    if (it == old.by_model.end()) continue;
+    for (auto& d : s.deployments[i]) {
+      for (const auto& o : old.deployments[static_cast<size_t>(it->second)]) {
+        if (o->config->name == d->config->name && o->config->provider == d->config->provider &&
+            o->config->base_url == d->config->base_url)
+          d->health = o->health;
+      }
+    }
+  }
 }
 
 std::optional<RoutePlan> RouteTable::Plan(std::string_view model) {
@@ -380,12 +410,12 @@ std::optional<RouteTable::DeploymentState> RouteTable::State(std::string_view mo
                                                              std::string_view deployment) const {
   auto it = impl_->by_model.find(model);
   if (it == impl_->by_model.end()) return std::nullopt;
-  std::lock_guard lock(impl_->mu);
+  std::lock_guard lock(*impl_->mu);
   for (const auto& d : impl_->deployments[static_cast<size_t>(it->second)]) {
     if (d->config->name != deployment) continue;
-    bool cooled = d->state == BreakerState::kOpen && SteadyClock::now() >= d->open_until;
-    return DeploymentState{d->state == BreakerState::kOpen && !cooled,
-                           d->state == BreakerState::kHalfOpen || cooled, d->in_flight};
+    bool cooled = d->health->state == BreakerState::kOpen && SteadyClock::now() >= d->health->open_until;
+    return DeploymentState{d->health->state == BreakerState::kOpen && !cooled,
+                           d->health->state == BreakerState::kHalfOpen || cooled, d->health->in_flight};
   }
   return std::nullopt;
 }
@@ -400,15 +430,15 @@ RoutePlan::RoutePlan(std::shared_ptr<RouteTable> table, int route_index) : table
 
 bool RoutePlan::HasNext() const {
   RouteTable::Impl& s = *table_->impl_;
-  std::lock_guard lock(s.mu);
+  std::lock_guard lock(*s.mu);
   auto now = SteadyClock::now();
   for (size_t pos = model_pos_; pos < models_.size(); ++pos) {
     size_t ri = static_cast<size_t>(models_[pos]);
     const ModelRouteConfig& route = s.routes[ri];
     if (pos == model_pos_ && used_in_model_ >= 1 + route.retry.retries) continue;
     for (const auto& d : s.deployments[ri]) {
-      if (!route.breaker.enabled || d->state == BreakerState::kClosed ||
-          (now >= d->open_until && !d->probe_in_flight))
+      if (!route.breaker.enabled || d->health->state == BreakerState::kClosed ||
+          (now >= d->health->open_until && !d->health->probe_in_flight))
         return true;
     }
   }
@@ -427,7 +457,7 @@ const RetryConfig& RoutePlan::retry() const {
 std::optional<AttemptTarget> RoutePlan::Next(std::string* why_none) {
   Finish(Outcome::kNeutral);  // a caller that did not finish the last attempt
   RouteTable::Impl& s = *table_->impl_;
-  std::lock_guard lock(s.mu);
+  std::lock_guard lock(*s.mu);
   auto now = SteadyClock::now();
   bool saw_open = false;
   while (model_pos_ < models_.size()) {
@@ -442,8 +472,9 @@ std::optional<AttemptTarget> RoutePlan::Next(std::string* why_none) {
     // Eligible: the breaker lets it through (closed, or cooled down with no probe in flight).
     std::vector<Deployment*> open_ok;
     for (const auto& d : s.deployments[ri]) {
-      bool ok = d->state == BreakerState::kClosed ||
-                (d->state != BreakerState::kClosed && now >= d->open_until && !d->probe_in_flight);
+      bool ok = d->health->state == BreakerState::kClosed ||
+                (d->health->state != BreakerState::kClosed && now >= d->health->open_until &&
+                 !d->health->probe_in_flight);
       if (!route.breaker.enabled) ok = true;
       if (!ok) saw_open = true;
       if (ok) open_ok.push_back(d.get());
@@ -462,28 +493,30 @@ std::optional<AttemptTarget> RoutePlan::Next(std::string* why_none) {
     // Fewest in flight per unit of weight (a/wa < b/wb  <=>  a*wb < b*wa).
     Deployment* least = candidates[0];
     for (Deployment* d : candidates) {
-      if (int64_t{d->in_flight} * least->config->weight < int64_t{least->in_flight} * d->config->weight)
+      if (int64_t{d->health->in_flight} * least->config->weight <
+          int64_t{least->health->in_flight} * d->config->weight)
         least = d;
     }
     std::vector<Deployment*> best;
     for (Deployment* d : candidates) {
-      if (int64_t{d->in_flight} * least->config->weight == int64_t{least->in_flight} * d->config->weight)
+      if (int64_t{d->health->in_flight} * least->config->weight ==
+          int64_t{least->health->in_flight} * d->config->weight)
         best.push_back(d);
     }
     // Smooth weighted round robin among them.
     int64_t total = 0;
     Deployment* pick = nullptr;
     for (Deployment* d : best) {
-      d->current_weight += d->config->weight;
+      d->health->current_weight += d->config->weight;
       total += d->config->weight;
-      if (pick == nullptr || d->current_weight > pick->current_weight) pick = d;
+      if (pick == nullptr || d->health->current_weight > pick->health->current_weight) pick = d;
     }
-    pick->current_weight -= total;
-    ++pick->in_flight;
+    pick->health->current_weight -= total;
+    ++pick->health->in_flight;
     current_probe_ = false;
-    if (route.breaker.enabled && pick->state != BreakerState::kClosed) {
-      pick->state = BreakerState::kHalfOpen;
-      pick->probe_in_flight = true;
+    if (route.breaker.enabled && pick->health->state != BreakerState::kClosed) {
+      pick->health->state = BreakerState::kHalfOpen;
+      pick->health->probe_in_flight = true;
       current_probe_ = true;
     }
     current_ = pick;
@@ -503,39 +536,39 @@ void RoutePlan::Finish(Outcome outcome) {
   if (d == nullptr) return;
   current_ = nullptr;
   const BreakerConfig& b = d->route->breaker;
-  std::lock_guard lock(table_->impl_->mu);
-  --d->in_flight;
+  std::lock_guard lock(*table_->impl_->mu);
+  --d->health->in_flight;
   if (!b.enabled) return;
   auto open = [&] {
-    d->state = BreakerState::kOpen;
-    d->open_until = SteadyClock::now() + b.cooldown;
-    d->consecutive = 0;
-    d->window.clear();
-    d->window_failures = 0;
+    d->health->state = BreakerState::kOpen;
+    d->health->open_until = SteadyClock::now() + b.cooldown;
+    d->health->consecutive = 0;
+    d->health->window.clear();
+    d->health->window_failures = 0;
   };
   if (current_probe_) {
     current_probe_ = false;
-    d->probe_in_flight = false;
+    d->health->probe_in_flight = false;
     if (outcome == Outcome::kSuccess) {
-      d->state = BreakerState::kClosed;
-      d->consecutive = 0;
+      d->health->state = BreakerState::kClosed;
+      d->health->consecutive = 0;
     } else if (outcome == Outcome::kFailure) {
       open();
     }  // neutral: still half-open; the next request probes
     return;
   }
-  if (d->state != BreakerState::kClosed || outcome == Outcome::kNeutral) return;
+  if (d->health->state != BreakerState::kClosed || outcome == Outcome::kNeutral) return;
   bool failed = outcome == Outcome::kFailure;
-  d->consecutive = failed ? d->consecutive + 1 : 0;
-  d->window.push_back(failed);
-  d->window_failures += failed ? 1 : 0;
-  if (static_cast<int>(d->window.size()) > b.window) {
-    d->window_failures -= d->window.front() ? 1 : 0;
-    d->window.pop_front();
+  d->health->consecutive = failed ? d->health->consecutive + 1 : 0;
+  d->health->window.push_back(failed);
+  d->health->window_failures += failed ? 1 : 0;
+  if (static_cast<int>(d->health->window.size()) > b.window) {
+    d->health->window_failures -= d->health->window.front() ? 1 : 0;
+    d->health->window.pop_front();
   }
-  if (b.consecutive_failures > 0 && d->consecutive >= b.consecutive_failures) return open();
-  if (b.failure_ratio > 0 && static_cast<int>(d->window.size()) >= b.min_calls &&
-      d->window_failures >= b.failure_ratio * static_cast<double>(d->window.size()))
+  if (b.consecutive_failures > 0 && d->health->consecutive >= b.consecutive_failures) return open();
+  if (b.failure_ratio > 0 && static_cast<int>(d->health->window.size()) >= b.min_calls &&
+      d->health->window_failures >= b.failure_ratio * static_cast<double>(d->health->window.size()))
     return open();
 }
 

@@ -23,7 +23,8 @@
 //    or itself each give InvalidArgument naming the field.
 //
 // Thread-safety: RouteTable is shared by every request: Plan() and the RoutePlan methods may run on any
-// thread (one mutex per table guards the deployment state; the critical sections are a few comparisons).
+// thread (one mutex guards the deployment state, shared by a table and the tables that replace it on a
+// reload; the critical sections are a few comparisons).
 // A RoutePlan belongs to one request and is used by one thread at a time.
 #pragma once
 
@@ -169,7 +170,11 @@ class RoutePlan {
 
 class RouteTable : public std::enable_shared_from_this<RouteTable> {
  public:
-  static Result<std::shared_ptr<RouteTable>> Create(std::vector<ModelRouteConfig> routes);
+  // `previous` (a reload): every deployment of it still configured (same model, name, provider and
+  // base_url) keeps its calls in flight and breaker state, which plans of both tables then share; a
+  // plan keeps the table it was made from, so requests in flight finish on the routes they began with.
+  static Result<std::shared_ptr<RouteTable>> Create(std::vector<ModelRouteConfig> routes,
+                                                    const RouteTable* previous = nullptr);
   ~RouteTable();
 
   // A plan for `model`, or nullopt when the model is not routed.
@@ -189,6 +194,7 @@ class RouteTable : public std::enable_shared_from_this<RouteTable> {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   RouteTable();
+  static void CarryHealth(const RouteTable& from, RouteTable& to);
 };
 
 }  // namespace govern::gateway

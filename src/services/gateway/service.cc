@@ -10,6 +10,7 @@
 #include "services/gateway/budget.h"
 #include "services/gateway/governance_config.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/routes_reload.h"
 #include "services/gateway/schema.h"
 #include "services/gateway/usage_ship.h"
 #include "services/http_config.h"
@@ -104,8 +105,9 @@ class GatewayService final : public services::Service {
                 .type = config::Type::kString,
                 .default_value = "",
                 .help = "PEM bundle to verify https:// providers against; empty: the system store."});
-    DeclareGovernanceConfig(schema);  // gateway.auth.*, gateway.policy.*, gateway.budget.*
-    DeclareUsageShipConfig(schema);   // gateway.ship.*: usage records to telemetry (usage_ship.h)
+    DeclareGovernanceConfig(schema);    // gateway.auth.*, gateway.policy.*, gateway.budget.*
+    DeclareUsageShipConfig(schema);     // gateway.ship.*: usage records to telemetry (usage_ship.h)
+    DeclareRoutesReloadConfig(schema);  // gateway.routes_reload_interval (routes_reload.h)
   }
 
   Status Start(const services::Context& ctx) override {
@@ -146,6 +148,7 @@ class GatewayService final : public services::Service {
       }
     } governance_guard{&governance_};
     const std::string usage_dir = config.wal_dir;
+    const UpstreamOptions upstream = config.upstream;  // for the routes reload's timeout check
     {
       // The WAL makes its own directory but not the ones above it (<data_dir>/gateway on a fresh data dir).
       std::error_code ec;
@@ -181,6 +184,14 @@ class GatewayService final : public services::Service {
     }
     governance_guard.armed = false;
     host_ = sc.address;
+    // Routes, keys, prices and DLP rules re-read on a change of the file and on SIGHUP (routes_reload.h).
+    reloader_ = std::make_unique<RoutesReloader>(
+        *proxy_, RoutesReloadOptions{.file = file,
+                                     .interval = c.GetDuration("gateway.routes_reload_interval"),
+                                     .max_answer_time = sc.handler_timeout - std::chrono::seconds(5),
+                                     .upstream = upstream,
+                                     .initial_text = text.str()});
+    reloader_->Start();
     log::Info("gateway", "serving", {{"address", services::FormatListen(host_, server_->port())}});
     return OkStatus();
   }
@@ -190,7 +201,12 @@ class GatewayService final : public services::Service {
     return {{"gateway", "http", services::FormatListen(host_, server_->port())}};
   }
 
+  void Reload() override {
+    if (reloader_) (void)reloader_->ReloadNow();  // logged
+  }
+
   void Stop() override {
+    reloader_.reset();
     if (server_) server_->Stop();
     server_.reset();
     // The shipper stops before the proxy closes its WAL; what it has not shipped goes at the next start.
@@ -204,6 +220,7 @@ class GatewayService final : public services::Service {
  private:
   GovernanceRuntime governance_;
   std::unique_ptr<Proxy> proxy_;
+  std::unique_ptr<RoutesReloader> reloader_;  // before proxy_ goes
   std::unique_ptr<policy::WalEventShipper> shipper_;
   std::unique_ptr<net::Server> server_;
   std::string host_;
