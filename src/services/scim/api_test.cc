@@ -5,10 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -650,7 +654,15 @@ TEST_F(ScimApiTest, ChangesAreWholeAndLogged) {
   EXPECT_EQ(Send(net::Method::kDelete, "/Groups/" + gid).status, 204);
   EXPECT_EQ(Send(net::Method::kDelete, "/Users/" + id).status, 204);
   EXPECT_EQ(actions(id), (std::vector<std::string>{"create:1", "replace:2", "patch:3", "delete:4"}));
-  EXPECT_EQ(actions(gid), (std::vector<std::string>{"create:1", "patch:2", "replace:3", "delete:4"}));
+  // A group's version is the seq of its latest change row (docs/scim.md, "Versions of groups").
+  std::vector<std::string> group_actions;
+  auto group_rows = Conn().Exec(
+      "SELECT action || ':' || (version = seq)::text FROM scim_changes WHERE id = $1 ORDER BY seq",
+      db::Params(gid));
+  ASSERT_TRUE(group_rows.ok());
+  for (int i = 0; i < group_rows->size(); ++i) group_actions.emplace_back(group_rows->Text(i, 0));
+  EXPECT_EQ(group_actions,
+            (std::vector<std::string>{"create:true", "patch:true", "replace:true", "delete:true"}));
   EXPECT_EQ(Count("SELECT count(*) FROM scim_changes WHERE key_id = ''", {}), 0);  // each names its key
 }
 
@@ -716,6 +728,209 @@ TEST_F(ScimApiTest, ETagsPagingAndProjection) {
   Reply none = Send(net::Method::kGet, "/Users?count=0");
   EXPECT_EQ(none.body["totalResults"], 5);
   EXPECT_EQ(none.body["Resources"].size(), 0u);
+}
+
+// A group's ETag moves on every membership change, though the change no longer rewrites the group's
+// row (its version is the seq of its latest change row): a stale ETag gets 412 on every kind of write,
+// and a PATCH that changes nothing leaves the ETag alone.
+TEST_F(ScimApiTest, GroupETagFollowsMembership) {
+  std::string u1 = CreateUser("m1@acme.test"), u2 = CreateUser("m2@acme.test"),
+              u3 = CreateUser("m3@acme.test");
+  Reply g = Send(net::Method::kPost, "/Groups",
+                 {{"schemas", {"urn:ietf:params:scim:schemas:core:2.0:Group"}}, {"displayName", "Ops"}});
+  ASSERT_EQ(g.status, 201) << g.body.dump();
+  const std::string gid = g.body["id"], path = "/Groups/" + gid;
+  auto add = [](const std::string& id) {
+    return json{{"schemas", {"urn:ietf:params:scim:api:messages:2.0:PatchOp"}},
+                {"Operations", {{{"op", "add"}, {"path", "members"}, {"value", {{{"value", id}}}}}}}};
+  };
+  auto remove = [](const std::string& id) {
+    return json{{"schemas", {"urn:ietf:params:scim:api:messages:2.0:PatchOp"}},
+                {"Operations", {{{"op", "remove"}, {"path", "members[value eq \"" + id + "\"]"}}}}};
+  };
+  // The ETag header, meta.version and the group's latest change row agree.
+  auto etag = [&](Reply* got = nullptr) {
+    Reply r = Send(net::Method::kGet, path);
+    EXPECT_EQ(r.status, 200);
+    std::string e(r.headers.Get("ETag").value_or(""));
+    EXPECT_EQ(r.body["meta"]["version"], e);
+    EXPECT_EQ(
+        e, "W/\"" +
+               std::to_string(Count("SELECT max(version) FROM scim_changes WHERE id = $1", db::Params(gid))) +
+               "\"");
+    if (got != nullptr) *got = r;
+    return e;
+  };
+  Reply r0;
+  const std::string e0 = etag(&r0);
+  EXPECT_EQ(e0, g.headers.Get("ETag").value_or(""));
+
+  ASSERT_EQ(Send(net::Method::kPatch, path, add(u1)).status, 204);  // no If-Match, as IdPs send it
+  Reply r1;
+  const std::string e1 = etag(&r1);
+  EXPECT_NE(e1, e0) << "a member added must change the group's ETag";
+  EXPECT_GE(r1.body["meta"]["lastModified"].get<std::string>(),
+            r0.body["meta"]["lastModified"].get<std::string>());
+  EXPECT_EQ(r1.body["meta"]["created"], r0.body["meta"]["created"]);
+
+  // The ETag from before the member was added is stale for a members-only PATCH, a PUT and a DELETE.
+  Reply stale = Send(net::Method::kPatch, path, add(u2), "", e0);
+  EXPECT_EQ(stale.status, 412);
+  EXPECT_EQ(
+      Send(net::Method::kPut, path,
+           {{"schemas", {"urn:ietf:params:scim:schemas:core:2.0:Group"}}, {"displayName", "Ops"}}, "", e0)
+          .status,
+      412);
+  EXPECT_EQ(Send(net::Method::kDelete, path, nullptr, "", e0).status, 412);
+  EXPECT_EQ(Send(net::Method::kGet, path).body["members"].size(), 1u);  // nothing of them applied
+  EXPECT_EQ(etag(), e1);
+
+  // The current one applies, and moves the ETag again; so does a removal.
+  ASSERT_EQ(Send(net::Method::kPatch, path, add(u2), "", e1).status, 204);
+  const std::string e2 = etag();
+  EXPECT_NE(e2, e1);
+  EXPECT_EQ(Send(net::Method::kPatch, path, add(u3), "", e1).status, 412);
+  ASSERT_EQ(Send(net::Method::kPatch, path, remove(u1), "", e2).status, 204);
+  const std::string e3 = etag();
+  EXPECT_NE(e3, e2);
+  EXPECT_NE(e3, e0);
+  EXPECT_EQ(Send(net::Method::kPatch, path, add(u3), "", e2).status, 412);
+
+  // A PATCH that changes nothing (a member already in, one already out) keeps the ETag and logs nothing.
+  const int64_t changes = Count("SELECT count(*) FROM scim_changes WHERE id = $1", db::Params(gid));
+  ASSERT_EQ(Send(net::Method::kPatch, path, add(u2), "", e3).status, 204);
+  ASSERT_EQ(Send(net::Method::kPatch, path, remove(u1)).status, 204);
+  EXPECT_EQ(etag(), e3);
+  EXPECT_EQ(Count("SELECT count(*) FROM scim_changes WHERE id = $1", db::Params(gid)), changes);
+
+  // If-None-Match, lists and a rename see the same version.
+  net::ClientRequest cached;
+  cached.method = net::Method::kGet;
+  cached.url = "http://127.0.0.1:" + std::to_string(server_->port()) + "/scim/v2" + path;
+  cached.headers.Set("Authorization", "Bearer " + acme_);
+  cached.headers.Set("If-None-Match", e3);
+  auto not_modified = client_.Send(cached);
+  ASSERT_TRUE(not_modified.ok());
+  EXPECT_EQ(not_modified->status, 304);
+  Reply listed = Send(net::Method::kGet, "/Groups?filter=displayName%20eq%20%22Ops%22");
+  ASSERT_EQ(listed.body["Resources"].size(), 1u);
+  EXPECT_EQ(listed.body["Resources"][0]["meta"]["version"], e3);
+  Reply unfiltered = Send(net::Method::kGet, "/Groups");
+  ASSERT_EQ(unfiltered.body["Resources"].size(), 1u);
+  EXPECT_EQ(unfiltered.body["Resources"][0]["meta"]["version"], e3);
+  Reply renamed = Send(net::Method::kPut, path,
+                       {{"schemas", {"urn:ietf:params:scim:schemas:core:2.0:Group"}},
+                        {"displayName", "Operations"},
+                        {"members", {{{"value", u2}}, {{"value", u3}}}}},
+                       "", e3);
+  ASSERT_EQ(renamed.status, 200) << renamed.body.dump();
+  const std::string e4(renamed.headers.Get("ETag").value_or(""));
+  EXPECT_NE(e4, e3);
+  EXPECT_EQ(renamed.body["meta"]["version"], e4);
+  EXPECT_EQ(etag(), e4);
+  EXPECT_EQ(Send(net::Method::kDelete, path, nullptr, "", e3).status, 412);
+  EXPECT_EQ(Send(net::Method::kDelete, path, nullptr, "", e4).status, 204);
+}
+
+// Writers holding ETags race on one group: each reads the group's ETag and adds a member with
+// If-Match, retrying on 412, while others add members without If-Match. A PATCH with If-Match may
+// apply only when no other change of the group committed since the version it holds: its change row
+// must directly follow (in the group's log) the change whose version it held, and no two may apply
+// holding the same ETag. Run without and with group commit.
+void RaceOnOneGroup(Store& store, const std::function<int64_t(const std::string&, const db::Params&)>& count,
+                    db::Connection& conn, const std::string& tag) {
+  const auto& users = scim::UserResourceType();
+  const auto& groups = scim::GroupResourceType();
+  json group;
+  ASSERT_TRUE(store.Create("acme", groups, {{"displayName", "race-" + tag}}, "k", &group).ok());
+  const std::string gid = group["id"];
+  constexpr int kChecked = 4, kPlain = 2, kEach = 12;
+  std::vector<std::string> ids;
+  for (int i = 0; i < (kChecked + kPlain) * kEach; ++i) {
+    json out;
+    ASSERT_TRUE(store
+                    .Create("acme", users,
+                            {{"userName", "race-" + tag + "-" + std::to_string(i) + "@acme.test"}}, "k", &out)
+                    .ok());
+    ids.push_back(out["id"]);
+  }
+  auto add = [](const std::string& id) {
+    return json{{"Operations", {{{"op", "add"}, {"path", "members"}, {"value", {{{"value", id}}}}}}}};
+  };
+  auto number = [](const std::string& etag) { return std::stoll(etag.substr(3, etag.size() - 4)); };
+  std::mutex mu;
+  std::map<std::string, int64_t> held;  // key of each applied If-Match PATCH -> the version it held
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kChecked + kPlain; ++t) {
+    threads.emplace_back([&, t] {
+      int64_t last_seen = 0;
+      for (int i = 0; i < kEach; ++i) {
+        const std::string& member = ids[static_cast<size_t>(t * kEach + i)];
+        const std::string key = "t" + std::to_string(t) + "-" + std::to_string(i);
+        json none;
+        if (t >= kChecked) {
+          if (!store.Patch("acme", groups, gid, add(member), "", key, &none).ok()) ++failures;
+          continue;
+        }
+        for (int attempt = 0;; ++attempt) {
+          json got;
+          if (!store.Get("acme", groups, gid, &got).ok() || attempt > 500) {
+            ++failures;
+            break;
+          }
+          const std::string etag = got["meta"]["version"];
+          if (number(etag) < last_seen) ++failures;  // a version never goes back
+          last_seen = number(etag);
+          scim::Error e = store.Patch("acme", groups, gid, add(member), etag, key, &none);
+          if (e.status == 412) continue;
+          if (!e.ok()) {
+            ++failures;
+            break;
+          }
+          std::lock_guard lk(mu);
+          held[key] = number(etag);
+          break;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0) << tag;
+  const int total = (kChecked + kPlain) * kEach;
+  EXPECT_EQ(count("SELECT count(*) FROM auth_memberships WHERE org = 'acme' AND name = $1",
+                  db::Params("race-" + tag)),
+            total);
+  EXPECT_EQ(count("SELECT count(*) FROM scim_changes WHERE id = $1", db::Params(gid)), 1 + total);
+  ASSERT_EQ(held.size(), static_cast<size_t>(kChecked * kEach)) << tag;
+  std::set<int64_t> distinct;
+  for (const auto& [key, version] : held) distinct.insert(version);
+  EXPECT_EQ(distinct.size(), held.size()) << tag << ": two PATCHes applied holding the same ETag";
+  // The group's log in order: each applied If-Match PATCH directly follows the version it held.
+  auto log =
+      conn.Exec("SELECT version, key_id FROM scim_changes WHERE id = $1 ORDER BY seq", db::Params(gid));
+  ASSERT_TRUE(log.ok());
+  int64_t before = -1;
+  int checked = 0;
+  for (int i = 0; i < log->size(); ++i) {
+    auto it = held.find(std::string(log->Text(i, 1)));
+    if (it != held.end()) {
+      EXPECT_EQ(it->second, before) << tag << ": " << it->first << " applied over a change it had not seen";
+      ++checked;
+    }
+    before = *log->Int64(i, 0);
+  }
+  EXPECT_EQ(checked, kChecked * kEach) << tag;
+  json final;
+  ASSERT_TRUE(store.Get("acme", groups, gid, &final).ok());
+  EXPECT_EQ(final["meta"]["version"], Store::ETag(before));
+}
+
+TEST_F(ScimApiTest, GroupIfMatchHoldsUnderConcurrentMembershipChanges) {
+  auto count = [&](const std::string& sql, const db::Params& p) { return Count(sql, p); };
+  RaceOnOneGroup(*store_, count, Conn(), "single");
+  Store grouped(pool_.get(), StoreOptions{.group_commit = true});
+  RaceOnOneGroup(grouped, count, Conn(), "grouped");
 }
 
 TEST_F(ScimApiTest, Refusals) {

@@ -17,10 +17,10 @@
 // in a later group (up to 10 times); the rest of its group is unaffected.
 //
 // Why: every created user is two IdP requests and each was a transaction of its own, so 16 streams
-// made two commits per user and held the group row's lock (a members-only PATCH bumps the group's
-// version) across each commit's WAL flush. Sharing a commit makes one commit record and one flush
-// wait per group of requests, and PATCHes of the same group inside one group no longer wait for
-// each other.
+// made two commits per user and held the group row's lock (a members-only PATCH locks the group, so
+// its version, the seq of its change row, grows in commit order) across each commit's WAL flush. Sharing a
+// commit makes one commit record and one flush wait per group of requests, and PATCHes of the same group
+// inside one group no longer wait for each other.
 //
 // Lock order: parts of a group run sorted by (order_class, order_key), so every group takes row locks
 // in one global order and two lanes running at once cannot deadlock each other on them.
@@ -61,10 +61,10 @@ struct GroupCommitOptions {
   // Most parts in one transaction. At most 64: a backend caches 64 subtransaction ids, and more
   // makes every other backend's snapshots slower (subtransaction overflow).
   size_t max_batch = 32;
-  // Parts of this order_class run on lane 0 only (-1: on any lane). For parts that update a few hot
-  // rows (a group's version on every membership change): with one writer no session waits on those
-  // rows' locks, and PostgreSQL can prune their old versions (a waiter pins the page, and while the
-  // page is pinned the versions pile up and every lookup walks them).
+  // Parts of this order_class run on lane 0 only (-1: on any lane). For parts that lock or update a
+  // few hot rows (a group's row on every membership change): with one writer no session waits on
+  // those rows' locks (and where they are updated, PostgreSQL can prune their old versions: a waiter
+  // pins the page, and while the page is pinned the versions pile up and every lookup walks them).
   int exclusive_class = -1;
 };
 

@@ -49,6 +49,12 @@ CREATE TABLE scim_changes (
 );
 CREATE INDEX scim_changes_org ON scim_changes (org, seq);
 )sql" + service_keys::TableSql(ScimKeyTable())},
+      {2, "a group's version is the seq of its latest change row",
+       R"sql(
+-- A group's meta.version (its ETag) and lastModified are those of its latest change row: a membership
+-- change appends a change row and no longer rewrites the group's row (docs/scim.md, "Versions").
+CREATE INDEX scim_changes_group ON scim_changes (id, seq) WHERE kind = 'Group';
+)sql"},
   };
 }
 

@@ -27,6 +27,32 @@ constexpr const char* kColumns =
     "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active FROM "
     "scim_resources ";
 
+// A group's version and lastModified are those of its latest change row (the seq, which every change
+// of the group takes while it holds the group row's lock, so it grows in commit order), not columns of
+// its row: a membership change appends a change row and leaves the group row as it is. Rewriting that
+// row on every member added made the few group rows of a sync hot (16 streams left chains of thousands
+// of dead row versions that every lookup walked). Found by the partial index scim_changes_group.
+constexpr const char* kGroupColumns =
+    "SELECT id, name, body::text, COALESCE(c.seq, version), "
+    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+    "to_char(COALESCE(c.at, updated_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active "
+    "FROM scim_resources LEFT JOIN LATERAL (SELECT seq, at FROM scim_changes WHERE kind = 'Group' AND id = "
+    "scim_resources.id ORDER BY seq DESC LIMIT 1) c ON true ";
+
+// Locks a group's row until the transaction ends: every change of a group holds it while it takes
+// its change row's seq, so a group's versions grow in commit order. A statement after this one sees
+// every change committed before the lock was granted (READ COMMITTED takes a snapshot per statement).
+constexpr const char* kLockGroup =
+    "SELECT 1 FROM scim_resources WHERE id = $1 AND org = $2 AND kind = 'Group' FOR UPDATE";
+
+// Appends a group's change row ($1 org, $2 id, $3 action, $4 key) whose version is its seq: the group's
+// new version. Run with the group row locked (kLockGroup).
+constexpr const char* kGroupChange = R"sql(
+WITH n AS MATERIALIZED (SELECT nextval('scim_changes_seq_seq') AS s)
+INSERT INTO scim_changes (seq, org, kind, id, action, version, key_id)
+SELECT n.s, $1, 'Group', $2, $3, n.s, $4 FROM n
+RETURNING version, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))sql";
+
 // The sentinel a transaction body returns after recording a SCIM error, so the transaction rolls back
 // without being retried.
 Status Refused() { return InvalidArgument("scim refused"); }
@@ -76,6 +102,8 @@ std::string NameOf(const scim::ResourceType& type, const json& r) {
 }
 
 bool IsUser(const scim::ResourceType& type) { return type.name == "User"; }
+
+std::string Columns(const scim::ResourceType& type) { return IsUser(type) ? kColumns : kGroupColumns; }
 
 // Order of the parts of one shared transaction (group_commit.h): new users (they lock nothing others
 // wait for), then group PATCHes by group id, then user writes by user id.
@@ -462,12 +490,8 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
       err = AddMembers(tx, org, name, members);
       if (!err.ok()) return Refused();
     }
-    GOVERN_RETURN_IF_ERROR(
-        tx.ExecPrepared("INSERT INTO scim_changes (org, kind, id, action, version, key_id) VALUES "
-                        "($1, $2, $3, 'create', 1, $4)",
-                        db::Params(org, type.name, id, key_id))
-            .status());
-    return OkStatus();
+    // The group's first version (kGroupChange): nobody else can lock the row before this commits.
+    return tx.ExecPrepared(kGroupChange, db::Params(org, id, std::string("create"), key_id)).status();
   });
   if (!err.ok()) return err;
   if (!s.ok()) return Db(s);
@@ -477,7 +501,7 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
 Error Store::Get(const std::string& org, const scim::ResourceType& type, const std::string& id, json* out) {
   auto lease = pool_->Checkout();
   if (!lease.ok()) return Db(lease.status());
-  auto rows = (*lease)->ExecPrepared(std::string(kColumns) + "WHERE id = $1 AND org = $2 AND kind = $3",
+  auto rows = (*lease)->ExecPrepared(Columns(type) + "WHERE id = $1 AND org = $2 AND kind = $3",
                                      db::Params(id, org, type.name));
   if (!rows.ok()) return Db(rows.status());
   if (rows->empty()) return scim::NotFoundError(type.name + " " + id.substr(0, 100) + " not found");
@@ -492,19 +516,20 @@ Error Store::Write(const std::string& org, const scim::ResourceType& type, const
                    const std::string& if_match, const std::string& key_id, const char* action,
                    const std::function<Error(json* resource)>& change, json* out) {
   if (IsUser(type)) return WriteUser(org, id, if_match, key_id, action, change, out);
+  // A group: lock its row, then read it (with its version, from the change log) in a statement of
+  // its own, whose snapshot has every change committed before the lock was granted.
   auto lease = pool_->Checkout();
   if (!lease.ok()) return Db(lease.status());
   Error err;
   Status s = (*lease)->Transact([&](db::Connection& tx) -> Status {
     err = Error::Ok();
-    GOVERN_ASSIGN_OR_RETURN(
-        db::Rows rows,
-        tx.ExecPrepared(std::string(kColumns) + "WHERE id = $1 AND org = $2 AND kind = $3 FOR UPDATE",
-                        db::Params(id, org, type.name)));
-    if (rows.empty()) {
+    GOVERN_ASSIGN_OR_RETURN(db::Rows locked, tx.ExecPrepared(kLockGroup, db::Params(id, org)));
+    if (locked.empty()) {
       err = scim::NotFoundError(type.name + " " + id.substr(0, 100) + " not found");
       return Refused();
     }
+    GOVERN_ASSIGN_OR_RETURN(db::Rows rows,
+                            tx.ExecPrepared(std::string(kGroupColumns) + "WHERE id = $1", db::Params(id)));
     Row row = ReadRows<Row>(rows).front();
     if (!if_match.empty() && if_match != "*" && if_match != ETag(row.version)) {
       err = scim::PreconditionFailed("the resource changed: its version is " + ETag(row.version));
@@ -526,8 +551,8 @@ Error Store::Write(const std::string& org, const scim::ResourceType& type, const
     std::optional<std::string> external;
     if (next.contains("externalId")) external = next["externalId"].get<std::string>();
     auto up = tx.ExecPrepared(
-        "UPDATE scim_resources SET name = $2, external_id = $3, active = $4, body = $5::jsonb, version = "
-        "version + 1, updated_at = now() WHERE id = $1 RETURNING id, name, body::text, version, "
+        "UPDATE scim_resources SET name = $2, external_id = $3, active = $4, body = $5::jsonb, updated_at = "
+        "now() WHERE id = $1 RETURNING id, name, body::text, version, "
         "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
         "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), active",
         db::Params(id, name, external, next.value("active", true), body.dump()));
@@ -565,12 +590,12 @@ Error Store::Write(const std::string& org, const scim::ResourceType& type, const
     GOVERN_RETURN_IF_ERROR(RemoveMembers(tx, org, name, gone));
     err = AddMembers(tx, org, name, added);
     if (!err.ok()) return Refused();
-    GOVERN_RETURN_IF_ERROR(
-        tx.ExecPrepared("INSERT INTO scim_changes (org, kind, id, action, version, key_id) VALUES "
-                        "($1, $2, $3, $4, $5, $6)",
-                        db::Params(org, type.name, id, action, row.version + 1, key_id))
-            .status());
-    json r = Build(type, ReadRows<Row>(*up).front());
+    GOVERN_ASSIGN_OR_RETURN(db::Rows changed,
+                            tx.ExecPrepared(kGroupChange, db::Params(org, id, std::string(action), key_id)));
+    Row written = ReadRows<Row>(*up).front();
+    written.version = *changed.Int64(0, 0);
+    written.updated = changed.Text(0, 1);
+    json r = Build(type, written);
     GOVERN_RETURN_IF_ERROR(Complete(tx, type, org, &r));
     *out = std::move(r);
     return OkStatus();
@@ -817,21 +842,39 @@ Error Store::PatchMembers(const std::string& org, const std::string& id, const s
   for (const std::string& a : adds) add_ids.push_back(a);
   for (const std::string& r : removes) remove_ids.push_back(r);
   // One statement, so one round trip (and its own transaction, or this request's part of a shared
-  // one under group commit): lock the group row, check If-Match and
-  // that every added id is a user of the organisation (`ok` is empty otherwise, and nothing is
-  // written), apply the removals and additions, and only when a membership changed bump the group's
-  // version and append the change row. Every data-modifying CTE runs even when unreferenced. The id
-  // lists are `= ANY (ARRAY(...))` so they are index conditions: with `IN (SELECT ...)` the removal
-  // scanned every member of the group on each call (a cost growing with the group).
-  static constexpr const char* kSql = R"sql(
+  // one under group commit): lock the group row, check that every added id is a user of the
+  // organisation (`ok` is empty otherwise, and nothing is written), apply the removals and additions,
+  // and only when a membership changed append the change row, whose seq is the group's new version
+  // (kGroupColumns). The group row itself is only locked, never rewritten: a lock leaves no dead row
+  // version behind, where an UPDATE of the version on every member added left chains of them on the
+  // few hot group rows of a sync. Every data-modifying CTE runs even when unreferenced. The id lists
+  // are `= ANY (ARRAY(...))` so they are index conditions: with `IN (SELECT ...)` the removal scanned
+  // every member of the group on each call (a cost growing with the group).
+  //
+  // With an If-Match, kLockGroup runs first in the same pipeline (still one round trip): this
+  // statement's snapshot is then taken after the lock was granted, so the version it compares is the
+  // latest committed one. In a single statement a writer that waited for the lock would compare the
+  // version of its snapshot, from before the change it waited for, and two PATCHes holding the same
+  // ETag could both apply.
+  const bool check = !if_match.empty() && if_match != "*";
+  std::string sql = R"sql(
 WITH g AS (
-  SELECT name, version FROM scim_resources WHERE id = $1 AND org = $2 AND kind = 'Group' FOR UPDATE),
+  SELECT name FROM scim_resources WHERE id = $1 AND org = $2 AND kind = 'Group' FOR UPDATE),
 known AS (
   SELECT count(*) AS n FROM scim_resources
-  WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text($4::jsonb))) AND org = $2 AND kind = 'User'),
+  WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text($4::jsonb))) AND org = $2 AND kind = 'User'),)sql";
+  sql += check ? R"sql(
+v AS (
+  SELECT COALESCE((SELECT seq FROM scim_changes WHERE kind = 'Group' AND id = $1 ORDER BY seq DESC LIMIT 1),
+    (SELECT version FROM scim_resources WHERE id = $1), 0) AS version),  -- as kGroupColumns
 ok AS (
-  SELECT g.name FROM g, known
-  WHERE ($3 = '' OR $3 = '*' OR $3 = 'W/"' || g.version || '"') AND known.n = jsonb_array_length($4::jsonb)),
+  SELECT g.name FROM g, known, v
+  WHERE $3 = 'W/"' || v.version || '"' AND known.n = jsonb_array_length($4::jsonb)),)sql"
+               : R"sql(
+v AS (SELECT 0::bigint AS version, $3::text AS if_match),  -- $3 unused, but typed
+ok AS (
+  SELECT g.name FROM g, known WHERE known.n = jsonb_array_length($4::jsonb)),)sql";
+  sql += R"sql(
 del AS (
   DELETE FROM auth_memberships m USING ok
   WHERE m.org = $2 AND m.name = ok.name
@@ -846,18 +889,20 @@ ins AS (
   INSERT INTO auth_memberships (org, name, user_id)
   SELECT $2, ok.name, u FROM ok, jsonb_array_elements_text($4::jsonb) AS u
   ON CONFLICT DO NOTHING RETURNING 1),
-up AS (
-  UPDATE scim_resources SET version = version + 1, updated_at = now()
-  WHERE id = $1 AND (SELECT count(*) FROM del) + (SELECT count(*) FROM dels) + (SELECT count(*) FROM ins) > 0
-  RETURNING version),
+n AS MATERIALIZED (
+  SELECT nextval('scim_changes_seq_seq') AS s
+  WHERE (SELECT count(*) FROM del) + (SELECT count(*) FROM dels) + (SELECT count(*) FROM ins) > 0),
 ch AS (
-  INSERT INTO scim_changes (org, kind, id, action, version, key_id)
-  SELECT $2, 'Group', $1, 'patch', up.version, $6 FROM up)
-SELECT g.version, (SELECT count(*) FROM ok), (SELECT n FROM known) FROM g)sql";
+  INSERT INTO scim_changes (seq, org, kind, id, action, version, key_id)
+  SELECT n.s, $2, 'Group', $1, 'patch', n.s, $6 FROM n)
+SELECT v.version, (SELECT count(*) FROM ok), (SELECT n FROM known) FROM g, v)sql";
   // One try inside whatever transaction `exec` runs statements in. A refusal is recorded in `err`
   // (nothing was written: `ok` was empty); `again` asks for another try (a member made meanwhile).
   Error err;
   const db::Params params(id, org, if_match, add_ids.dump(), remove_ids.dump(), key_id);
+  std::vector<db::Statement> statements;
+  if (check) statements.push_back({.sql = kLockGroup, .params = db::Params(id, org), .prepared = true});
+  statements.push_back({.sql = sql, .params = params, .prepared = true});
   // `rows`: the statement's answer; `exec` runs the follow-up reads.
   auto once = [&](const db::Rows& rows, auto&& exec, bool* again) -> Status {
     err = Error::Ok();
@@ -868,7 +913,7 @@ SELECT g.version, (SELECT count(*) FROM ok), (SELECT n FROM known) FROM g)sql";
     }
     if (*rows.Int64(0, 1) > 0) return OkStatus();
     int64_t version = *rows.Int64(0, 0);
-    if (!if_match.empty() && if_match != "*" && if_match != ETag(version)) {
+    if (check && if_match != ETag(version)) {
       err = scim::PreconditionFailed("the resource changed: its version is " + ETag(version));
       return Refused();
     }
@@ -901,10 +946,9 @@ SELECT g.version, (SELECT count(*) FROM ok), (SELECT n FROM known) FROM g)sql";
     bool again = false;
     for (int attempt = 1;; ++attempt) {
       *general = false;
-      const std::vector<db::Statement> statement{{.sql = kSql, .params = params, .prepared = true}};
-      Status s = committer_->Run(kOrderGroup, id, statement, [&](std::vector<db::Rows>& rows, GroupTx& tx) {
+      Status s = committer_->Run(kOrderGroup, id, statements, [&](std::vector<db::Rows>& rows, GroupTx& tx) {
         return once(
-            rows.front(), [&](std::string_view sql, const db::Params& p) { return tx.ExecPrepared(sql, p); },
+            rows.back(), [&](std::string_view q, const db::Params& p) { return tx.ExecPrepared(q, p); },
             &again);
       });
       if (!again) return finish(s);
@@ -916,10 +960,18 @@ SELECT g.version, (SELECT count(*) FROM ok), (SELECT n FROM known) FROM g)sql";
   for (int attempt = 1;; ++attempt) {
     bool again = false;
     *general = false;
-    auto exec = [&](std::string_view sql, const db::Params& p) { return (*lease)->ExecPrepared(sql, p); };
-    auto rows = exec(kSql, params);
+    auto exec = [&](std::string_view q, const db::Params& p) { return (*lease)->ExecPrepared(q, p); };
+    // Without If-Match one statement (its own implicit transaction); with it the lock and the
+    // statement as one pipelined implicit transaction.
+    Result<db::Rows> rows = Internal("not run");
+    if (check) {
+      auto all = (*lease)->Pipeline(statements);
+      rows = all.ok() ? Result<db::Rows>(std::move(all->back())) : Result<db::Rows>(all.status());
+    } else {
+      rows = exec(sql, params);
+    }
     Status s = rows.ok() ? once(*rows, exec, &again) : rows.status();
-    // A deadlock: nothing applied (one statement is one transaction), try again.
+    // A deadlock: nothing applied (one transaction), try again.
     if (!s.ok() && err.ok() && !*general && db::IsRetryableConflict(s) && attempt < 10) continue;
     if (!again) return finish(s);
     if (attempt >= 10) return scim::Unavailable503("the group's members kept changing; try again");
@@ -933,10 +985,19 @@ Error Store::Delete(const std::string& org, const scim::ResourceType& type, cons
   Error err;
   Status s = (*lease)->Transact([&](db::Connection& tx) -> Status {
     err = Error::Ok();
-    GOVERN_ASSIGN_OR_RETURN(
-        db::Rows rows,
-        tx.ExecPrepared(std::string(kColumns) + "WHERE id = $1 AND org = $2 AND kind = $3 FOR UPDATE",
-                        db::Params(id, org, type.name)));
+    db::Rows rows;
+    if (IsUser(type)) {
+      GOVERN_ASSIGN_OR_RETURN(
+          rows,
+          tx.ExecPrepared(std::string(kColumns) + "WHERE id = $1 AND org = $2 AND kind = 'User' FOR UPDATE",
+                          db::Params(id, org)));
+    } else {  // lock first, then read the version (as in Write)
+      GOVERN_ASSIGN_OR_RETURN(db::Rows locked, tx.ExecPrepared(kLockGroup, db::Params(id, org)));
+      if (!locked.empty()) {
+        GOVERN_ASSIGN_OR_RETURN(
+            rows, tx.ExecPrepared(std::string(kGroupColumns) + "WHERE id = $1", db::Params(id)));
+      }
+    }
     if (rows.empty()) {
       err = scim::NotFoundError(type.name + " " + id.substr(0, 100) + " not found");
       return Refused();
@@ -958,11 +1019,14 @@ Error Store::Delete(const std::string& org, const scim::ResourceType& type, cons
     }
     GOVERN_RETURN_IF_ERROR(
         tx.ExecPrepared("DELETE FROM scim_resources WHERE id = $1", db::Params(id)).status());
+    if (!IsUser(type)) {
+      return tx.ExecPrepared(kGroupChange, db::Params(org, id, std::string("delete"), key_id)).status();
+    }
     return tx
         .ExecPrepared(
-            "INSERT INTO scim_changes (org, kind, id, action, version, key_id) VALUES ($1, $2, $3, 'delete', "
-            "$4, $5)",
-            db::Params(org, type.name, id, row.version + 1, key_id))
+            "INSERT INTO scim_changes (org, kind, id, action, version, key_id) VALUES ($1, 'User', $2, "
+            "'delete', $3, $4)",
+            db::Params(org, id, row.version + 1, key_id))
         .status();
   });
   if (!err.ok()) return err;
@@ -997,7 +1061,7 @@ Error Store::Search(const std::string& org, const scim::ResourceType& type, cons
     out->total = *total->Int64(0, 0);
     if (count == 0) return Error::Ok();
     auto rows = c.ExecPrepared(
-        std::string(kColumns) + "WHERE org = $1 AND kind = $2 ORDER BY created_at, id OFFSET $3 LIMIT $4",
+        Columns(type) + "WHERE org = $1 AND kind = $2 ORDER BY created_at, id OFFSET $3 LIMIT $4",
         db::Params(org, type.name, start - 1, count));
     if (!rows.ok()) return Db(rows.status());
     for (const Row& row : ReadRows<Row>(*rows)) out->resources.push_back(Build(type, row));
@@ -1007,7 +1071,7 @@ Error Store::Search(const std::string& org, const scim::ResourceType& type, cons
   }
 
   // Candidates: by index when the filter is one eq on an indexed attribute (what IdPs send), else all.
-  std::string sql = std::string(kColumns) + "WHERE org = $1 AND kind = $2";
+  std::string sql = Columns(type) + "WHERE org = $1 AND kind = $2";
   db::Params params(org, type.name);
   if (filter != nullptr && filter->kind == scim::Filter::Kind::kCompare &&
       filter->op == scim::CompareOp::kEq && filter->value.is_string() && filter->path.extension == nullptr &&

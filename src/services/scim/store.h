@@ -11,7 +11,11 @@
 // in nor refresh from the moment the answer is sent.
 //
 // Results are full SCIM resources (id, meta with created/lastModified/version, a user's groups, a
-// group's members) without meta.location, which the HTTP layer adds. Failures are scim::Error values
+// group's members) without meta.location, which the HTTP layer adds. A user's version counts its
+// versions; a group's version and lastModified are those of its latest scim_changes row (its seq), so
+// a membership change moves them without rewriting the group's row (docs/scim.md, "Versions of
+// groups"): every change of a group takes its change row's seq while holding the group row's lock,
+// so the versions grow in commit order. Failures are scim::Error values
 // (404, 409 uniqueness, 412 for a stale If-Match, 400s from govern_scim, 503 when PostgreSQL fails).
 //
 // With StoreOptions::group_commit, creating a user, a members-only group PATCH and a user PATCH or
@@ -59,8 +63,8 @@ struct StoreOptions {
   // of its own. Group commit makes ~5x fewer commits and ~40 % less PostgreSQL CPU per created user,
   // but on 2 shared cores it was slower end to end (docs/scim.md, "Group commit").
   bool group_commit = false;
-  // exclusive_class -1 here means members-only group PATCHes run on lane 0 only (their group rows are
-  // hot); -2: on any lane.
+  // exclusive_class -1 here means members-only group PATCHes run on lane 0 only (they lock the few
+  // group rows of a sync); -2: on any lane.
   GroupCommitOptions group_commit_options;
 };
 
