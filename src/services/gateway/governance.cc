@@ -31,6 +31,8 @@ Caller KeyCaller(const VirtualKeyConfig& key) {
 }
 
 Result<Caller> AuthenticateToken(const Governance& g, std::string_view credential) {
+  // A gateway API key of the keys service (service_keys.h), checked in memory.
+  if (g.service_keys && ServiceKeyRing::LooksLikeKey(credential)) return g.service_keys->Check(credential);
   if (!g.tokens || !TokenAuth::LooksLikeToken(credential))
     return Unauthenticated("missing or unknown API key");
   GOVERN_ASSIGN_OR_RETURN(TokenPrincipal p, g.tokens->Check(credential));

@@ -21,6 +21,7 @@
 #include "services/gateway/budget.h"
 #include "services/gateway/policy_gate.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/service_keys.h"
 #include "services/gateway/token_auth.h"
 
 namespace govern::gateway {
@@ -29,6 +30,9 @@ struct Governance {
   std::unique_ptr<TokenAuth> tokens;    // null: only virtual keys authenticate
   std::unique_ptr<PolicyGate> policy;   // null: no policy check, every request is allowed (the default)
   std::unique_ptr<BudgetBook> budgets;  // null or empty: no budgets
+  // Gateway API keys from the keys service (service_keys.h: gvg_<key_id>_<secret>, gateway.keys.*);
+  // null: none. Checked, like tokens, for a credential that is not a routes-file virtual key.
+  std::unique_ptr<ServiceKeyRing> service_keys;
 };
 
 // Who made a request.
@@ -43,8 +47,8 @@ struct Caller {
 };
 
 Caller KeyCaller(const VirtualKeyConfig& key);
-// The caller behind a Govern access token; kUnauthenticated (message safe for the client) when it is not
-// one (or tokens are not configured).
+// The caller behind a Govern access token, or a gateway API key of the keys service (service_keys.h);
+// kUnauthenticated (message safe for the client) when it is neither (or they are not configured).
 Result<Caller> AuthenticateToken(const Governance& g, std::string_view credential);
 
 struct Admission {

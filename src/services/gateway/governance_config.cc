@@ -69,6 +69,19 @@ void DeclareGovernanceConfig(config::Schema& s) {
          .help = "How often budget spend is reported to PostgreSQL and spend leases renewed or claimed (the "
                  "routes file's \"budgets\"; docs/gateway.md, Budgets).",
          .min = 1});
+  // Gateway API keys from the keys service (service_keys.h).
+  s.Add({.key = "gateway.keys.enabled",
+         .type = Type::kBool,
+         .default_value = "false",
+         .help = "Accept gateway API keys (gvg_<key_id>_<secret>, table gateway_api_keys, made with the keys "
+                 "service) beside the routes file's virtual keys; needs PostgreSQL. Keys are held in memory "
+                 "and reloaded every gateway.keys.reload_interval: no database statement per request."});
+  s.Add({.key = "gateway.keys.reload_interval",
+         .type = Type::kDuration,
+         .default_value = "5s",
+         .help = "How often the gateway API keys are reloaded: a new or revoked key takes effect within it. "
+                 "When the database cannot be reached the loaded keys stay in use.",
+         .min = 100});
   s.Add({.key = "gateway.budget.lease_ttl",
          .type = Type::kDuration,
          .default_value = "60s",
@@ -99,6 +112,7 @@ std::string ReplicaName() {
 }  // namespace
 
 void GovernanceRuntime::Stop() {
+  if (governance && governance->service_keys) governance->service_keys->Stop();
   if (budget_sync) budget_sync->Stop();
   budget_sync.reset();
 }
@@ -159,6 +173,12 @@ Result<GovernanceRuntime> StartGovernance(const config::Config& c, const std::st
     // Not fatal: requests under a budget are refused (503) until a lease is claimed.
     if (Status s = rt.budget_sync->Start(); !s.ok())
       log::Warn("gateway", "budget leases not claimed yet", {{"error", s.ToString()}});
+    any = true;
+  }
+  if (c.GetBool("gateway.keys.enabled")) {  // gateway API keys from the keys service (service_keys.h)
+    if (db == nullptr) return FailedPrecondition("gateway: gateway.keys.enabled needs PostgreSQL");
+    g->service_keys = std::make_unique<ServiceKeyRing>(db, c.GetDuration("gateway.keys.reload_interval"));
+    (void)g->service_keys->Start();  // not fatal: the keys are refused (401) until loaded
     any = true;
   }
   if (any) rt.governance = std::move(g);

@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "gateway/anthropic.h"
+#include "gateway/bedrock.h"
 #include "gateway/dlp_responses.h"
 #include "gateway/dlp_screen.h"
 #include "gateway/gemini.h"
@@ -24,6 +25,7 @@
 #include "gateway/translate.h"
 #include "gateway/usage_peek.h"
 #include "net/http.h"
+#include "services/gateway/bedrock_provider.h"
 #include "services/gateway/governance.h"
 #include "services/gateway/upstream.h"
 #include "storage/wal.h"
@@ -456,6 +458,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   int last_status = 0;  // what the client gets if no attempt is left
   std::string last_error;
   std::unique_ptr<gemini::StreamToChat> gemini_stream;  // a Gemini deployment's stream, as OpenAI chunks
+  std::unique_ptr<bedrock::StreamToChat> bedrock_stream;  // a Bedrock deployment's (event-stream frames)
 
   // A relayed stream.
   net::BodyStream stream;
@@ -640,6 +643,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     int up_status = call->status();
     bool up_is_stream =
         call->headers().Get("Content-Type").value_or("").find("text/event-stream") != std::string_view::npos;
+    if (target.provider == Provider::kBedrock) up_is_stream = BedrockIsStream();
     if (up_status < 200 || up_status >= 300 || !stream_requested || !up_is_stream) {
       auto self = shared_from_this();
       call->ReadAll(64u << 20, [self](Result<std::string> body) { self->OnWhole(std::move(body)); });
@@ -711,6 +715,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Result<UpstreamRequest> BuildRequest() {
     const bool openai_api = endpoint == Endpoint::kResponses || endpoint == Endpoint::kEmbeddings;
     if (target.provider == Provider::kGemini && !openai_api) return BuildGeminiRequest();
+    if (target.provider == Provider::kBedrock && !openai_api) return BuildBedrockRequest();
     UpstreamRequest up;
     up.url = target.url;
     const WireFormat format = target.format;
@@ -793,6 +798,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
         return OkStatus();
       }
       case Provider::kGemini:
+      case Provider::kBedrock:
         return refuse();
     }
     return refuse();
@@ -847,6 +853,82 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return true;
     }
     if (Status s = gemini_stream->Feed(piece, converted); !s.ok()) {
+      call->Cancel();
+      rec.status = 502;
+      rec.error = "upstream stream unreadable: " + s.message();
+      Write(StreamErrorEvent(client, rec.error));
+      EndStream();
+      return false;
+    }
+    if (converted.empty()) {
+      Pump();
+      return false;
+    }
+    piece = std::move(converted);
+    return true;
+  }
+
+  // ---- AWS Bedrock (gw-bedrock; gateway/bedrock.h, bedrock_provider.h): as Gemini, an OpenAI request
+  // sent as a Converse body, signed afresh at each attempt; answers and event-stream frames come back
+  // as OpenAI ones. ----
+
+  Result<UpstreamRequest> BuildBedrockRequest() {
+    openai::ChatRequest chat;
+    if (client == WireFormat::kOpenAI) {
+      GOVERN_ASSIGN_OR_RETURN(chat, openai::ParseChatRequest(client_body));
+    } else {
+      GOVERN_ASSIGN_OR_RETURN(auto msgs, anthropic::ParseMessagesRequest(client_body));
+      GOVERN_ASSIGN_OR_RETURN(chat, MessagesToChatRequest(msgs));
+    }
+    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    GOVERN_ASSIGN_OR_RETURN(UpstreamRequest up, BedrockRequest(*target.bedrock, chat, peek.stream, now_us));
+    if (target.stub_fault_headers) {  // unsigned: only the stub reads them
+      for (const auto& [name, value] : fault_headers) up.headers.Set(name, value);
+    }
+    up.connect_timeout = target.connect_timeout;
+    up.header_timeout = target.header_timeout;
+    up.read_timeout = target.read_timeout;
+    return up;
+  }
+
+  bool BedrockIsStream() {
+    return stream_requested &&
+           call->headers().Get("Content-Type").value_or("").find("application/vnd.amazon.eventstream") !=
+               std::string_view::npos;
+  }
+
+  // A Bedrock whole answer as an OpenAI one (false: the exchange already failed).
+  bool BedrockWhole(std::string& body) {
+    int up_status = call->status();
+    if (up_status < 200 || up_status >= 300) {
+      std::string type(call->headers().Get("x-amzn-ErrorType").value_or(""));
+      type = type.substr(0, type.find(':'));
+      Fail(BedrockClientStatus(up_status),
+           "upstream: " + (type.empty() ? "" : type + ": ") + bedrock::ErrorMessage(body));
+      return false;
+    }
+    auto resp = bedrock::ToChatResponse(body, rec.model, rec.time_ns / 1000000000);
+    if (!resp.ok()) {
+      Fail(502, "upstream answer unreadable: " + resp.status().message());
+      return false;
+    }
+    body = detail::Dump(openai::ToJson(*resp));
+    return true;
+  }
+
+  // A piece of a ConverseStream answer as OpenAI chunk events (false: nothing to relay yet, or failed).
+  bool BedrockPiece(std::string& piece) {
+    if (!bedrock_stream)
+      bedrock_stream = std::make_unique<bedrock::StreamToChat>(rec.model, rec.time_ns / 1000000000);
+    std::string converted;
+    if (piece.empty()) {  // the end: [DONE] if the stream finished without its metadata event
+      bedrock_stream->Finish(converted);
+      piece = std::move(converted);
+      return true;
+    }
+    if (Status s = bedrock_stream->Feed(piece, converted); !s.ok()) {
       call->Cancel();
       rec.status = 502;
       rec.error = "upstream stream unreadable: " + s.message();
@@ -920,6 +1002,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return Fail(502, "upstream answer cut: " + body.status().message());
     }
     if (target.provider == Provider::kGemini && !GeminiWhole(*body)) return;
+    if (target.provider == Provider::kBedrock && !BedrockWhole(*body)) return;
     int up_status = call->status();
     if (up_status < 200 || up_status >= 300) {
       std::string message = UpstreamErrorMessage(*body);
@@ -982,6 +1065,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   void OnPiece(Result<std::string> piece) {
     if (finished) return;
     if (target.provider == Provider::kGemini && piece.ok() && !GeminiPiece(*piece)) return;
+    if (target.provider == Provider::kBedrock && piece.ok() && !BedrockPiece(*piece)) return;
     if (!piece.ok() || piece->empty()) {
       if (!piece.ok()) {
         if (piece.status().code() == Code::kCancelled) {

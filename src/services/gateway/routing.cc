@@ -9,6 +9,7 @@
 #include <set>
 
 #include "gateway/json_util.h"
+#include "services/gateway/bedrock_provider.h"
 #include "services/gateway/upstream.h"
 
 namespace govern::gateway {
@@ -28,6 +29,8 @@ std::string_view ProviderName(Provider p) {
       return "openai_compatible";
     case Provider::kGemini:
       return "gemini";
+    case Provider::kBedrock:
+      return "bedrock";
   }
   return "openai";
 }
@@ -70,7 +73,10 @@ Result<DeploymentConfig> ParseDeployment(const Json& d, const std::string& path,
   GOVERN_RETURN_IF_ERROR(CheckKeys(
       d, path,
       {"name", "provider", "base_url", "api_key", "model", "weight", "azure_deployment", "api_version",
-       "connect_timeout_ms", "header_timeout_ms", "read_timeout_ms", "stub_fault_headers"}));
+       "connect_timeout_ms", "header_timeout_ms", "read_timeout_ms", "stub_fault_headers",
+       // bedrock (bedrock_provider.h, kBedrockFields)
+       "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_access_key_id_env",
+       "aws_secret_access_key_env", "aws_session_token_env"}));
   DeploymentConfig c;
   GOVERN_ASSIGN_OR_RETURN(auto name, detail::OptString(d, "name", path));
   c.name = name.value_or(model + "#" + std::to_string(index));
@@ -87,11 +93,16 @@ Result<DeploymentConfig> ParseDeployment(const Json& d, const std::string& path,
     c.provider = Provider::kOpenAICompatible;
   } else if (p == "gemini") {
     c.provider = Provider::kGemini;
+  } else if (p == "bedrock") {
+    c.provider = Provider::kBedrock;
   } else {
     return InvalidArgument(
-        path + ".provider must be openai, anthropic, azure, openai_compatible or gemini (not `" + p + "`)");
+        path + ".provider must be openai, anthropic, azure, openai_compatible, gemini or bedrock (not `" + p +
+        "`)");
   }
-  GOVERN_ASSIGN_OR_RETURN(c.base_url, detail::ReqString(d, "base_url", path));
+  GOVERN_ASSIGN_OR_RETURN(c.base_url, c.provider == Provider::kBedrock
+                                          ? BedrockBaseUrl(d, path)
+                                          : detail::ReqString(d, "base_url", path));
   while (!c.base_url.empty() && c.base_url.back() == '/') c.base_url.pop_back();
   GOVERN_RETURN_IF_ERROR(CheckBaseUrl(c.base_url, path));
   GOVERN_ASSIGN_OR_RETURN(auto key, detail::OptString(d, "api_key", path));
@@ -131,6 +142,8 @@ Result<DeploymentConfig> ParseDeployment(const Json& d, const std::string& path,
       return InvalidArgument(path + ".api_version must be like 2024-10-21");
     c.api_version = *version;
   }
+  // AWS Bedrock (bedrock_provider.h): region, credentials, signed URLs; refused on other providers.
+  GOVERN_RETURN_IF_ERROR(ParseBedrockFields(d, path, model, c));
   GOVERN_ASSIGN_OR_RETURN(c.connect_timeout, OptMillis(d, "connect_timeout_ms", path));
   GOVERN_ASSIGN_OR_RETURN(c.header_timeout, OptMillis(d, "header_timeout_ms", path));
   GOVERN_ASSIGN_OR_RETURN(c.read_timeout, OptMillis(d, "read_timeout_ms", path));
@@ -372,6 +385,11 @@ Result<std::shared_ptr<RouteTable>> RouteTable::Create(std::vector<ModelRouteCon
           t.auth.Set("x-goog-api-key", dc.api_key);
           break;
         }
+        case Provider::kBedrock:  // signed per request (bedrock_provider.h)
+          t.url = dc.bedrock->converse_url;
+          t.stream_url = dc.bedrock->stream_url;
+          t.bedrock = dc.bedrock;
+          break;
       }
       list.push_back(std::move(d));
     }

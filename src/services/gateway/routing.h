@@ -54,7 +54,9 @@ enum class WireFormat { kOpenAI, kAnthropic };
 //  kGemini:           base_url + /{api_version}/models/{model}:generateContent (streams:
 //                     :streamGenerateContent?alt=sse), x-goog-api-key; the proxy speaks OpenAI to it
 //                     through gateway/gemini.h (format openai as far as the rest of the proxy is concerned)
-enum class Provider { kOpenAI, kAnthropic, kAzure, kOpenAICompatible, kGemini };
+//  kBedrock:          AWS Bedrock Converse / ConverseStream, SigV4-signed (bedrock_provider.h); the proxy
+//                     speaks OpenAI to it through gateway/bedrock.h, as for Gemini
+enum class Provider { kOpenAI, kAnthropic, kAzure, kOpenAICompatible, kGemini, kBedrock };
 std::string_view ProviderName(Provider p);
 WireFormat ProviderFormat(Provider p);
 
@@ -76,6 +78,8 @@ struct RetryConfig {
   std::vector<int> on_status = {429, 500, 502, 503, 529};
 };
 
+struct BedrockDeployment;  // bedrock_provider.h
+
 struct DeploymentConfig {
   std::string name;  // unique within its model; defaults to "<model>#<index>"
   Provider provider = Provider::kOpenAI;
@@ -88,6 +92,7 @@ struct DeploymentConfig {
   // Per-deployment provider timeouts; unset: the gateway's upstream settings.
   std::optional<std::chrono::milliseconds> connect_timeout, header_timeout, read_timeout;
   bool stub_fault_headers = false;  // pass x-stub-* test headers (model stub only)
+  std::shared_ptr<const BedrockDeployment> bedrock;  // kBedrock: region, credentials, URLs
 };
 
 struct ModelRouteConfig {
@@ -133,6 +138,7 @@ struct AttemptTarget {
   net::Headers auth;           // authentication (and version) headers
   std::optional<std::chrono::milliseconds> connect_timeout, header_timeout, read_timeout;
   bool stub_fault_headers = false;
+  std::shared_ptr<const BedrockDeployment> bedrock;  // kBedrock
 };
 
 // The attempts of one request.

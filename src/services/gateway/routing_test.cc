@@ -750,7 +750,7 @@ TEST(RoutingConfigTest, BadConfigurationIsRefusedAtLoadNamingTheField) {
   };
   std::string d = R"({"base_url":"http://x:1"})";
   EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[]}])"), "routes[0].deployments must be a non-empty");
-  EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"provider":"bedrock","base_url":"http://x"}]}])"),
+  EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"provider":"cohere","base_url":"http://x"}]}])"),
                "routes[0].deployments[0].provider must be");
   EXPECT_PRED2(has, err(R"([{"model":"m","deployments":[{"provider":"gemini","base_url":"http://x"}]}])"),
                "api_key is required for provider gemini");

@@ -1,5 +1,7 @@
 #include "services/gateway/schema.h"
 
+#include "services/gateway/service_keys.h"
+
 namespace govern::gateway {
 
 std::vector<db::Migration> Migrations() {
@@ -24,6 +26,7 @@ CREATE TABLE gateway_budget_leases (
   FOREIGN KEY (budget_id, period) REFERENCES gateway_budgets ON DELETE CASCADE
 );
 )sql"},
+      GatewayKeysMigration(2),  // gateway API keys from the keys service (service_keys.h)
   };
 }
 

@@ -7,6 +7,8 @@
 //                          except spend that ran past a lease), and what they reported spent
 //   gateway_budget_leases  one row per budget, period and live replica: what it holds and has spent,
 //                          renewed on every sync; a row older than the lease TTL is taken back
+//   gateway_api_keys       gateway API keys of the keys service (service_keys.h: services/keys' shape),
+//                          read in the background every gateway.keys.reload_interval
 #pragma once
 
 #include <vector>

@@ -51,7 +51,8 @@ class GatewayService final : public services::Service {
          .help =
              "JSON file of routes (model -> base_url, format openai|anthropic, api_key, "
              "stub_fault_headers: pass x-stub-* test headers; or model -> deployments with "
-             "provider openai, anthropic, azure, openai_compatible or gemini, weights and timeouts, retry, "
+             "provider openai, anthropic, azure, openai_compatible, gemini or bedrock, weights and timeouts, "
+             "retry, "
              "fallbacks and breaker: see docs/gateway.md, Routing), virtual "
              "keys (gvg_..., org, requests_per_minute, tokens_per_minute) and prices per "
              "million tokens (input, output, cached_input). Required."});

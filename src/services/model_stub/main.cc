@@ -1,7 +1,8 @@
 // model_stub: the model stub as a small program of its own, for e2e tests and benchmarks that
 // should not need the whole govern binary. Prints "listening <host>:<port>" once serving; stops on
 // SIGINT/SIGTERM.
-//   model_stub [--listen 127.0.0.1:0] [--tokens-per-second N] [--threads N]
+//   model_stub [--listen 127.0.0.1:0] [--tokens-per-second N] [--threads N] [--aws-key ID:SECRET]
+// --aws-key: Bedrock requests (/model/...) must be SigV4-signed with this key pair (bedrock_stub.h).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +31,11 @@ int main(int argc, char** argv) {
       o.tokens_per_second = std::atoll(next().c_str());
     else if (a == "--threads")
       o.threads = std::atoi(next().c_str());
-    else {
+    else if (a == "--aws-key") {  // Bedrock: check SigV4 signatures with this key pair
+      std::string v = next();
+      o.stub.aws_access_key_id = v.substr(0, v.find(':'));
+      o.stub.aws_secret_access_key = v.find(':') == std::string::npos ? "" : v.substr(v.find(':') + 1);
+    } else {
       std::fprintf(stderr, "usage: %s [--listen HOST:PORT] [--tokens-per-second N] [--threads N]\n", argv[0]);
       return 2;
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "services/model_stub/bedrock_stub.h"
 
 namespace govern::model_stub {
 namespace {
@@ -79,13 +80,17 @@ struct StubServer::Impl {
       requests.fetch_add(1);
       std::string_view target(req.target().data(), req.target().size());
       std::string_view path = target.substr(0, target.find('?'));
-      Faults faults = FaultsFrom([&](std::string_view name) -> std::string_view {
+      auto header = [&](std::string_view name) -> std::string_view {
         auto it = req.find(beast::string_view(name.data(), name.size()));
         if (it == req.end()) return {};
         return {it->value().data(), it->value().size()};
-      });
-      Reply reply = Answer(std::string_view(req.method_string().data(), req.method_string().size()), path,
-                           req.body(), faults, options.stub, static_cast<int64_t>(std::time(nullptr)));
+      };
+      Faults faults = FaultsFrom(header);
+      std::string_view method(req.method_string().data(), req.method_string().size());
+      const auto now = static_cast<int64_t>(std::time(nullptr));
+      Reply reply = IsBedrockPath(path)  // AWS Bedrock Converse (bedrock_stub.h)
+                        ? BedrockAnswer(method, path, header, req.body(), faults, options.stub, now)
+                        : Answer(method, path, req.body(), faults, options.stub, now);
       if (faults.delay_ms > 0) co_await Pause(std::chrono::milliseconds(faults.delay_ms));
       if (faults.drop) break;
       bool keep_alive = req.keep_alive();

@@ -42,6 +42,9 @@ struct StubConfig {
   std::vector<std::string> models = {"stub-gpt", "stub-claude"};  // GET /v1/models
   int64_t default_output_tokens = 16;
   int64_t default_dimensions = 16;
+  // AWS Bedrock (bedrock_stub.h): with a secret set, /model/... requests must be SigV4-signed by this
+  // key pair (and session token, and region, when set); otherwise any request is accepted.
+  std::string aws_access_key_id, aws_secret_access_key, aws_session_token, aws_region;
 };
 
 struct Faults {

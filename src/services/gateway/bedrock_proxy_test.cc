@@ -1,0 +1,398 @@
+// AWS Bedrock deployments end to end over real sockets: the gateway in front of the model stub speaking
+// Converse and ConverseStream (event-stream frames), which recomputes the SigV4 signature of every
+// request from the secret the test gave it and refuses a wrong one with 403. Whole and streamed
+// answers, OpenAI and Anthropic clients, tool calls, usage metering and cost, faults (throttling, an
+// exception mid-stream, a cut stream), credentials from the environment, and bad configuration.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "gateway/sse.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "services/gateway/bedrock_provider.h"
+#include "services/gateway/proxy.h"
+#include "services/model_stub/server.h"
+
+namespace govern::gateway {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kKey = "gvg_bedrock_test_01";
+constexpr const char* kAccessKey = "AKIDEXAMPLE";
+constexpr const char* kSecret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+constexpr const char* kModelId = "anthropic.claude-3-5-haiku-20241022-v1:0";  // ':' goes as %3A
+
+class BedrockProxyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_stub::ServerOptions o;
+    o.port = 0;
+    o.stub.aws_access_key_id = kAccessKey;
+    o.stub.aws_secret_access_key = kSecret;
+    o.stub.aws_region = "eu-west-1";
+    auto s = model_stub::StubServer::Start(std::move(o));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    stub_ = std::move(*s);
+  }
+  void TearDown() override {
+    client_.reset();
+    if (server_) server_->Stop();
+    proxy_.reset();
+    if (stub_) stub_->Stop();
+  }
+
+  std::string StubUrl() const { return "http://127.0.0.1:" + std::to_string(stub_->port()); }
+
+  Json Deployment(Json extra = Json::object()) {
+    Json d = {{"name", "bedrock-eu"},
+              {"provider", "bedrock"},
+              {"region", "eu-west-1"},
+              {"base_url", StubUrl()},
+              {"model", kModelId},
+              {"aws_access_key_id", kAccessKey},
+              {"aws_secret_access_key", kSecret},
+              {"stub_fault_headers", true}};
+    d.update(extra);
+    return d;
+  }
+
+  void Start(Json deployment) {
+    Json file = {{"routes", {{{"model", "claude-haiku"}, {"deployments", {std::move(deployment)}}}}},
+                 {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+                 {"prices", {{"claude-haiku", {{"input", 1.0}, {"output", 5.0}}}}}};
+    auto config = ParseProxyConfig(file.dump());
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    config->on_record = [this](const UsageRecord& r) {
+      std::lock_guard lock(mu_);
+      records_.push_back(r);
+      cv_.notify_all();
+    };
+    auto proxy = Proxy::Create(std::move(*config));
+    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+    proxy_ = std::move(*proxy);
+    net::Router router;
+    proxy_->Register(router);
+    net::ServerConfig sc;
+    sc.workers = 1;
+    server_ = std::make_unique<net::Server>(sc, std::move(router));
+    ASSERT_TRUE(server_->Start().ok());
+    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  net::ClientResponse Post(std::string_view path, const Json& body,
+                           std::vector<std::pair<std::string, std::string>> headers = {}) {
+    net::ClientRequest r;
+    r.method = net::Method::kPost;
+    r.url = url_ + std::string(path);
+    r.headers.Set("Content-Type", "application/json");
+    r.headers.Set("Authorization", std::string("Bearer ") + kKey);
+    for (const auto& [k, v] : headers) r.headers.Set(k, v);
+    r.body = body.dump();
+    auto resp = client_->Send(std::move(r));
+    EXPECT_TRUE(resp.ok()) << resp.status().ToString();
+    return resp.ok() ? *resp : net::ClientResponse{};
+  }
+
+  static Json ChatBody(bool stream) {
+    Json b = {
+        {"model", "claude-haiku"},
+        {"messages",
+         {{{"role", "system"}, {"content", "be brief"}}, {{"role", "user"}, {"content", "one two three"}}}}};
+    if (stream) {
+      b["stream"] = true;
+      b["stream_options"] = {{"include_usage", true}};
+    }
+    return b;
+  }
+
+  UsageRecord WaitRecord(size_t n) {
+    std::unique_lock lock(mu_);
+    bool got = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return records_.size() >= n; });
+    EXPECT_TRUE(got) << "no usage record " << n;
+    return got ? records_[n - 1] : UsageRecord{};
+  }
+
+  // The data of each SSE event of a streamed answer.
+  static std::vector<std::string> Events(std::string_view body) {
+    SseParser p;
+    std::vector<SseEvent> events;
+    EXPECT_TRUE(p.Feed(body, events).ok());
+    std::vector<std::string> out;
+    for (auto& e : events) out.push_back(e.data);
+    return out;
+  }
+
+  std::unique_ptr<model_stub::StubServer> stub_;
+  std::unique_ptr<Proxy> proxy_;
+  std::unique_ptr<net::Server> server_;
+  std::optional<net::HttpClient> client_{std::in_place};
+  std::string url_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<UsageRecord> records_;
+};
+
+TEST_F(BedrockProxyTest, WholeAndStreamedAnswersAreSignedTranslatedAndMetered) {
+  Start(Deployment());
+  auto r = Post("/v1/chat/completions", ChatBody(false));
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json j = Json::parse(r.body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["model"], "claude-haiku");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], model_stub::StubText(16));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 5);  // "be brief" + "one two three"
+  EXPECT_EQ(j["usage"]["completion_tokens"], 16);
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200);
+  EXPECT_EQ(rec.deployment, "bedrock-eu");
+  EXPECT_EQ(rec.route, StubUrl());
+  EXPECT_EQ(rec.input_tokens, 5);
+  EXPECT_EQ(rec.output_tokens, 16);
+  EXPECT_NEAR(rec.cost, (5 * 1.0 + 16 * 5.0) / 1e6, 1e-12);
+  EXPECT_EQ(stub_->stats().requests, 1u);
+
+  // Streamed: event-stream frames become OpenAI chunks, the usage chunk included.
+  auto s = Post("/v1/chat/completions", ChatBody(true), {{"x-stub-cached-tokens", "2"}});
+  ASSERT_EQ(s.status, 200) << s.body;
+  auto events = Events(s.body);
+  ASSERT_GE(events.size(), 4u) << s.body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  Json usage;
+  for (const auto& e : events) {
+    if (e == "[DONE]") continue;
+    Json c = Json::parse(e);
+    if (c.contains("usage") && !c["usage"].is_null()) usage = c["usage"];
+    if (!c["choices"].empty() && c["choices"][0]["delta"].contains("content"))
+      text += c["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  EXPECT_EQ(text, model_stub::StubText(16));
+  EXPECT_EQ(usage["prompt_tokens"], 5);
+  EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], 2);
+  rec = WaitRecord(2);
+  EXPECT_EQ(rec.status, 200) << rec.error;
+  EXPECT_TRUE(rec.stream);
+  EXPECT_EQ(rec.input_tokens, 5);
+  EXPECT_EQ(rec.cached_tokens, 2);
+  EXPECT_EQ(rec.output_tokens, 16);
+}
+
+TEST_F(BedrockProxyTest, AnthropicClientsAndToolCalls) {
+  Start(Deployment());
+  // An Anthropic client: Messages -> chat -> Converse, and back.
+  Json msg = {{"model", "claude-haiku"},
+              {"max_tokens", 4},
+              {"messages", {{{"role", "user"}, {"content", "one two three"}}}}};
+  auto a = Post("/v1/messages", msg);
+  ASSERT_EQ(a.status, 200) << a.body;
+  Json aj = Json::parse(a.body);
+  EXPECT_EQ(aj["type"], "message");
+  EXPECT_EQ(aj["content"][0]["text"], model_stub::StubText(4));
+  EXPECT_EQ(aj["stop_reason"], "max_tokens");  // maxTokens reached Bedrock and came back
+  EXPECT_EQ(aj["usage"]["output_tokens"], 4);
+  EXPECT_EQ(WaitRecord(1).output_tokens, 4);
+  msg["stream"] = true;
+  auto as = Post("/v1/messages", msg);
+  ASSERT_EQ(as.status, 200) << as.body;
+  EXPECT_NE(as.body.find("event: message_stop"), std::string::npos) << as.body;
+  EXPECT_NE(as.body.find("\"output_tokens\":4"), std::string::npos) << as.body;
+  EXPECT_EQ(WaitRecord(2).output_tokens, 4);
+
+  // Tools: the stub calls the offered function; whole and streamed.
+  Json tools = ChatBody(false);
+  tools["tools"] = Json::parse(
+      R"([{"type":"function","function":{"name":"weather",
+           "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
+  auto t = Post("/v1/chat/completions", tools);
+  ASSERT_EQ(t.status, 200) << t.body;
+  Json tj = Json::parse(t.body);
+  EXPECT_EQ(tj["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(tj["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "weather");
+  EXPECT_EQ(
+      Json::parse(tj["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+      Json::parse(R"({"city":"stub"})"));
+  tools["stream"] = true;
+  auto ts = Post("/v1/chat/completions", tools);
+  ASSERT_EQ(ts.status, 200) << ts.body;
+  std::string args;
+  for (const auto& e : Events(ts.body)) {
+    if (e == "[DONE]") continue;
+    Json c = Json::parse(e);
+    if (c["choices"].empty()) continue;
+    const Json& d = c["choices"][0]["delta"];
+    if (d.contains("tool_calls")) args += d["tool_calls"][0]["function"].value("arguments", "");
+  }
+  EXPECT_EQ(Json::parse(args), Json::parse(R"({"city":"stub"})")) << ts.body;
+  EXPECT_NE(ts.body.find("\"finish_reason\":\"tool_calls\""), std::string::npos);
+  EXPECT_GT(WaitRecord(4).output_tokens, 0);
+}
+
+TEST_F(BedrockProxyTest, WrongSecretIsRefusedByTheProvider) {
+  Start(Deployment({{"aws_secret_access_key", "not-the-secret"}}));
+  auto r = Post("/v1/chat/completions", ChatBody(false));
+  EXPECT_EQ(r.status, 502) << r.body;  // the gateway's credentials, not the client's fault
+  EXPECT_NE(r.body.find("signature we calculated does not match"), std::string::npos) << r.body;
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 502);
+  EXPECT_EQ(rec.input_tokens, 0);
+  auto s = Post("/v1/chat/completions", ChatBody(true));
+  EXPECT_EQ(s.status, 502) << s.body;
+}
+
+TEST_F(BedrockProxyTest, SessionTokenFromTheEnvironment) {
+  // The stub now insists on the session token too.
+  stub_->Stop();
+  model_stub::ServerOptions o;
+  o.port = 0;
+  o.stub.aws_access_key_id = kAccessKey;
+  o.stub.aws_secret_access_key = kSecret;
+  o.stub.aws_session_token = "session-token-1";
+  stub_ = std::move(model_stub::StubServer::Start(std::move(o)).value());
+  ::setenv("GOVERN_TEST_BEDROCK_KEY_ID", kAccessKey, 1);
+  ::setenv("GOVERN_TEST_BEDROCK_SECRET", kSecret, 1);
+  ::setenv("GOVERN_TEST_BEDROCK_TOKEN", "session-token-1", 1);
+  Json d = Deployment();
+  d.erase("aws_access_key_id");
+  d.erase("aws_secret_access_key");
+  d["aws_access_key_id_env"] = "GOVERN_TEST_BEDROCK_KEY_ID";
+  d["aws_secret_access_key_env"] = "GOVERN_TEST_BEDROCK_SECRET";
+  d["aws_session_token_env"] = "GOVERN_TEST_BEDROCK_TOKEN";
+  Start(d);
+  auto r = Post("/v1/chat/completions", ChatBody(false));
+  EXPECT_EQ(r.status, 200) << r.body;
+  auto s = Post("/v1/chat/completions", ChatBody(true));
+  EXPECT_EQ(s.status, 200) << s.body;
+  EXPECT_NE(s.body.find("[DONE]"), std::string::npos);
+}
+
+TEST_F(BedrockProxyTest, ThrottlingExceptionsAndCutStreams) {
+  Start(Deployment());
+  auto throttled = Post("/v1/chat/completions", ChatBody(false), {{"x-stub-status", "429"}});
+  EXPECT_EQ(throttled.status, 429) << throttled.body;
+  EXPECT_EQ(WaitRecord(1).status, 429);
+  auto invalid = Post("/v1/chat/completions", ChatBody(false), {{"x-stub-status", "400"}});
+  EXPECT_EQ(invalid.status, 400) << invalid.body;
+  EXPECT_EQ(Json::parse(invalid.body)["error"]["message"], "upstream: injected status 400");
+  WaitRecord(2);
+
+  // An exception frame after three events: the client gets the error event.
+  auto ex = Post("/v1/chat/completions", ChatBody(true), {{"x-stub-error-after", "3"}});
+  ASSERT_EQ(ex.status, 200);
+  EXPECT_NE(ex.body.find("modelStreamErrorException: injected stream error"), std::string::npos) << ex.body;
+  WaitRecord(3);
+
+  // Cut after four frames (the connection closes mid-body): recorded as a failure with what was seen.
+  auto cut = Post("/v1/chat/completions", ChatBody(true), {{"x-stub-cut-after", "4"}});
+  ASSERT_EQ(cut.status, 200);
+  EXPECT_EQ(cut.body.find("[DONE]"), std::string::npos) << cut.body;
+  UsageRecord rec = WaitRecord(4);
+  EXPECT_EQ(rec.status, 502);
+  EXPECT_NE(rec.error.find("upstream stream cut"), std::string::npos) << rec.error;
+  EXPECT_EQ(rec.output_tokens, 3);  // the content chunks seen stand in for output tokens
+}
+
+TEST(BedrockConfigTest, DeploymentFieldsAreCheckedAtLoad) {
+  auto err = [](Json dep) {
+    Json file = {{"routes", {{{"model", "m"}, {"deployments", {std::move(dep)}}}}}};
+    auto c = ParseProxyConfig(file.dump());
+    return c.ok() ? std::string("accepted") : c.status().message();
+  };
+  auto has = [](const std::string& message, std::string_view want) {
+    return message.find(want) != std::string::npos;
+  };
+  Json ok = {{"provider", "bedrock"},
+             {"region", "us-east-1"},
+             {"aws_access_key_id", "AK"},
+             {"aws_secret_access_key", "s"}};
+  EXPECT_PRED2(has, err(ok), "accepted");
+  Json no_region = ok;
+  no_region.erase("region");
+  EXPECT_PRED2(has, err(no_region), "routes[0].deployments[0].region is required for provider bedrock");
+  Json bad_region = ok;
+  bad_region["region"] = "us east";
+  EXPECT_PRED2(has, err(bad_region), "region is required for provider bedrock");
+  Json no_secret = ok;
+  no_secret.erase("aws_secret_access_key");
+  EXPECT_PRED2(has, err(no_secret), "aws_secret_access_key or aws_secret_access_key_env is required");
+  Json both = ok;
+  both["aws_access_key_id_env"] = "X";
+  EXPECT_PRED2(has, err(both), "give aws_access_key_id or aws_access_key_id_env, not both");
+  Json unset = ok;
+  unset.erase("aws_secret_access_key");
+  unset["aws_secret_access_key_env"] = "GOVERN_TEST_SURELY_UNSET_VARIABLE";
+  EXPECT_PRED2(has, err(unset), "names `GOVERN_TEST_SURELY_UNSET_VARIABLE`, which is not set");
+  Json key_and_creds = ok;
+  key_and_creds["api_key"] = "bedrock-api-key";
+  EXPECT_PRED2(has, err(key_and_creds), "give api_key (a Bedrock API key) or AWS credentials, not both");
+  EXPECT_PRED2(has, err({{"provider", "openai"}, {"base_url", "http://x"}, {"region", "us-east-1"}}),
+               "region is for provider bedrock only");
+  EXPECT_PRED2(has, err({{"base_url", "http://x"}, {"aws_secret_access_key_env", "S"}}),
+               "aws_secret_access_key_env is for provider bedrock only");
+  Json version = ok;
+  version["api_version"] = "v1";
+  EXPECT_PRED2(has, err(version), "api_version is for providers azure and gemini only");
+}
+
+TEST(BedrockConfigTest, UrlsAndSigning) {
+  Json file = {{"routes",
+                {{{"model", "m"},
+                  {"deployments",
+                   {{{"provider", "bedrock"},
+                     {"region", "us-west-2"},
+                     {"model", kModelId},
+                     {"aws_access_key_id", "AKIDEXAMPLE"},
+                     {"aws_secret_access_key", kSecret},
+                     {"aws_session_token", "tok"}}}}}}}};
+  auto c = ParseProxyConfig(file.dump());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const BedrockDeployment& b = *c->models.at(0).deployments.at(0).bedrock;
+  EXPECT_EQ(b.host, "bedrock-runtime.us-west-2.amazonaws.com");
+  EXPECT_EQ(b.converse_url,
+            "https://bedrock-runtime.us-west-2.amazonaws.com/model/"
+            "anthropic.claude-3-5-haiku-20241022-v1%3A0/converse");
+  EXPECT_EQ(
+      b.stream_url,
+      "https://bedrock-runtime.us-west-2.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/"
+      "converse-stream");
+  // SigV4 for every service but S3: the path as sent, encoded once more.
+  EXPECT_EQ(b.converse_canonical_uri, "/model/anthropic.claude-3-5-haiku-20241022-v1%253A0/converse");
+
+  openai::ChatRequest chat;
+  chat.model = "m";
+  chat.messages.push_back({"user", openai::Content::Text("hi"), "", {}, "", std::nullopt, Json::object()});
+  // 2026-11-30T21:00:00Z
+  auto up = BedrockRequest(b, chat, /*stream=*/true, 1796072400LL * 1000000);
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  EXPECT_EQ(up->url, b.stream_url);
+  EXPECT_EQ(up->headers.Get("x-amz-date"), "20261130T210000Z");
+  EXPECT_EQ(up->headers.Get("x-amz-security-token"), "tok");
+  EXPECT_EQ(up->headers.Get("Accept"), "application/vnd.amazon.eventstream");
+  std::string auth(up->headers.Get("Authorization").value_or(""));
+  EXPECT_TRUE(
+      auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261130/us-west-2/bedrock/aws4_request, "
+                       "SignedHeaders=accept;content-type;host;x-amz-date;x-amz-security-token, Signature="))
+      << auth;
+  EXPECT_EQ(Json::parse(up->body),
+            Json::parse(R"({"messages":[{"role":"user","content":[{"text":"hi"}]}]})"));
+
+  // A Bedrock API key instead: a bearer token, nothing signed.
+  BedrockDeployment keyed = b;
+  keyed.api_key = "ABSK-key";
+  auto k = BedrockRequest(keyed, chat, false, 0);
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ(k->headers.Get("Authorization"), "Bearer ABSK-key");
+  EXPECT_FALSE(k->headers.Has("x-amz-date"));
+  EXPECT_EQ(BedrockClientStatus(403), 502);
+  EXPECT_EQ(BedrockClientStatus(429), 429);
+  EXPECT_EQ(BedrockClientStatus(408), 504);
+  EXPECT_EQ(BedrockClientStatus(400), 400);
+}
+
+}  // namespace
+}  // namespace govern::gateway
