@@ -153,10 +153,14 @@ int RunServices(const config::Config& cfg, const std::vector<std::string>& names
       for (const auto& svc : svcs) svc->Reload();
     }
     log::Info("cli", "shutting down", {{"signal", sigabbrev_np(sig)}});
-    // A second signal means the operator will not wait for the drain.
+    // A second SIGINT or SIGTERM means the operator will not wait for the drain. A SIGHUP meanwhile
+    // (config tooling reloading after an edit) is ignored: it must not skip the services' Stop, which
+    // flushes buffered usage records and releases budget leases.
     std::thread([signals] {
       int again = 0;
-      sigwait(&signals, &again);
+      while (sigwait(&signals, &again) == 0 && again == SIGHUP) {
+        log::Info("cli", "reload ignored while shutting down", {{"signal", sigabbrev_np(again)}});
+      }
       log::Warn("cli", "second signal: exiting without waiting for services to stop",
                 {{"signal", sigabbrev_np(again)}});
       log::Sync();

@@ -120,7 +120,8 @@ struct UsageRecord {
     int64_t backoff_ms = 0;  // waited before this attempt
   };
   std::vector<Attempt> attempts;
-  // Governance (governance.h), when configured: who ("Key:gvg_abcd1234", "Agent:cli_1", "User:usr_1"),
+  // Governance (governance.h), when configured: who ("Key:<first 16 hex of the key's SHA-256>",
+  // "Key:gvg_<key_id>" for a keys-service key, "Agent:cli_1", "User:usr_1"),
   // the policy or budget decision ("allow", "deny", "limit", "no_bundle", "budget_exhausted", ...) and
   // what determined it (policies, "limit:<id>", the budget's id).
   std::string principal;

@@ -902,6 +902,13 @@ void RaceOnOneGroup(Store& store, const std::function<int64_t(const std::string&
                   db::Params("race-" + tag)),
             total);
   EXPECT_EQ(count("SELECT count(*) FROM scim_changes WHERE id = $1", db::Params(gid)), 1 + total);
+  // lastModified never goes back while the version goes forward: a change that waited for the
+  // group's lock is timed after the one it waited for (clock_timestamp, not the transaction's now()).
+  EXPECT_EQ(count("SELECT count(*) FROM (SELECT at < lag(at) OVER (ORDER BY seq) AS back FROM scim_changes "
+                  "WHERE id = $1) t WHERE back",
+                  db::Params(gid)),
+            0)
+      << tag;
   ASSERT_EQ(held.size(), static_cast<size_t>(kChecked * kEach)) << tag;
   std::set<int64_t> distinct;
   for (const auto& [key, version] : held) distinct.insert(version);

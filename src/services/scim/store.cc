@@ -46,11 +46,13 @@ constexpr const char* kLockGroup =
     "SELECT 1 FROM scim_resources WHERE id = $1 AND org = $2 AND kind = 'Group' FOR UPDATE";
 
 // Appends a group's change row ($1 org, $2 id, $3 action, $4 key) whose version is its seq: the group's
-// new version. Run with the group row locked (kLockGroup).
+// new version. Run with the group row locked (kLockGroup). Its time is clock_timestamp(), taken after
+// the lock, not now() (the transaction's start): a change that waited for the lock, or shares a
+// group-commit transaction, must not get an earlier lastModified than the change it followed.
 constexpr const char* kGroupChange = R"sql(
 WITH n AS MATERIALIZED (SELECT nextval('scim_changes_seq_seq') AS s)
-INSERT INTO scim_changes (seq, org, kind, id, action, version, key_id)
-SELECT n.s, $1, 'Group', $2, $3, n.s, $4 FROM n
+INSERT INTO scim_changes (seq, org, kind, id, action, version, key_id, at)
+SELECT n.s, $1, 'Group', $2, $3, n.s, $4, clock_timestamp() FROM n
 RETURNING version, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))sql";
 
 // The sentinel a transaction body returns after recording a SCIM error, so the transaction rolls back
@@ -893,8 +895,8 @@ n AS MATERIALIZED (
   SELECT nextval('scim_changes_seq_seq') AS s
   WHERE (SELECT count(*) FROM del) + (SELECT count(*) FROM dels) + (SELECT count(*) FROM ins) > 0),
 ch AS (
-  INSERT INTO scim_changes (seq, org, kind, id, action, version, key_id)
-  SELECT n.s, $2, 'Group', $1, 'patch', n.s, $6 FROM n)
+  INSERT INTO scim_changes (seq, org, kind, id, action, version, key_id, at)
+  SELECT n.s, $2, 'Group', $1, 'patch', n.s, $6, clock_timestamp() FROM n)
 SELECT v.version, (SELECT count(*) FROM ok), (SELECT n FROM known) FROM g, v)sql";
   // One try inside whatever transaction `exec` runs statements in. A refusal is recorded in `err`
   // (nothing was written: `ok` was empty); `again` asks for another try (a member made meanwhile).
