@@ -34,7 +34,8 @@ struct Render {
   bool cacheable = false;
   bool compact_ok = false;
   bool nsec3;  // deny from the zone's NSEC3 chain (RFC 5155) rather than compactly (RFC 9824)
-  const Nsec3Record* nsec3_put[8] = {};
+  // Up to two per wildcard step of a chain (8 steps) and three for a closing denial.
+  const Nsec3Record* nsec3_put[20] = {};
   int nsec3_count = 0;
 
   Render(const Zone& zone, bool d, uint32_t t, uint16_t qt)
@@ -136,7 +137,7 @@ struct Render {
     if (!rec) return;
     for (int i = 0; i < nsec3_count; ++i)
       if (nsec3_put[i] == rec) return;  // one NSEC3 may serve two parts of a proof
-    if (nsec3_count < 8) nsec3_put[nsec3_count++] = rec;
+    if (nsec3_count < 20) nsec3_put[nsec3_count++] = rec;
     Put(rec->owner, kNSEC3, rec->set.ttl, rec->set.rdatas[0], 1);
     Sig(rec->owner, rec->owner, rec->set, 1);
   }
@@ -268,9 +269,25 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
   std::string_view name = qn;
   char lower_buf[kMaxName + 1];
   char wild_buf[kMaxName + 3];
-  const std::string* wildcard_proof_for = nullptr;
-  std::string_view wild_name, wild_ce;  // NSEC3 denial: the first name a wildcard answered, and its encloser
-  std::string proof_name;               // only used on the wildcard path (allocation there is fine: it signs)
+  // Each step of the chain a wildcard answered: its name (lower; stable: the query or chain[]), the name
+  // as written out (for the compact white lie), and its closest encloser. Every wildcard-expanded RRset
+  // needs its own proof that the name itself does not exist (RFC 4035 section 5.3.4, RFC 5155 section
+  // 7.2.6), not just the first.
+  struct WildStep {
+    std::string_view name, name_out, ce;
+  };
+  WildStep wild[8];
+  int wild_count = 0;
+  // The proofs for the wildcard steps, but the one at `skip` (a wildcard NODATA proves that one).
+  auto wild_proofs = [&](std::string_view skip) {
+    for (int i = 0; i < wild_count; ++i) {
+      if (wild[i].name == skip) continue;
+      if (r.nsec3)
+        r.Nsec3WildcardAnswer(wild[i].name, wild[i].ce);
+      else
+        r.WildcardProof(wild[i].name_out);
+    }
+  };
   const RRset* additional_for = nullptr;
   for (int step = 0; step < 8; ++step) {
     const Node* exact = nullptr;
@@ -324,11 +341,12 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
           rcode = kNXDomain;
           r.PutSoa();
           r.Nsec3NameError(name, ce ? std::string_view(ce->name) : std::string_view(r.z.apex()));
-          if (!wild_name.empty()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
+          wild_proofs({});
         } else if (r.dnssec) {
           if (r.compact_ok) rcode = kNXDomain;
           r.PutSoa();
           r.DenyAt(name_out, nullptr, kNXNAME);
+          wild_proofs({});
         } else {
           rcode = kNXDomain;
           r.PutSoa();
@@ -339,14 +357,10 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
       }
       node = wnode;
       wild_here = true;
-      if (r.nsec3) {
-        if (wild_name.empty()) {
-          wild_name = name;
-          wild_ce = ce->name;
-        }
-      } else if (r.dnssec && !wildcard_proof_for) {
-        proof_name.assign(name_out);
-        wildcard_proof_for = &proof_name;
+      if (r.dnssec) {
+        bool seen = false;  // a chain that loops back meets a name twice: one proof
+        for (int i = 0; i < wild_count; ++i) seen = seen || wild[i].name == name;
+        if (!seen) wild[wild_count++] = WildStep{name, name_out, ce->name};
       }
     }
     const RRset* cname = node->Find(kCNAME);
@@ -378,22 +392,20 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
     if (set) {
       r.PutSet(name_out, node->owner, *set, 0);
       additional_for = set;
-      if (wildcard_proof_for) r.WildcardProof(*wildcard_proof_for);
-      if (!wild_name.empty()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
+      wild_proofs({});
     } else {
       // NODATA (RFC 2308 section 2.2).
       r.PutSoa();
       if (r.nsec3) {
-        if (wild_here) {
+        if (wild_here)
           r.Nsec3WildcardNoData(name, ParentName(node->name));
-          if (wild_name.data() != name.data()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
-        } else {
+        else
           r.Nsec3NoData(node->name);
-          if (!wild_name.empty()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
-        }
       } else {
         r.DenyAt(name_out, node, 0);
       }
+      // A wildcard NODATA's own step is proved above (compact: the NSEC at the name is the lie).
+      wild_proofs(wild_here ? name : std::string_view());
     }
     r.prefix_len = r.w.size();
     if (additional_for) r.Additional(*additional_for);
@@ -401,8 +413,7 @@ void Resolve(Render& r, std::string_view qname_out, std::string_view qn) {
     return;
   }
   // The chain left the zone or ran too long: the answer so far.
-  if (wildcard_proof_for) r.WildcardProof(*wildcard_proof_for);
-  if (!wild_name.empty()) r.Nsec3WildcardAnswer(wild_name, wild_ce);
+  wild_proofs({});
   r.prefix_len = r.w.size();
   r.w.SetFlags(static_cast<uint16_t>(flags | rcode));
 }

@@ -367,5 +367,62 @@ TEST(AnswerTest, WildcardAtTheApex) {
   EXPECT_EQ(ref.sections[1][0].type, kNS);
 }
 
+// Compact denial (RFC 4035 section 5.3.4): every RRset of a CNAME chain expanded from a wildcard
+// (a.w0 -> y.w1 -> x.w2 here) needs an NSEC covering its next closer name, not only the first.
+// Returns how many expanded RRsets the answer has through `expanded`.
+std::string CheckCompactWildcards(const testing::Message& m, int* expanded) {
+  *expanded = 0;
+  for (const auto& r : m.sections[0]) {
+    if (r.type != kRRSIG) continue;
+    std::string owner = r.owner;
+    LowerName(owner);
+    int labels = static_cast<uint8_t>(r.rdata[3]);
+    if (labels >= LabelCount(owner)) continue;
+    ++*expanded;
+    std::string_view nc = owner;
+    while (LabelCount(nc) > labels + 1) nc = ParentName(nc);
+    bool covered = false;
+    for (const auto& n : m.sections[1]) {
+      if (n.type != kNSEC) continue;
+      size_t end = 0;
+      while (end < n.rdata.size() && n.rdata[end] != 0) end += static_cast<uint8_t>(n.rdata[end]) + 1;
+      std::string next = n.rdata.substr(0, end + 1), from = n.owner;
+      LowerName(next);
+      LowerName(from);
+      covered = covered || (CanonicalCompare(from, nc) < 0 && CanonicalCompare(nc, next) < 0);
+    }
+    if (!covered) return "next closer of " + NameToText(owner) + " not covered";
+  }
+  return "";
+}
+
+TEST(AnswerTest, CompactProofForEveryWildcardOfACnameChain) {
+  auto z = BuildZone("wc.test.",
+                     "$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nns1 A 127.0.0.1\n"
+                     "*.w0 CNAME y.w1\n*.w1 CNAME x.w2\n*.w2 A 192.0.2.2\n*.w3 CNAME z.nothere\n",
+                     true);
+  ZoneSet set({z});
+  struct C {
+    const char* name;
+    int wildcards;
+  } cases[] = {{"a.w1.wc.test.", 2}, {"a.w0.wc.test.", 3}};
+  for (const auto& c : cases) {
+    auto m = Ask(set, c.name, kA, true);
+    EXPECT_EQ(m.flags & 0xf, kNoError) << c.name;
+    int expanded = 0;
+    EXPECT_EQ(CheckCompactWildcards(m, &expanded), "") << c.name;
+    EXPECT_EQ(expanded, c.wildcards) << c.name;
+    // Ending in NODATA at x.w2: the NSEC at x.w2 denies MX, and every earlier step has its proof.
+    auto nodata = Ask(set, c.name, kMX, true);
+    EXPECT_EQ(CheckCompactWildcards(nodata, &expanded), "") << c.name;
+    EXPECT_EQ(expanded, c.wildcards - 1) << c.name;
+  }
+  // Ending in a name that does not exist: the NXNAME NSEC for it and the wildcard step's proof.
+  auto nx = Ask(set, "a.w3.wc.test.", kA, true);
+  int expanded = 0;
+  EXPECT_EQ(CheckCompactWildcards(nx, &expanded), "");
+  EXPECT_EQ(expanded, 1);
+}
+
 }  // namespace
 }  // namespace govern::dns

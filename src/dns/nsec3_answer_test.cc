@@ -32,8 +32,9 @@ const char* kZone =
     "secure NS ns.elsewhere.\nsecure DS 1 13 2 00000000000000000000000000000000000000000000000000000000"
     "00000000\n";
 
-std::shared_ptr<const Zone> Nsec3Zone(bool opt_out, std::shared_ptr<const SigningKey> key = nullptr) {
-  auto recs = ParseZoneFile(kZone, "n3.test.");
+std::shared_ptr<const Zone> Nsec3Zone(bool opt_out, std::shared_ptr<const SigningKey> key = nullptr,
+                                      const char* text = kZone) {
+  auto recs = ParseZoneFile(text, "n3.test.");
   EXPECT_TRUE(recs.ok());
   if (!key) {
     auto k = SigningKey::Generate(Algorithm::kEcdsaP256Sha256, 257);
@@ -208,6 +209,26 @@ std::string CheckWildcardAnswer(const testing::Message& m, std::string_view qnam
   return "";
 }
 
+// Section 8.8 for every RRset of the answer section: each one whose RRSIG has fewer labels than its
+// owner (expanded from a wildcard) needs the NSEC3 covering that owner's next closer name. Returns the
+// number of wildcard-expanded RRsets through `expanded`.
+std::string CheckEveryWildcardAnswer(const testing::Message& m, int* expanded) {
+  *expanded = 0;
+  auto ns = Nsec3s(m);
+  for (const auto& r : m.sections[0]) {
+    if (r.type != kRRSIG) continue;
+    std::string owner = r.owner;
+    LowerName(owner);
+    int labels = static_cast<uint8_t>(r.rdata[3]);
+    if (labels >= LabelCount(owner)) continue;
+    ++*expanded;
+    std::string_view next = owner;
+    while (LabelCount(next) > labels + 1) next = ParentName(next);
+    if (!Cover(ns, next)) return "next closer of " + NameToText(owner) + " not covered";
+  }
+  return "";
+}
+
 TEST(Nsec3Answer, NameErrors) {
   for (bool opt_out : {false, true}) {
     SCOPED_TRACE(opt_out ? "opt-out" : "no opt-out");
@@ -339,6 +360,52 @@ TEST(Nsec3Answer, Wildcards) {
   ASSERT_GE(m.sections[0].size(), 3u);
   bool covered = Cover(Nsec3s(m), Wire("x.wild.n3.test.")) != nullptr;
   EXPECT_TRUE(covered);
+}
+
+// A CNAME chain through several wildcards (a.w0 -> y.w1 -> x.w2, each from a wildcard): every
+// expanded RRset gets its own next closer proof, not only the first (section 7.2.6), for an answer,
+// a wildcard NODATA at the end, and a name error at the end; each NSEC3 appears once.
+TEST(Nsec3Answer, CnameChainThroughWildcards) {
+  const char* text =
+      "$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nns1 A 127.0.0.1\n"
+      "*.w0 CNAME y.w1\n*.w1 CNAME x.w2\n*.w2 A 192.0.2.2\n*.w3 CNAME z.nothere\n";
+  for (bool opt_out : {false, true}) {
+    SCOPED_TRACE(opt_out ? "opt-out" : "no opt-out");
+    auto z = Nsec3Zone(opt_out, nullptr, text);
+    ZoneSet set({z});
+    struct C {
+      const char* name;
+      int wildcards;
+    } cases[] = {{"a.w1.n3.test.", 2}, {"a.w0.n3.test.", 3}, {"q.r.w0.n3.test.", 3}};
+    for (const auto& c : cases) {
+      auto m = Ask(set, c.name, kA);
+      EXPECT_EQ(m.flags & 0xf, kNoError) << c.name;
+      ASSERT_FALSE(m.sections[0].empty()) << c.name;
+      EXPECT_EQ(m.sections[0].back().type, kRRSIG) << c.name;
+      int expanded = 0;
+      EXPECT_EQ(CheckEveryWildcardAnswer(m, &expanded), "") << c.name;
+      EXPECT_EQ(expanded, c.wildcards) << c.name;
+      auto ns = Nsec3s(m);
+      std::set<std::string> owners;
+      for (const auto& s : ns) {
+        EXPECT_EQ(s.rrsigs, 1) << c.name;
+        owners.insert(s.owner_hash);
+      }
+      EXPECT_EQ(owners.size(), ns.size()) << c.name << ": an NSEC3 twice";
+      // The chain ends in a wildcard NODATA: its proof and every earlier step's.
+      auto nodata = Ask(set, c.name, kMX);
+      EXPECT_EQ(CheckWildcardNodata(nodata, Wire("x.w2.n3.test."), kMX), "") << c.name;
+      EXPECT_EQ(CheckEveryWildcardAnswer(nodata, &expanded), "") << c.name;
+      EXPECT_EQ(expanded, c.wildcards - 1) << c.name;
+    }
+    // A chain through a wildcard to a name that does not exist: NXDOMAIN for the target and the
+    // proof for the wildcard step.
+    auto nx = Ask(set, "a.w3.n3.test.", kA);
+    EXPECT_EQ(CheckNxdomain(nx, Wire("z.nothere.n3.test.")), "");
+    int expanded = 0;
+    EXPECT_EQ(CheckEveryWildcardAnswer(nx, &expanded), "");
+    EXPECT_EQ(expanded, 1);
+  }
 }
 
 // Nothing is signed per answer: a second NXDOMAIN for another name carries the very same RRSIG bytes

@@ -33,6 +33,8 @@ mail IN A 192.0.2.25
 alias IN CNAME www
 *.wild IN A 192.0.2.99
 *.wild IN TXT "wild text"
+*.w1 IN CNAME x.w2
+*.w2 IN A 192.0.2.98
 a.b IN TXT "deep"
 txt IN TXT "hello \"world\"" "second"
 _sip._tcp IN SRV 0 5 5060 www
@@ -145,6 +147,14 @@ for alg in 13 15; do
   contains "alg $alg wildcard validates" "; fully validated" "$out"
   contains "alg $alg wildcard answer" "192.0.2.99" "$out"
   contains "alg $alg wildcard NODATA validates" "negative response, fully validated" "$(d x.wild.example.test MX)"
+  # A CNAME chain through two wildcards (a.w1 -> x.w2): each expanded step has its own NSEC proof.
+  out="$(d a.w1.example.test A)"
+  contains "alg $alg two-wildcard chain validates" "; fully validated" "$out"
+  contains "alg $alg two-wildcard chain answer" "192.0.2.98" "$out"
+  out="$(d a.w1.example.test MX)"
+  contains "alg $alg two-wildcard chain to NODATA validates" "; fully validated" "$out"
+  contains "alg $alg two-wildcard chain to NODATA" "NXRRSET" "$out"
+  lacks "alg $alg two-wildcard chain to NODATA: first step proved" "no valid NSEC" "$out"
   # (delv cannot follow a referral back to the same address, so the delegation is checked by its DS.)
   contains "alg $alg insecure delegation: no DS, validated" "negative response, fully validated" "$(d sub.example.test DS)"
   # A wrong anchor must fail, so the checks above can fail.
@@ -198,6 +208,17 @@ for v in n3 n3o; do
     contains "$v wildcard (opt-out) is insecure" "; unsigned answer" "$out"
   fi
   contains "$v wildcard NODATA validates" "negative response, fully validated" "$(d x.wild.example.test MX)"
+  # A CNAME chain through two wildcards (a.w1 -> x.w2): each expanded step has its next closer cover.
+  out="$(d a.w1.example.test A)"
+  contains "$v two-wildcard chain answer" "192.0.2.98" "$out"
+  if [ "$v" = n3 ]; then
+    contains "$v two-wildcard chain validates" "; fully validated" "$out"
+  else
+    contains "$v two-wildcard chain (opt-out) is insecure" "; unsigned answer" "$out"
+  fi
+  out="$(d a.w1.example.test MX)"
+  contains "$v two-wildcard chain to NODATA" "NXRRSET" "$out"
+  lacks "$v two-wildcard chain to NODATA: not bogus" "resolution failed: broken" "$out"
   contains "$v NSEC3PARAM validates" "; fully validated" "$(d example.test NSEC3PARAM)"
   out="$(d sub.example.test DS)"
   if [ "$v" = n3 ]; then
