@@ -415,8 +415,9 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   // Computes cost and latency, queues the record (WAL, on_record) and then runs `respond`: at once,
   // or once the record is durable with usage_durable_before_response.
   // `admission`: the budget reservations to settle with the cost, before the response completes.
+  // `price_table`: the prices as the request began (a reload does not reprice requests in flight).
   void Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start, std::function<void()> respond,
-              Admission* admission = nullptr);
+              Admission* admission, const std::map<std::string, PriceConfig>& price_table);
   void Debit(KeyState* ks, const Meter& m) {
     std::lock_guard lock(keys_mu);
     ks->tokens.Take(static_cast<double>(m.input + m.output), SteadyClock::now());
@@ -457,7 +458,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   int64_t backoff_ms = 0;                                          // before the next attempt
   int last_status = 0;  // what the client gets if no attempt is left
   std::string last_error;
-  std::unique_ptr<gemini::StreamToChat> gemini_stream;  // a Gemini deployment's stream, as OpenAI chunks
+  std::unique_ptr<gemini::StreamToChat> gemini_stream;    // a Gemini deployment's stream, as OpenAI chunks
   std::unique_ptr<bedrock::StreamToChat> bedrock_stream;  // a Bedrock deployment's (event-stream frames)
 
   // A relayed stream.
@@ -471,6 +472,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   // chunks seen stand in for output tokens (providers send about one token per chunk).
   int64_t streamed_chunks = 0;
   std::string out;
+
+  // The prices as the request began: Commit charges from these, whatever a reload swapped in since.
+  std::shared_ptr<const std::map<std::string, PriceConfig>> prices;
 
   // DLP screening (docs/gateway.md, "DLP"): the org's profile, what it did, a stream's filter.
   std::shared_ptr<const DlpConfig> dlp_config;
@@ -570,7 +574,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       rec.dlp_rules = dlp_report.rules;
     }
     if (ks) impl->Debit(ks, meter);
-    impl->Commit(rec, meter, start, std::move(respond), &admission);
+    impl->Commit(rec, meter, start, std::move(respond), &admission, *prices);
     std::shared_ptr<Exchange> keep;  // this may be the last reference
     std::lock_guard lock(impl->live_mu);
     if (auto it = impl->live.find(this); it != impl->live.end()) {
@@ -1368,14 +1372,14 @@ void Proxy::Register(net::Router& router) {
 }
 
 void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start,
-                       std::function<void()> respond, Admission* admission) {
+                       std::function<void()> respond, Admission* admission,
+                       const std::map<std::string, PriceConfig>& price_table) {
   r.input_tokens = m.input;
   r.output_tokens = m.output;
   r.cached_tokens = m.cached;
   // Priced as the model that answered: a fallback's price, not the requested model's.
   const std::string& priced = r.attempts.empty() ? r.model : r.attempts.back().model;
-  auto price_table = prices.load();
-  if (auto it = price_table->find(priced); it != price_table->end()) {
+  if (auto it = price_table.find(priced); it != price_table.end()) {
     const PriceConfig& p = it->second;
     int64_t uncached = std::max<int64_t>(0, m.input - m.cached);
     r.cost = (static_cast<double>(uncached) * p.input + static_cast<double>(m.cached) * p.cached_input +
@@ -1414,6 +1418,7 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   auto start = SteadyClock::now();
   auto ex = std::make_shared<Exchange>();
   ex->start = start;
+  ex->prices = prices.load();
   ex->client = client;
   ex->endpoint = endpoint.value_or(client == WireFormat::kOpenAI ? Endpoint::kChat : Endpoint::kMessages);
   UsageRecord& rec = ex->rec;
