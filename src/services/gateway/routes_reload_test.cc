@@ -322,6 +322,50 @@ TEST_F(RoutesReloadTest, ARequestInFlightKeepsThePricesItBeganWith) {
   EXPECT_DOUBLE_EQ(records[3].cost, 0);
 }
 
+// A key a reload removes lives only while requests that began on it run: one held across the removal
+// finishes (and is recorded against the key), then the state goes; many reloads keep nothing.
+TEST_F(RoutesReloadTest, ARemovedKeyLivesOnlyWhileItsRequestsRun) {
+  Provider held;
+  Json file = {{"routes", {Model("slow", {{"s", held.url()}})}}, {"keys", Keys()}};
+  Start(file);
+  held.Hold();
+  auto in_flight = std::async(std::launch::async, [&] { return Chat("slow").status; });
+  ASSERT_TRUE(held.WaitArrived(1));
+  file["keys"] = Json::array();
+  Write(file);
+  ASSERT_TRUE(reloader_->ReloadNow().ok());
+  EXPECT_EQ(Chat("slow").status, 401);
+  EXPECT_EQ(proxy_->retired_key_states(), 1u);
+  held.Release();
+  ASSERT_EQ(in_flight.get(), 200);
+  // The response completes before the exchange lets go, so it may still be going away: wait (bounded).
+  auto settled = [&] {
+    for (int i = 0; i < 2000 && proxy_->retired_key_states() != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return proxy_->retired_key_states();
+  };
+  EXPECT_EQ(settled(), 0u);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].status, 200);
+  EXPECT_EQ(records[0].org, "acme");
+  EXPECT_FALSE(records[0].key_id.empty());
+  // Keys added, removed and their limits changed, over and over: nothing is kept.
+  for (int i = 0; i < 50; ++i) {
+    file["keys"] = Keys();
+    file["keys"][0]["requests_per_minute"] = 1000 + i;
+    Write(file);
+    ASSERT_TRUE(reloader_->ReloadNow().ok());
+    EXPECT_EQ(Chat("slow").status, 200);
+    if (i % 2 == 0) {
+      file["keys"] = Json::array();
+      Write(file);
+      ASSERT_TRUE(reloader_->ReloadNow().ok());
+    }
+  }
+  EXPECT_EQ(settled(), 0u);
+}
+
 TEST_F(RoutesReloadTest, DlpRulesAndKeysReloadWithTheFile) {
   Provider a;
   Json file = {{"routes", {Model("m", {{"a", a.url()}})}}, {"keys", Keys()}};
