@@ -18,6 +18,7 @@
 #include "cli/run.h"
 #include "cli/audit_cmd.h"
 #include "cli/streams_cmd.h"
+#include "cli/gateway_cmd.h"
 #include "cli/scim_cmd.h"
 #include "cli/telemetry_cmd.h"
 #include "config/config.h"
@@ -113,6 +114,7 @@ int Main(int argc, char** argv) {
   StreamsCommand streams(app);
   AuditCommand audit(app);
   ScimCommand scim(app);
+  GatewayCommand gateway(app);
   AuthCommand auth(app);
   PolicyServerCommand policy_server(app);
   std::unique_ptr<PolicyCommand> policy = AddPolicyCommands(app);
@@ -159,6 +161,7 @@ int Main(int argc, char** argv) {
   if (streams.parsed()) return streams.Run(*cfg);
   if (audit.parsed()) return audit.Run(*cfg);
   if (scim.parsed()) return scim.Run(*cfg);
+  if (gateway.parsed()) return gateway.Run(*cfg);
   if (auth.parsed()) return auth.Run(*cfg);
   if (policy_server.parsed()) return policy_server.Run(*cfg);
   if (up->parsed()) return RunServices(*cfg, {}, /*all=*/true);

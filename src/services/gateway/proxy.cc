@@ -1,5 +1,6 @@
 #include "services/gateway/proxy.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -394,9 +395,11 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   std::unique_ptr<UpstreamClient> upstream;
 
   std::mutex keys_mu;
-  std::unordered_map<std::string, std::unique_ptr<KeyState>> keys;
-  // Keys a reload removed: kept (their exchanges in flight hold the pointer) until the proxy goes.
-  std::vector<std::unique_ptr<KeyState>> retired_keys;
+  // Shared with the exchanges in flight on each key: a key a reload removed (or whose limits it changed)
+  // lives until the last request that began on it ends.
+  std::unordered_map<std::string, std::shared_ptr<KeyState>> keys;
+  // Those removed keys, watched (not kept) for retired_key_states(); expired ones go at the next Reload.
+  std::vector<std::weak_ptr<KeyState>> retired_keys;
 
   // Exchanges in flight (from the upstream call's start to their record), so the destructor can end
   // them: one parked on a slow client's back-pressure has no operation pending to cancel.
@@ -415,8 +418,9 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   // Computes cost and latency, queues the record (WAL, on_record) and then runs `respond`: at once,
   // or once the record is durable with usage_durable_before_response.
   // `admission`: the budget reservations to settle with the cost, before the response completes.
+  // `price_table`: the prices as the request began (a reload does not reprice requests in flight).
   void Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start, std::function<void()> respond,
-              Admission* admission = nullptr);
+              Admission* admission, const std::map<std::string, PriceConfig>& price_table);
   void Debit(KeyState* ks, const Meter& m) {
     std::lock_guard lock(keys_mu);
     ks->tokens.Take(static_cast<double>(m.input + m.output), SteadyClock::now());
@@ -437,8 +441,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   UsageRecord rec;
   Meter meter;
   SteadyClock::time_point start;
-  KeyState* ks = nullptr;
-  Admission admission;  // governance: the policy decision and budget reservations
+  std::shared_ptr<KeyState> ks;  // keeps a key a reload removes alive until this request ends
+  Admission admission;           // governance: the policy decision and budget reservations
   bool stream_requested = false;
   bool include_usage = false;
   std::shared_ptr<UpstreamCall> call;  // the attempt in flight; set under impl->live_mu (Start)
@@ -457,7 +461,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   int64_t backoff_ms = 0;                                          // before the next attempt
   int last_status = 0;  // what the client gets if no attempt is left
   std::string last_error;
-  std::unique_ptr<gemini::StreamToChat> gemini_stream;  // a Gemini deployment's stream, as OpenAI chunks
+  std::unique_ptr<gemini::StreamToChat> gemini_stream;    // a Gemini deployment's stream, as OpenAI chunks
   std::unique_ptr<bedrock::StreamToChat> bedrock_stream;  // a Bedrock deployment's (event-stream frames)
 
   // A relayed stream.
@@ -471,6 +475,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   // chunks seen stand in for output tokens (providers send about one token per chunk).
   int64_t streamed_chunks = 0;
   std::string out;
+
+  // The prices as the request began: Commit charges from these, whatever a reload swapped in since.
+  std::shared_ptr<const std::map<std::string, PriceConfig>> prices;
 
   // DLP screening (docs/gateway.md, "DLP"): the org's profile, what it did, a stream's filter.
   std::shared_ptr<const DlpConfig> dlp_config;
@@ -569,8 +576,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       rec.dlp_action = std::string(dlp_report.action());
       rec.dlp_rules = dlp_report.rules;
     }
-    if (ks) impl->Debit(ks, meter);
-    impl->Commit(rec, meter, start, std::move(respond), &admission);
+    if (ks) impl->Debit(ks.get(), meter);
+    impl->Commit(rec, meter, start, std::move(respond), &admission, *prices);
     std::shared_ptr<Exchange> keep;  // this may be the last reference
     std::lock_guard lock(impl->live_mu);
     if (auto it = impl->live.find(this); it != impl->live.end()) {
@@ -1247,7 +1254,7 @@ Result<std::unique_ptr<Proxy>> Proxy::Create(ProxyConfig config) {
   impl->table.store(std::move(table));
   impl->prices.store(std::make_shared<const std::map<std::string, PriceConfig>>(config.prices));
   for (const auto& k : config.keys) {
-    if (!impl->keys.emplace(k.key, std::make_unique<KeyState>(k)).second)
+    if (!impl->keys.emplace(k.key, std::make_shared<KeyState>(k)).second)
       return InvalidArgument("gateway: virtual key listed twice");
   }
   if (!config.wal_dir.empty()) {
@@ -1303,7 +1310,7 @@ Status Proxy::Reload(ProxyConfig next) {
   {
     // Keys still listed keep their rate-limit buckets unless their limits changed.
     std::lock_guard lock(s.keys_mu);
-    std::unordered_map<std::string, std::unique_ptr<KeyState>> keys;
+    std::unordered_map<std::string, std::shared_ptr<KeyState>> keys;
     for (const auto& k : next.keys) {
       auto it = s.keys.find(k.key);
       if (it != s.keys.end() && it->second->config.requests_per_minute == k.requests_per_minute &&
@@ -1312,16 +1319,26 @@ Status Proxy::Reload(ProxyConfig next) {
         keys.emplace(k.key, std::move(it->second));
         s.keys.erase(it);
       } else {
-        keys.emplace(k.key, std::make_unique<KeyState>(k));
+        keys.emplace(k.key, std::make_shared<KeyState>(k));
       }
     }
-    for (auto& [key, state] : s.keys) s.retired_keys.push_back(std::move(state));
+    std::erase_if(s.retired_keys, [](const std::weak_ptr<KeyState>& w) { return w.expired(); });
+    // Dropped here unless a request in flight holds it (Exchange::ks).
+    for (auto& [key, state] : s.keys) {
+      if (state.use_count() > 1) s.retired_keys.push_back(state);
+    }
     s.keys = std::move(keys);
   }
   s.table.store(std::move(table));
   s.prices.store(std::make_shared<const std::map<std::string, PriceConfig>>(std::move(next.prices)));
   s.dlp.store(next.dlp ? std::move(next.dlp) : std::make_shared<const DlpConfig>());
   return OkStatus();
+}
+
+size_t Proxy::retired_key_states() const {
+  std::lock_guard lock(impl_->keys_mu);
+  return std::count_if(impl_->retired_keys.begin(), impl_->retired_keys.end(),
+                       [](const std::weak_ptr<KeyState>& w) { return !w.expired(); });
 }
 
 UpstreamClient::Stats Proxy::upstream_stats() const { return impl_->upstream->stats(); }
@@ -1368,14 +1385,14 @@ void Proxy::Register(net::Router& router) {
 }
 
 void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start,
-                       std::function<void()> respond, Admission* admission) {
+                       std::function<void()> respond, Admission* admission,
+                       const std::map<std::string, PriceConfig>& price_table) {
   r.input_tokens = m.input;
   r.output_tokens = m.output;
   r.cached_tokens = m.cached;
   // Priced as the model that answered: a fallback's price, not the requested model's.
   const std::string& priced = r.attempts.empty() ? r.model : r.attempts.back().model;
-  auto price_table = prices.load();
-  if (auto it = price_table->find(priced); it != price_table->end()) {
+  if (auto it = price_table.find(priced); it != price_table.end()) {
     const PriceConfig& p = it->second;
     int64_t uncached = std::max<int64_t>(0, m.input - m.cached);
     r.cost = (static_cast<double>(uncached) * p.input + static_cast<double>(m.cached) * p.cached_input +
@@ -1414,6 +1431,7 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   auto start = SteadyClock::now();
   auto ex = std::make_shared<Exchange>();
   ex->start = start;
+  ex->prices = prices.load();
   ex->client = client;
   ex->endpoint = endpoint.value_or(client == WireFormat::kOpenAI ? Endpoint::kChat : Endpoint::kMessages);
   UsageRecord& rec = ex->rec;
@@ -1427,13 +1445,13 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
   // Authentication: a virtual key as either SDK sends it.
   std::optional<std::string_view> key = net::BearerToken(req);
   if (!key) key = req.headers.Get("x-api-key");
-  KeyState* ks = nullptr;
+  std::shared_ptr<KeyState> ks;
   Caller caller;  // for governance
   {
     std::lock_guard lock(keys_mu);
     if (key) {
       auto it = keys.find(std::string(*key));
-      if (it != keys.end()) ks = it->second.get();
+      if (it != keys.end()) ks = it->second;
     }
     if (ks != nullptr) {
       rec.org = ks->config.org;
@@ -1470,7 +1488,7 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
     }
     ks->requests.Take(1, now);
   }
-  ex->ks = ks;
+  ex->ks = std::move(ks);
 
   auto peek = PeekRequest(req.body);
   if (!peek.ok()) return ex->Fail(400, peek.status().message());

@@ -179,9 +179,14 @@ class Proxy {
   // breakers), virtual keys, prices and DLP with `next`'s, after checking all of it; on an error nothing
   // changes. Requests in flight finish on the routes and DLP they began with; deployments still there
   // keep their breaker state and calls in flight (RouteTable::Create); keys still there keep their
-  // rate-limit buckets unless their limits changed. Not taken from `next`: wal_dir, upstream, on_record,
-  // governance, usage_durable_before_response (they need a restart). Thread-safe.
+  // rate-limit buckets unless their limits changed; a removed key's requests in flight finish on it. Not
+  // taken from `next`: wal_dir, upstream, on_record, governance, usage_durable_before_response (they need a
+  // restart). Thread-safe.
   Status Reload(ProxyConfig next);
+
+  // Key states a reload removed (or replaced, its limits changed) that requests in flight still hold,
+  // for tests: each is freed when the last request that began on it ends. Thread-safe.
+  size_t retired_key_states() const;
 
   // The provider client's counters (connections opened and reused, retries), for tests and metrics.
   UpstreamClient::Stats upstream_stats() const;

@@ -120,6 +120,10 @@ class RoutesReloadTest : public ::testing::Test {
     Write(routes_file);
     auto config = ParseProxyConfig(routes_file.dump());
     ASSERT_TRUE(config.ok()) << config.status().ToString();
+    config->on_record = [this](const UsageRecord& r) {
+      std::lock_guard lock(records_mu_);
+      records_.push_back(r);
+    };
     auto proxy = Proxy::Create(std::move(*config));
     ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
     proxy_ = std::move(*proxy);
@@ -147,7 +151,14 @@ class RoutesReloadTest : public ::testing::Test {
     return resp.ok() ? *resp : net::ClientResponse{};
   }
 
+  std::vector<UsageRecord> Records() {
+    std::lock_guard lock(records_mu_);
+    return records_;
+  }
+
   std::string dir_, file_;
+  std::mutex records_mu_;
+  std::vector<UsageRecord> records_;
   std::unique_ptr<Proxy> proxy_;
   std::unique_ptr<net::Server> server_;
   std::unique_ptr<RoutesReloader> reloader_;
@@ -273,6 +284,86 @@ TEST_F(RoutesReloadTest, BreakerStateAndCallsInFlightCarryOverAndOldCallsFinish)
   Write(file);
   ASSERT_TRUE(reloader_->ReloadNow().ok());
   EXPECT_FALSE(proxy_->route_table().State("m", "dead").value().open);
+}
+
+// A request in flight is priced from the table it began with: a reload that changes or drops the
+// model's price charges only the requests that begin after it.
+TEST_F(RoutesReloadTest, ARequestInFlightKeepsThePricesItBeganWith) {
+  Provider held;
+  // Per million tokens; the answer has 3 input and 2 output tokens.
+  Json file = {{"routes", {Model("slow", {{"s", held.url()}})}},
+               {"keys", Keys()},
+               {"prices", {{"slow", {{"input", 1000000.0}, {"output", 2000000.0}}}}}};
+  Start(file);
+  held.Hold();
+  auto in_flight = std::async(std::launch::async, [&] { return Chat("slow").status; });
+  ASSERT_TRUE(held.WaitArrived(1));
+  file["prices"]["slow"] = {{"input", 10000000.0}, {"output", 10000000.0}};
+  Write(file);
+  ASSERT_TRUE(reloader_->ReloadNow().ok());
+  held.Release();
+  ASSERT_EQ(in_flight.get(), 200);
+  EXPECT_EQ(Chat("slow").status, 200);
+  // Dropped altogether: the next request costs nothing, one held across the drop keeps its price.
+  held.Hold();
+  auto across_drop = std::async(std::launch::async, [&] { return Chat("slow").status; });
+  ASSERT_TRUE(held.WaitArrived(3));
+  file.erase("prices");
+  Write(file);
+  ASSERT_TRUE(reloader_->ReloadNow().ok());
+  held.Release();
+  ASSERT_EQ(across_drop.get(), 200);
+  EXPECT_EQ(Chat("slow").status, 200);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_DOUBLE_EQ(records[0].cost, 3 * 1.0 + 2 * 2.0);
+  EXPECT_DOUBLE_EQ(records[1].cost, 3 * 10.0 + 2 * 10.0);
+  EXPECT_DOUBLE_EQ(records[2].cost, 3 * 10.0 + 2 * 10.0);
+  EXPECT_DOUBLE_EQ(records[3].cost, 0);
+}
+
+// A key a reload removes lives only while requests that began on it run: one held across the removal
+// finishes (and is recorded against the key), then the state goes; many reloads keep nothing.
+TEST_F(RoutesReloadTest, ARemovedKeyLivesOnlyWhileItsRequestsRun) {
+  Provider held;
+  Json file = {{"routes", {Model("slow", {{"s", held.url()}})}}, {"keys", Keys()}};
+  Start(file);
+  held.Hold();
+  auto in_flight = std::async(std::launch::async, [&] { return Chat("slow").status; });
+  ASSERT_TRUE(held.WaitArrived(1));
+  file["keys"] = Json::array();
+  Write(file);
+  ASSERT_TRUE(reloader_->ReloadNow().ok());
+  EXPECT_EQ(Chat("slow").status, 401);
+  EXPECT_EQ(proxy_->retired_key_states(), 1u);
+  held.Release();
+  ASSERT_EQ(in_flight.get(), 200);
+  // The response completes before the exchange lets go, so it may still be going away: wait (bounded).
+  auto settled = [&] {
+    for (int i = 0; i < 2000 && proxy_->retired_key_states() != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return proxy_->retired_key_states();
+  };
+  EXPECT_EQ(settled(), 0u);
+  auto records = Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].status, 200);
+  EXPECT_EQ(records[0].org, "acme");
+  EXPECT_FALSE(records[0].key_id.empty());
+  // Keys added, removed and their limits changed, over and over: nothing is kept.
+  for (int i = 0; i < 50; ++i) {
+    file["keys"] = Keys();
+    file["keys"][0]["requests_per_minute"] = 1000 + i;
+    Write(file);
+    ASSERT_TRUE(reloader_->ReloadNow().ok());
+    EXPECT_EQ(Chat("slow").status, 200);
+    if (i % 2 == 0) {
+      file["keys"] = Json::array();
+      Write(file);
+      ASSERT_TRUE(reloader_->ReloadNow().ok());
+    }
+  }
+  EXPECT_EQ(settled(), 0u);
 }
 
 TEST_F(RoutesReloadTest, DlpRulesAndKeysReloadWithTheFile) {

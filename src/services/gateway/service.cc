@@ -25,10 +25,12 @@ class GatewayService final : public services::Service {
     return "AI gateway: OpenAI and Anthropic APIs in front of model providers, with virtual keys, rate "
            "limits, metering and usage records";
   }
-  // Budgets (the routes file's "budgets") reconcile through PostgreSQL in the background; without them
-  // the gateway touches no database, and `govern serve gateway` alone starts none.
+  // Budgets (the routes file's "budgets") reconcile through PostgreSQL in the background, and gateway API
+  // keys (gateway.keys.enabled) load from it; without them the gateway touches no database, and
+  // `govern serve gateway` alone starts none.
   bool needs_database() const override { return false; }
   bool needs_database_for(const config::Config& config) const override {
+    if (config.GetBool("gateway.keys.enabled")) return true;
     std::ifstream in(config.GetString("gateway.routes_file"));
     if (!in) return false;  // Start reports the unreadable file
     std::stringstream text;
