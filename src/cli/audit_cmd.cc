@@ -94,18 +94,16 @@ Result<audit::Report> VerifyFile(const std::string& path, const std::vector<audi
 AuditCommand::AuditCommand(CLI::App& app) {
   audit_ = app.add_subcommand("audit", "Audit log: API keys, export, verify, checkpoints, retention");
   audit_->require_subcommand(1);
-  CLI::App* keys =
-      audit_->add_subcommand("keys", "API keys (gva_): one organisation and scope each, stored hashed");
-  keys->require_subcommand(1);
-  keys_create_ = keys->add_subcommand("create", "Create a key and print it (the only time it is shown)");
-  keys_create_->add_option("--org", org_, "Organisation the key appends or reads as")->required();
-  keys_create_->add_option("--scope", scope_, "append (write entries, make checkpoints) or read")
-      ->check(CLI::IsMember({"append", "read"}));
-  keys_create_->add_option("--name", name_, "A note saying what the key is for");
-  keys_list_ = keys->add_subcommand("list", "List keys (ids, organisations, scopes; never secrets)");
-  keys_list_->add_option("--org", org_, "Only this organisation's keys");
-  keys_revoke_ = keys->add_subcommand("revoke", "Revoke a key (by its id, from `keys list`)");
-  keys_revoke_->add_option("key_id", key_id_, "The key's id")->required();
+  keys_.emplace(*audit_, ServiceKeysCommand::Options{
+                             .service = "audit",
+                             .migrations = as::Migrations,
+                             .table = &as::AuditKeyTable(),
+                             .keys_help = "API keys (gva_): one organisation and scope each, stored hashed",
+                             .org_help = "Organisation the key appends or reads as",
+                             .scope_help = "append (write entries, make checkpoints) or read",
+                             .scope = "append",
+                             .revoke_help = "Revoke a key (by its id, from `keys list`)",
+                             .key_id_help = "The key's id"});
 
   export_ = audit_->add_subcommand("export", "Write an organisation's chain as a verifiable NDJSON export");
   export_->add_option("--org", org_, "Organisation")->required();
@@ -134,50 +132,12 @@ AuditCommand::AuditCommand(CLI::App& app) {
 bool AuditCommand::parsed() const { return audit_->parsed(); }
 
 int AuditCommand::Run(const config::Config& cfg) {
-  if (keys_create_->parsed()) return KeysCreate(cfg);
-  if (keys_list_->parsed()) return KeysList(cfg);
-  if (keys_revoke_->parsed()) return KeysRevoke(cfg);
+  if (keys_->parsed()) return keys_->Run(cfg);
   if (export_->parsed()) return Export(cfg);
   if (verify_->parsed()) return Verify(cfg);
   if (checkpoint_->parsed()) return Checkpoint(cfg);
   if (retention_->parsed()) return Retention(cfg);
   return 2;
-}
-
-int AuditCommand::KeysCreate(const config::Config& cfg) {
-  AuditStore store;
-  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  auto key = service_keys::CreateKey(store.conn(), as::AuditKeyTable(), org_, scope_, name_);
-  if (!key.ok()) return Fail(key.status());
-  std::printf("%s\n", key->c_str());
-  std::fflush(stdout);
-  std::fprintf(
-      stderr, "created %s key %s for organisation %s; it is shown only this once (only its hash is stored)\n",
-      scope_.c_str(), std::string(service_keys::ParseKey(as::AuditKeyTable(), *key)->key_id).c_str(),
-      org_.c_str());
-  return 0;
-}
-
-int AuditCommand::KeysList(const config::Config& cfg) {
-  AuditStore store;
-  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  auto keys = service_keys::ListKeys(store.conn(), as::AuditKeyTable(), org_);
-  if (!keys.ok()) return Fail(keys.status());
-  std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
-              "NAME");
-  for (const auto& k : *keys) {
-    std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(), k.scope.c_str(),
-                k.created_at.c_str(), k.revoked_at.value_or("-").c_str(), k.name.c_str());
-  }
-  return 0;
-}
-
-int AuditCommand::KeysRevoke(const config::Config& cfg) {
-  AuditStore store;
-  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  if (Status s = service_keys::RevokeKey(store.conn(), as::AuditKeyTable(), key_id_); !s.ok()) return Fail(s);
-  std::printf("revoked %s (running services refuse it within 10 s)\n", key_id_.c_str());
-  return 0;
 }
 
 int AuditCommand::Export(const config::Config& cfg) {

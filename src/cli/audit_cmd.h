@@ -15,8 +15,10 @@
 // and apply the audit migrations first.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "cli/service_keys_cmd.h"
 #include "config/config.h"
 
 namespace CLI {
@@ -33,26 +35,18 @@ class AuditCommand {
   int Run(const config::Config& cfg);
 
  private:
-  int KeysCreate(const config::Config& cfg);
-  int KeysList(const config::Config& cfg);
-  int KeysRevoke(const config::Config& cfg);
   int Export(const config::Config& cfg);
   int Verify(const config::Config& cfg);
   int Checkpoint(const config::Config& cfg);
   int Retention(const config::Config& cfg);
 
   CLI::App* audit_ = nullptr;
-  CLI::App* keys_create_ = nullptr;
-  CLI::App* keys_list_ = nullptr;
-  CLI::App* keys_revoke_ = nullptr;
+  std::optional<ServiceKeysCommand> keys_;
   CLI::App* export_ = nullptr;
   CLI::App* verify_ = nullptr;
   CLI::App* checkpoint_ = nullptr;
   CLI::App* retention_ = nullptr;
   std::string org_;
-  std::string scope_ = "append";
-  std::string name_;
-  std::string key_id_;
   std::string url_;
   std::string key_;
   std::string out_;

@@ -10,8 +10,9 @@
 // a change up within gateway.keys.reload_interval.
 #pragma once
 
-#include <string>
+#include <optional>
 
+#include "cli/service_keys_cmd.h"
 #include "config/config.h"
 
 namespace CLI {
@@ -30,17 +31,8 @@ class GatewayCommand {
   int Run(const config::Config& cfg);
 
  private:
-  int KeysCreate(const config::Config& cfg);
-  int KeysList(const config::Config& cfg);
-  int KeysRevoke(const config::Config& cfg);
-
   CLI::App* gateway_ = nullptr;
-  CLI::App* keys_create_ = nullptr;
-  CLI::App* keys_list_ = nullptr;
-  CLI::App* keys_revoke_ = nullptr;
-  std::string org_;
-  std::string name_;
-  std::string key_id_;
+  std::optional<ServiceKeysCommand> keys_;
 };
 
 }  // namespace govern::cli

@@ -10,7 +10,6 @@
 
 #include "cli/database.h"
 #include "db/connection.h"
-#include "db/migrator.h"
 #include "db/pool.h"
 #include "services/telemetry/api_keys.h"
 #include "services/telemetry/archive.h"
@@ -31,34 +30,20 @@ int Fail(const Status& s) {
   return 1;
 }
 
-// A connection to the database `govern serve` uses, with the telemetry tables in place.
-class KeyStore {
+// A connection to the database `govern serve` uses, with the telemetry tables in place, and a small pool.
+class TelemetryStore : public ServiceDatabase {
  public:
   Status Open(const config::Config& cfg) {
-    GOVERN_ASSIGN_OR_RETURN(std::string data_dir, ResolveDataDir(cfg));
-    GOVERN_RETURN_IF_ERROR(database_.Open(cfg, data_dir));
-    auto conn = db::Connection::Connect(database_.conninfo());
-    if (!conn.ok()) return conn.status().WithContext("connect to PostgreSQL");
-    conn_ = std::move(*conn);
-    auto pool = db::Pool::Create({.conninfo = database_.conninfo(), .max_size = 2});
+    GOVERN_RETURN_IF_ERROR(ServiceDatabase::Open(cfg, "telemetry", telemetry::Migrations()));
+    auto pool = db::Pool::Create({.conninfo = conninfo(), .max_size = 2});
     if (!pool.ok()) return pool.status().WithContext("connect to PostgreSQL");
     pool_ = std::move(*pool);
-    auto applied = db::Migrator("telemetry", telemetry::Migrations()).Apply(*conn_);
-    if (!applied.ok()) return applied.status().WithContext("telemetry: migrations");
     return OkStatus();
   }
-  db::Connection& conn() { return *conn_; }
   db::Pool& pool() { return *pool_; }
-  ~KeyStore() {
-    conn_.reset();  // before the private cluster may stop
-    pool_.reset();
-    database_.Release();
-  }
 
  private:
-  Database database_;
-  std::unique_ptr<db::Connection> conn_;
-  std::unique_ptr<db::Pool> pool_;
+  std::unique_ptr<db::Pool> pool_;  // closes before the connection and the private cluster
 };
 
 // Opens the telemetry WAL the way the service does, explaining the lock when the service holds it.
@@ -154,20 +139,22 @@ nlohmann::ordered_json EventJson(uint64_t seq, const telemetry::Event& e) {
 }  // namespace
 
 TelemetryCommand::TelemetryCommand(CLI::App& app) {
-  telemetry_ = app.add_subcommand("telemetry", "Telemetry: API keys, write-ahead log, ingest cursor, export, DLP policies");
+  telemetry_ = app.add_subcommand(
+      "telemetry", "Telemetry: API keys, write-ahead log, ingest cursor, export, DLP policies");
   telemetry_->require_subcommand(1);
-  CLI::App* keys = telemetry_->add_subcommand("keys", "API keys: one organisation each, stored hashed");
-  keys->require_subcommand(1);
-  keys_create_ = keys->add_subcommand("create", "Create a key and print it (the only time it is shown)");
-  keys_create_->add_option("--org", org_, "Organisation the key sends or reads as")->required();
-  keys_create_->add_option("--scope", scope_, "ingest (send events) or query (read them)")
-      ->check(CLI::IsMember({"ingest", "query"}));
-  keys_create_->add_option("--name", name_, "A note saying what the key is for");
-  keys_list_ = keys->add_subcommand("list", "List keys (ids, organisations, scopes; never secrets)");
-  keys_list_->add_option("--org", org_, "Only this organisation's keys");
-  keys_revoke_ = keys->add_subcommand(
-      "revoke", "Revoke a key; running services stop accepting it within telemetry.key_cache_ttl");
-  keys_revoke_->add_option("key_id", key_id_, "The key's id (the 12 characters after gvk_)")->required();
+  keys_.emplace(
+      *telemetry_,
+      ServiceKeysCommand::Options{
+          .service = "telemetry",
+          .migrations = telemetry::Migrations,
+          .table = &telemetry::IngestKeys(),
+          .keys_help = "API keys: one organisation each, stored hashed",
+          .org_help = "Organisation the key sends or reads as",
+          .scope_help = "ingest (send events) or query (read them)",
+          .scope = "ingest",
+          .revoke_help = "Revoke a key; running services stop accepting it within telemetry.key_cache_ttl",
+          .key_id_help = "The key's id (the 12 characters after gvk_)",
+          .ttl_key = "telemetry.key_cache_ttl"});
 
   CLI::App* wal = telemetry_->add_subcommand("wal", "The telemetry write-ahead log");
   wal->require_subcommand(1);
@@ -214,9 +201,7 @@ TelemetryCommand::TelemetryCommand(CLI::App& app) {
 bool TelemetryCommand::parsed() const { return telemetry_->parsed(); }
 
 int TelemetryCommand::Run(const config::Config& cfg) {
-  if (keys_create_->parsed()) return KeysCreate(cfg);
-  if (keys_list_->parsed()) return KeysList(cfg);
-  if (keys_revoke_->parsed()) return KeysRevoke(cfg);
+  if (keys_->parsed()) return keys_->Run(cfg);
   if (wal_inspect_->parsed()) return WalInspect(cfg);
   if (ingest_status_->parsed() || ingest_replay_->parsed() || ingest_skip_->parsed()) return Ingest(cfg);
   if (export_->parsed()) return Export(cfg);
@@ -229,7 +214,7 @@ int TelemetryCommand::Ingest(const config::Config& cfg) {
   // The WAL first: its lock proves the service is not running (a running ingester owns the cursors).
   auto log = OpenWal(cfg);
   if (!log.ok()) return Fail(log.status());
-  KeyStore store;
+  TelemetryStore store;
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
   // One row per ingest worker (telemetry.ingest.workers); the lowest is the first record not stored.
   auto rows = telemetry::ListIngestCursors(store.conn(), cursor);
@@ -283,7 +268,7 @@ int TelemetryCommand::Export(const config::Config& cfg) {
   std::string data_dir = std::filesystem::absolute(cfg.GetString("data_dir"), ec).lexically_normal();
   auto objects = telemetry::OpenArchiveStore(cfg, data_dir);
   if (!objects.ok()) return Fail(objects.status());
-  KeyStore store;
+  TelemetryStore store;
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
   telemetry::Archive archive(&store.pool(), objects->get());
   if (Status s = archive.ExportHour(store.conn(), org_, *t, out_); !s.ok()) return Fail(s);
@@ -301,7 +286,7 @@ int TelemetryCommand::DlpPolicy(const config::Config& cfg) {
     if (f != stdin) std::fclose(f);
     if (auto parsed = telemetry::ParseDlpPolicy(doc); !parsed.ok()) return Fail(parsed.status());
   }
-  KeyStore store;
+  TelemetryStore store;
   if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
   if (dlp_get_->parsed()) {
     auto p = telemetry::GetDlpPolicy(store.conn(), org_);
@@ -323,52 +308,6 @@ int TelemetryCommand::DlpPolicy(const config::Config& cfg) {
   auto deleted = telemetry::DeleteDlpPolicy(store.conn(), org_);
   if (!deleted.ok()) return Fail(deleted.status());
   std::fprintf(stderr, *deleted ? "deleted\n" : "organisation %s had no policy\n", org_.c_str());
-  return 0;
-}
-
-int TelemetryCommand::KeysCreate(const config::Config& cfg) {
-  // Refuse a bad name before starting a database for it.
-  if (Status s = telemetry::ValidateOrg(org_); !s.ok()) {
-    std::fprintf(stderr, "govern: %s\n", s.message().c_str());
-    return 2;
-  }
-  if (Status s = telemetry::IngestKeys().CheckScope(scope_); !s.ok()) return Fail(s);
-  KeyStore store;
-  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  auto key = service_keys::CreateKey(store.conn(), telemetry::IngestKeys(), org_, scope_, name_);
-  if (!key.ok()) return Fail(key.status());
-  std::printf("%s\n", key->c_str());
-  std::fflush(stdout);
-  std::fprintf(stderr,
-               "created %s key %s for organisation %s; it is shown only this once (only its hash is "
-               "stored)\n",
-               scope_.c_str(),
-               std::string(service_keys::ParseKey(telemetry::IngestKeys(), *key)->key_id).c_str(),
-               org_.c_str());
-  return 0;
-}
-
-int TelemetryCommand::KeysList(const config::Config& cfg) {
-  KeyStore store;
-  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  auto keys = service_keys::ListKeys(store.conn(), telemetry::IngestKeys(), org_);
-  if (!keys.ok()) return Fail(keys.status());
-  std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
-              "NAME");
-  for (const auto& k : *keys) {
-    std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(), k.scope.c_str(),
-                k.created_at.c_str(), k.revoked_at.value_or("-").c_str(), k.name.c_str());
-  }
-  return 0;
-}
-
-int TelemetryCommand::KeysRevoke(const config::Config& cfg) {
-  KeyStore store;
-  if (Status s = store.Open(cfg); !s.ok()) return Fail(s);
-  if (Status s = service_keys::RevokeKey(store.conn(), telemetry::IngestKeys(), key_id_); !s.ok())
-    return Fail(s);
-  std::printf("revoked %s (running services refuse it within telemetry.key_cache_ttl, %lld ms)\n",
-              key_id_.c_str(), static_cast<long long>(cfg.GetDuration("telemetry.key_cache_ttl").count()));
   return 0;
 }
 

@@ -15,8 +15,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "cli/service_keys_cmd.h"
 #include "config/config.h"
 
 namespace CLI {
@@ -35,18 +37,13 @@ class TelemetryCommand {
   int Run(const config::Config& cfg);
 
  private:
-  int KeysCreate(const config::Config& cfg);
-  int KeysList(const config::Config& cfg);
-  int KeysRevoke(const config::Config& cfg);
   int WalInspect(const config::Config& cfg);
   int Ingest(const config::Config& cfg);
   int Export(const config::Config& cfg);
   int DlpPolicy(const config::Config& cfg);
 
   CLI::App* telemetry_ = nullptr;
-  CLI::App* keys_create_ = nullptr;
-  CLI::App* keys_list_ = nullptr;
-  CLI::App* keys_revoke_ = nullptr;
+  std::optional<ServiceKeysCommand> keys_;
   CLI::App* wal_inspect_ = nullptr;
   CLI::App* ingest_status_ = nullptr;
   CLI::App* ingest_replay_ = nullptr;
@@ -60,9 +57,6 @@ class TelemetryCommand {
   std::string out_;
   std::string file_;
   std::string org_;
-  std::string scope_ = "ingest";
-  std::string name_;
-  std::string key_id_;
   uint64_t from_ = 1;
   uint64_t limit_ = 0;
   bool events_ = false;
