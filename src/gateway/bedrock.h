@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "gateway/chat_stream.h"
 #include "gateway/eventstream.h"
 #include "gateway/openai.h"
 
@@ -59,12 +60,12 @@ std::string FinishReason(std::string_view stop_reason, bool calls_tools);
 // passed on as an OpenAI error event and ends the stream. A stream cut before messageStop gets neither
 // a finish reason nor [DONE] (the gateway sees it end without its end marker); one that ends after
 // messageStop without metadata gets [DONE] at Finish, with no usage chunk.
-class StreamToChat {
+class StreamToChat : public StreamToChatBase {
  public:
   StreamToChat(std::string model, int64_t created);
   // Errors: a malformed frame (eventstream.h) or event payload; the stream cannot be trusted further.
-  Status Feed(std::string_view bytes, std::string& out);
-  void Finish(std::string& out);
+  Status Feed(std::string_view bytes, std::string& out) override;
+  void Finish(std::string& out) override;
   bool finished() const { return finished_; }
   const openai::Usage& usage() const { return usage_; }
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "gateway/chat_stream.h"
 #include "gateway/openai.h"
 #include "gateway/sse.h"
 
@@ -44,12 +45,12 @@ Result<openai::ChatResponse> ToChatResponse(std::string_view body, std::string_v
 // reason, and at Finish the usage chunk and [DONE] (only when the stream ended with a finish reason:
 // a stream cut before it gets neither, so the gateway sees it end without its end marker). An in-stream
 // {"error":...} is passed on as an OpenAI error event.
-class StreamToChat {
+class StreamToChat : public StreamToChatBase {
  public:
   StreamToChat(std::string model, int64_t created);
   // Errors: a malformed SSE stream or event (the stream cannot be trusted any further).
-  Status Feed(std::string_view bytes, std::string& out);
-  void Finish(std::string& out);
+  Status Feed(std::string_view bytes, std::string& out) override;
+  void Finish(std::string& out) override;
   bool finished() const { return finished_; }
   const openai::Usage& usage() const { return usage_; }
 

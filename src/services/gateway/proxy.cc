@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "gateway/anthropic.h"
 #include "gateway/bedrock.h"
+#include "gateway/chat_stream.h"
 #include "gateway/dlp_responses.h"
 #include "gateway/dlp_screen.h"
 #include "gateway/gemini.h"
@@ -461,8 +462,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   int64_t backoff_ms = 0;                                          // before the next attempt
   int last_status = 0;  // what the client gets if no attempt is left
   std::string last_error;
-  std::unique_ptr<gemini::StreamToChat> gemini_stream;    // a Gemini deployment's stream, as OpenAI chunks
-  std::unique_ptr<bedrock::StreamToChat> bedrock_stream;  // a Bedrock deployment's (event-stream frames)
+  // A Gemini or Bedrock deployment's stream (SSE, event-stream frames), as OpenAI chunks.
+  std::unique_ptr<StreamToChatBase> to_chat;
 
   // A relayed stream.
   net::BodyStream stream;
@@ -849,32 +850,6 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     return true;
   }
 
-  // A piece of a Gemini stream as OpenAI chunk events (false: nothing to relay yet, or it failed).
-  bool GeminiPiece(std::string& piece) {
-    if (!gemini_stream)
-      gemini_stream = std::make_unique<gemini::StreamToChat>(rec.model, rec.time_ns / 1000000000);
-    std::string converted;
-    if (piece.empty()) {  // the end: the usage chunk and [DONE], once, if the stream finished
-      gemini_stream->Finish(converted);
-      piece = std::move(converted);
-      return true;
-    }
-    if (Status s = gemini_stream->Feed(piece, converted); !s.ok()) {
-      call->Cancel();
-      rec.status = 502;
-      rec.error = "upstream stream unreadable: " + s.message();
-      Write(StreamErrorEvent(client, rec.error));
-      EndStream();
-      return false;
-    }
-    if (converted.empty()) {
-      Pump();
-      return false;
-    }
-    piece = std::move(converted);
-    return true;
-  }
-
   // ---- AWS Bedrock (gw-bedrock; gateway/bedrock.h, bedrock_provider.h): as Gemini, an OpenAI request
   // sent as a Converse body, signed afresh at each attempt; answers and event-stream frames come back
   // as OpenAI ones. ----
@@ -925,17 +900,25 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     return true;
   }
 
-  // A piece of a ConverseStream answer as OpenAI chunk events (false: nothing to relay yet, or failed).
-  bool BedrockPiece(std::string& piece) {
-    if (!bedrock_stream)
-      bedrock_stream = std::make_unique<bedrock::StreamToChat>(rec.model, rec.time_ns / 1000000000);
+  // A piece of a Gemini stream or a ConverseStream answer as OpenAI chunk events (false: nothing to
+  // relay yet, or it failed). At the end (an empty piece): what the stream still owes if it finished
+  // (Gemini: the usage chunk and [DONE]; Bedrock: [DONE] when it ended without its metadata event).
+  bool ToChatPiece(std::string& piece) {
+    if (!to_chat) {
+      const int64_t created = rec.time_ns / 1000000000;
+      if (target.provider == Provider::kGemini) {
+        to_chat = std::make_unique<gemini::StreamToChat>(rec.model, created);
+      } else {
+        to_chat = std::make_unique<bedrock::StreamToChat>(rec.model, created);
+      }
+    }
     std::string converted;
-    if (piece.empty()) {  // the end: [DONE] if the stream finished without its metadata event
-      bedrock_stream->Finish(converted);
+    if (piece.empty()) {
+      to_chat->Finish(converted);
       piece = std::move(converted);
       return true;
     }
-    if (Status s = bedrock_stream->Feed(piece, converted); !s.ok()) {
+    if (Status s = to_chat->Feed(piece, converted); !s.ok()) {
       call->Cancel();
       rec.status = 502;
       rec.error = "upstream stream unreadable: " + s.message();
@@ -1071,8 +1054,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   void OnPiece(Result<std::string> piece) {
     if (finished) return;
-    if (target.provider == Provider::kGemini && piece.ok() && !GeminiPiece(*piece)) return;
-    if (target.provider == Provider::kBedrock && piece.ok() && !BedrockPiece(*piece)) return;
+    const bool translated = target.provider == Provider::kGemini || target.provider == Provider::kBedrock;
+    if (translated && piece.ok() && !ToChatPiece(*piece)) return;
     if (!piece.ok() || piece->empty()) {
       if (!piece.ok()) {
         if (piece.status().code() == Code::kCancelled) {
