@@ -6,38 +6,15 @@
 namespace govern::gateway::bedrock {
 
 using Json = nlohmann::json;
+using detail::Count;
 using detail::Dump;
 using detail::ParseJson;
 
 namespace {
 
-// The text parts of a content; other parts (images, audio, files) cannot be sent yet.
-Result<std::string> TextOf(const openai::Content& c, std::string_view path) {
-  if (c.kind != openai::Content::Kind::kParts) return c.text;
-  std::string text;
-  for (const Json& p : c.parts) {
-    if (!p.is_object() || detail::StrField(p, "type") != "text")
-      return InvalidArgument(std::string(path) + ": only text parts can be sent to a bedrock deployment");
-    auto t = p.find("text");
-    if (t != p.end() && t->is_string()) text += t->get<std::string>();
-  }
-  return text;
-}
-
 // Call arguments as a Converse document: the JSON they hold, else the text as a string.
-Json JsonOrText(const std::string& s) {
-  if (s.empty()) return Json::object();
-  auto j = ParseJson(s, "arguments");
-  if (j.ok()) return std::move(*j);
-  return Json(s);
-}
-
-Result<int64_t> Count(const Json& usage, const char* key) {
-  auto it = usage.find(key);
-  if (it == usage.end() || it->is_null()) return int64_t{0};
-  if (!it->is_number_integer() || it->get<int64_t>() < 0)
-    return InvalidArgument(std::string("usage.") + key + " must be a non-negative integer");
-  return it->get<int64_t>();
+Json InputOf(const std::string& arguments) {
+  return arguments.empty() ? Json::object() : detail::JsonOrText(arguments);
 }
 
 Result<openai::Usage> UsageOf(const Json& j) {
@@ -45,10 +22,10 @@ Result<openai::Usage> UsageOf(const Json& j) {
   auto it = j.find("usage");
   if (it == j.end() || it->is_null()) return u;
   if (!it->is_object()) return InvalidArgument("usage must be an object");
-  GOVERN_ASSIGN_OR_RETURN(int64_t input, Count(*it, "inputTokens"));
-  GOVERN_ASSIGN_OR_RETURN(int64_t read, Count(*it, "cacheReadInputTokens"));
-  GOVERN_ASSIGN_OR_RETURN(int64_t write, Count(*it, "cacheWriteInputTokens"));
-  GOVERN_ASSIGN_OR_RETURN(u.completion_tokens, Count(*it, "outputTokens"));
+  GOVERN_ASSIGN_OR_RETURN(int64_t input, Count(*it, "inputTokens", "usage"));
+  GOVERN_ASSIGN_OR_RETURN(int64_t read, Count(*it, "cacheReadInputTokens", "usage"));
+  GOVERN_ASSIGN_OR_RETURN(int64_t write, Count(*it, "cacheWriteInputTokens", "usage"));
+  GOVERN_ASSIGN_OR_RETURN(u.completion_tokens, Count(*it, "outputTokens", "usage"));
   u.prompt_tokens = input + read + write;
   u.cached_tokens = read;
   u.total_tokens = u.prompt_tokens + u.completion_tokens;
@@ -96,7 +73,7 @@ Result<Json> FromChatRequest(const openai::ChatRequest& req) {
   for (size_t i = 0; i < req.messages.size(); ++i) {
     const openai::ChatMessage& m = req.messages[i];
     std::string path = "messages[" + std::to_string(i) + "]";
-    GOVERN_ASSIGN_OR_RETURN(std::string text, TextOf(m.content, path));
+    GOVERN_ASSIGN_OR_RETURN(std::string text, detail::TextOf(m.content, path, "bedrock"));
     if (m.role == "system" || m.role == "developer") {
       if (!text.empty()) system.push_back({{"text", text}});
     } else if (m.role == "user") {
@@ -107,7 +84,7 @@ Result<Json> FromChatRequest(const openai::ChatRequest& req) {
         if (call.id.empty()) return InvalidArgument(path + ".tool_calls[].id must not be empty");
         append("assistant",
                {{"toolUse",
-                 {{"toolUseId", call.id}, {"name", call.name}, {"input", JsonOrText(call.arguments)}}}});
+                 {{"toolUseId", call.id}, {"name", call.name}, {"input", InputOf(call.arguments)}}}});
         uses_tools = true;
       }
     } else if (m.role == "tool") {
@@ -150,15 +127,7 @@ Result<Json> FromChatRequest(const openai::ChatRequest& req) {
     }
     body["toolConfig"] = std::move(config);
   }
-  Json inference = Json::object();
-  if (req.max_completion_tokens) {
-    inference["maxTokens"] = *req.max_completion_tokens;
-  } else if (req.max_tokens) {
-    inference["maxTokens"] = *req.max_tokens;
-  }
-  if (req.temperature) inference["temperature"] = *req.temperature;
-  if (req.top_p) inference["topP"] = *req.top_p;
-  if (!req.stop.empty()) inference["stopSequences"] = req.stop;
+  Json inference = detail::CamelCaseSampling(req, "maxTokens");
   if (!inference.empty()) body["inferenceConfig"] = std::move(inference);
   return body;
 }

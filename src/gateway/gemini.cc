@@ -7,30 +7,12 @@
 namespace govern::gateway::gemini {
 
 using Json = nlohmann::json;
+using detail::Count;
 using detail::Dump;
+using detail::JsonOrText;
 using detail::ParseJson;
 
 namespace {
-
-// The text parts of a content; other parts (images, audio, files) cannot be sent yet.
-Result<std::string> TextOf(const openai::Content& c, std::string_view path) {
-  if (c.kind != openai::Content::Kind::kParts) return c.text;
-  std::string text;
-  for (const Json& p : c.parts) {
-    if (!p.is_object() || detail::StrField(p, "type") != "text")
-      return InvalidArgument(std::string(path) + ": only text parts can be sent to a gemini deployment");
-    auto t = p.find("text");
-    if (t != p.end() && t->is_string()) text += t->get<std::string>();
-  }
-  return text;
-}
-
-// A tool result or call arguments: JSON when they are JSON, else the text.
-Json JsonOrText(const std::string& s) {
-  auto j = ParseJson(s, "arguments");
-  if (j.ok()) return std::move(*j);
-  return Json(s);
-}
 
 std::string FinishReason(std::string_view gemini, bool calls_tools) {
   if (gemini == "MAX_TOKENS") return "length";
@@ -40,23 +22,15 @@ std::string FinishReason(std::string_view gemini, bool calls_tools) {
   return calls_tools ? "tool_calls" : "stop";
 }
 
-Result<int64_t> Count(const Json& usage, const char* key) {
-  auto it = usage.find(key);
-  if (it == usage.end() || it->is_null()) return int64_t{0};
-  if (!it->is_number_integer() || it->get<int64_t>() < 0)
-    return InvalidArgument(std::string("usageMetadata.") + key + " must be a non-negative integer");
-  return it->get<int64_t>();
-}
-
 Result<openai::Usage> UsageOf(const Json& j) {
   openai::Usage u;
   auto it = j.find("usageMetadata");
   if (it == j.end() || it->is_null()) return u;
   if (!it->is_object()) return InvalidArgument("usageMetadata must be an object");
-  GOVERN_ASSIGN_OR_RETURN(u.prompt_tokens, Count(*it, "promptTokenCount"));
-  GOVERN_ASSIGN_OR_RETURN(u.cached_tokens, Count(*it, "cachedContentTokenCount"));
-  GOVERN_ASSIGN_OR_RETURN(int64_t candidates, Count(*it, "candidatesTokenCount"));
-  GOVERN_ASSIGN_OR_RETURN(u.reasoning_tokens, Count(*it, "thoughtsTokenCount"));
+  GOVERN_ASSIGN_OR_RETURN(u.prompt_tokens, Count(*it, "promptTokenCount", "usageMetadata"));
+  GOVERN_ASSIGN_OR_RETURN(u.cached_tokens, Count(*it, "cachedContentTokenCount", "usageMetadata"));
+  GOVERN_ASSIGN_OR_RETURN(int64_t candidates, Count(*it, "candidatesTokenCount", "usageMetadata"));
+  GOVERN_ASSIGN_OR_RETURN(u.reasoning_tokens, Count(*it, "thoughtsTokenCount", "usageMetadata"));
   u.completion_tokens = candidates + u.reasoning_tokens;
   u.total_tokens = u.prompt_tokens + u.completion_tokens;
   return u;
@@ -125,7 +99,7 @@ Result<Json> FromChatRequest(const openai::ChatRequest& req) {
   for (size_t i = 0; i < req.messages.size(); ++i) {
     const openai::ChatMessage& m = req.messages[i];
     std::string path = "messages[" + std::to_string(i) + "]";
-    GOVERN_ASSIGN_OR_RETURN(std::string text, TextOf(m.content, path));
+    GOVERN_ASSIGN_OR_RETURN(std::string text, detail::TextOf(m.content, path, "gemini"));
     if (m.role == "system" || m.role == "developer") {
       if (!system.empty()) system += "\n\n";
       system += text;
@@ -178,15 +152,7 @@ Result<Json> FromChatRequest(const openai::ChatRequest& req) {
           {"functionCallingConfig", {{"mode", "ANY"}, {"allowedFunctionNames", {req.tool_choice.function}}}}};
       break;
   }
-  Json gen = Json::object();
-  if (req.max_completion_tokens) {
-    gen["maxOutputTokens"] = *req.max_completion_tokens;
-  } else if (req.max_tokens) {
-    gen["maxOutputTokens"] = *req.max_tokens;
-  }
-  if (req.temperature) gen["temperature"] = *req.temperature;
-  if (req.top_p) gen["topP"] = *req.top_p;
-  if (!req.stop.empty()) gen["stopSequences"] = req.stop;
+  Json gen = detail::CamelCaseSampling(req, "maxOutputTokens");
   if (!gen.empty()) body["generationConfig"] = std::move(gen);
   return body;
 }

@@ -1,5 +1,7 @@
 #include "gateway/json_util.h"
 
+#include "gateway/openai.h"
+
 namespace govern::gateway::detail {
 
 Result<Json> ParseJson(std::string_view bytes, std::string_view what) {
@@ -83,6 +85,46 @@ std::string_view StrField(const Json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end() || !it->is_string()) return {};
   return it->get_ref<const std::string&>();
+}
+
+Result<int64_t> Count(const Json& obj, const char* key, std::string_view path) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return int64_t{0};
+  if (!it->is_number_integer() || it->get<int64_t>() < 0)
+    return InvalidArgument(Where(path, key) + " must be a non-negative integer");
+  return it->get<int64_t>();
+}
+
+Json JsonOrText(const std::string& s) {
+  auto j = ParseJson(s, "arguments");
+  if (j.ok()) return std::move(*j);
+  return Json(s);
+}
+
+Result<std::string> TextOf(const openai::Content& c, std::string_view path, std::string_view provider) {
+  if (c.kind != openai::Content::Kind::kParts) return c.text;
+  std::string text;
+  for (const Json& p : c.parts) {
+    if (!p.is_object() || StrField(p, "type") != "text")
+      return InvalidArgument(std::string(path) + ": only text parts can be sent to a " +
+                             std::string(provider) + " deployment");
+    auto t = p.find("text");
+    if (t != p.end() && t->is_string()) text += t->get<std::string>();
+  }
+  return text;
+}
+
+Json CamelCaseSampling(const openai::ChatRequest& req, const char* max_tokens_key) {
+  Json out = Json::object();
+  if (req.max_completion_tokens) {
+    out[max_tokens_key] = *req.max_completion_tokens;
+  } else if (req.max_tokens) {
+    out[max_tokens_key] = *req.max_tokens;
+  }
+  if (req.temperature) out["temperature"] = *req.temperature;
+  if (req.top_p) out["topP"] = *req.top_p;
+  if (!req.stop.empty()) out["stopSequences"] = req.stop;
+  return out;
 }
 
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
