@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "gateway/sse.h"
@@ -15,6 +13,7 @@
 #include "net/http_server.h"
 #include "services/gateway/bedrock_provider.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/test_util.h"
 #include "services/model_stub/server.h"
 
 namespace govern::gateway {
@@ -27,7 +26,7 @@ constexpr const char* kAccessKey = "AKIDEXAMPLE";
 constexpr const char* kSecret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 constexpr const char* kModelId = "anthropic.claude-3-5-haiku-20241022-v1:0";  // ':' goes as %3A
 
-class BedrockProxyTest : public ::testing::Test {
+class BedrockProxyTest : public testing::ProxyFixture {
  protected:
   void SetUp() override {
     model_stub::ServerOptions o;
@@ -40,9 +39,7 @@ class BedrockProxyTest : public ::testing::Test {
     stub_ = std::move(*s);
   }
   void TearDown() override {
-    client_.reset();
-    if (server_) server_->Stop();
-    proxy_.reset();
+    StopProxy();
     if (stub_) stub_->Stop();
   }
 
@@ -62,26 +59,10 @@ class BedrockProxyTest : public ::testing::Test {
   }
 
   void Start(Json deployment) {
-    Json file = {{"routes", {{{"model", "claude-haiku"}, {"deployments", {std::move(deployment)}}}}},
-                 {"keys", {{{"key", kKey}, {"org", "acme"}}}},
-                 {"prices", {{"claude-haiku", {{"input", 1.0}, {"output", 5.0}}}}}};
-    auto config = ParseProxyConfig(file.dump());
-    ASSERT_TRUE(config.ok()) << config.status().ToString();
-    config->on_record = [this](const UsageRecord& r) {
-      std::lock_guard lock(mu_);
-      records_.push_back(r);
-      cv_.notify_all();
-    };
-    auto proxy = Proxy::Create(std::move(*config));
-    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
-    proxy_ = std::move(*proxy);
-    net::Router router;
-    proxy_->Register(router);
-    net::ServerConfig sc;
-    sc.workers = 1;
-    server_ = std::make_unique<net::Server>(sc, std::move(router));
-    ASSERT_TRUE(server_->Start().ok());
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    StartProxy(Json{{"routes", {{{"model", "claude-haiku"}, {"deployments", {std::move(deployment)}}}}},
+                    {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+                    {"prices", {{"claude-haiku", {{"input", 1.0}, {"output", 5.0}}}}}},
+               1);
   }
 
   net::ClientResponse Post(std::string_view path, const Json& body,
@@ -110,13 +91,6 @@ class BedrockProxyTest : public ::testing::Test {
     return b;
   }
 
-  UsageRecord WaitRecord(size_t n) {
-    std::unique_lock lock(mu_);
-    bool got = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return records_.size() >= n; });
-    EXPECT_TRUE(got) << "no usage record " << n;
-    return got ? records_[n - 1] : UsageRecord{};
-  }
-
   // The data of each SSE event of a streamed answer.
   static std::vector<std::string> Events(std::string_view body) {
     SseParser p;
@@ -128,13 +102,6 @@ class BedrockProxyTest : public ::testing::Test {
   }
 
   std::unique_ptr<model_stub::StubServer> stub_;
-  std::unique_ptr<Proxy> proxy_;
-  std::unique_ptr<net::Server> server_;
-  std::optional<net::HttpClient> client_{std::in_place};
-  std::string url_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<UsageRecord> records_;
 };
 
 TEST_F(BedrockProxyTest, WholeAndStreamedAnswersAreSignedTranslatedAndMetered) {

@@ -10,7 +10,6 @@
 
 #include "base/clock.h"
 #include "db/connection.h"
-#include "db/migrator.h"
 #include "db/pool.h"
 #include "db/testing.h"
 #include "net/http_client.h"
@@ -18,6 +17,7 @@
 #include "services/gateway/budget.h"
 #include "services/gateway/governance.h"
 #include "services/gateway/schema.h"
+#include "services/gateway/test_util.h"
 #include "services/model_stub/server.h"
 
 namespace govern::gateway {
@@ -25,18 +25,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-class BudgetPgTest : public ::testing::Test {
+class BudgetPgTest : public testing::PgFixture {
  protected:
-  void SetUp() override {
-    auto db = db::testing::TestDatabase::Create();
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::make_unique<db::testing::TestDatabase>(std::move(*db));
-    auto pool = db::Pool::Create({.conninfo = db_->conninfo(), .max_size = 6});
-    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
-    pool_ = std::move(*pool);
-    auto applied = db::Migrator(kSchemaService, Migrations()).Apply(*pool_);
-    ASSERT_TRUE(applied.ok()) << applied.status().ToString();
-  }
+  void SetUp() override { OpenDatabase(6); }
 
   std::unique_ptr<db::Connection> Conn() {
     auto c = db::Connection::Connect(db_->conninfo());
@@ -59,9 +50,6 @@ class BudgetPgTest : public ::testing::Test {
     if (!rows.ok() || rows->size() != 1) return {-1, -1};
     return {*rows->Int64(0, 0), *rows->Int64(0, 1)};
   }
-
-  std::unique_ptr<db::testing::TestDatabase> db_;
-  std::unique_ptr<db::Pool> pool_;
 };
 
 // Spends `cost` per request on alternating replicas, renewing a lease every third request and after
@@ -289,13 +277,9 @@ TEST_F(BudgetPgTest, TheProxyAnswersAnExhaustedBudgetInEachSdksShape) {
     std::lock_guard lock(mu);
     records.push_back(r);
   };
-  auto proxy = Proxy::Create(std::move(c));
-  ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
-  net::Router router;
-  (*proxy)->Register(router);
-  net::Server server(net::ServerConfig{}, std::move(router));
-  ASSERT_TRUE(server.Start().ok());
-  std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  auto served = testing::ServeProxy(std::move(c), net::ServerConfig{}.workers);
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  const std::string& url = served->url;
   net::HttpClient client;
   auto post = [&](bool anthropic) {
     net::ClientRequest r;
@@ -332,8 +316,8 @@ TEST_F(BudgetPgTest, TheProxyAnswersAnExhaustedBudgetInEachSdksShape) {
   j = Json::parse(a.body);
   EXPECT_EQ(j["type"], "error");
   EXPECT_EQ(j["error"]["type"], "rate_limit_error");
-  server.Stop();
-  proxy->reset();
+  served->server->Stop();
+  served->proxy.reset();
   (*stub)->Stop();
   std::lock_guard lock(mu);
   ASSERT_EQ(records.size(), static_cast<size_t>(answered + 2));

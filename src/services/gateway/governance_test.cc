@@ -14,6 +14,7 @@
 #include "bundle/keys.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "services/gateway/test_util.h"
 #include "services/model_stub/server.h"
 #include "tokens/jose.h"
 
@@ -326,7 +327,7 @@ TEST(Budgets, NothingIsSpentWithoutALease) {
 
 // The proxy with governance: Govern tokens beside virtual keys, and the policy's refusals in each SDK's
 // shape, recorded with the decision.
-class GovernedProxyTest : public ::testing::Test {
+class GovernedProxyTest : public testing::ProxyFixture {
  protected:
   void SetUp() override {
     auto stub = model_stub::StubServer::Start({.port = 0, .threads = 1});
@@ -346,23 +347,10 @@ class GovernedProxyTest : public ::testing::Test {
                 {"claude-stub", base, WireFormat::kAnthropic, ""}};
     c.keys = {{kKey, "globex", 0, 0}};
     c.governance = gov;
-    c.on_record = [this](const UsageRecord& r) {
-      std::lock_guard lock(mu_);
-      records_.push_back(r);
-    };
-    auto proxy = Proxy::Create(std::move(c));
-    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
-    proxy_ = std::move(*proxy);
-    net::Router router;
-    proxy_->Register(router);
-    server_ = std::make_unique<net::Server>(net::ServerConfig{}, std::move(router));
-    ASSERT_TRUE(server_->Start().ok());
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    StartProxy(std::move(c), net::ServerConfig{}.workers);
   }
   void TearDown() override {
-    client_.reset();
-    if (server_) server_->Stop();
-    proxy_.reset();
+    StopProxy();
     if (stub_) stub_->Stop();
   }
 
@@ -394,12 +382,6 @@ class GovernedProxyTest : public ::testing::Test {
   TokenMint mint_;
   std::unique_ptr<BundleFiles> files_;
   std::unique_ptr<model_stub::StubServer> stub_;
-  std::unique_ptr<Proxy> proxy_;
-  std::unique_ptr<net::Server> server_;
-  std::unique_ptr<net::HttpClient> client_ = std::make_unique<net::HttpClient>();
-  std::string url_;
-  std::mutex mu_;
-  std::vector<UsageRecord> records_;
 };
 
 TEST_F(GovernedProxyTest, TokensAuthenticateAndPolicyDecides) {

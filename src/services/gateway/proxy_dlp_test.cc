@@ -13,6 +13,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/test_util.h"
 #include "services/model_stub/server.h"
 
 namespace govern::gateway {
@@ -32,7 +33,7 @@ std::string AnswerText() {
   return t + "Use the key " + std::string(kSecret) + " and rotate it afterwards.";
 }
 
-class ProxyDlpTest : public ::testing::Test {
+class ProxyDlpTest : public testing::ProxyFixture {
  protected:
   void SetUp() override {
     auto stub = model_stub::StubServer::Start({.port = 0, .threads = 1});
@@ -89,27 +90,11 @@ class ProxyDlpTest : public ::testing::Test {
         ParseDlpConfig(Json::parse(R"({"orgs":{"org-mask":{"mode":"mask"},"org-block":{"mode":"block"}}})"));
     ASSERT_TRUE(dlp.ok()) << dlp.status().ToString();
     c.dlp = *dlp;
-    c.on_record = [this](const UsageRecord& r) {
-      std::lock_guard lock(mu_);
-      records_.push_back(r);
-      cv_.notify_all();
-    };
-    auto proxy = Proxy::Create(std::move(c));
-    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
-    proxy_ = std::move(*proxy);
-    net::Router router;
-    proxy_->Register(router);
-    net::ServerConfig sc;
-    sc.workers = 1;
-    server_ = std::make_unique<net::Server>(sc, std::move(router));
-    ASSERT_TRUE(server_->Start().ok());
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    StartProxy(std::move(c), 1);
   }
 
   void TearDown() override {
-    client_.reset();
-    if (server_) server_->Stop();
-    proxy_.reset();
+    StopProxy();
     if (capture_) capture_->Stop();
     if (stub_) stub_->Stop();
   }
@@ -131,13 +116,6 @@ class ProxyDlpTest : public ::testing::Test {
     auto resp = client_->Send(std::move(r));
     EXPECT_TRUE(resp.ok()) << resp.status().ToString();
     return resp.ok() ? *resp : net::ClientResponse{};
-  }
-
-  UsageRecord WaitRecord(size_t n) {
-    std::unique_lock lock(mu_);
-    bool got = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return records_.size() >= n; });
-    EXPECT_TRUE(got) << "no usage record " << n;
-    return got ? records_[n - 1] : UsageRecord{};
   }
 
   // The text a client reads from a stream of either format, and the error event if any.
@@ -164,14 +142,7 @@ class ProxyDlpTest : public ::testing::Test {
 
   std::unique_ptr<model_stub::StubServer> stub_;
   std::unique_ptr<net::Server> capture_;
-  std::unique_ptr<Proxy> proxy_;
-  std::unique_ptr<net::Server> server_;
-  std::unique_ptr<net::HttpClient> client_ = std::make_unique<net::HttpClient>();
-  std::string url_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<UsageRecord> records_;
-  std::string captured_;
+  std::string captured_;  // guarded by mu_
 };
 
 const std::string kChatStream =

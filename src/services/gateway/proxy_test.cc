@@ -21,6 +21,7 @@
 #include "gateway/sse.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "services/gateway/test_util.h"
 #include "services/model_stub/server.h"
 #include "storage/wal.h"
 
@@ -33,7 +34,7 @@ constexpr const char* kKey = "gvg_test_key_0001";
 constexpr const char* kLimitedKey = "gvg_limited_0002";
 constexpr const char* kTokenLimitedKey = "gvg_tokens_0003";
 
-class ProxyTest : public ::testing::Test {
+class ProxyTest : public testing::ProxyFixture {
  protected:
   void SetUp() override {
     auto stub = model_stub::StubServer::Start({.port = 0, .threads = 2});
@@ -63,30 +64,11 @@ class ProxyTest : public ::testing::Test {
     c.upstream.header_timeout = header_timeout_;
     c.upstream.read_timeout = read_timeout_;
     c.usage_durable_before_response = durable_;
-    c.on_record = [this](const UsageRecord& r) {
-      std::lock_guard lock(mu_);
-      records_.push_back(r);
-      cv_.notify_all();
-    };
-    auto proxy = Proxy::Create(std::move(c));
-    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
-    proxy_ = std::move(*proxy);
-    net::Router router;
-    proxy_->Register(router);
-    net::ServerConfig sc;
-    sc.workers = 2;
-    server_ = std::make_unique<net::Server>(sc, std::move(router));
-    ASSERT_TRUE(server_->Start().ok());
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    StartProxy(std::move(c), 2);
   }
 
   void TearDown() override {
-    // The client's keep-alive connections go first: net::Server::Stop leaves a connection whose stream
-    // ends during its drain open until drain_timeout (a net bug, reported), which a closed client
-    // connection sidesteps.
-    client_.reset();
-    if (server_) server_->Stop();
-    proxy_.reset();
+    StopProxy();
     if (stub_) stub_->Stop();
     if (slow_stub_) slow_stub_->Stop();
     std::filesystem::remove_all(wal_dir_);
@@ -110,14 +92,6 @@ class ProxyTest : public ::testing::Test {
     auto resp = client_->Send(std::move(r));
     EXPECT_TRUE(resp.ok()) << resp.status().ToString();
     return resp.ok() ? *resp : net::ClientResponse{};
-  }
-
-  // Waits for the n-th usage record (records are written just after the answer).
-  UsageRecord WaitRecord(size_t n) {
-    std::unique_lock lock(mu_);
-    bool got = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return records_.size() >= n; });
-    EXPECT_TRUE(got) << "no usage record " << n;
-    return got ? records_[n - 1] : UsageRecord{};
   }
 
   static std::vector<SseEvent> Events(const std::string& body) {
@@ -144,14 +118,7 @@ class ProxyTest : public ::testing::Test {
   bool durable_ = false;
   std::unique_ptr<model_stub::StubServer> stub_;
   std::unique_ptr<model_stub::StubServer> slow_stub_;
-  std::unique_ptr<Proxy> proxy_;
-  std::unique_ptr<net::Server> server_;
-  std::optional<net::HttpClient> client_{std::in_place};
-  std::string url_;
   std::string wal_dir_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<UsageRecord> records_;
 };
 
 constexpr const char* kChat =

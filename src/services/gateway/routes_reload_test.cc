@@ -18,6 +18,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/test_util.h"
 
 namespace govern::gateway {
 namespace {
@@ -124,15 +125,10 @@ class RoutesReloadTest : public ::testing::Test {
       std::lock_guard lock(records_mu_);
       records_.push_back(r);
     };
-    auto proxy = Proxy::Create(std::move(*config));
-    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
-    proxy_ = std::move(*proxy);
-    net::Router router;
-    proxy_->Register(router);
-    net::ServerConfig sc;
-    sc.workers = 2;
-    server_ = std::make_unique<net::Server>(sc, std::move(router));
-    ASSERT_TRUE(server_->Start().ok());
+    auto served = testing::ServeProxy(std::move(*config), 2);
+    ASSERT_TRUE(served.ok()) << served.status().ToString();
+    proxy_ = std::move(served->proxy);
+    server_ = std::move(served->server);
     reloader_ = std::make_unique<RoutesReloader>(
         *proxy_,
         RoutesReloadOptions{.file = file_, .interval = interval, .initial_text = routes_file.dump()});

@@ -23,6 +23,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/test_util.h"
 #include "services/model_stub/server.h"
 
 namespace govern::gateway {
@@ -280,36 +281,14 @@ class FakeProvider {
   std::string retry_after_;
 };
 
-class RoutingTest : public ::testing::Test {
+class RoutingTest : public testing::ProxyFixture {
  protected:
-  void TearDown() override {
-    client_.reset();
-    if (server_) server_->Stop();
-    proxy_.reset();
-  }
-
   // Starts the proxy on `routes` (the routes file's "routes" array).
   void Start(Json routes, Json upstream = Json::object(), Json prices = Json::object()) {
     Json file = {{"routes", std::move(routes)}, {"keys", {{{"key", kKey}, {"org", "acme"}}}}};
     if (!upstream.empty()) file["upstream"] = std::move(upstream);
     if (!prices.empty()) file["prices"] = std::move(prices);
-    auto config = ParseProxyConfig(file.dump());
-    ASSERT_TRUE(config.ok()) << config.status().ToString();
-    config->on_record = [this](const UsageRecord& r) {
-      std::lock_guard lock(mu_);
-      records_.push_back(r);
-      cv_.notify_all();
-    };
-    auto proxy = Proxy::Create(std::move(*config));
-    ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
-    proxy_ = std::move(*proxy);
-    net::Router router;
-    proxy_->Register(router);
-    net::ServerConfig sc;
-    sc.workers = 2;
-    server_ = std::make_unique<net::Server>(sc, std::move(router));
-    ASSERT_TRUE(server_->Start().ok());
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    StartProxy(file, 2);
   }
 
   net::ClientResponse Chat(std::string_view model, bool stream = false,
@@ -334,13 +313,6 @@ class RoutingTest : public ::testing::Test {
     return j["choices"][0]["message"]["content"].get<std::string>();
   }
 
-  UsageRecord WaitRecord(size_t n) {
-    std::unique_lock lock(mu_);
-    bool got = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return records_.size() >= n; });
-    EXPECT_TRUE(got) << "no usage record " << n;
-    return got ? records_[n - 1] : UsageRecord{};
-  }
-
   template <class Fn>
   static bool Eventually(Fn done) {
     for (int i = 0; i < 1000; ++i) {
@@ -361,14 +333,6 @@ class RoutingTest : public ::testing::Test {
     d.update(extra);
     return d;
   }
-
-  std::unique_ptr<Proxy> proxy_;
-  std::unique_ptr<net::Server> server_;
-  std::optional<net::HttpClient> client_{std::in_place};
-  std::string url_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<UsageRecord> records_;
 };
 
 TEST_F(RoutingTest, RefusedConnectionFailsOverAndTheRecordNamesEveryAttempt) {

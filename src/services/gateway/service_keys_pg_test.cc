@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "db/connection.h"
-#include "db/migrator.h"
 #include "db/pool.h"
 #include "db/testing.h"
 #include "net/http_client.h"
@@ -18,6 +17,7 @@
 #include "services/gateway/governance_config.h"
 #include "services/gateway/schema.h"
 #include "services/gateway/service_keys.h"
+#include "services/gateway/test_util.h"
 #include "services/model_stub/server.h"
 
 namespace govern::gateway {
@@ -25,17 +25,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-class ServiceKeysPgTest : public ::testing::Test {
+class ServiceKeysPgTest : public testing::PgFixture {
  protected:
   void SetUp() override {
-    auto db = db::testing::TestDatabase::Create();
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::make_unique<db::testing::TestDatabase>(std::move(*db));
-    auto pool = db::Pool::Create({.conninfo = db_->conninfo(), .max_size = 4});
-    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
-    pool_ = std::move(*pool);
-    auto applied = db::Migrator(kSchemaService, Migrations()).Apply(*pool_);
-    ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+    OpenDatabase(4);
+    if (HasFatalFailure()) return;
     auto c = db::Connection::Connect(db_->conninfo());
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     conn_ = std::move(*c);
@@ -48,8 +42,6 @@ class ServiceKeysPgTest : public ::testing::Test {
   }
   static std::string KeyId(const std::string& key) { return key.substr(4, service_keys::kKeyIdLength); }
 
-  std::unique_ptr<db::testing::TestDatabase> db_;
-  std::unique_ptr<db::Pool> pool_;
   std::unique_ptr<db::Connection> conn_;
 };
 
@@ -127,13 +119,9 @@ TEST_F(ServiceKeysPgTest, ThroughTheProxyWithABudgetOfScopeKeyAndFromConfigurati
     std::lock_guard lock(mu);
     records.push_back(r);
   };
-  auto proxy = Proxy::Create(std::move(c));
-  ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
-  net::Router router;
-  (*proxy)->Register(router);
-  net::Server server(net::ServerConfig{}, std::move(router));
-  ASSERT_TRUE(server.Start().ok());
-  std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  auto served = testing::ServeProxy(std::move(c), net::ServerConfig{}.workers);
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  const std::string& url = served->url;
   net::HttpClient client;
   auto post = [&](const std::string& credential) {
     net::ClientRequest r;
@@ -169,8 +157,8 @@ TEST_F(ServiceKeysPgTest, ThroughTheProxyWithABudgetOfScopeKeyAndFromConfigurati
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(status, 401);
 
-  server.Stop();
-  proxy->reset();
+  served->server->Stop();
+  served->proxy.reset();
   rt->Stop();
   (*stub)->Stop();
   std::lock_guard lock(mu);
