@@ -62,15 +62,9 @@ void DeclareDecisionLogConfig(config::Schema& s) {
                  "shipper's cursor still holds back every decision not yet shipped. 0: keep every decision "
                  "until shipped (with no endpoint: forever).",
          .min = 0});
-  s.Add({.key = "policy.decisions.ship.endpoint",
-         .type = Type::kString,
-         .default_value = "",
-         .help = "Telemetry intake base URL (`http://host:4318`) to ship decisions to, exactly once, as "
-                 "`policy.decision` events. Empty: decisions stay local.",
-         .validate = [](std::string_view v) -> Status {
-           if (v.empty() || v.rfind("http://", 0) == 0 || v.rfind("https://", 0) == 0) return OkStatus();
-           return InvalidArgument("must be an http:// or https:// URL");
-         }});
+  DeclareShipperConfig(
+      s, "policy.decisions.ship",
+      {.what = "decisions", .event_type = "policy.decision", .when_off = "decisions stay local."});
   s.Add({.key = "policy.decisions.ship.key",
          .type = Type::kString,
          .default_value = "",
@@ -80,24 +74,46 @@ void DeclareDecisionLogConfig(config::Schema& s) {
            if (v.empty() || v.rfind("gvk_", 0) == 0) return OkStatus();
            return InvalidArgument("must be a telemetry ingest key (gvk_...)");
          }});
-  s.Add({.key = "policy.decisions.ship.batch_events",
+}
+
+void DeclareShipperConfig(config::Schema& s, const std::string& prefix, const ShippedItems& items) {
+  using config::Type;
+  s.Add({.key = prefix + ".endpoint",
+         .type = Type::kString,
+         .default_value = "",
+         .help = "Telemetry intake base URL (`http://host:4318`) to ship " + items.what +
+                 " to, exactly once, as `" + items.event_type + "` events" + items.id_note +
+                 ". Empty: " + items.when_off,
+         .validate = [](std::string_view v) -> Status {
+           if (v.empty() || v.rfind("http://", 0) == 0 || v.rfind("https://", 0) == 0) return OkStatus();
+           return InvalidArgument("must be an http:// or https:// URL");
+         }});
+  s.Add({.key = prefix + ".batch_events",
          .type = Type::kInt,
          .default_value = "500",
-         .help = "Most decisions per intake request (intake takes up to `telemetry.max_batch_events`).",
+         .help =
+             "Most " + items.what + " per intake request (intake takes up to `telemetry.max_batch_events`).",
          .min = 1,
          .max = 10'000});
-  s.Add({.key = "policy.decisions.ship.batch_bytes",
+  s.Add({.key = prefix + ".batch_bytes",
          .type = Type::kBytes,
          .default_value = "1MiB",
          .help = "Largest intake request body (intake takes up to `telemetry.max_batch_bytes`).",
          .min = 1024,
          .max = int64_t{4} << 20});
-  s.Add({.key = "policy.decisions.ship.max_backoff",
+  s.Add({.key = prefix + ".max_backoff",
          .type = Type::kDuration,
          .default_value = "30s",
          .help = "Longest wait between retries while telemetry is unreachable or refuses the key.",
          .min = 1,
          .max = 3'600'000});
+}
+
+void ShipperOptionsFromKeys(const config::Config& c, const std::string& prefix, ShipperOptions& o) {
+  o.endpoint = c.GetString(prefix + ".endpoint");
+  o.batch_events = static_cast<size_t>(c.GetInt(prefix + ".batch_events"));
+  o.batch_bytes = static_cast<size_t>(c.GetBytes(prefix + ".batch_bytes"));
+  o.max_backoff = c.GetDuration(prefix + ".max_backoff");
 }
 
 DecisionLogOptions DecisionLogOptionsFromConfig(const config::Config& c, const std::string& data_dir) {
@@ -120,14 +136,11 @@ Result<std::optional<ShipperOptions>> ShipperOptionsFromConfig(const config::Con
   const std::string& endpoint = c.GetString("policy.decisions.ship.endpoint");
   if (endpoint.empty()) return std::optional<ShipperOptions>();
   ShipperOptions o;
-  o.endpoint = endpoint;
+  ShipperOptionsFromKeys(c, "policy.decisions.ship", o);
   o.key = c.GetString("policy.decisions.ship.key");
   if (o.key.empty()) {
     return InvalidArgument("policy.decisions.ship.key: an ingest key is needed when ship.endpoint is set");
   }
-  o.batch_events = static_cast<size_t>(c.GetInt("policy.decisions.ship.batch_events"));
-  o.batch_bytes = static_cast<size_t>(c.GetBytes("policy.decisions.ship.batch_bytes"));
-  o.max_backoff = c.GetDuration("policy.decisions.ship.max_backoff");
   return std::optional<ShipperOptions>(std::move(o));
 }
 

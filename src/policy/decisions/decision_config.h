@@ -19,6 +19,20 @@ namespace govern::policy {
 // batch_events, batch_bytes, max_backoff}.
 void DeclareDecisionLogConfig(config::Schema& schema);
 
+// What a shipper to telemetry intake ships, for the help of its keys.
+struct ShippedItems {
+  std::string what;        // "decisions": "to ship decisions to ...", "Most decisions per intake request"
+  std::string event_type;  // the events they become: "policy.decision"
+  std::string id_note;     // after "... events", e.g. " (id from the request id)"
+  std::string when_off;    // after "Empty: " (no endpoint): "decisions stay local."
+};
+
+// Declares <prefix>.{endpoint, batch_events, batch_bytes, max_backoff}, the keys every shipper to
+// telemetry intake takes (policy.decisions.ship, gateway.ship); the ingest key is the caller's.
+void DeclareShipperConfig(config::Schema& schema, const std::string& prefix, const ShippedItems& items);
+// Reads those keys into `options` (endpoint, batch_events, batch_bytes, max_backoff).
+void ShipperOptionsFromKeys(const config::Config& config, const std::string& prefix, ShipperOptions& options);
+
 // The decision log's options; an empty policy.decisions.dir means <data_dir>/policy/decisions.
 DecisionLogOptions DecisionLogOptionsFromConfig(const config::Config& config, const std::string& data_dir);
 

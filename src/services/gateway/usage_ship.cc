@@ -6,6 +6,7 @@
 
 #include "crypto/sha256.h"
 #include "gateway/json_util.h"
+#include "policy/decisions/decision_config.h"
 
 namespace govern::gateway {
 namespace {
@@ -80,35 +81,16 @@ Status AppendUsageEvent(std::string_view record, size_t max_line_bytes, std::str
 
 void DeclareUsageShipConfig(config::Schema& schema) {
   using config::Type;
-  schema.Add({.key = "gateway.ship.endpoint",
-              .type = Type::kString,
-              .default_value = "",
-              .help =
-                  "Telemetry intake base URL (`http://host:4318`) to ship usage records to, exactly once, "
-                  "as `gateway.usage` events (id from the request id). Empty: records stay in the usage "
-                  "WAL.",
-              .validate = [](std::string_view v) -> Status {
-                if (v.empty() || v.rfind("http://", 0) == 0 || v.rfind("https://", 0) == 0) return OkStatus();
-                return InvalidArgument("must be an http:// or https:// URL");
-              }});
+  policy::DeclareShipperConfig(schema, "gateway.ship",
+                               {.what = "usage records",
+                                .event_type = "gateway.usage",
+                                .id_note = " (id from the request id)",
+                                .when_off = "records stay in the usage WAL."});
   schema.Add({.key = "gateway.ship.key_file",
               .type = Type::kString,
               .default_value = "",
               .help = "File holding the telemetry ingest key (`gvk_...`) the usage shipper sends with; "
                       "required with gateway.ship.endpoint."});
-  schema.Add(
-      {.key = "gateway.ship.batch_events",
-       .type = Type::kInt,
-       .default_value = "500",
-       .help = "Most usage records per intake request (intake takes up to `telemetry.max_batch_events`).",
-       .min = 1,
-       .max = 10'000});
-  schema.Add({.key = "gateway.ship.batch_bytes",
-              .type = Type::kBytes,
-              .default_value = "1MiB",
-              .help = "Largest intake request body (intake takes up to `telemetry.max_batch_bytes`).",
-              .min = 1024,
-              .max = int64_t{4} << 20});
   schema.Add({.key = "gateway.ship.interval",
               .type = Type::kDuration,
               .default_value = "200ms",
@@ -117,29 +99,20 @@ void DeclareUsageShipConfig(config::Schema& schema) {
                   "that light traffic goes in fewer requests. 0: send each record as soon as it is durable.",
               .min = 0,
               .max = 60'000});
-  schema.Add({.key = "gateway.ship.max_backoff",
-              .type = Type::kDuration,
-              .default_value = "30s",
-              .help = "Longest wait between retries while telemetry is unreachable or refuses the key.",
-              .min = 1,
-              .max = 3'600'000});
 }
 
 Result<std::optional<policy::ShipperOptions>> UsageShipOptionsFromConfig(const config::Config& c) {
   const std::string& endpoint = c.GetString("gateway.ship.endpoint");
   if (endpoint.empty()) return std::optional<policy::ShipperOptions>();
   policy::ShipperOptions o;
-  o.endpoint = endpoint;
+  policy::ShipperOptionsFromKeys(c, "gateway.ship", o);
   const std::string& key_file = c.GetString("gateway.ship.key_file");
   if (key_file.empty()) {
     return InvalidArgument(
         "gateway.ship.key_file: an ingest key file is needed when gateway.ship.endpoint is set");
   }
   GOVERN_ASSIGN_OR_RETURN(o.key, ReadKeyFile(key_file, "gateway.ship.key_file"));
-  o.batch_events = static_cast<size_t>(c.GetInt("gateway.ship.batch_events"));
-  o.batch_bytes = static_cast<size_t>(c.GetBytes("gateway.ship.batch_bytes"));
   o.linger = c.GetDuration("gateway.ship.interval");
-  o.max_backoff = c.GetDuration("gateway.ship.max_backoff");
   return std::optional<policy::ShipperOptions>(std::move(o));
 }
 
