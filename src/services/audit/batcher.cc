@@ -96,6 +96,24 @@ constexpr std::string_view kAppend =
     "SELECT * FROM audit_append($1, $2::text[], $3::boolean, $4::integer, $5::text[], $6::text[], "
     "$7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])";
 
+// The durability barrier (Impl::Barrier) must write WAL of its own besides its commit record:
+// PostgreSQL flushes at commit only a transaction that has an xid *and* wrote WAL before its commit
+// record (RecordTransactionCommit); one that only took an xid (pg_current_xact_id()) commits
+// asynchronously whatever synchronous_commit says, and so flushed nothing. A transactional logical
+// message (no table, no lock, any role, any wal_level) takes the xid and writes one small record.
+// Usual form: one statement in an implicit transaction, answering the synchronous_commit its commit
+// runs under.
+constexpr std::string_view kQuickBarrier =
+    "SELECT pg_logical_emit_message(true, 'govern-audit-barrier', ''), "
+    "current_setting('synchronous_commit')";
+
+// Whether a commit under this synchronous_commit returns only after its commit record is flushed
+// locally (every value but off; remote_* and on also wait for synchronous standbys, if any).
+bool FlushesOnCommit(std::string_view synchronous_commit) {
+  return synchronous_commit == "on" || synchronous_commit == "local" || synchronous_commit == "remote_write" ||
+         synchronous_commit == "remote_apply";
+}
+
 int64_t Micros(int64_t from_nanos, int64_t to_nanos) { return (to_nanos - from_nanos) / 1000; }
 
 }  // namespace
@@ -823,16 +841,25 @@ struct Batcher::Impl {
   }
 
   Status Barrier(db::Connection& c, Timing& timing) {
-    // The durability barrier: a transaction with an xid (so its COMMIT writes a commit record) that
-    // commits with synchronous_commit on returns once the WAL up to that record is flushed, which
-    // includes the batch's commit written before it. PostgreSQL flushes many such commits at once.
+    // The durability barrier: a transaction that writes WAL (kQuickBarrier) and commits with
+    // synchronous_commit on returns once the WAL up to its commit record is flushed, which includes
+    // the batch's commit written before it. PostgreSQL flushes many such commits at once. Normally one
+    // statement outside a transaction (its implicit transaction commits under the session's setting,
+    // which it returns); only when that setting does not flush (a database or role default of off)
+    // the explicit transaction with SET LOCAL follows.
     static const std::vector<db::Statement> kBarrier = {
         {"BEGIN", {}, false},
         {"SET LOCAL synchronous_commit TO on", {}, false},
-        {"SELECT pg_current_xact_id()", {}, true},
+        {"SELECT pg_logical_emit_message(true, 'govern-audit-barrier', '')", {}, true},
         {"COMMIT", {}, false},
     };
     int64_t t4 = clock->MonotonicNanos();
+    auto quick = c.ExecPrepared(kQuickBarrier);
+    if (quick.ok() && quick->size() == 1 && FlushesOnCommit(quick->Text(0, 1))) {
+      timing.flush_us = Micros(t4, clock->MonotonicNanos());
+      return OkStatus();
+    }
+    if (!quick.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     auto flushed = c.Pipeline(kBarrier);
     timing.flush_us = Micros(t4, clock->MonotonicNanos());
     if (!flushed.ok()) {
