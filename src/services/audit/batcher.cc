@@ -116,8 +116,8 @@ constexpr std::string_view kQuickBarrier =
 // Whether a commit under this synchronous_commit returns only after its commit record is flushed
 // locally (every value but off; remote_* and on also wait for synchronous standbys, if any).
 bool FlushesOnCommit(std::string_view synchronous_commit) {
-  return synchronous_commit == "on" || synchronous_commit == "local" || synchronous_commit == "remote_write" ||
-         synchronous_commit == "remote_apply";
+  return synchronous_commit == "on" || synchronous_commit == "local" ||
+         synchronous_commit == "remote_write" || synchronous_commit == "remote_apply";
 }
 
 int64_t Micros(int64_t from_nanos, int64_t to_nanos) { return (to_nanos - from_nanos) / 1000; }
@@ -652,8 +652,8 @@ struct Batcher::Impl {
       }
       if (u_org.size() == 1) {
         update_at = last.size();
-        last.push_back({std::string(kUpdateOneHead), db::Params(u_org[0], u_next[0], u_head[0], u_range[0]),
-                        true});
+        last.push_back(
+            {std::string(kUpdateOneHead), db::Params(u_org[0], u_next[0], u_head[0], u_range[0]), true});
       }
       if (!nodes.empty()) {
         std::vector<std::string> n_org, n_level, n_idx, n_hash;

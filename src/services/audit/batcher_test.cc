@@ -303,7 +303,8 @@ TEST_F(BatcherTest, AnAcknowledgedAppendIsFlushed) {
     ASSERT_TRUE(pool.ok()) << pool.status().message();
     for (bool in_db : {false, true}) {
       for (bool outside : {true, false}) {
-        SCOPED_TRACE(std::string("synchronous_commit ") + sync + (in_db ? ", in database" : ", in the service") +
+        SCOPED_TRACE(std::string("synchronous_commit ") + sync +
+                     (in_db ? ", in database" : ", in the service") +
                      (outside ? ", barrier" : ", flush under the locks"));
         std::mutex mu;
         std::string before_commit_lsn;
@@ -325,8 +326,8 @@ TEST_F(BatcherTest, AnAcknowledgedAppendIsFlushed) {
           ASSERT_FALSE(lsn.empty());
           auto flushed = Conn().Exec("SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn", db::Params(lsn));
           ASSERT_TRUE(flushed.ok()) << flushed.status().message();
-          EXPECT_TRUE(*flushed->Bool(0, 0)) << "acknowledged before its commit was flushed (WAL before COMMIT: "
-                                            << lsn << ")";
+          EXPECT_TRUE(*flushed->Bool(0, 0))
+              << "acknowledged before its commit was flushed (WAL before COMMIT: " << lsn << ")";
         }
       }
     }
