@@ -88,6 +88,12 @@ constexpr std::string_view kUpdateHeads =
     // Without it the plan is a sequential scan of audit_heads, every dead row version included (the
     // heads are updated by every batch), under the head locks.
     "AND h.org = ANY($1::text[])";
+// One head (every batch of a hot organisation), by its key: the generic plan is the primary key's.
+constexpr std::string_view kUpdateOneHead =
+    "UPDATE audit_heads SET next_seq = $2::bigint, head_hash = decode($3, 'hex'), "
+    "compact_range = decode($4, 'hex'), updated_at = now() WHERE org = $1";
+// The rest of the transaction's statements use their cached generic plans (see Attempt).
+constexpr std::string_view kGenericPlans = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)";
 
 // The batch under its head locks, in PostgreSQL (schema.cc, migration 4): lock, look keys up, seq and
 // hashes, Merkle, INSERT, head UPDATE. Rows: ordinal, state, seq, prev, entry, leaf, and for state 'e'
@@ -95,6 +101,24 @@ constexpr std::string_view kUpdateHeads =
 constexpr std::string_view kAppend =
     "SELECT * FROM audit_append($1, $2::text[], $3::boolean, $4::integer, $5::text[], $6::text[], "
     "$7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])";
+
+// The durability barrier (Impl::Barrier) must write WAL of its own besides its commit record:
+// PostgreSQL flushes at commit only a transaction that has an xid *and* wrote WAL before its commit
+// record (RecordTransactionCommit); one that only took an xid (pg_current_xact_id()) commits
+// asynchronously whatever synchronous_commit says, and so flushed nothing. A transactional logical
+// message (no table, no lock, any role, any wal_level) takes the xid and writes one small record.
+// Usual form: one statement in an implicit transaction, answering the synchronous_commit its commit
+// runs under.
+constexpr std::string_view kQuickBarrier =
+    "SELECT pg_logical_emit_message(true, 'govern-audit-barrier', ''), "
+    "current_setting('synchronous_commit')";
+
+// Whether a commit under this synchronous_commit returns only after its commit record is flushed
+// locally (every value but off; remote_* and on also wait for synchronous standbys, if any).
+bool FlushesOnCommit(std::string_view synchronous_commit) {
+  return synchronous_commit == "on" || synchronous_commit == "local" ||
+         synchronous_commit == "remote_write" || synchronous_commit == "remote_apply";
+}
 
 int64_t Micros(int64_t from_nanos, int64_t to_nanos) { return (to_nanos - from_nanos) / 1000; }
 
@@ -593,16 +617,13 @@ struct Batcher::Impl {
         }
       }
       if (!all_new) fixed_literals = fixed.Literals();
-      // The entries, the heads, the completed subtrees and COMMIT in one more round trip.
+      // The entries, the heads, the completed subtrees and COMMIT in one more round trip. Under the
+      // locks every statement costs hold time, so those that read no table by a parameter (the two
+      // INSERTs from arrays, the UPDATE of one head by its key) run their cached generic plans instead
+      // of being planned again for every batch (kSettings asked for custom plans, which the lookup and
+      // the statements over several heads need); the UPDATE of several heads goes first, still planned
+      // with its arrays.
       std::vector<db::Statement> last;
-      if (new_entries > 0) {
-        db::Params p;
-        p.Add(fixed_literals[0]);
-        p.Add(ArrayLiteral(c_seq));
-        for (size_t i = 1; i < fixed_literals.size(); ++i) p.Add(fixed_literals[i]);
-        for (const auto* col : {&c_prev, &c_hash, &c_leaf}) p.Add(ArrayLiteral(*col));
-        last.push_back({std::string(kInsertEntries), std::move(p), true});
-      }
       std::vector<std::string> u_org, u_next, u_head, u_range;
       for (auto& [org, h] : heads) {
         if (!h.changed) continue;
@@ -612,11 +633,27 @@ struct Batcher::Impl {
         std::string cr = h.range.Encode();
         u_range.push_back(crypto::HexEncode(crypto::AsBytes(cr)));
       }
-      if (!u_org.empty()) {
+      size_t update_at = 0;  // the statement updating the heads, when there is one
+      if (u_org.size() > 1) {
+        update_at = last.size();
         last.push_back({std::string(kUpdateHeads),
                         db::Params(ArrayLiteral(u_org), ArrayLiteral(u_next), ArrayLiteral(u_head),
                                    ArrayLiteral(u_range)),
                         true});
+      }
+      last.push_back({std::string(kGenericPlans), {}, true});
+      if (new_entries > 0) {
+        db::Params p;
+        p.Add(fixed_literals[0]);
+        p.Add(ArrayLiteral(c_seq));
+        for (size_t i = 1; i < fixed_literals.size(); ++i) p.Add(fixed_literals[i]);
+        for (const auto* col : {&c_prev, &c_hash, &c_leaf}) p.Add(ArrayLiteral(*col));
+        last.push_back({std::string(kInsertEntries), std::move(p), true});
+      }
+      if (u_org.size() == 1) {
+        update_at = last.size();
+        last.push_back(
+            {std::string(kUpdateOneHead), db::Params(u_org[0], u_next[0], u_head[0], u_range[0]), true});
       }
       if (!nodes.empty()) {
         std::vector<std::string> n_org, n_level, n_idx, n_hash;
@@ -638,8 +675,7 @@ struct Batcher::Impl {
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> done, tx.Pipeline(last));
       int64_t t3 = clock->MonotonicNanos();
       timing.commit_us = Micros(t2, t3);
-      const db::Rows& updated = done[new_entries == 0 ? 0 : 1];
-      if (!u_org.empty() && updated.affected() != static_cast<int64_t>(u_org.size())) {
+      if (!u_org.empty() && done[update_at].affected() != static_cast<int64_t>(u_org.size())) {
         return Internal("chain head update lost rows");  // cannot happen: the heads are locked
       }
       if (done.back().tag() != "COMMIT") return Aborted("the transaction was rolled back");
@@ -823,16 +859,25 @@ struct Batcher::Impl {
   }
 
   Status Barrier(db::Connection& c, Timing& timing) {
-    // The durability barrier: a transaction with an xid (so its COMMIT writes a commit record) that
-    // commits with synchronous_commit on returns once the WAL up to that record is flushed, which
-    // includes the batch's commit written before it. PostgreSQL flushes many such commits at once.
+    // The durability barrier: a transaction that writes WAL (kQuickBarrier) and commits with
+    // synchronous_commit on returns once the WAL up to its commit record is flushed, which includes
+    // the batch's commit written before it. PostgreSQL flushes many such commits at once. Normally one
+    // statement outside a transaction (its implicit transaction commits under the session's setting,
+    // which it returns); only when that setting does not flush (a database or role default of off)
+    // the explicit transaction with SET LOCAL follows.
     static const std::vector<db::Statement> kBarrier = {
         {"BEGIN", {}, false},
         {"SET LOCAL synchronous_commit TO on", {}, false},
-        {"SELECT pg_current_xact_id()", {}, true},
+        {"SELECT pg_logical_emit_message(true, 'govern-audit-barrier', '')", {}, true},
         {"COMMIT", {}, false},
     };
     int64_t t4 = clock->MonotonicNanos();
+    auto quick = c.ExecPrepared(kQuickBarrier);
+    if (quick.ok() && quick->size() == 1 && FlushesOnCommit(quick->Text(0, 1))) {
+      timing.flush_us = Micros(t4, clock->MonotonicNanos());
+      return OkStatus();
+    }
+    if (!quick.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     auto flushed = c.Pipeline(kBarrier);
     timing.flush_us = Micros(t4, clock->MonotonicNanos());
     if (!flushed.ok()) {

@@ -24,8 +24,9 @@
 // before the locks), and insert the entries and the completed stride subtrees, update the heads and
 // COMMIT in a second round trip. With flush_outside_lock (the default) that COMMIT does not wait for
 // the WAL flush, so the head locks are released at once, and a durability barrier follows on the same
-// connection: a transaction that takes an xid and commits with synchronous_commit on, which returns
-// only once the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way
+// connection: a transaction that writes WAL (a transactional logical message: one that only took an
+// xid would commit without a flush) and commits with synchronous_commit on, which returns only once
+// the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way
 // callbacks run only after the batch's commit is flushed: an entry is acknowledged only once it is durable. A
 // later transaction (another replica's) may build on a commit that is not flushed yet; its own commit comes
 // later in the WAL, so it can never be durable without it. A failed flush fails only its own requests

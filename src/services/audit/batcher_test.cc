@@ -9,6 +9,7 @@
 #include <atomic>
 #include <future>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "services/audit/audit_testing.h"
@@ -285,6 +286,53 @@ TEST_F(BatcherTest, HeadAndStoredSubtreesMatchTheCoreLibrary) {
   EXPECT_EQ(got.size(), 300u / 16 + 1);
   EXPECT_EQ(got, want);
   EXPECT_EQ(testing::Verified(Conn(), "acme"), 300);
+}
+
+// Acknowledged means flushed: when an append is acknowledged, the WAL is flushed past its batch's
+// commit record, in every mode, whether the session's synchronous_commit is on or off (the test
+// cluster's default). A commit record lies after the WAL position read just before COMMIT.
+// The durability barrier once only took an xid, which PostgreSQL commits without a flush: the WAL
+// writer flushed it up to 200 ms later.
+TEST_F(BatcherTest, AnAcknowledgedAppendIsFlushed) {
+  int n = 0;
+  for (const char* sync : {"off", "on"}) {
+    auto set = Conn().Exec("ALTER DATABASE \"" + db_->name() + "\" SET synchronous_commit = " + sync);
+    ASSERT_TRUE(set.ok()) << set.status().message();
+    // New sessions only: a pool of its own.
+    auto pool = db::Pool::Create({.conninfo = db_->conninfo(), .max_size = 4});
+    ASSERT_TRUE(pool.ok()) << pool.status().message();
+    for (bool in_db : {false, true}) {
+      for (bool outside : {true, false}) {
+        SCOPED_TRACE(std::string("synchronous_commit ") + sync +
+                     (in_db ? ", in database" : ", in the service") +
+                     (outside ? ", barrier" : ", flush under the locks"));
+        std::mutex mu;
+        std::string before_commit_lsn;
+        BatcherOptions o{.flush_outside_lock = outside, .append_in_database = in_db};
+        o.before_commit = [&] {
+          auto lsn = Conn().Exec("SELECT pg_current_wal_insert_lsn()::text");
+          std::lock_guard g(mu);
+          before_commit_lsn = lsn.ok() ? std::string(lsn->Text(0, 0)) : "";
+        };
+        Batcher b(pool->get(), std::move(o));
+        for (int round = 0; round < 3; ++round) {
+          auto r = b.AppendBlocking("flushed", {Input("f" + std::to_string(n++))});
+          ASSERT_TRUE(r.ok()) << r.status().message();
+          std::string lsn;
+          {
+            std::lock_guard g(mu);
+            lsn = before_commit_lsn;
+          }
+          ASSERT_FALSE(lsn.empty());
+          auto flushed = Conn().Exec("SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn", db::Params(lsn));
+          ASSERT_TRUE(flushed.ok()) << flushed.status().message();
+          EXPECT_TRUE(*flushed->Bool(0, 0))
+              << "acknowledged before its commit was flushed (WAL before COMMIT: " << lsn << ")";
+        }
+      }
+    }
+  }
+  EXPECT_EQ(testing::Verified(Conn(), "flushed"), n);
 }
 
 TEST_F(BatcherTest, AnyTextTravelsIntact) {
