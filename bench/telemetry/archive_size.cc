@@ -6,7 +6,8 @@
 //
 // Usage: telemetry_archive_size [rows (default 200000)] [events per second (default 50000)] [out.parquet]
 // Environment overrides of the archive's writer options, for experiments: TAS_ZSTD (level),
-// TAS_PAGE_ROWS, TAS_PAGE_BYTES, TAS_PROBE (dictionary_probe_values), TAS_DELTA (0/1), TAS_ROW_GROUP.
+// TAS_PAGE_ROWS, TAS_PAGE_BYTES, TAS_PROBE (dictionary_probe_values), TAS_DELTA (0/1),
+// TAS_DLBA (0/1: delta_strings), TAS_ROW_GROUP.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -97,12 +98,13 @@ int main(int argc, char** argv) {
   size_t value_bytes = 0;
   double cpu0 = SelfCpu();
   parquet::WriterOptions wo = EventWriterOptions("acme", hour_ns, row_group_rows);
-  // Overrides for experiments: TAS_ZSTD, TAS_PAGE_ROWS, TAS_PAGE_BYTES, TAS_PROBE, TAS_DELTA.
+  // Overrides for experiments: TAS_ZSTD, TAS_PAGE_ROWS, TAS_PAGE_BYTES, TAS_PROBE, TAS_DELTA, TAS_DLBA.
   if (const char* v = std::getenv("TAS_ZSTD")) wo.zstd_level = std::atoi(v);
   if (const char* v = std::getenv("TAS_PAGE_ROWS")) wo.page_rows = std::atoll(v);
   if (const char* v = std::getenv("TAS_PAGE_BYTES")) wo.page_bytes = std::atoll(v);
   if (const char* v = std::getenv("TAS_PROBE")) wo.dictionary_probe_values = std::atoll(v);
   if (const char* v = std::getenv("TAS_DELTA")) wo.delta_integers = std::atoi(v) != 0;
+  if (const char* v = std::getenv("TAS_DLBA")) wo.delta_strings = std::atoi(v) != 0;
   auto writer = parquet::Writer::Open(path, EventParquetSchema(), wo);
   Die(writer.status(), "open");
   double convert_cpu = 0;

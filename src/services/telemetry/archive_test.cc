@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "services/telemetry/archive_testing.h"
 #include "storage/parquet/file.h"
 
@@ -84,6 +86,17 @@ TEST(ArchiveLayout, EventsRoundTripThroughParquet) {
     }
   }
   EXPECT_EQ(i, events.size());
+  // Distinct values drop the dictionary after the first row group's probe (even in row groups smaller
+  // than 2,048 rows): ids in DELTA_LENGTH_BYTE_ARRAY (6), times in DELTA_BINARY_PACKED (5). The
+  // organisation keeps its dictionary.
+  for (const auto& g : (*r)->row_groups()) {
+    const auto& id = g.columns[kColId].encodings;
+    const auto& time = g.columns[kColTimeNs].encodings;
+    EXPECT_NE(std::find(id.begin(), id.end(), 6), id.end());
+    EXPECT_FALSE(g.columns[kColId].has_dictionary);
+    EXPECT_NE(std::find(time.begin(), time.end(), 5), time.end());
+    EXPECT_TRUE(g.columns[kColOrg].has_dictionary);
+  }
   // Statistics on time_ns let row groups be skipped.
   EXPECT_EQ((*r)->RowGroupsOverlapping(kColTimeNs, kDay0 + 130 * 1000, kDay0 + 140 * 1000),
             std::vector<size_t>{1});

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -356,6 +357,89 @@ TEST(Parquet, DeltaIntegersAndAnEarlyDictionaryProbe) {
   ASSERT_TRUE(st.min && st.max);
   EXPECT_EQ(std::get<int64_t>(*st.min), cols[0].GetInt64(0));
   EXPECT_EQ(std::get<int64_t>(*st.max), cols[0].GetInt64(1999));
+}
+
+TEST(Parquet, DeltaLengthByteArrayStrings) {
+  Schema schema = {{"id", Type::kString, false},
+                   {"span", Type::kString, true},
+                   {"text", Type::kString, true},
+                   {"tag", Type::kString, false}};
+  std::vector<ColumnVector> cols;
+  for (const Column& c : schema) cols.emplace_back(c.type);
+  std::mt19937_64 rng(5);
+  auto hex = [&](int digits) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+    return std::string(buf, static_cast<size_t>(digits));
+  };
+  for (int64_t i = 0; i < 3000; ++i) {
+    cols[0].AppendString(hex(16) + hex(16));  // one length throughout
+    if (i % 5 == 0) {
+      cols[1].AppendNull();
+      cols[2].AppendNull();
+    } else {
+      cols[1].AppendString(hex(8));
+      // Mostly distinct, of varied lengths, one much longer than the rest, one empty.
+      cols[2].AppendString(i == 12 ? std::string()
+                                   : std::string(i == 11 ? 70'000 : static_cast<size_t>(rng() % 40), 'x') +
+                                         std::to_string(i));
+    }
+    cols[3].AppendString(i % 3 ? "a" : "b");
+  }
+  for (Compression compression : {Compression::kUncompressed, Compression::kZstd}) {
+    WriterOptions o;
+    o.compression = compression;
+    o.delta_strings = true;
+    o.dictionary_probe_values = 500;
+    o.page_rows = 1'000'000;
+    o.row_group_rows = 1000;
+    std::string bytes = WriteToString(schema, cols, o);
+    auto r = OpenBytes(bytes);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->row_groups().size(), 3u);
+    // Distinct strings of one length: DELTA_LENGTH_BYTE_ARRAY (6), listed in the chunk's encodings;
+    // of varying lengths: PLAIN (0); repeating ones keep the dictionary (8).
+    EXPECT_EQ(DataPageEncodings(bytes, 0), (std::vector<int32_t>{6}));
+    EXPECT_EQ(DataPageEncodings(bytes, 1), (std::vector<int32_t>{6}));
+    EXPECT_EQ(DataPageEncodings(bytes, 2), (std::vector<int32_t>{0}));
+    EXPECT_EQ(DataPageEncodings(bytes, 3), (std::vector<int32_t>{8}));
+    for (const RowGroupInfo& g : r->row_groups()) {
+      const auto& e = g.columns[0].encodings;
+      EXPECT_NE(std::find(e.begin(), e.end(), 6), e.end());
+      EXPECT_EQ(std::find(e.begin(), e.end(), 0), e.end());  // no PLAIN page
+    }
+    auto back = ReadAll(*r);
+    for (size_t c = 0; c < cols.size(); ++c) EXPECT_TRUE(back[c] == cols[c]) << "column " << c;
+  }
+
+  // Lengths that run past the page are refused, not read beyond it.
+  Schema one = {{"s", Type::kString, false}};
+  std::vector<ColumnVector> abc(1, ColumnVector(Type::kString));
+  abc[0].AppendString("abc");
+  WriterOptions o;
+  o.compression = Compression::kUncompressed;
+  o.dictionary = false;
+  o.delta_strings = true;
+  std::string bytes = WriteToString(one, abc, o);
+  // Block of 128, 4 miniblocks, 1 value, first length zigzag(3) = 6, then the bytes.
+  const std::string page_values("\x80\x01\x04\x01\x06" "abc", 8);
+  const size_t at = bytes.find(page_values);
+  ASSERT_NE(at, std::string::npos);
+  auto good = OpenBytes(bytes);
+  ASSERT_TRUE(good);
+  auto col = good->ReadColumn(0, 0);
+  ASSERT_TRUE(col.ok()) << col.status().ToString();
+  EXPECT_EQ(col->GetString(0), "abc");
+  bytes[at + 4] = '\x08';  // length 4, 3 bytes left
+  auto bad = OpenBytes(bytes);
+  ASSERT_TRUE(bad);
+  auto read = bad->ReadColumn(0, 0);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), Code::kDataLoss) << read.status().ToString();
+  bytes[at + 4] = '\x05';  // length -3
+  auto negative = OpenBytes(bytes);
+  ASSERT_TRUE(negative);
+  EXPECT_FALSE(negative->ReadColumn(0, 0).ok());
 }
 
 TEST(Parquet, StatisticsMatchTheData) {

@@ -172,6 +172,11 @@ std::vector<Variant> InteropVariants() {
   snappy.compression = Compression::kSnappy;
   snappy.row_group_rows = 100'000;
   v.push_back({"snappy_one_group", snappy, 5000});
+  WriterOptions delta = zstd;  // every column but BOOLEAN and DOUBLE in a DELTA encoding
+  delta.dictionary = false;
+  delta.delta_integers = true;
+  delta.delta_strings = true;
+  v.push_back({"delta_zstd", delta, 2600});
   WriterOptions empty = zstd;
   v.push_back({"empty", empty, 0});
   return v;
@@ -257,6 +262,7 @@ Status WriteVariant(const std::string& path, const Variant& v, json* expected) {
                                : v.options.compression == Compression::kSnappy ? "SNAPPY"
                                                                                : "UNCOMPRESSED"},
                {"dictionary", v.options.dictionary},
+               {"delta", v.options.delta_strings && v.options.delta_integers},
                {"metadata", meta}};
   return OkStatus();
 }
@@ -325,16 +331,20 @@ int Seeds(const std::string& dir) {
     size_t rows;
     Compression compression;
     bool dictionary;
+    bool delta = false;  // DELTA_BINARY_PACKED integers, DELTA_LENGTH_BYTE_ARRAY strings
   };
   const Seed seeds[] = {{"zstd_dict", 40, Compression::kZstd, true},
                         {"uncompressed_plain", 30, Compression::kUncompressed, false},
                         {"uncompressed_dict", 30, Compression::kUncompressed, true},
                         {"snappy_dict", 25, Compression::kSnappy, true},
+                        {"uncompressed_delta", 30, Compression::kUncompressed, false, true},
                         {"empty", 0, Compression::kZstd, true}};
   for (const Seed& s : seeds) {
     WriterOptions o;
     o.compression = s.compression;
     o.dictionary = s.dictionary;
+    o.delta_integers = s.delta;
+    o.delta_strings = s.delta;
     o.row_group_rows = 16;
     o.page_rows = 7;
     o.dictionary_page_bytes = 200;

@@ -439,6 +439,22 @@ class Reader::Impl {
         } else {
           for (int64_t v : ints) values.AppendInt64(v);
         }
+      } else if (dh.encoding == format::kDeltaLengthByteArray && column.type == Type::kString) {
+        // The lengths (DELTA_BINARY_PACKED, 32-bit), then the values back to back.
+        ints.resize(non_null);
+        size_t used = 0;
+        GOVERN_RETURN_IF_ERROR(DecodeDeltaBinaryPacked(p, left, non_null, 32, ints.data(), &used));
+        const char* bytes_at = reinterpret_cast<const char*>(p) + used;
+        size_t bytes_left = left - used;
+        values.Reserve(non_null);
+        for (int64_t len : ints) {
+          if (len < 0 || static_cast<uint64_t>(len) > bytes_left) {
+            return DataLoss("parquet: DELTA_LENGTH_BYTE_ARRAY lengths run past the page");
+          }
+          values.AppendString(std::string_view(bytes_at, static_cast<size_t>(len)));
+          bytes_at += len;
+          bytes_left -= static_cast<size_t>(len);
+        }
       } else {
         return Unimplemented("parquet: data page in " + EncodingName(dh.encoding));
       }

@@ -3,10 +3,10 @@
 //
 // It accepts what Govern's writer writes and what common writers (DuckDB, Arrow, Spark) write for flat
 // tables: BOOLEAN, INT32, INT64 (TIMESTAMP(MICROS) as kTimestampMicros), DOUBLE and BYTE_ARRAY columns,
-// REQUIRED or OPTIONAL; data page v1; PLAIN, PLAIN_DICTIONARY and RLE_DICTIONARY encodings;
-// UNCOMPRESSED, SNAPPY and ZSTD. Anything else is Unimplemented; every malformed file is DataLoss (or
-// InvalidArgument for a file that is not Parquet at all), never a crash, and every allocation is
-// bounded by ReaderOptions. See docs/parquet.md.
+// REQUIRED or OPTIONAL; data page v1; PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_BINARY_PACKED
+// (integers) and DELTA_LENGTH_BYTE_ARRAY (strings) encodings; UNCOMPRESSED, SNAPPY and ZSTD. Anything
+// else is Unimplemented; every malformed file is DataLoss (or InvalidArgument for a file that is not
+// Parquet at all), never a crash, and every allocation is bounded by ReaderOptions. See docs/parquet.md.
 //
 // After Open a Reader is immutable: its const methods may be called from several threads at once.
 #pragma once

@@ -85,7 +85,7 @@ function statOf(values, type, pick) {
 }
 
 // ---- Part 1: DuckDB reads govern's files.
-for (const name of ['zstd', 'plain_uncompressed', 'snappy_one_group', 'empty']) {
+for (const name of ['zstd', 'plain_uncompressed', 'snappy_one_group', 'delta_zstd', 'empty']) {
   const file = path.join(dir, `${name}.parquet`);
   const expected = JSON.parse(readFileSync(path.join(dir, `${name}.expected.json`), 'utf8'));
   const cols = expected.columns;
@@ -133,6 +133,9 @@ for (const name of ['zstd', 'plain_uncompressed', 'snappy_one_group', 'empty']) 
       if (col.name === 'service') {
         const dict = String(m[8]).includes('RLE_DICTIONARY');
         check(dict === expected.dictionary, `${name}: rg ${g} service encodings ${m[8]}`);
+      }
+      if (expected.delta && (col.name === 'small' || col.name === 'time')) {
+        check(String(m[8]).includes('DELTA_BINARY_PACKED'), `${name}: rg ${g} ${col.name} encodings ${m[8]}`);
       }
     }
     offset += n;

@@ -29,6 +29,8 @@ const columns = ['org', 'time_ns', 'id', 'observed_ns', 'received_ns', 'type', '
 const select = columns.map((c) => `CAST("${c}" AS VARCHAR) AS "${c}"`).join(', ');
 
 let total = 0;
+let idDelta = 0;
+let timeDelta = 0;
 for (const file of expected.files) {
   const name = path.basename(path.dirname(file.path)) + '/' + path.basename(file.path);
   const got = await rows(`SELECT ${select} FROM read_parquet(${q(file.path)}, file_row_number = true) ORDER BY file_row_number`);
@@ -58,6 +60,10 @@ for (const file of expected.files) {
   for (let g = 1; g < times.length; g++) {
     check(BigInt(times[g - 1].stats_max_value) <= BigInt(times[g].stats_min_value), `${name}: row groups in time order`);
   }
+  // The encodings of distinct values: DELTA_LENGTH_BYTE_ARRAY ids, DELTA_BINARY_PACKED times (the rows
+  // above were read through them).
+  idDelta += meta.filter((m) => m.path_in_schema === 'id' && String(m.encodings).includes('DELTA_LENGTH_BYTE_ARRAY')).length;
+  timeDelta += times.filter((m) => String(m.encodings).includes('DELTA_BINARY_PACKED')).length;
   const org = meta.filter((m) => m.path_in_schema === 'org');
   check(org.every((m) => String(m.encodings).includes('RLE_DICTIONARY')), `${name}: org dictionary-encoded`);
   const json = await rows(`SELECT count(*) FILTER (WHERE NOT json_valid(attributes) OR NOT json_valid(resource_attributes)) AS bad,
@@ -66,6 +72,8 @@ for (const file of expected.files) {
   const kv = await rows(`SELECT decode(key) AS k, decode(value) AS v FROM parquet_kv_metadata(${q(file.path)})`);
   check(kv.some((r) => r.k === 'govern.telemetry.org' && r.v === file.rows[0]?.org), `${name}: org in key-value metadata`);
 }
+check(idDelta > 0, `id chunks in DELTA_LENGTH_BYTE_ARRAY: ${idDelta}`);
+check(timeDelta > 0, `time_ns chunks in DELTA_BINARY_PACKED: ${timeDelta}`);
 check(total === expected.rows, `${total} rows read in all, ${expected.rows} compacted`);
 // A query across every file, as a user would write it.
 const all = expected.files.map((f) => q(f.path)).join(', ');
