@@ -393,6 +393,12 @@ Status Compactor::DropOldPartitions(db::Connection& conn, int64_t cutoff_ns, Com
       GOVERN_RETURN_IF_ERROR(StillLocked(c));
       dropped = false;
       GOVERN_RETURN_IF_ERROR(c.Exec("SET LOCAL lock_timeout = '2s'").status());
+      // The parent first: DROP TABLE of a partition locks its parent, and a query of
+      // telemetry_events locks the parent before its partitions. Locking the partition first (as
+      // this did) deadlocked with a query that had locked the parent and waited for the partition,
+      // and PostgreSQL aborted one of the two: the user's query, when it had waited longer. ONLY:
+      // the parent alone, not every partition (the current day's is being written).
+      GOVERN_RETURN_IF_ERROR(c.Exec("LOCK TABLE ONLY telemetry_events IN ACCESS EXCLUSIVE MODE").status());
       GOVERN_RETURN_IF_ERROR(c.Exec("LOCK TABLE " + name + " IN ACCESS EXCLUSIVE MODE").status());
       auto any = c.Exec("SELECT EXISTS (SELECT 1 FROM " + name + ")");
       if (!any.ok()) return any.status();

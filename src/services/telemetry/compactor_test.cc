@@ -444,6 +444,58 @@ TEST_F(CompactorTest, EmptyOldPartitionsAreDropped) {
   EXPECT_EQ(PgCount(), 1);
 }
 
+// A query of telemetry_events locks the parent, then its partitions. Dropping an empty partition must
+// take the locks in the same order: when it locked the partition first and then waited for the
+// parent (DROP TABLE locks it), a query holding the parent and asking for that partition closed a
+// cycle, and PostgreSQL aborted the query ("deadlock detected"; it had waited longer).
+TEST_F(CompactorTest, DroppingAPartitionDoesNotDeadlockWithAQuery) {
+  Insert(Generate({"acme"}, 2, 10));
+  Insert({MakeEvent("acme", kDay0 + 3 * kNanosPerDay, 5)});
+  testing::SettableClock clock(kDay0 + 3 * kNanosPerDay);
+  CompactionOptions keep = options_;
+  keep.drop_empty_partitions = false;
+  {
+    Compactor archive_only(pool_.get(), store_.get(), &clock, keep);
+    auto stats = archive_only.RunOnce();
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    ASSERT_EQ(stats->partitions_dropped, 0);
+  }
+  const std::string part = PartitionFor(kDay0).name;
+  // The query's session: the parent locked, as the planner of `SELECT ... FROM telemetry_events` does
+  // first. A short deadlock_timeout makes it the one to look for a cycle, so a cycle aborts it.
+  auto query = pool_->Checkout();
+  ASSERT_TRUE(query.ok());
+  ASSERT_TRUE((*query)->Exec("SET deadlock_timeout = '20ms'").ok());
+  ASSERT_TRUE((*query)->Exec("BEGIN").ok());
+  ASSERT_TRUE((*query)->Exec("LOCK TABLE ONLY telemetry_events IN ACCESS SHARE MODE").ok());
+  const int query_pid = (*query)->BackendPid();
+
+  auto own_pool = MakePool();
+  Compactor compactor(own_pool.get(), store_.get(), &clock, options_);
+  Result<CompactionStats> dropped = Internal("not run");
+  std::thread pass([&] { dropped = compactor.RunOnce(); });
+  // Until the compactor waits for a lock the query holds.
+  auto watch = pool_->Checkout();
+  ASSERT_TRUE(watch.ok());
+  bool waiting = false;
+  for (int i = 0; i < 1000 && !waiting; ++i) {
+    auto r = (*watch)->Exec(
+        "SELECT count(*) FROM pg_locks WHERE NOT granted AND $1 = ANY (pg_blocking_pids(pid))",
+        db::Params(query_pid));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    waiting = *r->Int64(0, 0) > 0;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(waiting) << "the compactor never waited for the query's lock";
+  // The query goes on to the partition: it must get it, not a deadlock error.
+  auto locked = (*query)->Exec("LOCK TABLE " + part + " IN ACCESS SHARE MODE");
+  EXPECT_TRUE(locked.ok()) << locked.status().ToString();
+  ASSERT_TRUE((*query)->Exec(locked.ok() ? "COMMIT" : "ROLLBACK").ok());
+  pass.join();
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  EXPECT_EQ(dropped->partitions_dropped, 1);
+}
+
 TEST_F(CompactorTest, SecondCompactorWaitsItsTurn) {
   Insert(Generate({"acme"}, 1, 10));
   auto lease = pool_->Checkout();
