@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -970,6 +971,59 @@ TEST(ProxyConfig, ParsesAndRejects) {
   EXPECT_FALSE(ParseProxyConfig(R"({"upstream":{"threads":0}})").ok());
   EXPECT_FALSE(ParseProxyConfig(R"({"upstream":{"header_timeout_ms":0}})").ok());
   EXPECT_FALSE(ParseProxyConfig(R"({"upstream":[]})").ok());
+}
+
+
+// The provider client reads a small whole answer (head and body sent together, as a model server sends
+// one) in one read, not in Beast's 512-byte first helping and then more trips round the loop: the whole
+// body is there for the first Read after the head.
+TEST(UpstreamClientRead, SmallWholeAnswerArrivesInOneRead) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ASSERT_EQ(::listen(fd, 8), 0);
+  const std::string body(3000, 'x');
+  std::thread provider([&] {
+    int c = ::accept(fd, nullptr, nullptr);
+    if (c < 0) return;
+    timeval tv{30, 0};
+    ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char buf[4096];
+    while (got.find("\r\n\r\n{}") == std::string::npos) {  // the request's head and its 2-byte body
+      ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body;
+    ::send(c, answer.data(), answer.size(), 0);  // one send: one segment on loopback
+    while (::recv(c, buf, sizeof buf, 0) > 0) {
+    }  // until the client closes its pooled connection
+    ::close(c);
+  });
+  {
+    auto client = UpstreamClient::Create({});
+    ASSERT_TRUE(client.ok());
+    UpstreamRequest req;
+    req.url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/v1/chat/completions";
+    req.body = "{}";
+    auto call = (*client)->NewCall(std::move(req));
+    std::promise<Status> head;
+    call->Start([&](Status st) { head.set_value(st); });
+    ASSERT_TRUE(head.get_future().get().ok());
+    std::promise<Result<std::string>> piece;
+    call->Read([&](Result<std::string> r) { piece.set_value(std::move(r)); });
+    auto first = piece.get_future().get();
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(first->size(), body.size());
+  }  // the client closes the pooled connection: the provider's thread ends
+  provider.join();
+  ::close(fd);
 }
 
 }  // namespace
