@@ -255,6 +255,15 @@ void Checker::SetRevocations(std::shared_ptr<const RevocationList> list) {
   revocations_.store(list ? std::move(list) : std::make_shared<const RevocationList>());
 }
 
+bool Checker::SetRevocationsIfNotOlder(std::shared_ptr<const RevocationList> list) {
+  if (!list) return false;
+  std::shared_ptr<const RevocationList> current = revocations_.load();
+  while (current->version() <= list->version()) {
+    if (revocations_.compare_exchange_weak(current, list)) return true;
+  }
+  return false;
+}
+
 uint64_t Checker::revocation_version() const { return revocations_.load()->version(); }
 
 size_t Checker::CachedForTesting() const { return cache_->Size(); }

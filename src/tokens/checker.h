@@ -118,6 +118,11 @@ class Checker {
   // Replace the trusted keys (rotation: the new set holds next, current and still-overlapping keys).
   void SetKeys(std::shared_ptr<const KeySet> keys);
   void SetRevocations(std::shared_ptr<const RevocationList> list);
+  // Installs `list` unless the one in place has a higher version (atomically: of two lists set at
+  // once, the newer stays). For writers that read the list concurrently, such as a periodic reload
+  // beside a request that just revoked something: the reload that read before the revocation
+  // committed must not replace the list holding it. Returns whether `list` was installed.
+  bool SetRevocationsIfNotOlder(std::shared_ptr<const RevocationList> list);
   uint64_t revocation_version() const;
 
   size_t CachedForTesting() const;

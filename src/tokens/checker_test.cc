@@ -351,6 +351,37 @@ TEST(Checker, ConcurrentChecksWhileSwapping) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// A reload that read the list before a revocation committed must not replace the list holding it.
+TEST(Checker, OlderRevocationListDoesNotReplaceNewer) {
+  Fixture f;
+  auto pair = f.issuer.IssuePair(UserClaims(), seconds(300));
+  ASSERT_TRUE(pair.ok());
+  RevocationList::Entries sids{{pair->refresh.family, NowS(f.clock) + 300}};
+  EXPECT_TRUE(f.checker.SetRevocationsIfNotOlder(
+      std::make_shared<RevocationList>(7, RevocationList::Entries{}, sids)));
+  EXPECT_FALSE(f.checker.SetRevocationsIfNotOlder(
+      std::make_shared<RevocationList>(6, RevocationList::Entries{}, RevocationList::Entries{})));
+  EXPECT_EQ(f.checker.revocation_version(), 7u);
+  EXPECT_EQ(ReasonOf(f.checker.Check(pair->access, kAud)), Reject::kRevoked);
+  // The same version again (a reload with nothing new) is taken; so is a newer one.
+  EXPECT_TRUE(f.checker.SetRevocationsIfNotOlder(
+      std::make_shared<RevocationList>(7, RevocationList::Entries{}, sids)));
+  EXPECT_TRUE(f.checker.SetRevocationsIfNotOlder(
+      std::make_shared<RevocationList>(8, RevocationList::Entries{}, RevocationList::Entries{})));
+  EXPECT_TRUE(f.checker.Check(pair->access, kAud).ok());
+  // Racing writers: whatever the interleaving, the newest version ends up in place.
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      for (uint64_t v = 9 + t; v < 2000; v += 4)
+        f.checker.SetRevocationsIfNotOlder(
+            std::make_shared<RevocationList>(v, RevocationList::Entries{}, RevocationList::Entries{}));
+    });
+  }
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(f.checker.revocation_version(), 1999u);
+}
+
 TEST(Reject, NamesRoundTrip) {
   for (Reject r : {Reject::kMalformed, Reject::kUnknownKey, Reject::kBadSignature, Reject::kWrongIssuer,
                    Reject::kWrongAudience, Reject::kExpired, Reject::kNotYetValid, Reject::kRevoked}) {

@@ -745,9 +745,12 @@ class AuthService final : public services::Service {
     if (!text.ok()) return text.status();
     auto list = tokens::RevocationList::FromJson(*text);
     if (!list.ok()) return list.status();
+    // If not older: the periodic reload and a request that revoked something (a reused refresh
+    // token) reload at once, and the reload that read first must not put back the list without it.
+    // The version is the newest revocation's seq, so it only grows while revocations are added.
     auto shared = std::make_shared<const tokens::RevocationList>(std::move(*list));
-    checker_->SetRevocations(shared);
-    published_checker_->SetRevocations(std::move(shared));
+    checker_->SetRevocationsIfNotOlder(shared);
+    published_checker_->SetRevocationsIfNotOlder(std::move(shared));
     return OkStatus();
   }
 
