@@ -25,7 +25,7 @@ GatewayCommand::GatewayCommand(CLI::App& app) {
           .revoke_org_help = "The organisation the key must belong to",
           .kind = "gateway",
           .created_note = "; running gateways accept it within gateway.keys.reload_interval",
-          .refusers = "running gateways",
+          .refusal = "running gateways refuse",
           .ttl_key = "gateway.keys.reload_interval"});
 }
 

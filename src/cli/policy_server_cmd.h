@@ -6,11 +6,12 @@
 //
 // The commands use the same database as `govern serve policy` (database.url or the private cluster under
 // data_dir) and apply the policy server's migrations first, so they work before the service ever ran.
-// A revoked key is refused from the next request on (the server asks PostgreSQL per request).
+// A running server refuses a revoked key within policy.server.key_cache_ttl (cli/service_keys_cmd.h).
 #pragma once
 
-#include <string>
+#include <optional>
 
+#include "cli/service_keys_cmd.h"
 #include "config/config.h"
 
 namespace CLI {
@@ -28,13 +29,7 @@ class PolicyServerCommand {
 
  private:
   CLI::App* root_ = nullptr;
-  CLI::App* create_ = nullptr;
-  CLI::App* list_ = nullptr;
-  CLI::App* revoke_ = nullptr;
-  std::string org_;
-  std::string scope_;
-  std::string name_;
-  std::string key_id_;
+  std::optional<ServiceKeysCommand> keys_;
 };
 
 }  // namespace govern::cli

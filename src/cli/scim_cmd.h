@@ -11,8 +11,10 @@
 // spell it.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "cli/service_keys_cmd.h"
 #include "config/config.h"
 
 namespace CLI {
@@ -29,20 +31,13 @@ class ScimCommand {
   int Run(const config::Config& cfg);
 
  private:
-  int KeyCreate(const config::Config& cfg);
-  int KeyList(const config::Config& cfg);
-  int KeyRevoke(const config::Config& cfg);
   int Entities(const config::Config& cfg);
 
   CLI::App* scim_ = nullptr;
-  CLI::App* create_ = nullptr;
-  CLI::App* list_ = nullptr;
-  CLI::App* revoke_ = nullptr;
+  std::optional<ServiceKeysCommand> keys_;
   CLI::App* entities_ = nullptr;
   std::string out_;
   std::string org_;
-  std::string name_;
-  std::string key_id_;
 };
 
 }  // namespace govern::cli

@@ -11,25 +11,20 @@
 #include "services/keys/keys.h"
 
 namespace govern::cli {
-namespace {
-
-int Fail(const Status& s) {
-  std::fprintf(stderr, "govern: %s\n", s.message().c_str());
-  return 1;
-}
-
-}  // namespace
 
 ServiceKeysCommand::ServiceKeysCommand(CLI::App& parent, Options options) : options_(std::move(options)) {
   scope_ = options_.scope;
-  CLI::App* keys = parent.add_subcommand("keys", options_.keys_help);
+  CLI::App* keys = parent.add_subcommand(options_.command, options_.keys_help);
+  if (!options_.alias.empty()) keys->alias(options_.alias);
   keys->require_subcommand(1);
   create_ = keys->add_subcommand("create", "Create a key and print it (the only time it is shown)");
   create_->add_option("--org", org_, options_.org_help)->required();
   if (!options_.scope_help.empty()) {
-    create_->add_option("--scope", scope_, options_.scope_help)->check(CLI::IsMember(options_.table->scopes));
+    CLI::Option* scope = create_->add_option("--scope", scope_, options_.scope_help);
+    if (options_.scope_required) scope->required();
+    scope->check(CLI::IsMember(options_.table->scopes));
   }
-  create_->add_option("--name", name_, "A note saying what the key is for");
+  create_->add_option("--name", name_, options_.name_help);
   list_ = keys->add_subcommand("list", options_.scope_help.empty()
                                            ? "List keys (ids, organisations; never secrets)"
                                            : "List keys (ids, organisations, scopes; never secrets)");
@@ -51,10 +46,7 @@ int ServiceKeysCommand::Run(const config::Config& cfg) {
 int ServiceKeysCommand::Create(const config::Config& cfg) {
   const service_keys::KeyTable& table = *options_.table;
   // Refuse a bad name before starting a database for it.
-  if (Status s = service_keys::ValidateOrg(org_); !s.ok()) {
-    std::fprintf(stderr, "govern: %s\n", s.message().c_str());
-    return 2;
-  }
+  if (Status s = service_keys::ValidateOrg(org_); !s.ok()) return Fail(s, 2);
   if (Status s = table.CheckScope(scope_); !s.ok()) return Fail(s);
   ServiceDatabase store;
   if (Status s = store.Open(cfg, options_.service, options_.migrations()); !s.ok()) return Fail(s);
@@ -63,11 +55,10 @@ int ServiceKeysCommand::Create(const config::Config& cfg) {
   std::printf("%s\n", key->c_str());
   std::fflush(stdout);
   std::fprintf(stderr,
-               "created %s key %s for organisation %s; it is shown only this once (only its hash is "
-               "stored)%s\n",
+               "created %s key %s for organisation %s; it is shown only this once%s%s\n",
                options_.kind.empty() ? scope_.c_str() : options_.kind.c_str(),
                std::string(service_keys::ParseKey(table, *key)->key_id).c_str(), org_.c_str(),
-               options_.created_note.c_str());
+               options_.says_hashed ? " (only its hash is stored)" : "", options_.created_note.c_str());
   return 0;
 }
 
@@ -76,12 +67,15 @@ int ServiceKeysCommand::List(const config::Config& cfg) {
   if (Status s = store.Open(cfg, options_.service, options_.migrations()); !s.ok()) return Fail(s);
   auto keys = service_keys::ListKeys(store.conn(), *options_.table, org_);
   if (!keys.ok()) return Fail(keys.status());
-  std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", "KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED",
-              "NAME");
-  for (const auto& k : *keys) {
-    std::printf("%-12s  %-20s  %-6s  %-20s  %-20s  %s\n", k.key_id.c_str(), k.org.c_str(), k.scope.c_str(),
-                k.created_at.c_str(), k.revoked_at.value_or("-").c_str(), k.name.c_str());
-  }
+  // KEY_ID  ORG  [SCOPE]  CREATED  REVOKED  NAME, each but the last padded.
+  auto row = [&](const std::string& id, const std::string& org, const std::string& scope,
+                 const std::string& created, const std::string& revoked, const std::string& name) {
+    std::printf("%-12s  %-20s  ", id.c_str(), org.c_str());
+    if (options_.list_scope) std::printf("%-*s  ", options_.scope_width, scope.c_str());
+    std::printf("%-20s  %-20s  %s\n", created.c_str(), revoked.c_str(), name.c_str());
+  };
+  row("KEY_ID", "ORG", "SCOPE", "CREATED", "REVOKED", "NAME");
+  for (const auto& k : *keys) row(k.key_id, k.org, k.scope, k.created_at, k.revoked_at.value_or("-"), k.name);
   return 0;
 }
 
@@ -102,13 +96,18 @@ int ServiceKeysCommand::Revoke(const config::Config& cfg) {
   if (options_.ttl_key.empty()) {
     // The services verify these keys through a KeyCache with its default TTL.
     auto ttl = std::chrono::duration_cast<std::chrono::seconds>(service_keys::KeyCacheOptions{}.ttl);
-    std::printf("revoked %s (%s refuse it within %lld s)\n", key_id_.c_str(), options_.refusers.c_str(),
+    std::printf("revoked %s (%s it within %lld s)\n", key_id_.c_str(), options_.refusal.c_str(),
                 static_cast<long long>(ttl.count()));
   } else {
-    std::printf("revoked %s (%s refuse it within %s, %lld ms)\n", key_id_.c_str(), options_.refusers.c_str(),
+    std::printf("revoked %s (%s it within %s, %lld ms)\n", key_id_.c_str(), options_.refusal.c_str(),
                 options_.ttl_key.c_str(), static_cast<long long>(cfg.GetDuration(options_.ttl_key).count()));
   }
   return 0;
+}
+
+int ServiceKeysCommand::Fail(const Status& s, int code) const {
+  std::fprintf(stderr, "%s%s\n", options_.error_prefix.c_str(), s.message().c_str());
+  return code;
 }
 
 }  // namespace govern::cli
