@@ -43,7 +43,10 @@ g gateway keys list --org acme >"$work/list.out" 2>"$work/list.err" || fail "key
 grep -q "^$key_id  *acme  *invoke .*e2e key" "$work/list.out" || fail "the key is not listed"
 grep -q "${key:17}" "$work/list.out" && fail "keys list shows the secret"
 
-g serve gateway --set gateway.listen=127.0.0.1:0 --set "gateway.routes_file=$work/routes.json" \
+# The binary itself, not through g: a backgrounded function is a subshell, so $! would name the
+# subshell and the cleanup's kill would leave the server running.
+"$GOVERN" --data-dir "$work/var" --set "database.url=host=$pg_sock port=$pg_port user=postgres dbname=$db" \
+  serve gateway --set gateway.listen=127.0.0.1:0 --set "gateway.routes_file=$work/routes.json" \
   --set gateway.keys.enabled=true --set gateway.keys.reload_interval=200ms \
   >"$work/serve.out" 2>"$work/serve.log" &
 serve_pid=$!
