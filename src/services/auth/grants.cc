@@ -534,23 +534,21 @@ Reply Provider::Revoke(db::Connection& c, std::string_view body,
 }
 
 Result<std::string> Provider::RevocationListJson(db::Connection& c) const {
+  // One statement, so one snapshot: the version (schema migration 8) and the entries agree. Always one
+  // row at least (kind NULL when nothing is revoked).
   GOVERN_ASSIGN_OR_RETURN(
       db::Rows rows,
-      c.ExecPrepared("SELECT kind, id, expires_at, (SELECT COALESCE(max(seq), 0) FROM auth_revocations) "
-                     "FROM auth_revocations WHERE expires_at >= $1 ORDER BY seq",
+      c.ExecPrepared("SELECT r.kind, r.id, r.expires_at, v.v FROM auth_revocation_version v "
+                     "LEFT JOIN auth_revocations r ON r.expires_at >= $1 ORDER BY r.seq",
                      db::Params(Now())));
   tokens::RevocationList::Entries jti, sid;
   uint64_t version = 0;
   for (int i = 0; i < rows.size(); ++i) {
-    GOVERN_ASSIGN_OR_RETURN(int64_t exp, rows.Int64(i, 2));
     GOVERN_ASSIGN_OR_RETURN(int64_t v, rows.Int64(i, 3));
     version = static_cast<uint64_t>(v);
+    if (rows.IsNull(i, 0)) continue;
+    GOVERN_ASSIGN_OR_RETURN(int64_t exp, rows.Int64(i, 2));
     (rows.Text(i, 0) == "jti" ? jti : sid)[std::string(rows.Text(i, 1))] = exp;
-  }
-  if (rows.empty()) {
-    GOVERN_ASSIGN_OR_RETURN(db::Rows v, c.ExecPrepared("SELECT COALESCE(max(seq), 0) FROM auth_revocations"));
-    GOVERN_ASSIGN_OR_RETURN(int64_t n, v.Int64(0, 0));
-    version = static_cast<uint64_t>(n);
   }
   return tokens::RevocationList(version, std::move(jti), std::move(sid)).ToJson();
 }

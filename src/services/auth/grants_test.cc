@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "crypto/encoding.h"
@@ -265,6 +269,51 @@ TEST_F(GrantsTest, TokenExchangeNamesBothParties) {
                     "&subject_token=" + tampered +
                     "&subject_token_type=" + FormEncode("urn:ietf:params:oauth:token-type:access_token");
   EXPECT_EQ(Error(provider_->Token(*c_, bad, Basic(agent_))), "invalid_grant");
+}
+
+// Two revocations committing in the other order than they were inserted: a list read between the two
+// commits must not carry a version that a later list, holding the first revocation too, repeats
+// (services pull only newer versions, so they would never see it). With the version max(seq) the
+// list read after B committed and before A did was version seq(B) without A, and stayed seq(B).
+TEST_F(GrantsTest, RevocationListVersionFollowsCommitOrder) {
+  auto list_now = [&]() {
+    auto text = provider_->RevocationListJson(*c_);
+    EXPECT_TRUE(text.ok()) << text.status().ToString();
+    auto list = tokens::RevocationList::FromJson(text.ok() ? *text : std::string("{}"));
+    EXPECT_TRUE(list.ok());
+    return list.ok() ? *list : tokens::RevocationList();
+  };
+  const int64_t exp = clock_.UnixMicros() / 1'000'000 + 3600;
+  auto a = db::Connection::Connect(db_->conninfo());
+  auto b = db::Connection::Connect(db_->conninfo());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->Exec("BEGIN").ok());
+  ASSERT_TRUE((*a)->Exec("INSERT INTO auth_revocations (kind, id, expires_at) VALUES ('sid', 'fam-a', $1)",
+                         db::Params(exp))
+                  .ok());
+  const int a_pid = (*a)->BackendPid();
+  std::atomic<bool> b_done{false};
+  std::thread other([&] {
+    EXPECT_TRUE((*b)->Exec("INSERT INTO auth_revocations (kind, id, expires_at) VALUES ('sid', 'fam-b', $1)",
+                           db::Params(exp))
+                    .ok());
+    b_done = true;
+  });
+  // Until B has committed, or waits for A.
+  for (int i = 0; i < 400 && !b_done; ++i) {
+    auto r = c_->Exec("SELECT count(*) FROM pg_locks WHERE NOT granted AND $1 = ANY (pg_blocking_pids(pid))",
+                      db::Params(a_pid));
+    ASSERT_TRUE(r.ok());
+    if (*r->Int64(0, 0) > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  tokens::RevocationList between = list_now();
+  ASSERT_TRUE((*a)->Exec("COMMIT").ok());
+  other.join();
+  tokens::RevocationList after = list_now();
+  EXPECT_TRUE(after.sids().count("fam-a") && after.sids().count("fam-b"));
+  EXPECT_FALSE(between.sids().count("fam-a"));
+  EXPECT_GT(after.version(), between.version()) << "the same version named two different lists";
 }
 
 TEST_F(GrantsTest, IntrospectionAndRevocation) {

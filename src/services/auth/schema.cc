@@ -226,6 +226,27 @@ CREATE INDEX auth_subgroups_subgroup ON auth_subgroups (org, subgroup);
 -- auth_users look sessions up by user; without this they scan every session.
 CREATE INDEX IF NOT EXISTS auth_sessions_user ON auth_sessions (user_id);
 )sql"},
+      {8, "auth revocation list version in commit order", R"sql(
+-- The revocation list's version was max(seq), but seqs are taken at insert and transactions commit in
+-- any order: a list read between two commits could carry the newer seq without the older revocation,
+-- and a service already holding that version (tokens::TrustRefresher pulls only newer versions) then
+-- never saw the revocation. Each revocation now bumps one counter row; its row lock orders the bumps
+-- by commit, so a snapshot that sees version v sees every revocation that made a version up to v.
+-- Per row, not per statement: statements that insert nothing (ON CONFLICT, empty CTEs) bump nothing
+-- and take no lock.
+CREATE TABLE auth_revocation_version (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  v   bigint NOT NULL
+);
+INSERT INTO auth_revocation_version (v) SELECT COALESCE(max(seq), 0) FROM auth_revocations;
+CREATE FUNCTION auth_revocation_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE auth_revocation_version SET v = v + 1;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER auth_revocations_bump AFTER INSERT ON auth_revocations
+  FOR EACH ROW EXECUTE FUNCTION auth_revocation_bump();
+)sql"},
   };
 }
 

@@ -747,7 +747,7 @@ class AuthService final : public services::Service {
     if (!list.ok()) return list.status();
     // If not older: the periodic reload and a request that revoked something (a reused refresh
     // token) reload at once, and the reload that read first must not put back the list without it.
-    // The version is the newest revocation's seq, so it only grows while revocations are added.
+    // The version counts revocations in commit order (auth schema migration 8).
     auto shared = std::make_shared<const tokens::RevocationList>(std::move(*list));
     checker_->SetRevocationsIfNotOlder(shared);
     published_checker_->SetRevocationsIfNotOlder(std::move(shared));
