@@ -962,4 +962,21 @@ Batcher::Stats Batcher::GetStats() const {
   return impl_->stats;
 }
 
+Status CheckDurabilityBarrier(db::Pool& pool) {
+  GOVERN_ASSIGN_OR_RETURN(db::Pool::Lease lease, pool.Checkout());
+  GOVERN_ASSIGN_OR_RETURN(
+      db::Rows rows,
+      lease->Exec("SELECT has_function_privilege('pg_catalog.pg_logical_emit_message(boolean, text, text)', "
+                  "'EXECUTE'), current_user"));
+  if (rows.empty() || rows.Text(0, 0) != "t") {
+    std::string role = rows.empty() ? std::string("the service's role") : std::string(rows.Text(0, 1));
+    return FailedPrecondition(
+        "audit: the database role \"" + role +
+        "\" may not execute pg_logical_emit_message, which flushes every batch before its entries are "
+        "acknowledged; run: GRANT EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, "
+        "text) TO \"" + role + "\"");
+  }
+  return OkStatus();
+}
+
 }  // namespace govern::audit_service

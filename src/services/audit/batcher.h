@@ -54,6 +54,12 @@ class Pool;
 
 namespace govern::audit_service {
 
+// Whether the database role may run the durability barrier (pg_logical_emit_message, granted to PUBLIC
+// by default; some hardened setups revoke it). Without it every batch would commit and then fail its
+// barrier, so every append would be reported failed although stored. FailedPrecondition naming the
+// GRANT otherwise. The service checks at start.
+Status CheckDurabilityBarrier(db::Pool& pool);
+
 struct BatcherOptions {
   size_t max_batch = 1000;                      // entries per transaction (a request is never split)
   std::chrono::microseconds flush_interval{0};  // how long a free lane waits for company (0: flush at once)

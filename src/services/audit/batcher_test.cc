@@ -288,6 +288,32 @@ TEST_F(BatcherTest, HeadAndStoredSubtreesMatchTheCoreLibrary) {
   EXPECT_EQ(testing::Verified(Conn(), "acme"), 300);
 }
 
+// A role that may not run the barrier's function is refused at start with the GRANT to run, instead
+// of every append failing after its batch committed. Function privileges live in the database's own
+// catalog, so revoking from PUBLIC here touches no other test.
+TEST_F(BatcherTest, ARoleWithoutTheBarrierFunctionIsRefusedAtStart) {
+  EXPECT_TRUE(CheckDurabilityBarrier(*pool_).ok());
+  const std::string role = "audit_no_emit_" + std::to_string(::getpid());
+  ASSERT_TRUE(Conn().Exec("CREATE ROLE " + role + " LOGIN").ok());
+  ASSERT_TRUE(
+      Conn().Exec("REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC").ok());
+  {
+    auto limited = db::Pool::Create({.conninfo = db_->conninfo() + " user=" + role, .max_size = 1});
+    ASSERT_TRUE(limited.ok()) << limited.status().ToString();
+    Status s = CheckDurabilityBarrier(**limited);
+    EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+    EXPECT_NE(s.message().find("GRANT EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message"),
+              std::string::npos)
+        << s.message();
+    ASSERT_TRUE(Conn()
+                    .Exec("GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) TO " + role)
+                    .ok());
+    EXPECT_TRUE(CheckDurabilityBarrier(**limited).ok());
+  }
+  ASSERT_TRUE(Conn().Exec("REVOKE ALL ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM " + role).ok());
+  ASSERT_TRUE(Conn().Exec("DROP ROLE " + role).ok());
+}
+
 // Acknowledged means flushed: when an append is acknowledged, the WAL is flushed past its batch's
 // commit record, in every mode, whether the session's synchronous_commit is on or off (the test
 // cluster's default). A commit record lies after the WAL position read just before COMMIT.

@@ -145,6 +145,7 @@ class AuditService final : public services::Service {
     log::Info("audit", "signing checkpoints",
               {{"key_file", key_path}, {"verifier_key", signer_->verifier_key()}, {"dir", checkpoint_dir_}});
 
+    GOVERN_RETURN_IF_ERROR(CheckDurabilityBarrier(*pool_));
     keys_ = std::make_unique<service_keys::KeyCache>(pool_, AuditKeyTable(),
                                                      service_keys::KeyCacheOptions{.clock = ctx.clock});
     batcher_ = std::make_unique<Batcher>(
