@@ -34,6 +34,7 @@ Schema SampleSchema() {
       {"message", Type::kString, true},
       {"time", Type::kTimestampMicros, false},
       {"maybe", Type::kInt32, true},
+      {"trace", Type::kString, true},  // one length throughout: DELTA_LENGTH_BYTE_ARRAY when not a dictionary
   };
 }
 
@@ -83,6 +84,14 @@ std::vector<ColumnVector> SampleRows(size_t rows) {
       cols[7].AppendNull();
     else
       cols[7].AppendInt32(static_cast<int32_t>(n));
+    if (i % 4 == 1) {
+      cols[8].AppendNull();
+    } else {
+      char hex[33];
+      const unsigned long long u = i;
+      std::snprintf(hex, sizeof hex, "%016llx%016llx", u * 0x9E3779B97F4A7C15ULL, ~u);
+      cols[8].AppendString(hex);
+    }
   }
   return cols;
 }
@@ -172,7 +181,9 @@ std::vector<Variant> InteropVariants() {
   snappy.compression = Compression::kSnappy;
   snappy.row_group_rows = 100'000;
   v.push_back({"snappy_one_group", snappy, 5000});
-  WriterOptions delta = zstd;  // every column but BOOLEAN and DOUBLE in a DELTA encoding
+  // Every column but BOOLEAN and DOUBLE in a DELTA encoding: integers DELTA_BINARY_PACKED, `trace` (one
+  // length) DELTA_LENGTH_BYTE_ARRAY; strings of varying lengths stay PLAIN.
+  WriterOptions delta = zstd;
   delta.dictionary = false;
   delta.delta_integers = true;
   delta.delta_strings = true;

@@ -137,6 +137,9 @@ for (const name of ['zstd', 'plain_uncompressed', 'snappy_one_group', 'delta_zst
       if (expected.delta && (col.name === 'small' || col.name === 'time')) {
         check(String(m[8]).includes('DELTA_BINARY_PACKED'), `${name}: rg ${g} ${col.name} encodings ${m[8]}`);
       }
+      if (expected.delta && col.name === 'trace') {
+        check(String(m[8]).includes('DELTA_LENGTH_BYTE_ARRAY'), `${name}: rg ${g} trace encodings ${m[8]}`);
+      }
     }
     offset += n;
   }
