@@ -39,11 +39,19 @@ constexpr const char* kGroupColumns =
     "FROM scim_resources LEFT JOIN LATERAL (SELECT seq, at FROM scim_changes WHERE kind = 'Group' AND id = "
     "scim_resources.id ORDER BY seq DESC LIMIT 1) c ON true ";
 
+// kById: a resource is looked up as `id = $1 AND (org = $2 AND kind = ...) IS TRUE`, never as `id = $1
+// AND org = $2 AND kind = ...`. A pooled connection plans a statement once (its generic plan, at the
+// sixth call) and keeps the plan; on a fresh database that happens while the tables are nearly empty,
+// and such a plan took the (org, kind, ...) indexes (scim_resources_list, scim_resources_external) and
+// looked for the id among every resource of the kind: each call read all users of the organisation,
+// so a first sync grew quadratic (8,800 buffers per group PATCH at 9,000 users). Wrapped in IS TRUE,
+// org and kind are no index condition, and the primary key is the one index that applies.
+//
 // Locks a group's row until the transaction ends: every change of a group holds it while it takes
 // its change row's seq, so a group's versions grow in commit order. A statement after this one sees
 // every change committed before the lock was granted (READ COMMITTED takes a snapshot per statement).
 constexpr const char* kLockGroup =
-    "SELECT 1 FROM scim_resources WHERE id = $1 AND org = $2 AND kind = 'Group' FOR UPDATE";
+    "SELECT 1 FROM scim_resources WHERE id = $1 AND (org = $2 AND kind = 'Group') IS TRUE FOR UPDATE";
 
 // Appends a group's change row ($1 org, $2 id, $3 action, $4 key) whose version is its seq: the group's
 // new version. Run with the group row locked (kLockGroup). Its time is clock_timestamp(), taken after
@@ -301,7 +309,7 @@ Error AddMembers(db::Connection& c, const std::string& org, const std::string& g
         db::Params(org, group, id));
     if (!rows.ok()) return Db(rows.status());
     if (rows->affected() != 0) continue;
-    auto known = c.ExecPrepared("SELECT kind, name FROM scim_resources WHERE id = $1 AND org = $2",
+    auto known = c.ExecPrepared("SELECT kind, name FROM scim_resources WHERE id = $1 AND (org = $2) IS TRUE",
                                 db::Params(id, org));
     if (!known.ok()) return Db(known.status());
     if (known->empty())
@@ -503,7 +511,7 @@ Error Store::Create(const std::string& org, const scim::ResourceType& type, cons
 Error Store::Get(const std::string& org, const scim::ResourceType& type, const std::string& id, json* out) {
   auto lease = pool_->Checkout();
   if (!lease.ok()) return Db(lease.status());
-  auto rows = (*lease)->ExecPrepared(Columns(type) + "WHERE id = $1 AND org = $2 AND kind = $3",
+  auto rows = (*lease)->ExecPrepared(Columns(type) + "WHERE id = $1 AND (org = $2 AND kind = $3) IS TRUE",
                                      db::Params(id, org, type.name));
   if (!rows.ok()) return Db(rows.status());
   if (rows->empty()) return scim::NotFoundError(type.name + " " + id.substr(0, 100) + " not found");
@@ -621,7 +629,7 @@ Error Store::WriteUser(const std::string& org, const std::string& id, const std:
   json user_keys = json::array({id});
   for (int attempt = 1;; ++attempt) {
     const db::Statement reads[] = {
-        {.sql = std::string(kColumns) + "WHERE id = $1 AND org = $2 AND kind = 'User'",
+        {.sql = std::string(kColumns) + "WHERE id = $1 AND (org = $2 AND kind = 'User') IS TRUE",
          .params = db::Params(id, org),
          .prepared = true},
         {.sql = GroupsSql(&user_keys), .params = db::Params(org, user_keys.dump()), .prepared = true},
@@ -670,7 +678,7 @@ Error Store::WriteUser(const std::string& org, const std::string& id, const std:
 WITH up AS (
   UPDATE scim_resources SET name = $4, external_id = $5, active = $6, body = $7::jsonb,
     version = version + 1, updated_at = now()
-  WHERE id = $1 AND org = $2 AND kind = 'User' AND version = $3
+  WHERE id = $1 AND (org = $2 AND kind = 'User') IS TRUE AND version = $3
   RETURNING id, name, body::text, version,
     to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
     to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), active),
@@ -859,12 +867,17 @@ Error Store::PatchMembers(const std::string& org, const std::string& id, const s
   // version of its snapshot, from before the change it waited for, and two PATCHes holding the same
   // ETag could both apply.
   const bool check = !if_match.empty() && if_match != "*";
+  //
+  // Every resource is found by its id alone (kById; `known` counts the right ones after the lookup).
+  // The removal CTEs are left out when nothing is removed (a user's first group, as IdPs send it):
+  // their generic plan, made on near-empty tables, scanned every member of the group.
+  const bool removing = !removes.empty();
   std::string sql = R"sql(
 WITH g AS (
-  SELECT name FROM scim_resources WHERE id = $1 AND org = $2 AND kind = 'Group' FOR UPDATE),
+  SELECT name FROM scim_resources WHERE id = $1 AND (org = $2 AND kind = 'Group') IS TRUE FOR UPDATE),
 known AS (
-  SELECT count(*) AS n FROM scim_resources
-  WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text($4::jsonb))) AND org = $2 AND kind = 'User'),)sql";
+  SELECT count(*) FILTER (WHERE org = $2 AND kind = 'User') AS n FROM scim_resources
+  WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text($4::jsonb)))),)sql";
   sql += check ? R"sql(
 v AS (
   SELECT COALESCE((SELECT seq FROM scim_changes WHERE kind = 'Group' AND id = $1 ORDER BY seq DESC LIMIT 1),
@@ -876,17 +889,23 @@ ok AS (
 v AS (SELECT 0::bigint AS version, $3::text AS if_match),  -- $3 unused, but typed
 ok AS (
   SELECT g.name FROM g, known WHERE known.n = jsonb_array_length($4::jsonb)),)sql";
-  sql += R"sql(
+  sql += removing ? R"sql(
+rg AS MATERIALIZED (
+  SELECT name, org, kind FROM scim_resources
+  WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text($5::jsonb)))),
 del AS (
   DELETE FROM auth_memberships m USING ok
   WHERE m.org = $2 AND m.name = ok.name
     AND m.user_id = ANY (ARRAY(SELECT jsonb_array_elements_text($5::jsonb)))
   RETURNING 1),
 dels AS (
-  DELETE FROM auth_subgroups s USING ok, scim_resources sg
-  WHERE sg.id = ANY (ARRAY(SELECT jsonb_array_elements_text($5::jsonb))) AND sg.org = $2
-    AND sg.kind = 'Group' AND s.org = $2 AND s.name = ok.name AND s.subgroup = sg.name
-  RETURNING 1),
+  DELETE FROM auth_subgroups s USING ok, rg
+  WHERE rg.org = $2 AND rg.kind = 'Group' AND s.org = $2 AND s.name = ok.name AND s.subgroup = rg.name
+  RETURNING 1),)sql"
+                  : R"sql(
+del AS (SELECT 1 WHERE $5::jsonb IS NULL),  -- nothing removed; $5 unused, but typed
+dels AS (SELECT 1 WHERE false),)sql";
+  sql += R"sql(
 ins AS (
   INSERT INTO auth_memberships (org, name, user_id)
   SELECT $2, ok.name, u FROM ok, jsonb_array_elements_text($4::jsonb) AS u
@@ -924,7 +943,7 @@ SELECT v.version, (SELECT count(*) FROM ok), (SELECT n FROM known) FROM g, v)sql
     for (const std::string& m : adds) {
       GOVERN_ASSIGN_OR_RETURN(
           db::Rows known,
-          exec("SELECT kind FROM scim_resources WHERE id = $1 AND org = $2", db::Params(m, org)));
+          exec("SELECT kind FROM scim_resources WHERE id = $1 AND (org = $2) IS TRUE", db::Params(m, org)));
       if (known.empty()) {
         err = scim::InvalidValue("member \"" + m.substr(0, 100) +
                                  "\" is not a user or group of this organisation");
@@ -990,9 +1009,9 @@ Error Store::Delete(const std::string& org, const scim::ResourceType& type, cons
     db::Rows rows;
     if (IsUser(type)) {
       GOVERN_ASSIGN_OR_RETURN(
-          rows,
-          tx.ExecPrepared(std::string(kColumns) + "WHERE id = $1 AND org = $2 AND kind = 'User' FOR UPDATE",
-                          db::Params(id, org)));
+          rows, tx.ExecPrepared(std::string(kColumns) +
+                                    "WHERE id = $1 AND (org = $2 AND kind = 'User') IS TRUE FOR UPDATE",
+                                db::Params(id, org)));
     } else {  // lock first, then read the version (as in Write)
       GOVERN_ASSIGN_OR_RETURN(db::Rows locked, tx.ExecPrepared(kLockGroup, db::Params(id, org)));
       if (!locked.empty()) {
