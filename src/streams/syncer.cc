@@ -21,8 +21,7 @@ SyncFile::~SyncFile() {
 
 Syncer::Syncer(int parallel, std::function<int(int fd)> sync_fn, int depth)
     : sync_fn_(sync_fn ? std::move(sync_fn) : [](int fd) { return ::fdatasync(fd); }),
-      depth_(depth < 1 ? 1 : static_cast<size_t>(depth)),
-      slot_busy_(depth_, false) {
+      depth_(depth < 1 ? 1 : static_cast<size_t>(depth)) {
   // Enough workers that every round in flight syncs `parallel` files at once.
   const size_t workers = (parallel < 1 ? 1 : static_cast<size_t>(parallel)) * depth_;
   for (size_t i = 0; i < workers; i++) workers_.emplace_back([this] { Worker(); });
@@ -45,17 +44,11 @@ Syncer::~Syncer() {
 }
 
 void Syncer::Request(std::shared_ptr<SyncFile> file, std::function<void(Status)> done) {
-  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back({std::move(file), std::move(done), std::chrono::steady_clock::now()});
-    // Otherwise the worker ending the round in flight starts the next one.
-    wake = CanStart();
   }
-  // Not started on this thread: it goes on reading requests, and the requests of one burst (a client's
-  // produce to each partition) would be split over two rounds. The loop thread wakes, starts the round
-  // and sleeps, freeing its core for the syncs.
-  if (wake) cv_.notify_one();
+  cv_.notify_one();
 }
 
 void Syncer::Worker() {
@@ -83,26 +76,22 @@ void Syncer::Worker() {
     lock.lock();
     if (!status.ok() && job.round->status.ok()) job.round->status = status;
     if (--job.round->remaining == 0) {
-      slot_busy_[job.round->slot] = false;
       {
         std::lock_guard<std::mutex> l(stats_mu_);
         Record(round_hist_, std::chrono::steady_clock::now() - job.round->started);
       }
-      // The next round starts on this thread, which then takes one of its syncs itself: no wakeup of the
-      // loop thread (busy with callbacks, or waiting for a core) stands between two rounds.
-      if (CanStart()) StartRound();
-      cv_.notify_one();  // the loop runs this round's callbacks
+      cv_.notify_all();
     }
   }
 }
 
-bool Syncer::CanStart() const { return !pending_.empty() && !slot_busy_[started_ % depth_]; }
-
-void Syncer::StartRound() {
+void Syncer::StartRound(std::unique_lock<std::mutex>& lock) {
   auto round = std::make_unique<Round>();
   round->waiters.swap(pending_);
-  round->slot = started_++ % depth_;
-  const bool overlapped = std::find(slot_busy_.begin(), slot_busy_.end(), true) != slot_busy_.end();
+  const size_t slot = started_++ % depth_;
+  const bool overlapped = !in_flight_.empty();
+  // Only this thread adds to or removes from in_flight_ and opens slot descriptors: the rest runs unlocked.
+  lock.unlock();
   std::unordered_set<SyncFile*> seen;
   std::vector<Job> jobs;
   for (const Pending& p : round->waiters) {
@@ -116,10 +105,10 @@ void Syncer::StartRound() {
       continue;
     }
     if (f->slot_fds_.size() < depth_) f->slot_fds_.resize(depth_, -1);
-    int& fd = f->slot_fds_[round->slot];
+    int& fd = f->slot_fds_[slot];
     if (fd < 0) {
       // A description of our own (not dup: that would share the original's error state). Rounds that
-      // share this slot never overlap: a round takes a slot only once the last round on it has synced.
+      // share this slot never overlap: round n+depth starts after round n completed.
       const std::string path = "/proc/self/fd/" + std::to_string(f->fd());
       int opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (opened < 0) {
@@ -132,15 +121,12 @@ void Syncer::StartRound() {
   }
   round->remaining = jobs.size();
   round->started = std::chrono::steady_clock::now();
-  if (!jobs.empty()) slot_busy_[round->slot] = true;
+  lock.lock();
   in_flight_.push_back(std::move(round));
-  for (const Job& j : jobs) {
-    jobs_.push_back(j);
-    work_cv_.notify_one();
-  }
-  if (jobs.empty()) cv_.notify_one();  // nothing to sync: the loop runs its callbacks now
+  for (const Job& j : jobs) jobs_.push_back(j);
   rounds_.fetch_add(1, std::memory_order_relaxed);
   if (overlapped) overlapped_.fetch_add(1, std::memory_order_relaxed);
+  if (!jobs.empty()) work_cv_.notify_all();
 }
 
 void Syncer::Record(Histogram& h, std::chrono::steady_clock::duration d) {
@@ -200,7 +186,7 @@ void Syncer::Complete(Round& round) {
 void Syncer::CloseSealed(const Round& done) {
   for (SyncFile* f : done.files) {
     if (!f->sealed_.load(std::memory_order_acquire) || f->slot_fds_.empty()) continue;
-    // Called with mu_ held: every round started and not yet completed is in in_flight_.
+    // Rounds in flight are added and removed by this thread only, and their file lists never change.
     bool in_use = false;
     for (const auto& r : in_flight_)
       for (SyncFile* g : r->files) in_use = in_use || g == f;
@@ -213,24 +199,28 @@ void Syncer::CloseSealed(const Round& done) {
 void Syncer::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    // This thread starts a round only when none is syncing (later ones start on the worker whose sync
-    // ended the round before), and runs callbacks, round after round in start order.
     cv_.wait(lock, [&] {
-      return CanStart() || (!in_flight_.empty() && in_flight_.front()->remaining == 0) ||
+      return (!in_flight_.empty() && in_flight_.front()->remaining == 0) ||
+             (!pending_.empty() && in_flight_.size() < depth_) ||
              (stop_ && pending_.empty() && in_flight_.empty());
     });
-    if (CanStart()) StartRound();
-    if (in_flight_.empty()) return;  // stop_, and nothing pending or in flight
-    if (in_flight_.front()->remaining != 0) continue;
-    std::unique_ptr<Round> done = std::move(in_flight_.front());
-    in_flight_.pop_front();
-    lock.unlock();
-    Complete(*done);
-    lock.lock();
-    CloseSealed(*done);  // under mu_: workers start rounds, opening slot descriptions, under it too
-    lock.unlock();
-    done.reset();  // may close files: off the lock
-    lock.lock();
+    if (!in_flight_.empty() && in_flight_.front()->remaining == 0) {
+      std::unique_ptr<Round> done = std::move(in_flight_.front());
+      in_flight_.pop_front();
+      // The next round starts before these callbacks run, so its sync does not wait for them.
+      if (!pending_.empty() && in_flight_.size() < depth_) StartRound(lock);
+      lock.unlock();
+      Complete(*done);
+      CloseSealed(*done);
+      done.reset();  // may close files: off the lock
+      lock.lock();
+      continue;
+    }
+    if (!pending_.empty() && in_flight_.size() < depth_) {
+      StartRound(lock);
+      continue;
+    }
+    return;  // stop_, and nothing pending or in flight
   }
 }
 

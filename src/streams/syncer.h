@@ -6,10 +6,7 @@
 // the rest of the round in flight plus its own (the default depth is 1, see kDefaultDepth). Either way a
 // request is covered only by a round that starts after it, never by a sync that began before its write,
 // and many producers share a few syncs: everything that arrives while `depth` rounds are in flight waits
-// for the next one. The syncer's thread starts a round when none is syncing; otherwise the worker whose
-// sync ends the round in flight starts the next one at once (and runs one of its syncs itself), so no
-// wakeup of the syncer's thread, a wait for a core on a busy machine, stands between two rounds, and a
-// round starts while the syncer's thread is still running the previous round's callbacks.
+// for the next one.
 //
 // Concurrent syncs of one file (depth > 1; depth 1 syncs the writer's own descriptor): each of the
 // `depth` round slots syncs through its own open file description of the file (opened through
@@ -117,7 +114,6 @@ class Syncer {
     size_t remaining = 0;          // syncs not yet returned
     Status status;                 // the first failed sync's error
     std::chrono::steady_clock::time_point started;
-    size_t slot = 0;  // started % depth: whose descriptions it syncs through
   };
   struct Job {
     Round* round;
@@ -126,24 +122,19 @@ class Syncer {
   };
   void Loop();
   void Worker();
-  // Whether requests are pending and the next round's slot has finished its last sync. mu_ held.
-  bool CanStart() const;
-  // Takes every pending request as a new round and queues its syncs, on the loop thread when no round
-  // is syncing, else on the worker whose sync ended the previous round. Called with mu_ held.
-  void StartRound();
+  // Takes every pending request as a new round and queues its syncs. Called with mu_ held.
+  void StartRound(std::unique_lock<std::mutex>& lock);
   void Complete(Round& round);
-  // Closes the slot descriptions of `done`'s sealed files that no round in flight uses. Loop thread, mu_
-  // held.
+  // Closes the slot descriptions of `done`'s sealed files that no round in flight uses. Loop thread only.
   void CloseSealed(const Round& done);
 
   std::function<int(int)> sync_fn_;
   const size_t depth_;
   std::mutex mu_;
-  std::condition_variable cv_;       // Loop: a round can start, a round finished syncing, or stop
+  std::condition_variable cv_;       // Loop: a request arrived, a round finished, or stop
   std::condition_variable work_cv_;  // workers: a job was queued, or stop
   std::vector<Pending> pending_;
-  std::deque<std::unique_ptr<Round>> in_flight_;  // started, callbacks not yet run; in start order
-  std::vector<bool> slot_busy_;                   // per slot: a round on it is still syncing
+  std::deque<std::unique_ptr<Round>> in_flight_;  // in start order
   std::deque<Job> jobs_;
   uint64_t started_ = 0;  // rounds started; round n uses slot n % depth_
   bool stop_ = false, workers_stop_ = false;

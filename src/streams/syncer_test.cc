@@ -202,54 +202,6 @@ TEST(SyncerPipeline, FailureIsNotHiddenByAnOverlappingSync) {
   ::unlink(path.c_str());
 }
 
-// Back-to-back rounds start without the syncer's own thread: the worker whose sync ends a round starts
-// the next one at once, even while that thread is held in a callback (or, on a busy machine, waits for a
-// core). Before, every round waited for that thread to wake and start it.
-TEST(SyncerPipeline, NextRoundStartsWhileCallbacksRun) {
-  std::string path;
-  auto file = TempFile(&path);
-  GatedSync gate;
-  Done done;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool in_callback = false;
-  bool saw_both_syncs = false;
-  {
-    Syncer syncer(1, std::ref(gate), 1);
-    syncer.Request(file, [&](Status) {
-      {
-        std::lock_guard<std::mutex> l(mu);
-        in_callback = true;
-      }
-      cv.notify_all();
-      // Holds the syncer's thread until A's and B's syncs have started (bounded: fails, never hangs).
-      const bool started = gate.WaitStarted(3);
-      std::lock_guard<std::mutex> l(mu);
-      saw_both_syncs = started;
-    });
-    ASSERT_TRUE(gate.WaitStarted(1));
-    syncer.Request(file, done.Callback("A"));  // waits for the next round
-    gate.Release(0);                           // the first round ends: its callback holds the thread
-    {
-      std::unique_lock<std::mutex> l(mu);
-      ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(30), [&] { return in_callback; }));
-    }
-    EXPECT_TRUE(gate.WaitStarted(2));
-    syncer.Request(file, done.Callback("B"));  // during A's sync: waits for the next round
-    gate.Release(1);                           // A's round ends while the callback still runs
-    EXPECT_TRUE(gate.WaitStarted(3)) << "B's round waited for the callback to return";
-    gate.Release(2);
-    ASSERT_TRUE(done.WaitFor(2));
-  }
-  EXPECT_TRUE(saw_both_syncs);
-  ASSERT_EQ(done.calls.size(), 2u);
-  EXPECT_EQ(done.calls[0].first, "A");
-  EXPECT_EQ(done.calls[1].first, "B");
-  EXPECT_TRUE(done.calls[0].second.ok());
-  EXPECT_TRUE(done.calls[1].second.ok());
-  ::unlink(path.c_str());
-}
-
 int OpenDescriptors() {
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) n += e.exists() ? 1 : 0;
