@@ -147,6 +147,12 @@ double Syncer::Quantile(const Histogram& h, double q) {
   return static_cast<double>(h.size()) / 10;
 }
 
+double Syncer::Max(const Histogram& h) {
+  for (size_t i = h.size(); i-- > 0;)
+    if (h[i] != 0) return static_cast<double>(i + 1) / 10;  // the bucket's upper edge, in ms
+  return 0;
+}
+
 Syncer::Stats Syncer::stats() const {
   Stats s;
   s.syncs = syncs();
@@ -160,6 +166,9 @@ Syncer::Stats Syncer::stats() const {
   s.sync_p99_ms = Quantile(sync_hist_, 0.99);
   s.round_p50_ms = Quantile(round_hist_, 0.5);
   s.round_p99_ms = Quantile(round_hist_, 0.99);
+  s.wait_max_ms = Max(wait_hist_);
+  s.sync_max_ms = Max(sync_hist_);
+  s.round_max_ms = Max(round_hist_);
   return s;
 }
 
