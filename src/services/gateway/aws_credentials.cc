@@ -273,12 +273,12 @@ AwsCredentialSource::~AwsCredentialSource() {
 
 Result<std::shared_ptr<const sigv4::Credentials>> AwsCredentialSource::Current() const {
   std::lock_guard lock(impl_->mu);
+  if (impl_->current && (impl_->expiration_ms == 0 || NowMillis() < impl_->expiration_ms))
+    return impl_->current;
   const std::string why = impl_->last_error.empty() ? "" : ": " + impl_->last_error;
   if (!impl_->current) return Unavailable(impl_->name + ": no credentials yet" + why);
-  if (impl_->expiration_ms != 0 && NowMillis() >= impl_->expiration_ms)
-    return Unavailable(impl_->name + ": credentials expired at " + FormatIso(impl_->expiration_ms) +
-                       (why.empty() ? "" : "; refreshing failed" + why));
-  return impl_->current;
+  return Unavailable(impl_->name + ": credentials expired at " + FormatIso(impl_->expiration_ms) +
+                     (why.empty() ? "" : "; refreshing failed" + why));
 }
 
 const std::string& AwsCredentialSource::name() const { return impl_->name; }
