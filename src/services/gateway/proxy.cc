@@ -449,6 +449,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   std::shared_ptr<UpstreamCall> call;  // the attempt in flight; set under impl->live_mu (Start)
   bool client_left = false;            // guarded by impl->live_mu: the client went away (OnClose)
   std::string build_error;             // the last deployment that could not take the request (Attempt)
+  int build_error_status = 400;
   bool finished = false;
 
   // Routing (routing.h): the request's attempts. `route` points at attempt_route, the deployment tried.
@@ -699,7 +700,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     auto next = plan->Next(&why);
     if (!next) {
       if (last_status != 0) return Fail(last_status, last_error);
-      if (!build_error.empty()) return Fail(400, build_error);
+      // 502 when the gateway itself could not authenticate (expired AWS credentials), else 400.
+      if (!build_error.empty()) return Fail(build_error_status, build_error);
       return Fail(503, why);
     }
     target = std::move(*next);
@@ -715,6 +717,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       plan->Finish(Outcome::kNeutral);
       rec.attempts.back().error = up.status().message();
       build_error = up.status().message();
+      build_error_status = up.status().code() == Code::kUnavailable ? 502 : 400;
       return Attempt();
     }
     Start(std::move(*up));
