@@ -106,6 +106,7 @@ TEST_F(TrustRefresherTest, PullsKeysAndRevocationsAndKeepsLastGood) {
   EXPECT_TRUE(checker.Check(public_token, "svc").ok());
   Serve(*ring->JwksAt(now), R"({"version":3,"jti":{")" + jti + R"(":)" + std::to_string(now + 300) + "}}");
   ASSERT_TRUE(refresher.RefreshOnce().ok());
+  EXPECT_EQ(RejectOf(checker.Check(public_token, "svc").status()), Reject::kRevoked);
 
   // Failures keep the last good state.
   Serve("oops", "oops", 500);

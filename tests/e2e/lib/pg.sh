@@ -1,8 +1,13 @@
 # Sourced by the e2e scripts: the private PostgreSQL that `govern` starts under its data directory
 # (<data>/postgres, owned by the postgres user when the tests run as root), and a free loopback port.
 
-# The newest installed PostgreSQL's bin directory.
-pg_bin_dir() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
+# The newest installed PostgreSQL's bin directory (Debian's layout), else the one of pg_ctl on PATH.
+pg_bin_dir() {
+  local d
+  d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+  [ -n "$d" ] || d="$(dirname "$(command -v pg_ctl || echo /usr/bin/pg_ctl)")"
+  echo "$d"
+}
 
 # Runs a command as the cluster's owner: the postgres user when we are root, else ourselves.
 as_pg_owner() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
