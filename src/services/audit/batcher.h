@@ -121,7 +121,7 @@ class Batcher {
     uint64_t queue_us = 0;  // oldest request's wait in the queue before its batch started
     // With append_in_database: lock_us is the wait for the oldest request's head and compute_us the
     // work under the locks, both measured in PostgreSQL; commit_us the one round trip (waits included).
-    uint64_t lock_us = 0;     // BEGIN + head locks + key lookup round trip (includes lock waits)
+    uint64_t lock_us = 0;     // BEGIN + head locks (+ key lookup, if any) round trip (includes lock waits)
     uint64_t compute_us = 0;  // seq, hashes, Merkle, statement parameters (locks held)
     uint64_t commit_us = 0;   // insert + update + COMMIT round trip (locks held until it returns)
     uint64_t flush_us = 0;    // the durability barrier (locks already released); 0 when inside
