@@ -82,9 +82,9 @@ Result<Json> FromChatRequest(const openai::ChatRequest& req) {
       if (!text.empty()) append("assistant", {{"text", text}});
       for (const auto& call : m.tool_calls) {
         if (call.id.empty()) return InvalidArgument(path + ".tool_calls[].id must not be empty");
-        append("assistant",
-               {{"toolUse",
-                 {{"toolUseId", call.id}, {"name", call.name}, {"input", InputOf(call.arguments)}}}});
+        append(
+            "assistant",
+            {{"toolUse", {{"toolUseId", call.id}, {"name", call.name}, {"input", InputOf(call.arguments)}}}});
         uses_tools = true;
       }
     } else if (m.role == "tool") {

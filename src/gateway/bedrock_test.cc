@@ -307,10 +307,12 @@ TEST(BedrockTest, EmbeddingModelsAndRequests) {
   EXPECT_EQ(EmbeddingModelOf("amazon.titan-embed-text-v1").value(), EmbeddingModel::kTitanV1);
   EXPECT_EQ(EmbeddingModelOf("cohere.embed-english-v3").value(), EmbeddingModel::kCohere);
   EXPECT_EQ(EmbeddingModelOf("us.cohere.embed-v4:0").value(), EmbeddingModel::kCohereV4);
-  EXPECT_EQ(EmbeddingModelOf("arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0").value(),
-            EmbeddingModel::kTitanV2);
-  EXPECT_NE(EmbeddingModelOf("anthropic.claude-3-5-haiku-20241022-v1:0").status().message().find("no embeddings"),
-            std::string::npos);
+  EXPECT_EQ(
+      EmbeddingModelOf("arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0").value(),
+      EmbeddingModel::kTitanV2);
+  EXPECT_NE(
+      EmbeddingModelOf("anthropic.claude-3-5-haiku-20241022-v1:0").status().message().find("no embeddings"),
+      std::string::npos);
 
   auto req = openai::ParseEmbeddingsRequest(R"({"model":"e","input":["a b","c"],"dimensions":256})");
   ASSERT_TRUE(req.ok());
@@ -343,7 +345,8 @@ TEST(BedrockTest, EmbeddingModelsAndRequests) {
 
 TEST(BedrockTest, EmbeddingAnswers) {
   openai::EmbeddingsResponse out;
-  auto n = AppendEmbeddings(R"({"embedding":[0.5,-0.5],"inputTextTokenCount":4})", EmbeddingModel::kTitanV2, 1, out);
+  auto n = AppendEmbeddings(R"({"embedding":[0.5,-0.5],"inputTextTokenCount":4})", EmbeddingModel::kTitanV2,
+                            1, out);
   ASSERT_TRUE(n.ok()) << n.status().ToString();
   EXPECT_EQ(*n, 4);
   auto c = AppendEmbeddings(R"({"id":"x","response_type":"embeddings_floats","texts":["a","b"],

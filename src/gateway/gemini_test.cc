@@ -185,14 +185,17 @@ TEST(GeminiTest, EmbeddingsAnswers) {
   EXPECT_EQ(one->data[0].size(), 3u);
   EXPECT_EQ(one->prompt_tokens, 0);
   // Malformed answers name what is wrong.
-  auto msg = [](std::string_view body, size_t n) { return ToEmbeddingsResponse(body, "e", n).status().message(); };
+  auto msg = [](std::string_view body, size_t n) {
+    return ToEmbeddingsResponse(body, "e", n).status().message();
+  };
   EXPECT_NE(msg(R"({"embeddings":[{"values":[1]}]})", 2).find("1 vectors for 2 inputs"), std::string::npos);
   EXPECT_NE(msg(R"({"embeddings":[{"values":["x"]}]})", 1).find("embeddings[0].values must hold numbers"),
             std::string::npos);
   EXPECT_NE(msg(R"({"embeddings":{}})", 1).find("embeddings must be an array"), std::string::npos);
   EXPECT_NE(msg("[1]", 1).find("not an object"), std::string::npos);
   EXPECT_FALSE(ToEmbeddingsResponse("{", "e", 1).ok());
-  EXPECT_NE(msg(R"({"embeddings":[{"values":[1]}],"usageMetadata":{"promptTokenCount":-1}})", 1).find("promptTokenCount"),
+  EXPECT_NE(msg(R"({"embeddings":[{"values":[1]}],"usageMetadata":{"promptTokenCount":-1}})", 1)
+                .find("promptTokenCount"),
             std::string::npos);
 }
 

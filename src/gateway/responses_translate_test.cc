@@ -298,13 +298,14 @@ std::vector<Json> ChatStreamToResponses(ChatToResponsesStream& t, const std::vec
 TEST(ResponsesTranslate, ChatStreamToResponsesEvents) {
   ChatToResponsesStream t(7);
   auto events = ChatStreamToResponses(
-      t, {R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]})",
-          R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"content":"lo"}}]})",
-          R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"weather","arguments":"{\"city\""}}]}}]})",
-          R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":\"Oslo\"}"}}]}}]})",
-          R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})",
-          R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14,"prompt_tokens_details":{"cached_tokens":2}}})",
-          "[DONE]"});
+      t,
+      {R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"content":"lo"}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"weather","arguments":"{\"city\""}}]}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":\"Oslo\"}"}}]}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14,"prompt_tokens_details":{"cached_tokens":2}}})",
+       "[DONE]"});
   ASSERT_FALSE(events.empty());
   std::vector<std::string> types;
   std::string text, args;
@@ -334,8 +335,9 @@ TEST(ResponsesTranslate, ChatStreamToResponsesEvents) {
 TEST(ResponsesTranslate, ChatStreamErrorBecomesResponsesError) {
   ChatToResponsesStream t(7);
   auto events = ChatStreamToResponses(
-      t, {R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"content":"Hi"}}]})",
-          R"({"error":{"message":"modelStreamErrorException: boom","type":"api_error"}})"});
+      t,
+      {R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"content":"Hi"}}]})",
+       R"({"error":{"message":"modelStreamErrorException: boom","type":"api_error"}})"});
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back()["type"], "error");
   EXPECT_NE(events.back().dump().find("modelStreamErrorException: boom"), std::string::npos)

@@ -5,8 +5,8 @@
 //
 // Promises:
 //  - URLs: base_url (default https://bedrock-runtime.{region}.amazonaws.com) + /model/{model id}/converse
-//    or /converse-stream (chat, Responses) or /invoke (embeddings), the model id percent-encoded (an id such as "anthropic.claude-3-5-haiku-
-//    20241022-v1:0" or an inference-profile ARN goes as one path segment).
+//    or /converse-stream (chat, Responses) or /invoke (embeddings), the model id percent-encoded (an id such
+//    as "anthropic.claude-3-5-haiku- 20241022-v1:0" or an inference-profile ARN goes as one path segment).
 //  - SigV4 (service "bedrock", the deployment's region; objstore/sigv4.h, unchanged): every request is
 //    signed when it is built (each attempt, so a retry is signed afresh), over host, content-type,
 //    accept, x-amz-date and x-amz-security-token (temporary credentials), and the SHA-256 of the body.
@@ -68,7 +68,8 @@ Result<UpstreamRequest> BedrockRequest(const BedrockDeployment& b, const openai:
 
 // The signed InvokeModel request (POST /model/{model id}/invoke, JSON in and out) with `body`, the
 // model's own body (embeddings: gateway/bedrock.h FromEmbeddingsRequest).
-Result<UpstreamRequest> BedrockInvokeRequest(const BedrockDeployment& b, std::string body, int64_t unix_micros);
+Result<UpstreamRequest> BedrockInvokeRequest(const BedrockDeployment& b, std::string body,
+                                             int64_t unix_micros);
 
 // SigV4 headers (x-amz-date, x-amz-security-token, Authorization) for a POST of `body` to `canonical_uri`
 // with `headers` (content-type, accept) already set; exposed for tests.

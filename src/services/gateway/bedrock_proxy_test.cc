@@ -420,9 +420,9 @@ class BedrockEmbeddingsTest : public BedrockProxyTest {
  protected:
   void StartEmbeddings() {
     Json routes = Json::array();
-    for (const auto& [name, id] : {std::pair{"titan", "amazon.titan-embed-text-v2:0"},
-                                   std::pair{"cohere", "cohere.embed-english-v3"},
-                                   std::pair{"claude-haiku", kModelId}})
+    for (const auto& [name, id] :
+         {std::pair{"titan", "amazon.titan-embed-text-v2:0"}, std::pair{"cohere", "cohere.embed-english-v3"},
+          std::pair{"claude-haiku", kModelId}})
       routes.push_back({{"model", name}, {"deployments", {Deployment({{"name", name}, {"model", id}})}}});
     StartProxy(Json{{"routes", routes},
                     {"keys", {{{"key", kKey}, {"org", "acme"}}}},

@@ -42,11 +42,12 @@ class GeminiProxyTest : public testing::ProxyFixture {
                            {"api_key", "gemini-key"},
                            {"model", model},
                            {"stub_fault_headers", true}}}}});
-    StartProxy(Json{{"routes", routes},
-                    {"keys", {{{"key", kKey}, {"org", "acme"}}}},
-                    {"prices", {{"gemini-flash", {{"input", 1.0}, {"output", 4.0}}},
-                                {"gemini-embed", {{"input", 0.5}}}}}},
-               1);
+    StartProxy(
+        Json{{"routes", routes},
+             {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+             {"prices",
+              {{"gemini-flash", {{"input", 1.0}, {"output", 4.0}}}, {"gemini-embed", {{"input", 0.5}}}}}},
+        1);
   }
   void TearDown() override {
     StopProxy();
@@ -188,7 +189,8 @@ TEST_F(GeminiProxyTest, ResponsesApiErrors) {
 }
 
 TEST_F(GeminiProxyTest, EmbeddingsFloatBase64DimensionsAndUsage) {
-  auto e = Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", {"a b", "c d e"}}, {"dimensions", 8}});
+  auto e =
+      Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", {"a b", "c d e"}}, {"dimensions", 8}});
   ASSERT_EQ(e.status, 200) << e.body;
   auto parsed = openai::ParseEmbeddingsResponse(e.body);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -204,7 +206,8 @@ TEST_F(GeminiProxyTest, EmbeddingsFloatBase64DimensionsAndUsage) {
   EXPECT_EQ(rec.input_tokens, 5);
   EXPECT_NEAR(rec.cost, 5 * 0.5 / 1e6, 1e-15);
 
-  auto b = Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", "a b"}, {"encoding_format", "base64"}});
+  auto b =
+      Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", "a b"}, {"encoding_format", "base64"}});
   ASSERT_EQ(b.status, 200) << b.body;
   EXPECT_TRUE(Json::parse(b.body)["data"][0]["embedding"].is_string()) << b.body;
   auto pb = openai::ParseEmbeddingsResponse(b.body);
@@ -213,9 +216,11 @@ TEST_F(GeminiProxyTest, EmbeddingsFloatBase64DimensionsAndUsage) {
   WaitRecord(2);
 
   // Errors: the provider's 4xx/5xx, a malformed answer, input Gemini cannot take.
-  auto throttled = Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", "x"}}, {{"x-stub-status", "429"}});
+  auto throttled =
+      Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", "x"}}, {{"x-stub-status", "429"}});
   EXPECT_EQ(throttled.status, 429) << throttled.body;
-  auto failed = Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", "x"}}, {{"x-stub-status", "500"}});
+  auto failed =
+      Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", "x"}}, {{"x-stub-status", "500"}});
   EXPECT_EQ(failed.status, 502) << failed.body;
   EXPECT_EQ(Json::parse(failed.body)["error"]["type"], "api_error");
   auto malformed = Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", {"x", "y"}}},

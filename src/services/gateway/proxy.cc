@@ -976,8 +976,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
-    GOVERN_ASSIGN_OR_RETURN(UpstreamRequest up,
-                            BedrockInvokeRequest(*target.bedrock, std::move(embed_bodies[embed_next++]), now_us));
+    GOVERN_ASSIGN_OR_RETURN(
+        UpstreamRequest up,
+        BedrockInvokeRequest(*target.bedrock, std::move(embed_bodies[embed_next++]), now_us));
     AttemptOptions(up);
     return up;
   }
@@ -1311,8 +1312,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       auto resp = openai::ParseChatResponse(body);
       if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
       if (resp->usage) meter.Set(*resp->usage);
-      return Respond(
-          200, detail::Dump(openai::ToJson(ChatToResponsesResponse(*resp, rec.time_ns / 1000000000))));
+      return Respond(200,
+                     detail::Dump(openai::ToJson(ChatToResponsesResponse(*resp, rec.time_ns / 1000000000))));
     }
     auto usage = endpoint == Endpoint::kResponses ? PeekResponsesUsage(body) : PeekEmbeddingsUsage(body);
     if (!usage.ok()) return Fail(502, "upstream answer unreadable: " + usage.status().message());

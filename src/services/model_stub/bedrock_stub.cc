@@ -175,7 +175,8 @@ Reply Invoke(std::string_view path, std::string_view body, const StubConfig& con
     r.body = Dump(Json{{"embedding", StubVector(text, dims)}, {"inputTextTokenCount", CountWords(text)}});
   } else if (model.find("cohere.embed-") != std::string::npos) {
     auto t = req.find("texts");
-    if (t == req.end() || !t->is_array() || t->size() > 96) return Error(400, "Malformed input request: texts");
+    if (t == req.end() || !t->is_array() || t->size() > 96)
+      return Error(400, "Malformed input request: texts");
     if (!req.contains("input_type")) return Error(400, "Malformed input request: input_type is required");
     if (auto d = req.find("output_dimension"); d != req.end()) {
       if (!d->is_number_integer()) return Error(400, "Malformed input request: output_dimension");

@@ -1,8 +1,8 @@
 #include "services/model_stub/gemini_stub.h"
 
 #include <algorithm>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,8 +125,8 @@ Reply Generate(std::string_view path, std::string_view body, bool stream, const 
         forced = fc["allowedFunctionNames"][0].get<std::string>();
     }
   }
-  if (auto tools = req.find("tools"); tools != req.end() && tools->is_array() && mode != "NONE" &&
-                                      !last_is_response) {
+  if (auto tools = req.find("tools");
+      tools != req.end() && tools->is_array() && mode != "NONE" && !last_is_response) {
     for (const Json& t : *tools) {
       if (!t.is_object() || !t.contains("functionDeclarations") || !t["functionDeclarations"].is_array())
         continue;
@@ -160,15 +160,15 @@ Reply Generate(std::string_view path, std::string_view body, bool stream, const 
   }
   const int64_t output = fn_name.empty() ? static_cast<int64_t>(parts.size()) : 1;
   const int64_t cached = std::clamp<int64_t>(faults.cached_tokens, 0, input);
-  Json usage = {{"promptTokenCount", input},
-                {"candidatesTokenCount", output},
-                {"totalTokenCount", input + output}};
+  Json usage = {
+      {"promptTokenCount", input}, {"candidatesTokenCount", output}, {"totalTokenCount", input + output}};
   if (cached > 0) usage["cachedContentTokenCount"] = cached;
   const std::string model = ModelOf(path);
   auto response = [&](Json content_parts, bool last) {
     Json cand = {{"content", {{"role", "model"}, {"parts", std::move(content_parts)}}}, {"index", 0}};
     if (last) cand["finishReason"] = finish;
-    Json j = {{"candidates", Json::array({std::move(cand)})}, {"modelVersion", model}, {"responseId", "stub"}};
+    Json j = {
+        {"candidates", Json::array({std::move(cand)})}, {"modelVersion", model}, {"responseId", "stub"}};
     if (last) j["usageMetadata"] = usage;
     return j;
   };
@@ -193,7 +193,8 @@ Reply Generate(std::string_view path, std::string_view body, bool stream, const 
   r.content_type = "text/event-stream";
   if (parts.empty()) parts.push_back(Json{{"text", ""}});
   for (size_t i = 0; i < parts.size(); ++i) {
-    r.events.push_back(gateway::FormatSseEvent("", Dump(response(Json::array({parts[i]}), i + 1 == parts.size()))));
+    r.events.push_back(
+        gateway::FormatSseEvent("", Dump(response(Json::array({parts[i]}), i + 1 == parts.size()))));
     r.token_event.push_back(true);
   }
   if (faults.error_after >= 0 && static_cast<size_t>(faults.error_after) < r.events.size()) {
@@ -223,7 +224,8 @@ Reply Embed(std::string_view path, std::string_view body, bool batch, const Faul
   const std::string model = "models/" + ModelOf(path);
   auto one = [&](const Json& r, Json& vector, int64_t& words) -> std::string {
     std::string text;
-    if (!r.is_object() || !TextOf(r.value("content", Json()), text)) return "content.parts[].text is required";
+    if (!r.is_object() || !TextOf(r.value("content", Json()), text))
+      return "content.parts[].text is required";
     int64_t dims = config.default_dimensions;
     if (auto d = r.find("outputDimensionality"); d != r.end()) {
       if (!d->is_number_integer() || *d < 1) return "outputDimensionality must be positive";

@@ -56,8 +56,10 @@ TEST(GeminiStub, GenerateContentWholeAndStreamed) {
   EXPECT_FALSE(Json::parse(events.front().data).contains("usageMetadata"));
 
   // A declared function is called (unless the last turn answers it); an in-stream error on request.
-  req["tools"] = {{{"functionDeclarations",
-                    {{{"name", "weather"}, {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}}}}}}}};
+  req["tools"] = {
+      {{"functionDeclarations",
+        {{{"name", "weather"},
+          {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}}}}}}}};
   Json call = Json::parse(Gemini("/v1beta/models/g:generateContent", req).body);
   EXPECT_EQ(call["candidates"][0]["content"]["parts"][0]["functionCall"],
             Json::parse(R"({"name":"weather","args":{"city":"stub"}})"));
@@ -70,9 +72,10 @@ TEST(GeminiStub, GenerateContentWholeAndStreamed) {
 }
 
 TEST(GeminiStub, EmbeddingsAndErrors) {
-  Json batch = {{"requests",
-                 {{{"model", "models/e"}, {"content", {{"parts", {{{"text", "a b"}}}}}}, {"outputDimensionality", 4}},
-                  {{"model", "models/e"}, {"content", {{"parts", {{{"text", "c"}}}}}}}}}};
+  Json batch = {
+      {"requests",
+       {{{"model", "models/e"}, {"content", {{"parts", {{{"text", "a b"}}}}}}, {"outputDimensionality", 4}},
+        {{"model", "models/e"}, {"content", {{"parts", {{{"text", "c"}}}}}}}}}};
   Reply r = Gemini("/v1beta/models/e:batchEmbedContents", batch);
   ASSERT_EQ(r.status, 200) << r.body;
   Json j = Json::parse(r.body);
@@ -115,10 +118,10 @@ TEST(BedrockStub, InvokeModelEmbeddings) {
   EXPECT_FALSE(cj.contains("inputTextTokenCount"));
   ASSERT_EQ(c.headers.size(), 1u);
   EXPECT_EQ(c.headers[0], (std::pair<std::string, std::string>{"X-Amzn-Bedrock-Input-Token-Count", "3"}));
-  EXPECT_EQ(BedrockAnswer("POST", "/model/cohere.embed-english-v3/invoke", none, R"({"texts":["a"]})", {},
-                          cfg, 0)
-                .status,
-            400);  // input_type is required
+  EXPECT_EQ(
+      BedrockAnswer("POST", "/model/cohere.embed-english-v3/invoke", none, R"({"texts":["a"]})", {}, cfg, 0)
+          .status,
+      400);  // input_type is required
   EXPECT_EQ(BedrockAnswer("POST", "/model/anthropic.claude-v2/invoke", none, "{}", {}, cfg, 0).status, 400);
 }
 

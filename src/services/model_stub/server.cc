@@ -91,9 +91,9 @@ struct StubServer::Impl {
       const auto now = static_cast<int64_t>(std::time(nullptr));
       Reply reply = IsBedrockPath(path)  // AWS Bedrock Converse (bedrock_stub.h)
                         ? BedrockAnswer(method, path, header, req.body(), faults, options.stub, now)
-                    : IsGeminiPath(path)  // Google Gemini (gemini_stub.h)
-                        ? GeminiAnswer(method, path, header, req.body(), faults, options.stub)
-                        : Answer(method, path, req.body(), faults, options.stub, now);
+                        : IsGeminiPath(path)  // Google Gemini (gemini_stub.h)
+                              ? GeminiAnswer(method, path, header, req.body(), faults, options.stub)
+                              : Answer(method, path, req.body(), faults, options.stub, now);
       if (faults.delay_ms > 0) co_await Pause(std::chrono::milliseconds(faults.delay_ms));
       if (faults.drop) break;
       bool keep_alive = req.keep_alive();
