@@ -42,12 +42,11 @@ class GeminiProxyTest : public testing::ProxyFixture {
                            {"api_key", "gemini-key"},
                            {"model", model},
                            {"stub_fault_headers", true}}}}});
-    StartProxy(
-        Json{{"routes", routes},
-             {"keys", {{{"key", kKey}, {"org", "acme"}}}},
-             {"prices",
-              {{"gemini-flash", {{"input", 1.0}, {"output", 4.0}}}, {"gemini-embed", {{"input", 0.5}}}}}},
-        1);
+    file_ = Json{{"routes", routes},
+                 {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+                 {"prices",
+                  {{"gemini-flash", {{"input", 1.0}, {"output", 4.0}}}, {"gemini-embed", {{"input", 0.5}}}}}};
+    StartProxy(file_, 1);
   }
   void TearDown() override {
     StopProxy();
@@ -83,6 +82,7 @@ class GeminiProxyTest : public testing::ProxyFixture {
   }
 
   std::unique_ptr<model_stub::StubServer> stub_;
+  Json file_;  // the routes file
 };
 
 TEST_F(GeminiProxyTest, ResponsesApiWholeStreamedAndTools) {
@@ -186,6 +186,38 @@ TEST_F(GeminiProxyTest, ResponsesApiErrors) {
   EXPECT_EQ(ex.body.find("response.completed"), std::string::npos) << ex.body;
   UsageRecord rec = WaitRecord(4);
   EXPECT_NE(rec.error.find("injected stream error"), std::string::npos) << rec.error;
+}
+
+// DLP on a translated Responses answer: the chat form is screened before it becomes Responses events.
+TEST_F(GeminiProxyTest, ResponsesAnswersAreScreenedBeforeTranslation) {
+  StopProxy();
+  client_.emplace();
+  Json file = file_;
+  file["dlp"] = {{"orgs", {{"acme", {{"mode", "mask"}}}}}};
+  StartProxy(file, 1);
+  const std::string secret = "AKIAIOSFODNN7EXAMPLE";
+  const std::vector<std::pair<std::string, std::string>> text = {
+      {"x-stub-text", "Use the key " + secret + " and rotate it afterwards."}};
+  Json body = {{"model", "gemini-flash"}, {"input", "deploy plan"}};
+  auto r = Post("/v1/responses", body, text);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.find(secret), std::string::npos) << r.body;
+  EXPECT_EQ(Json::parse(r.body)["output"][0]["content"][0]["text"],
+            "Use the key [REDACTED:aws_access_key_id] and rotate it afterwards.");
+  EXPECT_EQ(WaitRecord(1).dlp_action, "masked");
+  body["stream"] = true;
+  auto s = Post("/v1/responses", body, text);
+  ASSERT_EQ(s.status, 200) << s.body;
+  EXPECT_EQ(s.body.find(secret), std::string::npos) << s.body;
+  std::string streamed;
+  for (const Json& e : Events(s.body)) {
+    if (e["type"] == "response.output_text.delta") streamed += e["delta"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, "Use the key [REDACTED:aws_access_key_id] and rotate it afterwards.");
+  EXPECT_EQ(Events(s.body).back()["type"], "response.completed");
+  UsageRecord rec = WaitRecord(2);
+  EXPECT_EQ(rec.dlp_action, "masked");
+  EXPECT_EQ(rec.status, 200) << rec.error;
 }
 
 TEST_F(GeminiProxyTest, EmbeddingsFloatBase64DimensionsAndUsage) {
