@@ -188,12 +188,15 @@ Status ParseBedrockFields(const Json& d, const std::string& path, std::string_vi
   b->host = std::string(Authority(c.base_url));
   const std::string prefix =
       std::string(BasePath(c.base_url)) + "/model/" + sigv4::UriEncode(b->model_id, /*keep_slash=*/false);
-  const std::string converse = prefix + "/converse", stream = prefix + "/converse-stream";
+  const std::string converse = prefix + "/converse", stream = prefix + "/converse-stream",
+                    invoke = prefix + "/invoke";
   const std::string origin = c.base_url.substr(0, c.base_url.size() - BasePath(c.base_url).size());
   b->converse_url = origin + converse;
   b->stream_url = origin + stream;
+  b->invoke_url = origin + invoke;
   b->converse_canonical_uri = sigv4::UriEncode(converse, /*keep_slash=*/true);
   b->stream_canonical_uri = sigv4::UriEncode(stream, /*keep_slash=*/true);
+  b->invoke_canonical_uri = sigv4::UriEncode(invoke, /*keep_slash=*/true);
   c.bedrock = std::move(b);
   return OkStatus();
 }
@@ -239,6 +242,21 @@ Result<UpstreamRequest> BedrockRequest(const BedrockDeployment& b, const openai:
   }
   GOVERN_RETURN_IF_ERROR(SignBedrock(b, stream ? b.stream_canonical_uri : b.converse_canonical_uri, up.body,
                                      up.headers, unix_micros));
+  return up;
+}
+
+Result<UpstreamRequest> BedrockInvokeRequest(const BedrockDeployment& b, std::string body,
+                                             int64_t unix_micros) {
+  UpstreamRequest up;
+  up.body = std::move(body);
+  up.url = b.invoke_url;
+  up.headers.Set("Content-Type", "application/json");
+  up.headers.Set("Accept", "application/json");
+  if (!b.api_key.empty()) {
+    up.headers.Set("Authorization", "Bearer " + b.api_key);
+    return up;
+  }
+  GOVERN_RETURN_IF_ERROR(SignBedrock(b, b.invoke_canonical_uri, up.body, up.headers, unix_micros));
   return up;
 }
 

@@ -5,8 +5,8 @@
 //
 // Promises:
 //  - URLs: base_url (default https://bedrock-runtime.{region}.amazonaws.com) + /model/{model id}/converse
-//    or /converse-stream, the model id percent-encoded (an id such as "anthropic.claude-3-5-haiku-
-//    20241022-v1:0" or an inference-profile ARN goes as one path segment).
+//    or /converse-stream (chat, Responses) or /invoke (embeddings), the model id percent-encoded (an id such
+//    as "anthropic.claude-3-5-haiku- 20241022-v1:0" or an inference-profile ARN goes as one path segment).
 //  - SigV4 (service "bedrock", the deployment's region; objstore/sigv4.h, unchanged): every request is
 //    signed when it is built (each attempt, so a retry is signed afresh), over host, content-type,
 //    accept, x-amz-date and x-amz-security-token (temporary credentials), and the SHA-256 of the body.
@@ -45,8 +45,8 @@ struct BedrockDeployment {
   std::shared_ptr<AwsCredentialSource> source;  // refreshed ones (aws_credentials_source)
   std::string api_key;                          // a Bedrock API key instead of SigV4 credentials
   std::string host;  // the Host header the provider client sends (base_url's host[:port])
-  std::string converse_url, stream_url;
-  std::string converse_canonical_uri, stream_canonical_uri;  // for signing
+  std::string converse_url, stream_url, invoke_url;
+  std::string converse_canonical_uri, stream_canonical_uri, invoke_canonical_uri;  // for signing
 };
 
 // The deployment fields only a bedrock deployment takes.
@@ -76,6 +76,11 @@ Status ParseBedrockFields(const nlohmann::json& d, const std::string& path, std:
 // The signed Converse (or ConverseStream, `stream`) request for `chat`, at `unix_micros` (x-amz-date).
 Result<UpstreamRequest> BedrockRequest(const BedrockDeployment& b, const openai::ChatRequest& chat,
                                        bool stream, int64_t unix_micros);
+
+// The signed InvokeModel request (POST /model/{model id}/invoke, JSON in and out) with `body`, the
+// model's own body (embeddings: gateway/bedrock.h FromEmbeddingsRequest).
+Result<UpstreamRequest> BedrockInvokeRequest(const BedrockDeployment& b, std::string body,
+                                             int64_t unix_micros);
 
 // The credentials to sign with now: the static set, or the source's current one.
 Result<std::shared_ptr<const objstore::sigv4::Credentials>> BedrockCredentials(const BedrockDeployment& b);
