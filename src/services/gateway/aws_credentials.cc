@@ -1,17 +1,23 @@
 #include "services/gateway/aws_credentials.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
-#include <ctime>
-#include <fstream>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "base/log.h"
+#include "base/time_format.h"
 #include "net/http_client.h"
+#include "net/url.h"
 
 namespace govern::gateway {
 
@@ -32,14 +38,9 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-std::string FormatIso(int64_t ms) {
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string FormatIso(int64_t ms) { return FormatRfc3339(ms / 1000); }
+
+constexpr size_t kMaxFileBytes = 64 * 1024;
 
 Status CheckValue(std::string_view what, const std::string& v) {
   if (v.find_first_of("\r\n") != std::string::npos || v.find('\0') != std::string::npos)
@@ -70,13 +71,32 @@ Status HttpError(std::string_view what, const net::ClientResponse& r) {
   return Unavailable(std::string(what) + " answered " + std::to_string(r.status) + detail);
 }
 
+// A small regular file (a credentials or token file): opened without blocking (a FIFO or device named
+// by mistake must not hang the refresh thread), at most kMaxFileBytes.
 Result<std::string> ReadWholeFile(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Unavailable(std::string(what) + " " + path + " cannot be read");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) return Unavailable(std::string(what) + " " + path + " cannot be read");
-  return s.str();
+  const std::string name = std::string(what) + " " + path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return Unavailable(name + " cannot be read");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return Unavailable(name + " cannot be read");
+  if (!S_ISREG(st.st_mode)) return Unavailable(name + " is not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes)
+    return Unavailable(name + " is larger than 64 KiB");
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Unavailable(name + " cannot be read");
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > kMaxFileBytes) return Unavailable(name + " is larger than 64 KiB");
+  }
+  return out;
 }
 
 Result<net::ClientResponse> Send(net::HttpClient& client, net::Method method, std::string url,
@@ -121,8 +141,10 @@ Fetch ContainerFetch(const AwsSourceOptions& o) {
       auth = std::string(Trim(auth));
       while (!auth.empty() && auth.back() == '\n') auth = std::string(Trim(auth.substr(0, auth.size() - 1)));
     }
-    if (auth.find_first_of("\r\n") != std::string::npos)
-      return InvalidArgument("the authorization token holds a line break");
+    for (char c : auth) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        return InvalidArgument("the authorization token holds a control character");
+    }
     net::HttpClient client(ClientOptionsFor(o));
     std::vector<std::pair<std::string, std::string>> headers{{"Accept", "application/json"}};
     if (!auth.empty()) headers.emplace_back("Authorization", auth);
@@ -190,25 +212,30 @@ struct AwsCredentialSource::Impl {
   int failures_in_row = 0;
   Stats stats;
   std::chrono::steady_clock::time_point next;
-  std::thread thread;
 
-  // One fetch; sets the next one's time.
+  // One fetch; sets the next one's time. The log line's fields are built under the lock (which every
+  // request's Current() takes) and written after it.
   void Refresh() {
     auto r = fetch();
     const int64_t now = NowMillis();
-    std::lock_guard lock(mu);
+    std::unique_lock lock(mu);
+    if (stop) return;  // the source is gone: nobody reads the result
     if (!r.ok()) {
       ++stats.failures;
       ++failures_in_row;
       last_error = r.status().message();
       auto delay = AwsRetryDelay(failures_in_row, options);
       next = std::chrono::steady_clock::now() + delay;
+      const std::string error = last_error;
+      const int failures = failures_in_row;
+      const int64_t expiration = expiration_ms;
+      lock.unlock();
       log::Warn("gateway", "aws credentials refresh failed",
                 {{"source", name},
-                 {"error", last_error},
-                 {"failures", failures_in_row},
+                 {"error", error},
+                 {"failures", failures},
                  {"retry_in_ms", static_cast<int64_t>(delay.count())},
-                 {"current_expires", expiration_ms ? FormatIso(expiration_ms) : std::string("never")}});
+                 {"current_expires", expiration ? FormatIso(expiration) : std::string("never")}});
       return;
     }
     failures_in_row = 0;
@@ -220,29 +247,68 @@ struct AwsCredentialSource::Impl {
     }
     auto delay = AwsRefreshDelay(now, expiration_ms, options);
     next = std::chrono::steady_clock::now() + delay;
-    if (*r) {
-      log::Info("gateway", "aws credentials refreshed",
-                {{"source", name},
-                 {"expires", expiration_ms ? FormatIso(expiration_ms) : std::string("never")},
-                 {"next_refresh_in_ms", static_cast<int64_t>(delay.count())}});
-    }
+    const int64_t expiration = expiration_ms;
+    lock.unlock();
+    if (!*r) return;
+    log::Info("gateway", "aws credentials refreshed",
+              {{"source", name},
+               {"expires", expiration ? FormatIso(expiration) : std::string("never")},
+               {"next_refresh_in_ms", static_cast<int64_t>(delay.count())}});
   }
 
-  void Run() {
-    std::unique_lock lock(mu);
-    while (!stop) {
-      if (cv.wait_until(lock, next, [this] { return stop; })) break;
+  // The refresh thread's loop: it holds the state through `self`, so the source's destructor only
+  // signals it and never waits for a fetch in flight.
+  static void Run(std::shared_ptr<Impl> self) {
+    std::unique_lock lock(self->mu);
+    while (!self->stop) {
+      if (self->cv.wait_until(lock, self->next, [&] { return self->stop; })) break;
       lock.unlock();
-      Refresh();
+      self->Refresh();
       lock.lock();
     }
   }
 };
 
-AwsCredentialSource::AwsCredentialSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+namespace {
+
+// Sources alive, by their options: deployments on one role share a source and its thread, and a routes
+// reload that leaves a deployment's credentials alone keeps its source (no new first fetch, no gap).
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::weak_ptr<AwsCredentialSource>> sources;
+};
+
+Registry& TheRegistry() {
+  static Registry* r = new Registry;  // never destroyed: sources may outlive static destruction
+  return *r;
+}
+
+std::string RegistryKey(const AwsSourceOptions& o) {
+  Json j = {static_cast<int>(o.kind),   o.file,
+            o.profile,                  o.url,
+            o.authorization,            o.authorization_file,
+            o.refresh_before.count(),   o.check_interval.count(),
+            o.min_backoff.count(),      o.max_backoff.count(),
+            o.timeout.count()};
+  return j.dump();
+}
+
+}  // namespace
+
+AwsCredentialSource::AwsCredentialSource(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 std::shared_ptr<AwsCredentialSource> AwsCredentialSource::Start(AwsSourceOptions options) {
-  auto impl = std::make_unique<Impl>();
+  const std::string key = RegistryKey(options);
+  Registry& registry = TheRegistry();
+  // Held over the first fetch, so two deployments on one role never start two sources.
+  std::lock_guard registry_lock(registry.mu);
+  for (auto it = registry.sources.begin(); it != registry.sources.end();) {
+    it = it->second.expired() ? registry.sources.erase(it) : std::next(it);
+  }
+  if (auto it = registry.sources.find(key); it != registry.sources.end()) {
+    if (auto alive = it->second.lock()) return alive;
+  }
+  auto impl = std::make_shared<Impl>();
   impl->name = SourceName(options);
   switch (options.kind) {
     case AwsSourceOptions::Kind::kFile:
@@ -257,9 +323,10 @@ std::shared_ptr<AwsCredentialSource> AwsCredentialSource::Start(AwsSourceOptions
   }
   impl->options = std::move(options);
   impl->Refresh();  // the first set before any request needs it
-  Impl* raw = impl.get();
-  raw->thread = std::thread([raw] { raw->Run(); });
-  return std::shared_ptr<AwsCredentialSource>(new AwsCredentialSource(std::move(impl)));
+  std::thread([impl] { Impl::Run(impl); }).detach();
+  std::shared_ptr<AwsCredentialSource> source(new AwsCredentialSource(std::move(impl)));
+  registry.sources[key] = source;
+  return source;
 }
 
 AwsCredentialSource::~AwsCredentialSource() {
@@ -268,7 +335,7 @@ AwsCredentialSource::~AwsCredentialSource() {
     impl_->stop = true;
   }
   impl_->cv.notify_all();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  // No join: the thread owns the state too and ends on its own, after a fetch in flight if any.
 }
 
 Result<std::shared_ptr<const sigv4::Credentials>> AwsCredentialSource::Current() const {
@@ -357,66 +424,18 @@ Result<AwsCredentialSet> ParseAwsCredentialsJson(std::string_view body) {
     if (!exp) return InvalidArgument("credentials answer: Expiration is not a string");
     auto ms = ParseIso8601Millis(*exp);
     if (!ms.ok()) return InvalidArgument("credentials answer: " + ms.status().message());
+    if (*ms <= 0)  // 0 would read as "never expires"
+      return InvalidArgument("credentials answer: Expiration `" + Excerpt(exp->substr(0, 40)) +
+                             "` is not after 1970");
     out.expiration_ms = *ms;
   }
   return out;
 }
 
 Result<int64_t> ParseIso8601Millis(std::string_view s) {
-  auto bad = [&] {
-    return InvalidArgument("Expiration `" + Excerpt(s.substr(0, 40)) + "` is not an ISO 8601 time");
-  };
-  auto digits = [&](size_t pos, size_t n, int& v) {
-    if (pos + n > s.size()) return false;
-    v = 0;
-    for (size_t i = pos; i < pos + n; ++i) {
-      if (s[i] < '0' || s[i] > '9') return false;
-      v = v * 10 + (s[i] - '0');
-    }
-    return true;
-  };
-  int year, mon, day, hour, min, sec;
-  if (!digits(0, 4, year) || s.size() < 19 || s[4] != '-' || !digits(5, 2, mon) || s[7] != '-' ||
-      !digits(8, 2, day) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(11, 2, hour) ||
-      s[13] != ':' || !digits(14, 2, min) || s[16] != ':' || !digits(17, 2, sec))
-    return bad();
-  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60) return bad();
-  size_t pos = 19;
-  int millis = 0;
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    int n = 0;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      if (n < 3) millis = millis * 10 + (s[pos] - '0');
-      ++n;
-      ++pos;
-    }
-    if (n == 0) return bad();
-    for (int i = n; i < 3; ++i) millis *= 10;
-  }
-  int offset_min = 0;
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    ++pos;
-  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
-    int oh, om;
-    if (!digits(pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(pos + 4, 2, om) ||
-        oh > 23 || om > 59)
-      return bad();
-    offset_min = (oh * 60 + om) * (s[pos] == '-' ? -1 : 1);
-    pos += 6;
-  } else {
-    return bad();
-  }
-  if (pos != s.size()) return bad();
-  // Days from the civil date (Howard Hinnant's algorithm), so no locale or time zone is involved.
-  const int y = year - (mon <= 2 ? 1 : 0);
-  const int era = y / 400;
-  const int yoe = y - era * 400;
-  const int doy = (153 * (mon + (mon > 2 ? -3 : 9)) + 2) / 5 + day - 1;
-  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  const int64_t days = static_cast<int64_t>(era) * 146097 + doe - 719468;
-  const int64_t secs = days * 86400 + hour * 3600 + min * 60 + sec - static_cast<int64_t>(offset_min) * 60;
-  return secs * 1000 + millis;
+  auto t = ParseRfc3339(s);  // base/time_format.h
+  if (!t.ok()) return InvalidArgument("Expiration `" + Excerpt(s.substr(0, 40)) + "` is not an ISO 8601 time");
+  return t->unix_seconds * 1000 + t->nanos / 1000000;
 }
 
 Result<std::string> ContainerCredentialsUrl(std::string_view full_uri, std::string_view relative_uri) {
@@ -430,32 +449,50 @@ Result<std::string> ContainerCredentialsUrl(std::string_view full_uri, std::stri
         "neither AWS_CONTAINER_CREDENTIALS_RELATIVE_URI nor AWS_CONTAINER_CREDENTIALS_FULL_URI is set");
   if (full_uri.find_first_of(" \r\n") != std::string_view::npos)
     return InvalidArgument("AWS_CONTAINER_CREDENTIALS_FULL_URI holds a space or line break");
-  if (full_uri.starts_with("https://")) return std::string(full_uri);
-  if (!full_uri.starts_with("http://"))
+  if (!full_uri.starts_with("http://") && !full_uri.starts_with("https://"))
     return InvalidArgument("AWS_CONTAINER_CREDENTIALS_FULL_URI must be an http:// or https:// URL");
-  std::string_view rest = full_uri.substr(7);
-  std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
-  if (size_t at = authority.rfind('@'); at != std::string_view::npos)
-    return InvalidArgument("AWS_CONTAINER_CREDENTIALS_FULL_URI must not hold user information");
-  std::string_view host = authority;
-  if (host.starts_with("[")) {
-    host = host.substr(0, host.find(']') + 1);
-  } else {
-    host = host.substr(0, host.find(':'));
+  // The authority as the HTTP client reads it (up to the first '/'): only host, port and an IPv6
+  // literal's brackets, so that no `?`, `#`, `@` or `\` makes the check below see another host than
+  // the one the token is sent to.
+  const std::string_view rest = full_uri.substr(full_uri.find("://") + 3);
+  const std::string_view authority = rest.substr(0, rest.find('/'));
+  for (char c : authority) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '-' || c == ':' || c == '[' || c == ']';
+    if (!ok)
+      return InvalidArgument(
+          "AWS_CONTAINER_CREDENTIALS_FULL_URI must hold only a host and port before its path (no user "
+          "information, query or fragment)");
   }
-  bool allowed = host == "localhost" || host == "[::1]" || host == "169.254.170.2" ||
-                 host == "169.254.170.23" || host == "[fd00:ec2::23]";
-  if (!allowed && host.starts_with("127.")) {
-    int dots = 0;
-    allowed = host.find_first_not_of("0123456789.") == std::string_view::npos;
-    for (char c : host) dots += c == '.' ? 1 : 0;
-    allowed = allowed && dots == 3;
-  }
-  if (!allowed)
+  auto url = net::ParseUrl(full_uri);
+  if (!url.ok()) return InvalidArgument("AWS_CONTAINER_CREDENTIALS_FULL_URI: " + url.status().message());
+  if (url->tls) return std::string(full_uri);
+  if (!AllowedContainerHost(url->host))
     return InvalidArgument(
         "AWS_CONTAINER_CREDENTIALS_FULL_URI over plain http must name a loopback address, 169.254.170.2, "
         "169.254.170.23 or [fd00:ec2::23] (as the AWS SDKs require); use https otherwise");
   return std::string(full_uri);
+}
+
+bool AllowedContainerHost(std::string_view host) {
+  if (host == "localhost" || host == "::1" || host == "169.254.170.2" || host == "169.254.170.23" ||
+      host == "fd00:ec2::23")
+    return true;
+  if (!host.starts_with("127.")) return false;
+  // 127.a.b.c: four decimal octets 0..255 without leading zeros (which resolvers may read as octal).
+  int octets = 0;
+  while (!host.empty()) {
+    const size_t dot = host.find('.');
+    const std::string_view o = host.substr(0, dot);
+    if (o.empty() || o.size() > 3 || o.find_first_not_of("0123456789") != std::string_view::npos ||
+        (o.size() > 1 && o[0] == '0') || std::stoi(std::string(o)) > 255)
+      return false;
+    ++octets;
+    if (dot == std::string_view::npos) break;
+    host.remove_prefix(dot + 1);
+    if (host.empty()) return false;  // a trailing dot
+  }
+  return octets == 4;
 }
 
 std::chrono::milliseconds AwsRefreshDelay(int64_t now_ms, int64_t expiration_ms, const AwsSourceOptions& o) {
@@ -464,7 +501,10 @@ std::chrono::milliseconds AwsRefreshDelay(int64_t now_ms, int64_t expiration_ms,
   const int64_t remaining = expiration_ms - now_ms;
   int64_t delay = remaining - o.refresh_before.count();
   if (delay < remaining / 2) delay = remaining / 2;  // short-lived sets: half-way through their life
-  return milliseconds(std::max<int64_t>(delay, 1000));
+  // A far-future Expiration (9999-12-31) is looked at again within a day: a steady_clock time point
+  // that far ahead would overflow.
+  const int64_t most = std::max<int64_t>(86400000, o.check_interval.count());
+  return milliseconds(std::clamp<int64_t>(delay, 1000, most));
 }
 
 std::chrono::milliseconds AwsRetryDelay(int failures, const AwsSourceOptions& o) {

@@ -12,19 +12,22 @@
 //    (JSON as above, with "Code": "Success").
 //
 // Promises:
+//  - One source per set of options: Start() with options equal to those of a source still alive returns
+//    that source (deployments on one role share it; a routes reload keeps it, with no new first fetch).
 //  - Never fetched on the request path: Start() fetches once (bounded by the options' timeouts) and then
 //    a thread of the source's own refreshes `refresh_before` ahead of Expiration (or half-way through
 //    the remaining life when that is shorter; at least 1 s apart), with exponential backoff on failure
 //    (min_backoff doubling up to max_backoff). A source with no expiration (a file, an endpoint that
-//    gives none) is checked again every `check_interval`.
+//    gives none) is checked again every `check_interval`; one far ahead, at least daily.
 //  - Current() hands out an immutable snapshot (shared_ptr): a refresh swaps the pointer, so a request
 //    signs with one whole set, never a mix, and keeps the set it started with.
 //  - While refreshing fails the last good set is kept until its Expiration; after it (or before the first
 //    success) Current() is Unavailable, naming the source and the last error. Each refresh and each
 //    failure is logged (component "gateway"); secrets never appear in errors or logs.
 //
-// Thread-safety: Current(), name() and stats() may be called from any thread. Destroying a source stops
-// its thread, waiting for a fetch in progress (bounded by `timeout`).
+// Thread-safety: Current(), name() and stats() may be called from any thread. Destroying a source never
+// blocks (it may happen on an event-loop thread after a reload): it signals the refresh thread, which
+// shares the source's state and ends on its own, after a fetch in progress (bounded by `timeout`).
 #pragma once
 
 #include <chrono>
@@ -51,7 +54,7 @@ struct AwsSourceOptions {
   std::chrono::milliseconds timeout{2000};  // connect, and each HTTP exchange
 };
 
-// One fetched set: credentials and their Expiration (Unix milliseconds; 0: none given).
+// One fetched set: credentials and their Expiration (Unix milliseconds, > 0; 0: none given).
 struct AwsCredentialSet {
   objstore::sigv4::Credentials credentials;
   int64_t expiration_ms = 0;
@@ -77,8 +80,8 @@ class AwsCredentialSource {
   struct Impl;
 
  private:
-  explicit AwsCredentialSource(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit AwsCredentialSource(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;  // shared with the refresh thread
 };
 
 // Parsers and schedules, exposed for tests and the fuzz target. Errors never quote a secret.
@@ -86,14 +89,17 @@ class AwsCredentialSource {
 // `#`/`;` comments. aws_access_key_id and aws_secret_access_key are required.
 Result<AwsCredentialSet> ParseAwsCredentialsFile(std::string_view text, std::string_view profile);
 // A container endpoint's or IMDS's answer. Token and Expiration are optional; "Code" other than
-// "Success" (IMDS) is an error carrying the answer's Message.
+// "Success" (IMDS) is an error carrying the answer's Message; an Expiration not after 1970 is an error.
 Result<AwsCredentialSet> ParseAwsCredentialsJson(std::string_view body);
 // "2026-12-01T04:05:06Z", with optional fractional seconds and a Z or ±hh:mm offset: Unix milliseconds.
 Result<int64_t> ParseIso8601Millis(std::string_view s);
 // The container endpoint from AWS_CONTAINER_CREDENTIALS_RELATIVE_URI (wins; under http://169.254.170.2)
 // or AWS_CONTAINER_CREDENTIALS_FULL_URI (https, or http to a loopback address, 169.254.170.2,
-// 169.254.170.23 or [fd00:ec2::23]).
+// 169.254.170.23 or [fd00:ec2::23]). The authority holds only host, port and brackets, and the host
+// checked is the one net::ParseUrl (the client's parser) gives.
 Result<std::string> ContainerCredentialsUrl(std::string_view full_uri, std::string_view relative_uri);
+// The hosts (as net::ParseUrl gives them: IPv6 without brackets) plain http may fetch a token from.
+bool AllowedContainerHost(std::string_view host);
 // How long after a fetch at `now_ms` to fetch again.
 std::chrono::milliseconds AwsRefreshDelay(int64_t now_ms, int64_t expiration_ms, const AwsSourceOptions& o);
 std::chrono::milliseconds AwsRetryDelay(int failures, const AwsSourceOptions& o);

@@ -1,13 +1,15 @@
 // Fuzz target: what a credentials source reads from outside (aws_credentials.h): a shared credentials
 // file, a container endpoint's or IMDS's JSON answer, an Expiration time and a container endpoint URL.
 // The first byte picks the parser. Nothing may crash or throw; a set that parses has both keys, and no
-// line break in any value.
+// line break in any value; a container URL accepted is one the HTTP client parses, and over plain http
+// the host it connects to (net::ParseUrl's) is on the allowed list.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "net/url.h"
 #include "services/gateway/aws_credentials.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -39,8 +41,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     default: {
       size_t nl = in.find('\n');
-      (void)ContainerCredentialsUrl(in.substr(0, nl == std::string_view::npos ? in.size() : nl),
-                                    nl == std::string_view::npos ? std::string_view() : in.substr(nl + 1));
+      auto url = ContainerCredentialsUrl(in.substr(0, nl == std::string_view::npos ? in.size() : nl),
+                                         nl == std::string_view::npos ? std::string_view() : in.substr(nl + 1));
+      if (url.ok()) {
+        auto parsed = govern::net::ParseUrl(*url);
+        if (!parsed.ok()) std::abort();
+        if (!parsed->tls && !AllowedContainerHost(parsed->host)) std::abort();
+      }
     }
   }
   return 0;

@@ -10,8 +10,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,8 +23,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/time_format.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "net/url.h"
 #include "services/gateway/bedrock_provider.h"
 #include "services/gateway/proxy.h"
 #include "services/gateway/test_util.h"
@@ -38,14 +43,7 @@ int64_t NowMs() {
       .count();
 }
 
-std::string Iso(int64_t ms) {
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string Iso(int64_t ms) { return FormatRfc3339(ms / 1000); }
 
 // Waits (up to a minute, polling) for `done`; false if it never came. Not a timing assertion: the
 // events waited for are due within seconds.
@@ -116,6 +114,12 @@ TEST(AwsCredentialsParseTest, EndpointAnswers) {
   EXPECT_FALSE(ParseAwsCredentialsJson(R"({"AccessKeyId":"A","SecretAccessKey":"s\n"})").ok());
   auto bad_time = ParseAwsCredentialsJson(R"({"AccessKeyId":"A","SecretAccessKey":"s","Expiration":"soon"})");
   EXPECT_NE(bad_time.status().message().find("not an ISO 8601 time"), std::string::npos);
+  // An Expiration at (or before) the epoch would read as "never expires": refused.
+  for (const char* t : {"1970-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "0000-01-01T00:00:00Z"}) {
+    auto epoch = ParseAwsCredentialsJson(std::string(R"({"AccessKeyId":"A","SecretAccessKey":"s","Expiration":")") +
+                                         t + "\"}");
+    EXPECT_NE(epoch.status().message().find("is not after 1970"), std::string::npos) << t;
+  }
   // No secret in an error.
   auto no_id = ParseAwsCredentialsJson(R"({"SecretAccessKey":"very-secret"})");
   EXPECT_EQ(no_id.status().message().find("very-secret"), std::string::npos);
@@ -128,7 +132,8 @@ TEST(AwsCredentialsParseTest, Iso8601) {
   EXPECT_EQ(ParseIso8601Millis("2016-02-25T07:03:31+01:00").value(), 1456380211000);
   EXPECT_EQ(ParseIso8601Millis("2024-02-29T23:59:59Z").value(), 1709251199000);
   for (const char* bad : {"", "2016-02-25", "2016-02-25T06:03:31", "2016-13-25T06:03:31Z",
-                          "2016-02-25T06:03:31Zx", "2016-02-25T06:03:31.Z", "2016-02-25T06:03:31+0100"}) {
+                          "2016-02-25T06:03:31Zx", "2016-02-25T06:03:31.Z", "2016-02-25T06:03:31+0100",
+                          "2023-02-29T06:03:31Z"}) {
     EXPECT_FALSE(ParseIso8601Millis(bad).ok()) << bad;
   }
 }
@@ -146,6 +151,26 @@ TEST(AwsCredentialsParseTest, ContainerEndpointFromTheEnvironment) {
   EXPECT_NE(remote.status().message().find("must name a loopback address"), std::string::npos);
   EXPECT_FALSE(ContainerCredentialsUrl("http://127.0.0.1.evil.com/x", "").ok());
   EXPECT_FALSE(ContainerCredentialsUrl("http://user@127.0.0.1/x", "").ok());
+  EXPECT_TRUE(ContainerCredentialsUrl("http://[::1]:8080/creds", "").ok());
+  EXPECT_TRUE(ContainerCredentialsUrl("http://127.1.2.254:80", "").ok());
+  // Authorities the check and the client once read differently: the client connects to the whole
+  // authority up to the first '/', so none of these may pass (the token would go to another host).
+  for (const char* odd :
+       {"http://127.0.0.1?.attacker.example/creds", "http://localhost?@attacker.example/",
+        "http://localhost#@attacker.example/", "http://127.0.0.1\\@attacker.example/",
+        "http://127.0.0.1%2e.attacker.example/", "http://[::1]@attacker.example/", "https://u@host.example/x",
+        "http://127.0.0.01/x", "http://127.0.0.1./x", "http://127.0.0.256/x", "http://127.0.0/x",
+        "http://[::1]x/creds", "http://localhost:80:81/x", "http://:80/x"}) {
+    auto r = ContainerCredentialsUrl(odd, "");
+    EXPECT_FALSE(r.ok()) << odd;
+  }
+  auto query = ContainerCredentialsUrl("http://127.0.0.1?.attacker.example/creds", "");
+  EXPECT_NE(query.status().message().find("only a host and port"), std::string::npos)
+      << query.status().message();
+  EXPECT_TRUE(AllowedContainerHost("127.0.0.1"));
+  EXPECT_TRUE(AllowedContainerHost("fd00:ec2::23"));
+  EXPECT_FALSE(AllowedContainerHost("[fd00:ec2::23]"));  // the client's host has no brackets
+  EXPECT_FALSE(AllowedContainerHost("127.0.0.1?.attacker.example"));
   EXPECT_FALSE(ContainerCredentialsUrl("", "").ok());
   EXPECT_FALSE(ContainerCredentialsUrl("", "relative").ok());
 }
@@ -159,6 +184,15 @@ TEST(AwsCredentialsParseTest, RefreshSchedule) {
   EXPECT_EQ(AwsRefreshDelay(now, now + 1000, o), milliseconds(1000));  // at least 1 s apart
   EXPECT_EQ(AwsRefreshDelay(now, now - 5000, o), milliseconds(1000));  // already expired
   EXPECT_EQ(AwsRefreshDelay(now, 0, o), o.check_interval);             // no expiration
+  // A far-future Expiration: looked at again within a day (a time point that far would overflow
+  // steady_clock, and the refresh thread would spin).
+  const int64_t far = ParseIso8601Millis("9999-12-31T23:59:59Z").value();
+  EXPECT_EQ(AwsRefreshDelay(NowMs(), far, o), std::chrono::hours(24));
+  AwsSourceOptions slow = o;
+  slow.check_interval = std::chrono::hours(48);
+  EXPECT_EQ(AwsRefreshDelay(NowMs(), far, slow), std::chrono::hours(48));
+  EXPECT_LT(std::chrono::steady_clock::now().time_since_epoch().count(),
+            (std::chrono::steady_clock::now() + AwsRefreshDelay(NowMs(), far, o)).time_since_epoch().count());
   EXPECT_EQ(AwsRetryDelay(1, o), milliseconds(1000));
   EXPECT_EQ(AwsRetryDelay(3, o), milliseconds(4000));
   EXPECT_EQ(AwsRetryDelay(30, o), milliseconds(60000));
@@ -173,7 +207,11 @@ class CredentialsEndpoint {
   CredentialsEndpoint() {
     net::Router router;
     router.AddSync(net::Method::kGet, "/creds", [this](net::Request& req) {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      ++waiting_;
+      cv_.wait(lock, [&] { return !hold_; });
+      --waiting_;
+      last_auth_ = std::string(req.headers.Get("Authorization").value_or(""));
       if (!want_auth_.empty() && req.headers.Get("Authorization").value_or("") != want_auth_)
         return net::Response(401, R"({"code":"Unauthorized","message":"bad token"})", "application/json");
       return Answer(false);
@@ -224,6 +262,26 @@ class CredentialsEndpoint {
     std::lock_guard lock(mu_);
     return imds_tokens_;
   }
+  // While held, a credentials request waits (its handler blocked) until Release().
+  void Hold() {
+    std::lock_guard lock(mu_);
+    hold_ = true;
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mu_);
+      hold_ = false;
+    }
+    cv_.notify_all();
+  }
+  int waiting() const {
+    std::lock_guard lock(mu_);
+    return waiting_;
+  }
+  std::string last_auth() const {
+    std::lock_guard lock(mu_);
+    return last_auth_;
+  }
 
  private:
   net::Response Answer(bool imds) {
@@ -240,6 +298,10 @@ class CredentialsEndpoint {
   }
 
   mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool hold_ = false;
+  int waiting_ = 0;
+  std::string last_auth_;
   int n_ = 1;
   int64_t life_ms_ = 0;
   bool rotate_ = false, fail_ = false;
@@ -356,6 +418,136 @@ TEST(AwsCredentialSourceTest, NoCredentialsYet) {
   EXPECT_EQ(source->stats().failures, 1u);
 }
 
+TEST(AwsCredentialSourceTest, DestroyingDoesNotWaitForAFetchInFlight) {
+  CredentialsEndpoint ep;
+  ep.Set(1, 0, false);
+  AwsSourceOptions o;
+  o.kind = AwsSourceOptions::Kind::kContainer;
+  o.url = ep.Url() + "/creds";
+  o.check_interval = milliseconds(50);
+  o.timeout = std::chrono::minutes(10);  // a destructor that waited for the fetch would wait this long
+  auto source = AwsCredentialSource::Start(o);
+  ASSERT_EQ(KeyOf(*source), "ASIAKEY1/secret-1/token-1");
+  ep.Hold();
+  ASSERT_TRUE(WaitFor([&] { return ep.waiting() == 1; }));  // a refresh in flight, held at the stub
+  std::atomic<bool> destroyed{false};
+  std::thread last_owner([&] {  // as a gateway event loop dropping the last route table after a reload
+    source.reset();
+    destroyed = true;
+  });
+  const bool returned = WaitFor([&] { return destroyed.load(); });
+  ep.Release();  // only now can the fetch end
+  last_owner.join();
+  EXPECT_TRUE(returned) << "the destructor waited for the fetch in flight";
+  ASSERT_TRUE(WaitFor([&] { return ep.waiting() == 0; }));
+}
+
+TEST(AwsCredentialSourceTest, TokenFileIsReReadAtEveryFetch) {
+  CredentialsEndpoint ep;
+  ep.Set(1, 0, false);
+  const std::string token_file = ::testing::TempDir() + "aws_token_reread_" + std::to_string(::getpid());
+  auto write = [&](const std::string& text) {
+    { std::ofstream(token_file + ".tmp") << text; }
+    std::filesystem::rename(token_file + ".tmp", token_file);
+  };
+  write("token-a\n");
+  ep.WantAuth("token-a");
+  AwsSourceOptions o;
+  o.kind = AwsSourceOptions::Kind::kContainer;
+  o.url = ep.Url() + "/creds";
+  o.authorization_file = token_file;
+  o.check_interval = milliseconds(50);
+  o.min_backoff = milliseconds(50);
+  o.max_backoff = milliseconds(100);
+  auto source = AwsCredentialSource::Start(o);
+  EXPECT_EQ(KeyOf(*source), "ASIAKEY1/secret-1/token-1");
+  EXPECT_EQ(ep.last_auth(), "token-a");
+  ep.WantAuth("token-b");  // the token rotates (as EKS does): only the new one is accepted
+  ep.Set(2, 0, false);
+  write("token-b\n");
+  ASSERT_TRUE(WaitFor([&] { return KeyOf(*source) == "ASIAKEY2/secret-2/token-2"; })) << KeyOf(*source);
+  EXPECT_EQ(ep.last_auth(), "token-b");
+  std::filesystem::remove(token_file);
+}
+
+TEST(AwsCredentialSourceTest, FilesMustBeSmallRegularFilesAndTokensPlainText) {
+  CredentialsEndpoint ep;
+  ep.Set(1, 0, false);
+  const std::string dir = ::testing::TempDir() + "aws_files_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  auto container = [&](const std::string& token_file) {
+    AwsSourceOptions o;
+    o.kind = AwsSourceOptions::Kind::kContainer;
+    o.url = ep.Url() + "/creds";
+    o.authorization_file = token_file;
+    o.min_backoff = milliseconds(60000);
+    return AwsCredentialSource::Start(o);
+  };
+  { std::ofstream(dir + "/control") << "tok\x01en\n"; }
+  EXPECT_NE(KeyOf(*container(dir + "/control")).find("the authorization token holds a control character"),
+            std::string::npos);
+  // A FIFO (no writer: a blocking open would hang the refresh thread).
+  ASSERT_EQ(::mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  EXPECT_NE(KeyOf(*container(dir + "/fifo")).find("/fifo is not a regular file"), std::string::npos);
+  { std::ofstream(dir + "/big") << std::string(64 * 1024 + 1, 'x'); }
+  EXPECT_NE(KeyOf(*container(dir + "/big")).find("/big is larger than 64 KiB"), std::string::npos);
+  {
+    std::ofstream f(dir + "/credentials");
+    f << "[default]\naws_access_key_id = AKID\naws_secret_access_key = s\n" << std::string(70000, '#') << "\n";
+  }
+  AwsSourceOptions o;
+  o.kind = AwsSourceOptions::Kind::kFile;
+  o.file = dir + "/credentials";
+  o.min_backoff = milliseconds(60000);
+  auto file = AwsCredentialSource::Start(o);
+  EXPECT_NE(KeyOf(*file).find("/credentials is larger than 64 KiB"), std::string::npos) << KeyOf(*file);
+  EXPECT_EQ(ep.fetches(), 0);  // nothing was sent with a bad token
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AwsCredentialSourceTest, EqualSettingsShareOneSourceAcrossReloads) {
+  CredentialsEndpoint ep;
+  ep.Set(1, 0, false);
+  for (const char* v : {"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+                        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"})
+    ::unsetenv(v);
+  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (ep.Url() + "/creds").c_str(), 1);
+  auto parse = [](const std::string& model, std::optional<int> before) {
+    Json a = {{"name", "a"}, {"provider", "bedrock"}, {"region", "eu-west-1"}, {"model", "m1"},
+              {"aws_credentials_source", "container"}};
+    Json b = a;
+    b["name"] = "b";
+    b["region"] = "us-east-1";
+    if (before) b["aws_credentials_refresh_before_ms"] = *before;
+    auto c = ParseProxyConfig(Json{{"routes", {{{"model", model}, {"deployments", {a, b}}}}}}.dump());
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::make_optional(std::move(*c)) : std::nullopt;
+  };
+  auto source = [](const std::optional<ProxyConfig>& c, size_t i) {
+    return c ? c->models.at(0).deployments.at(i).bedrock->source.get() : nullptr;
+  };
+  auto first = parse("claude", std::nullopt);
+  ASSERT_TRUE(first && source(first, 0));
+  EXPECT_EQ(source(first, 0), source(first, 1));  // two deployments on one role: one source, one thread
+  EXPECT_EQ(ep.fetches(), 1);
+  // A reload that changes something else (the route's name) while the old table is in use.
+  auto second = parse("claude-renamed", std::nullopt);
+  EXPECT_EQ(source(second, 0), source(first, 0));
+  EXPECT_EQ(ep.fetches(), 1);  // no new first fetch
+  // Changed settings: a source of its own.
+  auto third = parse("claude", 60000);
+  EXPECT_EQ(source(third, 0), source(first, 0));
+  EXPECT_NE(source(third, 1), source(first, 1));
+  EXPECT_EQ(ep.fetches(), 2);
+  // Once no table holds it, the next load starts afresh.
+  first.reset();
+  second.reset();
+  third.reset();
+  auto fourth = parse("claude", std::nullopt);
+  EXPECT_EQ(ep.fetches(), 3);
+  ::unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+}
+
 TEST(AwsCredentialSourceTest, SharedCredentialsFileIsReReadWhenItChanges) {
   const std::string file = ::testing::TempDir() + "aws_credentials_" + std::to_string(::getpid());
   auto write = [&](const std::string& text) {  // as helpers do: a new file renamed over the old one
@@ -459,7 +651,7 @@ TEST_F(BedrockRotationTest, SignaturesUseTheRotatedKeyAndSessionToken) {
   EXPECT_NE(streamed.body.find("[DONE]"), std::string::npos) << streamed.body;
 }
 
-TEST_F(BedrockRotationTest, ExpiredCredentialsGive502NamingTheSource) {
+TEST_F(BedrockRotationTest, ExpiredCredentialsGive502NamingTheDeployment) {
   StartStub(1);
   CredentialsEndpoint ep;
   ep.Set(1, 4000, false);  // refreshed after 2 s, which fails
@@ -471,17 +663,29 @@ TEST_F(BedrockRotationTest, ExpiredCredentialsGive502NamingTheSource) {
   const int fetched = ep.fetches();
   ASSERT_TRUE(WaitFor([&] { return ep.fetches() > fetched; }));  // a refresh has failed
   net::ClientResponse failed;
+  size_t chats = 1;
   ASSERT_TRUE(WaitFor([&] {
     failed = Chat(false);
-    return failed.status != 200 && failed.body.find("refreshing failed") != std::string::npos;
+    ++chats;
+    return failed.status == 502;
   }));
   EXPECT_EQ(failed.status, 502) << failed.body;
+  // The client learns which deployment, not the files or endpoints behind it.
   const std::string message = Json::parse(failed.body)["error"]["message"].get<std::string>();
-  EXPECT_NE(message.find("container credentials endpoint " + ep.Url() + "/creds: credentials expired at"),
+  EXPECT_EQ(message,
+            "the gateway's AWS credentials for deployment bedrock-eu are unavailable (expired or not "
+            "fetched yet); see the gateway log");
+  EXPECT_EQ(failed.body.find(ep.Url()), std::string::npos) << failed.body;
+  // The usage record keeps the details.
+  UsageRecord rec = WaitRecord(chats);
+  EXPECT_EQ(rec.status, 502);
+  ASSERT_FALSE(rec.attempts.empty());
+  const std::string detail = rec.attempts.back().error;
+  EXPECT_NE(detail.find("container credentials endpoint " + ep.Url() + "/creds: credentials expired at"),
             std::string::npos)
-      << message;
-  EXPECT_NE(message.find("endpoint answered 500"), std::string::npos) << message;
-  EXPECT_EQ(message.find("secret-1"), std::string::npos);
+      << detail;
+  EXPECT_NE(detail.find("endpoint answered 500"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("secret-1"), std::string::npos);
 }
 
 TEST(BedrockCredentialSourceConfigTest, FieldsAreCheckedAtLoad) {
@@ -512,6 +716,8 @@ TEST(BedrockCredentialSourceConfigTest, FieldsAreCheckedAtLoad) {
                "aws_imds_endpoint must be an http:// or https:// URL");
   EXPECT_PRED2(has, err({{"aws_credentials_source", "file"}, {"aws_credentials_file_check_ms", 5}}),
                "aws_credentials_file_check_ms must be 100..86400000");
+  EXPECT_PRED2(has, err({{"aws_credentials_source", "imds"}, {"aws_credentials_refresh_before_ms", 0}}),
+               "aws_credentials_refresh_before_ms must be 10000..86400000 (at least 10 s");
   ::unsetenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
   ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://credentials.example.com/x", 1);
   EXPECT_PRED2(has, err({{"aws_credentials_source", "container"}}), "must name a loopback address");

@@ -73,8 +73,10 @@ Result<std::optional<AwsSourceOptions>> SourceOptions(const Json& d, const std::
   };
   AwsSourceOptions o;
   if (before) {
-    if (*before < 0 || *before > 86400000)
-      return InvalidArgument(path + ".aws_credentials_refresh_before_ms must be 0..86400000");
+    if (*before < 10000 || *before > 86400000)  // 0 would refresh only when the set has expired
+      return InvalidArgument(path +
+                             ".aws_credentials_refresh_before_ms must be 10000..86400000 (at least 10 s "
+                             "before the credentials expire)");
     o.refresh_before = std::chrono::milliseconds(*before);
   }
   if (*kind == "file") {

@@ -721,6 +721,10 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       rec.attempts.back().error = up.status().message();
       build_error = up.status().message();
       build_error_status = up.status().code() == Code::kUnavailable ? 502 : 400;
+      // AWS credentials unavailable: the details (files, endpoints) stay in the log and the record.
+      if (build_error_status == 502 && target.provider == Provider::kBedrock)
+        build_error = "the gateway's AWS credentials for deployment " + target.deployment +
+                      " are unavailable (expired or not fetched yet); see the gateway log";
       return Attempt();
     }
     Start(std::move(*up));
