@@ -1,5 +1,7 @@
 #include "gateway/bedrock.h"
 
+#include <algorithm>
+
 #include "gateway/json_util.h"
 #include "gateway/sse.h"
 
@@ -350,15 +352,20 @@ Result<std::vector<std::string>> FromEmbeddingsRequest(const openai::EmbeddingsR
       return bodies;
     case EmbeddingModel::kCohere:
     case EmbeddingModel::kCohereV4: {
-      if (req.input.size() > 96) return InvalidArgument("input: Cohere Embed takes at most 96 texts");
-      Json b = {{"texts", req.input}, {"input_type", "search_document"}};
       if (req.dimensions) {
         if (model == EmbeddingModel::kCohere)
           return InvalidArgument("dimensions: Cohere Embed v3 has a fixed size");
         GOVERN_RETURN_IF_ERROR(one_of({256, 512, 1024, 1536}, "256, 512, 1024, 1536"));
-        b["output_dimension"] = *req.dimensions;
       }
-      bodies.push_back(Dump(b));
+      // At most kCohereMaxTexts texts a call: several calls, in order, for more.
+      for (size_t at = 0; at < req.input.size(); at += kCohereMaxTexts) {
+        const size_t end = std::min(req.input.size(), at + kCohereMaxTexts);
+        Json texts = Json::array();
+        for (size_t i = at; i < end; ++i) texts.push_back(req.input[i]);
+        Json b = {{"texts", std::move(texts)}, {"input_type", "search_document"}};
+        if (req.dimensions) b["output_dimension"] = *req.dimensions;
+        bodies.push_back(Dump(b));
+      }
       return bodies;
     }
   }

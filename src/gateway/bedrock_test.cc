@@ -343,6 +343,30 @@ TEST(BedrockTest, EmbeddingModelsAndRequests) {
   EXPECT_FALSE(FromEmbeddingsRequest(*tokens, EmbeddingModel::kTitanV2).ok());
 }
 
+// Cohere takes at most 96 texts a call: 200 are three calls (96, 96, 8), in order.
+TEST(BedrockTest, CohereEmbeddingsOverNinetySixTextsAreSplit) {
+  Json in = Json::array();
+  for (int i = 0; i < 200; ++i) in.push_back("t" + std::to_string(i));
+  auto req = openai::ParseEmbeddingsRequest(Json{{"model", "e"}, {"input", in}, {"dimensions", 512}}.dump());
+  ASSERT_TRUE(req.ok());
+  auto bodies = FromEmbeddingsRequest(*req, EmbeddingModel::kCohereV4);
+  ASSERT_TRUE(bodies.ok()) << bodies.status().ToString();
+  ASSERT_EQ(bodies->size(), 3u);
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < bodies->size(); ++i) {
+    Json b = Json::parse((*bodies)[i]);
+    EXPECT_EQ(b["texts"].size(), i < 2 ? kCohereMaxTexts : 8u);
+    EXPECT_EQ(b["output_dimension"], 512);
+    EXPECT_EQ(b["input_type"], "search_document");
+    for (const auto& t : b["texts"]) texts.push_back(t.get<std::string>());
+  }
+  EXPECT_EQ(Json(texts), in);
+  in.erase(in.begin() + 96, in.end());  // exactly 96: one call
+  auto exact = openai::ParseEmbeddingsRequest(Json{{"model", "e"}, {"input", in}}.dump());
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ(FromEmbeddingsRequest(*exact, EmbeddingModel::kCohere).value().size(), 1u);
+}
+
 TEST(BedrockTest, EmbeddingAnswers) {
   openai::EmbeddingsResponse out;
   auto n = AppendEmbeddings(R"({"embedding":[0.5,-0.5],"inputTextTokenCount":4})", EmbeddingModel::kTitanV2,

@@ -475,6 +475,32 @@ TEST_F(BedrockEmbeddingsTest, TitanOneCallPerInputAndCohereOneForAll) {
   EXPECT_NEAR(rec.cost, 3 * 0.1 / 1e6, 1e-15);
 }
 
+// Cohere takes at most 96 texts a call: 200 texts are three InvokeModel calls (96, 96, 8) in order, the
+// vectors joined and the header token counts summed; a failing call fails the whole request.
+TEST_F(BedrockEmbeddingsTest, CohereOverNinetySixTextsIsSeveralCalls) {
+  StartEmbeddings();
+  Json texts = Json::array();
+  for (int i = 0; i < 200; ++i) texts.push_back("w" + std::to_string(i) + (i % 2 == 0 ? " x" : ""));
+  auto c = Post("/v1/embeddings", {{"model", "cohere"}, {"input", texts}});
+  ASSERT_EQ(c.status, 200) << c.body;
+  EXPECT_EQ(stub_->stats().requests, 3u);
+  auto ce = Parse(c);
+  ASSERT_EQ(ce.data.size(), 200u);
+  for (size_t i = 0; i < 200; ++i)
+    EXPECT_EQ(ce.data[i], model_stub::StubVector(texts[i].get<std::string>(), 16)) << i;
+  EXPECT_EQ(ce.prompt_tokens, 300);  // 100 one-word and 100 two-word texts
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200) << rec.error;
+  EXPECT_EQ(rec.input_tokens, 300);
+
+  // A provider failure: a 502, no vectors, one call made (the rest never sent).
+  auto failed = Post("/v1/embeddings", {{"model", "cohere"}, {"input", texts}}, {{"x-stub-status", "503"}});
+  EXPECT_EQ(failed.status, 502) << failed.body;
+  EXPECT_EQ(failed.body.find("\"embedding\""), std::string::npos);
+  EXPECT_EQ(stub_->stats().requests, 4u);
+  EXPECT_EQ(WaitRecord(2).status, 502);
+}
+
 TEST_F(BedrockEmbeddingsTest, RefusalsAndProviderErrors) {
   StartEmbeddings();
   // What the model cannot take is a 400 before any call.

@@ -759,6 +759,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
     // The provider's model name: the deployment's own, or the fallback model's.
     std::string model = !target.upstream_model.empty() ? target.upstream_model : target.model;
+    // Azure's Responses API is not under a deployment: the body's model names it.
+    if (target.provider == Provider::kAzure && endpoint == Endpoint::kResponses)
+      model = target.azure_deployment;
     if (model != peek.model) {
       GOVERN_ASSIGN_OR_RETURN(Json j, detail::ParseJson(up.body, "request"));
       j["model"] = model;
@@ -786,8 +789,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   // The Responses and embeddings APIs: the client's bytes to an OpenAI-format deployment (the API's path
-  // in place of the chat path in its URL), Responses translated for an Anthropic one; a deployment that
-  // does not serve the API is a 400 naming it (Attempt). Gemini and Bedrock never get here (BuildRequest).
+  // in place of the chat path in its URL; Azure's Responses URL is its resource's), Responses translated
+  // for an Anthropic one; a deployment that does not serve the API is a 400 naming it (Attempt). Gemini
+  // and Bedrock never get here (BuildRequest).
   Status OpenAIApiBody(UpstreamRequest& up) {
     const bool responses = endpoint == Endpoint::kResponses;
     const std::string api = responses ? "Responses" : "embeddings";
@@ -805,8 +809,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
         return OkStatus();
       }
       case Provider::kAzure:
-        // Azure serves Responses at /openai/responses, not under a deployment: not routed yet.
-        if (responses) return refuse();
+        if (responses) {  // the resource's Responses URL (routing.cc), the client's bytes
+          up.url = target.responses_url;
+          up.body = ClientBodyForAttempt();
+          return OkStatus();
+        }
         [[fallthrough]];
       case Provider::kOpenAI:
       case Provider::kOpenAICompatible: {
@@ -995,7 +1002,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   bool BedrockEmbeddingsAnswer(std::string& body) {
     const bool cohere =
         embed_model == bedrock::EmbeddingModel::kCohere || embed_model == bedrock::EmbeddingModel::kCohereV4;
-    auto tokens = bedrock::AppendEmbeddings(body, embed_model, cohere ? embed_inputs : 1, embed_out);
+    // The texts the answered call sent: Titan one; Cohere its batch of at most 96 (embed_next is past it).
+    const size_t sent = cohere ? std::min(bedrock::kCohereMaxTexts,
+                                          embed_inputs - (embed_next - 1) * bedrock::kCohereMaxTexts)
+                               : 1;
+    auto tokens = bedrock::AppendEmbeddings(body, embed_model, sent, embed_out);
     if (!tokens.ok()) {
       Fail(502, "upstream answer unreadable: " + tokens.status().message());
       return false;

@@ -67,6 +67,16 @@ Status CheckBaseUrl(const std::string& url, const std::string& path) {
   return OkStatus();
 }
 
+// Azure serves the Responses API at the resource, not under a deployment (the body's `model` names the
+// deployment): the dated preview API (2025-03-01-preview and later) when the deployment's api_version is
+// one, else the v1 API, which takes no api-version.
+std::string AzureResponsesUrl(const DeploymentConfig& dc) {
+  const std::string_view v = dc.api_version;
+  if (v.ends_with("-preview") && v >= "2025-03-01")
+    return dc.base_url + "/openai/responses?api-version=" + dc.api_version;
+  return dc.base_url + "/openai/v1/responses";
+}
+
 Result<DeploymentConfig> ParseDeployment(const Json& d, const std::string& path, const std::string& model,
                                          size_t index) {
   if (!d.is_object()) return InvalidArgument(path + " must be an object");
@@ -374,6 +384,8 @@ Result<std::shared_ptr<RouteTable>> RouteTable::Create(std::vector<ModelRouteCon
           t.url = dc.base_url + "/openai/deployments/" + dc.azure_deployment +
                   "/chat/completions?api-version=" + dc.api_version;
           t.auth.Set("api-key", dc.api_key);
+          t.responses_url = AzureResponsesUrl(dc);
+          t.azure_deployment = dc.azure_deployment;
           break;
         case Provider::kAnthropic:
           t.url = dc.base_url + "/v1/messages";

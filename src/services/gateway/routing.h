@@ -132,10 +132,12 @@ struct AttemptTarget {
   Provider provider = Provider::kOpenAI;
   WireFormat format = WireFormat::kOpenAI;
   std::string base_url;
-  std::string upstream_model;  // "" keeps the client's model name
-  std::string url;             // full request URL
-  std::string stream_url;      // Gemini: the URL of a streamed request
-  net::Headers auth;           // authentication (and version) headers
+  std::string upstream_model;    // "" keeps the client's model name
+  std::string url;               // full request URL
+  std::string stream_url;        // Gemini: the URL of a streamed request
+  std::string responses_url;     // Azure: the Responses API's URL (v1, or dated by api_version)
+  std::string azure_deployment;  // Azure: the deployment, the `model` of a Responses request
+  net::Headers auth;             // authentication (and version) headers
   std::optional<std::chrono::milliseconds> connect_timeout, header_timeout, read_timeout;
   bool stub_fault_headers = false;
   std::shared_ptr<const BedrockDeployment> bedrock;  // kBedrock

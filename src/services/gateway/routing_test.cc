@@ -700,6 +700,36 @@ TEST_F(RoutingTest, AzureAndOpenAICompatibleRequests) {
   EXPECT_EQ(Json::parse(o[0].body)["model"], "llama3.1");
 }
 
+// Azure's Responses API is the resource's, not a deployment's: the v1 API unless the api_version is a
+// dated preview that serves it; the deployment goes as the body's model. Embeddings stay under it.
+TEST_F(RoutingTest, AzureResponsesAndEmbeddingsUrls) {
+  FakeProvider az("azure");
+  auto dep = [&](const char* name, const char* version) {
+    return Json{{"provider", "azure"},
+                {"base_url", az.base()},
+                {"api_key", "az-key"},
+                {"azure_deployment", name},
+                {"api_version", version}};
+  };
+  Start(Json::array(
+      {{{"model", "gpt-4o"}, {"deployments", {dep("gpt4o-prod", "2024-10-21")}}},
+       {{"model", "gpt-dated"}, {"deployments", {dep("gpt4o-dated", "2025-04-01-preview")}}},
+       {{"model", "gpt-old-preview"}, {"deployments", {dep("gpt4o-old", "2024-12-01-preview")}}}}));
+  for (const char* model : {"gpt-4o", "gpt-dated", "gpt-old-preview"})
+    ASSERT_EQ(Chat(model, false, "/v1/responses").status, 200);
+  ASSERT_EQ(Chat("gpt-4o", false, "/v1/embeddings").status, 200);
+  auto seen = az.seen();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].target, "/openai/v1/responses");
+  EXPECT_EQ(Json::parse(seen[0].body)["model"], "gpt4o-prod");
+  EXPECT_EQ(seen[0].headers["api-key"], "az-key");
+  EXPECT_EQ(seen[1].target, "/openai/responses?api-version=2025-04-01-preview");
+  EXPECT_EQ(Json::parse(seen[1].body)["model"], "gpt4o-dated");
+  EXPECT_EQ(seen[2].target, "/openai/v1/responses");  // a preview from before Responses
+  EXPECT_EQ(seen[3].target, "/openai/deployments/gpt4o-prod/embeddings?api-version=2024-10-21");
+  EXPECT_EQ(Json::parse(seen[3].body)["model"], "gpt-4o");  // the client's bytes
+}
+
 TEST_F(RoutingTest, GeminiDeploymentForEitherClientFormat) {
   FakeProvider g("gemini", true);
   Start(Json::array({{{"model", "gem"},

@@ -89,11 +89,14 @@ struct StubServer::Impl {
       Faults faults = FaultsFrom(header);
       std::string_view method(req.method_string().data(), req.method_string().size());
       const auto now = static_cast<int64_t>(std::time(nullptr));
-      Reply reply = IsBedrockPath(path)  // AWS Bedrock Converse (bedrock_stub.h)
-                        ? BedrockAnswer(method, path, header, req.body(), faults, options.stub, now)
-                        : IsGeminiPath(path)  // Google Gemini (gemini_stub.h)
-                              ? GeminiAnswer(method, path, header, req.body(), faults, options.stub)
-                              : Answer(method, path, req.body(), faults, options.stub, now);
+      Reply reply =
+          IsBedrockPath(path)  // AWS Bedrock Converse (bedrock_stub.h)
+              ? BedrockAnswer(method, path, header, req.body(), faults, options.stub, now)
+              : IsGeminiPath(path)  // Google Gemini (gemini_stub.h)
+                    ? GeminiAnswer(method, path, header, req.body(), faults, options.stub)
+                    : IsAzurePath(path)  // Azure OpenAI (stub.h)
+                          ? AzureAnswer(method, target, header, req.body(), faults, options.stub, now)
+                          : Answer(method, path, req.body(), faults, options.stub, now);
       if (faults.delay_ms > 0) co_await Pause(std::chrono::milliseconds(faults.delay_ms));
       if (faults.drop) break;
       bool keep_alive = req.keep_alive();

@@ -645,4 +645,41 @@ Reply Answer(std::string_view method, std::string_view path, std::string_view bo
   return OpenAiError(404, "no such endpoint: " + std::string(path));
 }
 
+bool IsAzurePath(std::string_view path) { return path.starts_with("/openai/"); }
+
+Reply AzureAnswer(std::string_view method, std::string_view target,
+                  const std::function<std::string_view(std::string_view)>& header, std::string_view body,
+                  const Faults& faults, const StubConfig& config, int64_t now_unix) {
+  if (header("api-key").empty() && header("authorization").empty())
+    return OpenAiError(401, "Access denied due to invalid subscription key or wrong API endpoint.");
+  const size_t q = target.find('?');
+  std::string_view path = target.substr(0, q);
+  std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+  bool versioned = false;
+  for (size_t at = 0; at <= query.size();) {
+    size_t end = query.find('&', at);
+    if (end == std::string_view::npos) end = query.size();
+    std::string_view param = query.substr(at, end - at);
+    if (param.starts_with("api-version=") && param.size() > 12) versioned = true;
+    at = end + 1;
+  }
+  std::string_view openai_path;
+  constexpr std::string_view kDeployments = "/openai/deployments/";
+  if (path == "/openai/v1/responses") {
+    openai_path = "/v1/responses";
+  } else if (path == "/openai/responses" && versioned) {
+    openai_path = "/v1/responses";
+  } else if (path.starts_with(kDeployments) && versioned) {
+    std::string_view rest = path.substr(kDeployments.size());
+    size_t slash = rest.find('/');
+    if (slash != 0 && slash != std::string_view::npos) {
+      rest = rest.substr(slash);
+      if (rest == "/chat/completions") openai_path = "/v1/chat/completions";
+      if (rest == "/embeddings") openai_path = "/v1/embeddings";
+    }
+  }
+  if (openai_path.empty()) return OpenAiError(404, "Resource not found");
+  return Answer(method, openai_path, body, faults, config, now_unix);
+}
+
 }  // namespace govern::model_stub

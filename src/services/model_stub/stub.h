@@ -83,6 +83,16 @@ struct Reply {
 Reply Answer(std::string_view method, std::string_view path, std::string_view body, const Faults& faults,
              const StubConfig& config, int64_t now_unix);
 
+// Azure OpenAI: a target (path and query) under /openai/. POST /openai/deployments/{d}/chat/completions
+// and /openai/deployments/{d}/embeddings (both with ?api-version=), /openai/v1/responses (the v1 API)
+// and /openai/responses?api-version= are answered as the OpenAI paths above; a request without an
+// api-key (or Authorization) header is a 401, an Azure path it does not serve (or a dated one without
+// api-version) a 404, in OpenAI's error shape.
+bool IsAzurePath(std::string_view path);
+Reply AzureAnswer(std::string_view method, std::string_view target,
+                  const std::function<std::string_view(std::string_view)>& header, std::string_view body,
+                  const Faults& faults, const StubConfig& config, int64_t now_unix);
+
 // The words of `text` (the stub's token count).
 int64_t CountWords(std::string_view text);
 // The stub's text of `n` tokens.

@@ -57,6 +57,35 @@ TEST(ModelStub, ChatAnswersWithExactUsage) {
   EXPECT_EQ(resp->usage, (oai::Usage{6, 5, 11, 4, 0}));
 }
 
+// Azure OpenAI's paths answer as OpenAI's: deployments (with api-version), the v1 and dated Responses.
+TEST(ModelStub, AzurePathsAnswerAsOpenAI) {
+  auto azure = [](std::string_view target, bool key = true, Faults f = {}) {
+    auto header = [key](std::string_view name) -> std::string_view {
+      return key && name == "api-key" ? "k" : "";
+    };
+    Json body = target.find("embeddings") != std::string_view::npos ? Json{{"model", "d"}, {"input", "a b"}}
+                : target.find("responses") != std::string_view::npos
+                    ? Json{{"model", "d"}, {"input", "a b c"}}
+                    : kChat;
+    EXPECT_TRUE(IsAzurePath(target.substr(0, target.find('?'))));
+    return AzureAnswer("POST", target, header, body.dump(), f, StubConfig{}, 1700000000);
+  };
+  EXPECT_EQ(azure("/openai/deployments/d/chat/completions?api-version=2024-10-21").status, 200);
+  EXPECT_EQ(azure("/openai/deployments/d/embeddings?api-version=2024-10-21").status, 200);
+  auto v1 = oai::ParseResponsesResponse(azure("/openai/v1/responses").body);
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  ASSERT_TRUE(v1->usage.has_value());
+  EXPECT_EQ(v1->usage->input_tokens, 3);
+  EXPECT_EQ(azure("/openai/responses?x=1&api-version=2025-04-01-preview").status, 200);
+  EXPECT_EQ(azure("/openai/responses").status, 404);  // the dated form needs api-version
+  EXPECT_EQ(azure("/openai/deployments/d/chat/completions").status, 404);
+  EXPECT_EQ(azure("/openai/deployments//embeddings?api-version=1").status, 404);
+  EXPECT_EQ(azure("/openai/v1/chat/completions?api-version=1").status, 404);
+  EXPECT_EQ(azure("/openai/v1/responses", false).status, 401);
+  EXPECT_EQ(azure("/openai/v1/responses", true, {.status = 503}).status, 503);
+  EXPECT_FALSE(IsAzurePath("/v1/responses"));
+}
+
 TEST(ModelStub, ChatStreamsTokensAndTheUsageChunk) {
   Json req = kChat;
   req["stream"] = true;

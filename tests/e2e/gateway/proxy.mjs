@@ -162,9 +162,10 @@ test('openai embeddings through the gateway', async () => {
     (e) => e instanceof OpenAI.BadRequestError && /embeddings/.test(e.message));
 });
 
-// gw-xlate: the Responses API and embeddings on Gemini and Bedrock deployments (the stub speaks both).
-test('openai responses and embeddings on gemini and bedrock routes', async () => {
-  for (const model of ['gemini-stub', 'bedrock-stub']) {
+// gw-xlate: the Responses API and embeddings on Gemini and Bedrock deployments (the stub speaks both);
+// gw-azure: on an Azure deployment (the resource's v1 Responses URL, the stub's Azure paths).
+test('openai responses and embeddings on gemini, bedrock and azure routes', async () => {
+  for (const model of ['gemini-stub', 'bedrock-stub', 'azure-stub']) {
     const r = await openai.responses.create({ model, instructions: 'be brief', input: 'one two three' });
     assert.equal(r.output_text, stubText(16), model);
     assert.deepEqual([r.usage.input_tokens, r.usage.output_tokens], [5, 16], model);
@@ -191,12 +192,16 @@ test('openai responses and embeddings on gemini and bedrock routes', async () =>
   assert.equal(t.data.length, 2);
   assert.equal(t.data[0].embedding.length, 256);
   assert.equal(t.usage.prompt_tokens, 3);
+  const az = await openai.embeddings.create({ model: 'azure-stub', input: ['a b', 'c'], dimensions: 8 });
+  assert.equal(az.data.length, 2);
+  assert.equal(az.data[1].embedding.length, 8);
+  assert.equal(az.usage.prompt_tokens, 3);
 });
 
 test('models list', async () => {
   const ids = [];
   for await (const m of openai.models.list()) ids.push(m.id);
-  assert.deepEqual(ids, ['gpt-stub', 'claude-stub', 'gemini-stub', 'gemini-embed-stub', 'bedrock-stub', 'titan-stub']);
+  assert.deepEqual(ids, ['gpt-stub', 'claude-stub', 'gemini-stub', 'gemini-embed-stub', 'bedrock-stub', 'titan-stub', 'azure-stub']);
 });
 
 test('bad key 401 and unknown model 404', async () => {
