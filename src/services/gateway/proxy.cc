@@ -431,7 +431,8 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
 struct Proxy::Impl : ProxyCore {};
 
 // One proxied request from the provider call's start to its usage record. Every method after Start
-// runs on the call's loop (the upstream client's), so the state needs no lock.
+// runs on the call's loop (the server loop the request came in on, upstream.h), so the state needs no
+// lock.
 struct Exchange : std::enable_shared_from_this<Exchange> {
   std::shared_ptr<ProxyCore> impl;
   WireFormat client = WireFormat::kOpenAI;
