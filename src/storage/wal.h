@@ -64,6 +64,15 @@ struct Options {
   // Bytes queued but not yet written beyond which blocking appends wait and async appends fail at once
   // with Unavailable (so an event loop is never blocked).
   size_t max_pending_bytes = 256u << 20;
+  // A kBuffered append made while the sync thread sleeps and nothing else is queued is written to the
+  // segment file by the appending thread itself (one pwrite, under the queue lock), so it costs no
+  // thread switch: the sync thread is woken only to sync (at most once per buffered_interval under
+  // steady load) and the append call returns with its record written (it survives a process crash
+  // from then on). The appender pays the pwrite (page cache, microseconds): for small records from an
+  // event loop (the gateway's usage records). A failed write falls back to the sync thread, which
+  // writes the record again (over the same bytes) and reports a failure as usual. Off: every record
+  // is written by the sync thread.
+  bool appender_writes = false;
   Fs* fs = nullptr;  // nullptr: PosixFs()
 };
 

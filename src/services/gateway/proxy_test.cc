@@ -1026,7 +1026,6 @@ TEST(UpstreamClientRead, SmallWholeAnswerArrivesInOneRead) {
   ::close(fd);
 }
 
-
 // A call made in a server's handler runs on that handler's loop (no hand-off between threads), from its
 // pool; stopping the server closes that pool and its sweep timer (an hour away here), so Stop() returns.
 TEST(UpstreamClientOnServerLoop, CallRunsOnTheHandlersThreadAndStopClosesItsPool) {
