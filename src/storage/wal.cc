@@ -6,7 +6,10 @@
 // soon as it can, whatever its durability. If the group holds a kSync record (or a sync is due or
 // asked for) it calls fdatasync once, publishes the new durable sequence and wakes the waiters with
 // one futex broadcast. Otherwise the group joins the written-but-unsynced records, which one
-// fdatasync covers once the oldest of them has waited buffered_interval.
+// fdatasync covers once the oldest of them has waited buffered_interval. With Options::appender_writes
+// an appender whose buffered record finds nothing queued and the sync thread asleep writes it itself,
+// under the queue lock (the sleeping thread owns no file state: it needs the lock to wake), and leaves
+// it to the sync thread as written but unsynced.
 #include "storage/wal.h"
 
 #include <fcntl.h>
