@@ -8,7 +8,8 @@
 // ("coordinated omission"). Each request is a non-streamed chat completion (OpenAI format) with a
 // virtual key; answers must be Content-Length framed. Prints one line over the requests due after the
 // warm-up:
-//   result rate=R seconds=S sent=N answered=A errors=E late=L p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=..
+//   result rate=R seconds=S sent=N answered=A errors=E late=L p50_us=.. p90_us=.. p99_us=.. p999_us=..
+//   max_us=..
 // where late counts requests that waited for a free connection. Exit status 0 when every request was
 // answered 2xx. One thread: epoll and a timerfd.
 #include <arpa/inet.h>
@@ -109,10 +110,11 @@ int main(int argc, char** argv) {
   const std::string body = "{\"model\":\"" + model +
                            "\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
                            "{\"role\":\"user\",\"content\":\"say hello to me\"}]}";
-  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) +
-                              "\r\nAuthorization: Bearer " + key +
-                              "\r\nContent-Type: application/json\r\nContent-Length: " +
-                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string request =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) +
+      "\r\nAuthorization: Bearer " + key +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+      body;
 
   int ep = epoll_create1(EPOLL_CLOEXEC);
   int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -275,8 +277,8 @@ int main(int argc, char** argv) {
   std::printf(
       "result rate=%.0f seconds=%.1f sent=%lld answered=%lld errors=%lld late=%lld p50_us=%lld p90_us=%lld "
       "p99_us=%lld p999_us=%lld max_us=%lld\n",
-      rate, seconds, static_cast<long long>(sent), static_cast<long long>(answered), static_cast<long long>(errors),
-      static_cast<long long>(late), pct(0.50), pct(0.90), pct(0.99), pct(0.999),
-      lat_ns.empty() ? 0LL : static_cast<long long>(lat_ns.back() / 1000));
+      rate, seconds, static_cast<long long>(sent), static_cast<long long>(answered),
+      static_cast<long long>(errors), static_cast<long long>(late), pct(0.50), pct(0.90), pct(0.99),
+      pct(0.999), lat_ns.empty() ? 0LL : static_cast<long long>(lat_ns.back() / 1000));
   return errors == 0 && answered == sent ? 0 : 1;
 }

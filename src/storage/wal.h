@@ -13,10 +13,10 @@
 //    The writer writes whatever is queued as soon as it gets to it, in every durability mode: a
 //    record is typically written within microseconds of being queued; records queued while the writer
 //    runs an fdatasync are written right after it. With Options::appender_writes a kBuffered record
-//    that finds the writer asleep and nothing queued is written by the append call itself. An append call returning does not mean written:
-//    WrittenSequence() and WaitWritten() tell. kBuffered records are then fdatasync'd within
-//    Options::buffered_interval of being queued (one fdatasync per interval under steady load), or
-//    sooner when a kSync record or Flush() forces a sync.
+//    that finds the writer asleep and nothing queued is written by the append call itself. An append
+//    call returning does not mean written: WrittenSequence() and WaitWritten() tell. kBuffered records
+//    are then fdatasync'd within Options::buffered_interval of being queued (one fdatasync per interval
+//    under steady load), or sooner when a kSync record or Flush() forces a sync.
 //  - After a process crash, reopening recovers every written record (completed or not), in order,
 //    once. After a power cut, every completed record; written but unsynced ones may be lost, only as a
 //    whole suffix (never partial, never a gap before a surviving record).

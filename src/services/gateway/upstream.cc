@@ -3,8 +3,6 @@
 // the provider (see upstream.h).
 #include "services/gateway/upstream.h"
 
-#include "net/event_loop.h"
-
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
@@ -29,6 +27,8 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include "net/event_loop.h"
 
 namespace govern::gateway {
 
@@ -124,7 +124,7 @@ struct Loop : std::enable_shared_from_this<Loop> {
   asio::io_context& io = *io_owner;
   const bool attached;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;  // own loops
-  std::thread thread;                                                                // own loops
+  std::thread thread;                                                               // own loops
   // Loop thread only.
   std::unordered_map<std::string, std::deque<std::unique_ptr<Conn>>> idle;  // newest at the back
   size_t idle_count = 0;
