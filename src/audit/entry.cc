@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "audit/json_canonical.h"
+#include "base/time_format.h"
 #include "crypto/encoding.h"
 #include "crypto/sha256.h"
 
@@ -25,31 +26,6 @@ Hash Digest(std::span<const uint8_t> data) {
   }
   return *r;
 }
-
-// Howard Hinnant's days_from_civil / civil_from_days (proleptic Gregorian).
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-void CivilFromDays(int64_t z, int64_t& y, unsigned& m, unsigned& d) {
-  z += 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  y = static_cast<int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  d = doy - (153 * mp + 2) / 5 + 1;
-  m = mp < 10 ? mp + 3 : mp - 9;
-  y += m <= 2;
-}
-
-bool IsLeap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 Status CheckText(std::string_view field, std::string_view value, size_t min, size_t max) {
   if (value.size() < min || value.size() > max) {
@@ -173,20 +149,17 @@ Result<int64_t> ParseTime(std::string_view t) {
     const bool digit = t[i] >= '0' && t[i] <= '9';
     if (kShape[i] == 'd' ? !digit : t[i] != kShape[i]) return bad("malformed");
   }
-  auto num = [&](size_t at, size_t len) {
-    int64_t v = 0;
-    for (size_t i = 0; i < len; ++i) v = v * 10 + (t[at + i] - '0');
-    return v;
-  };
-  const int64_t y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), s = num(17, 2),
-                us = num(20, 6);
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (y < 1 || mo < 1 || mo > 12) return bad("date out of range");
-  const int dim = kDays[mo - 1] + (mo == 2 && IsLeap(y) ? 1 : 0);
-  if (d < 1 || d > dim) return bad("date out of range");
-  if (h > 23 || mi > 59 || s > 59) return bad("time of day out of range");
-  const int64_t days = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
-  return (days * 86400 + h * 3600 + mi * 60 + s) * 1000000 + us;
+  // The shape is fixed above; the fields and the calendar are base's (time_format.h).
+  auto r = ParseRfc3339(t);
+  if (!r.ok()) {
+    const std::string why = r.status().message();
+    if (why.starts_with("month") || why.starts_with("day")) return bad("date out of range");
+    if (why.starts_with("time of day")) return bad("time of day out of range");
+    return bad("malformed");
+  }
+  if (r->year < 1) return bad("date out of range");
+  if (r->second > 59) return bad("time of day out of range");
+  return r->unix_seconds * 1000000 + r->nanos / 1000;
 }
 
 Status ValidateOrg(std::string_view org) {

@@ -82,9 +82,9 @@ Result<Json> FromChatRequest(const openai::ChatRequest& req) {
       if (!text.empty()) append("assistant", {{"text", text}});
       for (const auto& call : m.tool_calls) {
         if (call.id.empty()) return InvalidArgument(path + ".tool_calls[].id must not be empty");
-        append("assistant",
-               {{"toolUse",
-                 {{"toolUseId", call.id}, {"name", call.name}, {"input", InputOf(call.arguments)}}}});
+        append(
+            "assistant",
+            {{"toolUse", {{"toolUseId", call.id}, {"name", call.name}, {"input", InputOf(call.arguments)}}}});
         uses_tools = true;
       }
     } else if (m.role == "tool") {
@@ -307,6 +307,107 @@ void StreamToChat::Finish(std::string& out) {
     return;
   }
   End(out);
+}
+
+// ---- Embeddings (InvokeModel) ----
+
+Result<EmbeddingModel> EmbeddingModelOf(std::string_view id) {
+  if (size_t slash = id.rfind('/'); slash != std::string_view::npos) id = id.substr(slash + 1);
+  auto has = [&](std::string_view s) { return id.find(s) != std::string_view::npos; };
+  if (has("amazon.titan-embed-text-v2")) return EmbeddingModel::kTitanV2;
+  if (has("amazon.titan-embed-text-v1") || has("amazon.titan-embed-g1-text")) return EmbeddingModel::kTitanV1;
+  if (has("cohere.embed-v4")) return EmbeddingModel::kCohereV4;
+  if (has("cohere.embed-")) return EmbeddingModel::kCohere;
+  return InvalidArgument("Bedrock model `" + std::string(id) +
+                         "` has no embeddings the gateway knows (amazon.titan-embed-text-*, cohere.embed-*)");
+}
+
+Result<std::vector<std::string>> FromEmbeddingsRequest(const openai::EmbeddingsRequest& req,
+                                                       EmbeddingModel model) {
+  if (!req.input_tokens.empty())
+    return InvalidArgument("input: token arrays cannot be sent to Bedrock (send text)");
+  if (req.input.empty()) return InvalidArgument("input: nothing to embed");
+  auto one_of = [&](std::initializer_list<int64_t> allowed, const char* name) -> Status {
+    for (int64_t d : allowed) {
+      if (*req.dimensions == d) return OkStatus();
+    }
+    return InvalidArgument(std::string("dimensions must be one of ") + name + " for this Bedrock model");
+  };
+  std::vector<std::string> bodies;
+  switch (model) {
+    case EmbeddingModel::kTitanV1:
+    case EmbeddingModel::kTitanV2:
+      if (req.dimensions) {
+        if (model == EmbeddingModel::kTitanV1)
+          return InvalidArgument("dimensions: Titan Text Embeddings v1 has a fixed size");
+        GOVERN_RETURN_IF_ERROR(one_of({256, 512, 1024}, "256, 512, 1024"));
+      }
+      for (const std::string& text : req.input) {
+        Json b = {{"inputText", text}};
+        if (req.dimensions) b["dimensions"] = *req.dimensions;
+        bodies.push_back(Dump(b));
+      }
+      return bodies;
+    case EmbeddingModel::kCohere:
+    case EmbeddingModel::kCohereV4: {
+      if (req.input.size() > 96) return InvalidArgument("input: Cohere Embed takes at most 96 texts");
+      Json b = {{"texts", req.input}, {"input_type", "search_document"}};
+      if (req.dimensions) {
+        if (model == EmbeddingModel::kCohere)
+          return InvalidArgument("dimensions: Cohere Embed v3 has a fixed size");
+        GOVERN_RETURN_IF_ERROR(one_of({256, 512, 1024, 1536}, "256, 512, 1024, 1536"));
+        b["output_dimension"] = *req.dimensions;
+      }
+      bodies.push_back(Dump(b));
+      return bodies;
+    }
+  }
+  return InvalidArgument("unknown Bedrock embeddings model");
+}
+
+namespace {
+
+Result<std::vector<float>> Vector(const Json& v, const std::string& path) {
+  if (!v.is_array()) return InvalidArgument(path + " must be an array");
+  std::vector<float> out;
+  out.reserve(v.size());
+  for (const Json& x : v) {
+    if (!x.is_number()) return InvalidArgument(path + " must hold numbers");
+    out.push_back(x.get<float>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<int64_t> AppendEmbeddings(std::string_view body, EmbeddingModel model, size_t sent,
+                                 openai::EmbeddingsResponse& out) {
+  GOVERN_ASSIGN_OR_RETURN(Json j, ParseJson(body, "bedrock embeddings answer"));
+  if (!j.is_object()) return InvalidArgument("bedrock embeddings answer: not an object");
+  if (model == EmbeddingModel::kTitanV1 || model == EmbeddingModel::kTitanV2) {
+    auto e = j.find("embedding");
+    if (e == j.end()) return InvalidArgument("embedding is missing");
+    GOVERN_ASSIGN_OR_RETURN(auto v, Vector(*e, "embedding"));
+    out.data.push_back(std::move(v));
+    return Count(j, "inputTextTokenCount", "bedrock embeddings answer");
+  }
+  auto e = j.find("embeddings");
+  if (e == j.end()) return InvalidArgument("embeddings is missing");
+  const Json* list = &*e;
+  if (e->is_object()) {  // embedding_types: {"float": [[...]], ...}
+    auto f = e->find("float");
+    if (f == e->end()) return InvalidArgument("embeddings.float is missing");
+    list = &*f;
+  }
+  if (!list->is_array()) return InvalidArgument("embeddings must be an array");
+  if (list->size() != sent)
+    return InvalidArgument("bedrock embeddings answer: " + std::to_string(list->size()) + " vectors for " +
+                           std::to_string(sent) + " texts");
+  for (size_t i = 0; i < list->size(); ++i) {
+    GOVERN_ASSIGN_OR_RETURN(auto v, Vector((*list)[i], "embeddings[" + std::to_string(i) + "]"));
+    out.data.push_back(std::move(v));
+  }
+  return -1;
 }
 
 }  // namespace govern::gateway::bedrock

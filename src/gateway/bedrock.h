@@ -53,6 +53,30 @@ std::string ErrorMessage(std::string_view body);
 // The OpenAI finish reason for a Converse stopReason.
 std::string FinishReason(std::string_view stop_reason, bool calls_tools);
 
+// ---- Embeddings (POST /v1/embeddings on a Bedrock deployment): InvokeModel (POST
+// /model/{modelId}/invoke) with the model's own body; Converse has no embeddings. ----
+//
+// - Amazon Titan Text Embeddings (amazon.titan-embed-text-v2*, -v1 / amazon.titan-embed-g1-text*): one
+//   input per call, {"inputText": ...} (v2 also "dimensions": 256, 512 or 1024) -> {"embedding": [...],
+//   "inputTextTokenCount": N}; an array input is one call per element, in order.
+// - Cohere Embed (cohere.embed-*): one call for up to 96 texts, {"texts": [...], "input_type":
+//   "search_document"} (embed-v4 also "output_dimension": 256, 512, 1024 or 1536) -> {"embeddings":
+//   [[...]]} or, by type, {"embeddings": {"float": [[...]]}}. Its body has no token count: Bedrock's
+//   X-Amzn-Bedrock-Input-Token-Count answer header gives it (read by the proxy).
+// The model is named by its id (an ARN's last path segment, a region prefix such as "us." allowed).
+// `dimensions` a model does not take, token-array input and an unknown model are InvalidArgument.
+enum class EmbeddingModel { kTitanV2, kTitanV1, kCohere, kCohereV4 };
+Result<EmbeddingModel> EmbeddingModelOf(std::string_view model_id);
+
+// The InvokeModel bodies for `req`, in order (Titan: one per input; Cohere: one).
+Result<std::vector<std::string>> FromEmbeddingsRequest(const openai::EmbeddingsRequest& req,
+                                                       EmbeddingModel model);
+
+// One InvokeModel answer: its vectors appended to out.data (Titan: one; Cohere: one per text sent, checked
+// against `sent`). Returns the answer's token count, or -1 when the body has none (Cohere).
+Result<int64_t> AppendEmbeddings(std::string_view body, EmbeddingModel model, size_t sent,
+                                 openai::EmbeddingsResponse& out);
+
 // A ConverseStream answer, fed in any chunking, as OpenAI chat chunk SSE bytes: messageStart -> a chunk
 // with the assistant role; contentBlockStart (toolUse) and contentBlockDelta (text, toolUse input) ->
 // content and tool-call deltas; messageStop -> a chunk with the finish reason; metadata -> the usage

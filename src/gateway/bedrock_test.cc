@@ -302,5 +302,78 @@ TEST(BedrockTest, ExceptionsCutsAndCorruptFrames) {
   EXPECT_TRUE(out.empty());
 }
 
+TEST(BedrockTest, EmbeddingModelsAndRequests) {
+  EXPECT_EQ(EmbeddingModelOf("amazon.titan-embed-text-v2:0").value(), EmbeddingModel::kTitanV2);
+  EXPECT_EQ(EmbeddingModelOf("amazon.titan-embed-text-v1").value(), EmbeddingModel::kTitanV1);
+  EXPECT_EQ(EmbeddingModelOf("cohere.embed-english-v3").value(), EmbeddingModel::kCohere);
+  EXPECT_EQ(EmbeddingModelOf("us.cohere.embed-v4:0").value(), EmbeddingModel::kCohereV4);
+  EXPECT_EQ(
+      EmbeddingModelOf("arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0").value(),
+      EmbeddingModel::kTitanV2);
+  EXPECT_NE(
+      EmbeddingModelOf("anthropic.claude-3-5-haiku-20241022-v1:0").status().message().find("no embeddings"),
+      std::string::npos);
+
+  auto req = openai::ParseEmbeddingsRequest(R"({"model":"e","input":["a b","c"],"dimensions":256})");
+  ASSERT_TRUE(req.ok());
+  auto titan = FromEmbeddingsRequest(*req, EmbeddingModel::kTitanV2);
+  ASSERT_TRUE(titan.ok()) << titan.status().ToString();
+  ASSERT_EQ(titan->size(), 2u);  // one call per input
+  EXPECT_EQ(Json::parse((*titan)[0]), Json::parse(R"({"inputText":"a b","dimensions":256})"));
+  EXPECT_EQ(Json::parse((*titan)[1]), Json::parse(R"({"inputText":"c","dimensions":256})"));
+  EXPECT_NE(FromEmbeddingsRequest(*req, EmbeddingModel::kTitanV1).status().message().find("fixed size"),
+            std::string::npos);
+  EXPECT_NE(FromEmbeddingsRequest(*req, EmbeddingModel::kCohere).status().message().find("fixed size"),
+            std::string::npos);
+  auto v4 = FromEmbeddingsRequest(*req, EmbeddingModel::kCohereV4);
+  ASSERT_TRUE(v4.ok());
+  ASSERT_EQ(v4->size(), 1u);  // one call for all texts
+  EXPECT_EQ(Json::parse((*v4)[0]),
+            Json::parse(R"({"texts":["a b","c"],"input_type":"search_document","output_dimension":256})"));
+  auto odd = openai::ParseEmbeddingsRequest(R"({"model":"e","input":"x","dimensions":300})");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_NE(FromEmbeddingsRequest(*odd, EmbeddingModel::kTitanV2).status().message().find("256, 512, 1024"),
+            std::string::npos);
+  auto plain = openai::ParseEmbeddingsRequest(R"({"model":"e","input":"x"})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(Json::parse(FromEmbeddingsRequest(*plain, EmbeddingModel::kCohere).value()[0]),
+            Json::parse(R"({"texts":["x"],"input_type":"search_document"})"));
+  auto tokens = openai::ParseEmbeddingsRequest(R"({"model":"e","input":[[1,2]]})");
+  ASSERT_TRUE(tokens.ok());
+  EXPECT_FALSE(FromEmbeddingsRequest(*tokens, EmbeddingModel::kTitanV2).ok());
+}
+
+TEST(BedrockTest, EmbeddingAnswers) {
+  openai::EmbeddingsResponse out;
+  auto n = AppendEmbeddings(R"({"embedding":[0.5,-0.5],"inputTextTokenCount":4})", EmbeddingModel::kTitanV2,
+                            1, out);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 4);
+  auto c = AppendEmbeddings(R"({"id":"x","response_type":"embeddings_floats","texts":["a","b"],
+                                "embeddings":[[1,2],[3,4]]})",
+                            EmbeddingModel::kCohere, 2, out);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(*c, -1);  // Cohere's body has no count (the header has)
+  auto typed = AppendEmbeddings(R"({"embeddings":{"float":[[5,6]]},"response_type":"embeddings_by_type"})",
+                                EmbeddingModel::kCohereV4, 1, out);
+  ASSERT_TRUE(typed.ok()) << typed.status().ToString();
+  ASSERT_EQ(out.data.size(), 4u);
+  EXPECT_EQ(out.data[0], (std::vector<float>{0.5f, -0.5f}));
+  EXPECT_EQ(out.data[2], (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(out.data[3], (std::vector<float>{5.0f, 6.0f}));
+  auto msg = [&](std::string_view body, EmbeddingModel m, size_t sent) {
+    return AppendEmbeddings(body, m, sent, out).status().message();
+  };
+  EXPECT_NE(msg(R"({"embeddings":[[1]]})", EmbeddingModel::kCohere, 2).find("1 vectors for 2 texts"),
+            std::string::npos);
+  EXPECT_NE(msg(R"({"inputTextTokenCount":1})", EmbeddingModel::kTitanV2, 1).find("embedding is missing"),
+            std::string::npos);
+  EXPECT_NE(msg(R"({"embedding":[1,"x"]})", EmbeddingModel::kTitanV2, 1).find("must hold numbers"),
+            std::string::npos);
+  EXPECT_NE(msg(R"({"embeddings":{"int8":[[1]]}})", EmbeddingModel::kCohereV4, 1).find("embeddings.float"),
+            std::string::npos);
+  EXPECT_FALSE(AppendEmbeddings("not json", EmbeddingModel::kCohere, 1, out).ok());
+}
+
 }  // namespace
 }  // namespace govern::gateway::bedrock

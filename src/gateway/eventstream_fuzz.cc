@@ -1,7 +1,8 @@
 // Fuzz target: AWS event-stream frames and Bedrock ConverseStream answers (outside input from a
 // provider). The first byte splits the input. The decoder must give the same messages fed whole or in
 // two pieces, and re-encoding what it decoded must give back exactly the bytes it consumed; the stream
-// adapter must give the same output either way; the whole input is also read as a Converse answer.
+// adapter must give the same output either way; the whole input is also read as a Converse answer and
+// as an InvokeModel embeddings answer.
 // Nothing may crash or throw.
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view all(reinterpret_cast<const char*>(data) + 1, size - 1);
   size_t split = data[0] % size;
   split = split > all.size() ? all.size() : split;
+
+  // An InvokeModel embeddings answer (Titan, Cohere), `split` texts sent.
+  for (auto m : {bedrock::EmbeddingModel::kTitanV2, bedrock::EmbeddingModel::kCohere}) {
+    openai::EmbeddingsResponse out;
+    (void)bedrock::AppendEmbeddings(all, m, split, out);
+  }
 
   eventstream::Decoder whole, pieces;
   std::vector<eventstream::Message> a, b;

@@ -182,6 +182,68 @@ Result<openai::ChatResponse> ToChatResponse(std::string_view body, std::string_v
   return r;
 }
 
+// ---- Embeddings ----
+
+Result<openai::Json> FromEmbeddingsRequest(const openai::EmbeddingsRequest& req, std::string_view model) {
+  if (!req.input_tokens.empty())
+    return InvalidArgument("input: token arrays cannot be sent to Gemini (send text)");
+  if (req.input.empty()) return InvalidArgument("input: nothing to embed");
+  if (req.dimensions && *req.dimensions < 1) return InvalidArgument("dimensions must be positive");
+  Json requests = Json::array();
+  const std::string name = "models/" + std::string(model);
+  for (const std::string& text : req.input) {
+    Json r = {{"model", name}, {"content", {{"parts", Json::array({Json{{"text", text}}})}}}};
+    if (req.dimensions) r["outputDimensionality"] = *req.dimensions;
+    requests.push_back(std::move(r));
+  }
+  return Json{{"requests", std::move(requests)}};
+}
+
+namespace {
+
+Result<std::vector<float>> Values(const Json& embedding, const std::string& path) {
+  if (!embedding.is_object()) return InvalidArgument(path + " must be an object");
+  auto v = embedding.find("values");
+  if (v == embedding.end() || !v->is_array()) return InvalidArgument(path + ".values must be an array");
+  std::vector<float> out;
+  out.reserve(v->size());
+  for (const Json& x : *v) {
+    if (!x.is_number()) return InvalidArgument(path + ".values must hold numbers");
+    out.push_back(x.get<float>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<openai::EmbeddingsResponse> ToEmbeddingsResponse(std::string_view body, std::string_view model,
+                                                        size_t inputs) {
+  GOVERN_ASSIGN_OR_RETURN(Json j, ParseJson(body, "gemini embeddings answer"));
+  if (!j.is_object()) return InvalidArgument("gemini embeddings answer: not an object");
+  openai::EmbeddingsResponse r;
+  r.model = std::string(model);
+  if (auto one = j.find("embedding"); one != j.end()) {
+    GOVERN_ASSIGN_OR_RETURN(auto v, Values(*one, "embedding"));
+    r.data.push_back(std::move(v));
+  } else {
+    auto all = j.find("embeddings");
+    if (all == j.end() || !all->is_array()) return InvalidArgument("embeddings must be an array");
+    for (size_t i = 0; i < all->size(); ++i) {
+      GOVERN_ASSIGN_OR_RETURN(auto v, Values((*all)[i], "embeddings[" + std::to_string(i) + "]"));
+      r.data.push_back(std::move(v));
+    }
+  }
+  if (r.data.size() != inputs)
+    return InvalidArgument("gemini embeddings answer: " + std::to_string(r.data.size()) + " vectors for " +
+                           std::to_string(inputs) + " inputs");
+  if (auto it = j.find("usageMetadata"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return InvalidArgument("usageMetadata must be an object");
+    GOVERN_ASSIGN_OR_RETURN(r.prompt_tokens, Count(*it, "promptTokenCount", "usageMetadata"));
+  }
+  r.total_tokens = r.prompt_tokens;
+  return r;
+}
+
 StreamToChat::StreamToChat(std::string model, int64_t created)
     : model_(std::move(model)), created_(created) {}
 

@@ -40,6 +40,18 @@ Result<openai::Json> FromChatRequest(const openai::ChatRequest& req);
 // A generateContent answer as an OpenAI chat completion.
 Result<openai::ChatResponse> ToChatResponse(std::string_view body, std::string_view model, int64_t created);
 
+// ---- Embeddings (POST /v1/embeddings on a Gemini deployment) ----
+// Always models/{model}:batchEmbedContents, one request per input (one input is a batch of one):
+// {"requests":[{"model":"models/<model>","content":{"parts":[{"text":...}]},"outputDimensionality":N}]}
+// (outputDimensionality from `dimensions`). Token-array input is an InvalidArgument (Gemini takes text).
+// The answer {"embeddings":[{"values":[...]}]} (an embedContent answer {"embedding":{...}} is read too)
+// becomes OpenAI's list, one vector per input in order; usage from usageMetadata.promptTokenCount when
+// the answer has it (Vertex AI sends it; the Gemini API's answer may not, and then prompt_tokens is 0).
+Result<openai::Json> FromEmbeddingsRequest(const openai::EmbeddingsRequest& req, std::string_view model);
+// `inputs`: how many vectors the answer must hold.
+Result<openai::EmbeddingsResponse> ToEmbeddingsResponse(std::string_view body, std::string_view model,
+                                                        size_t inputs);
+
 // A streamGenerateContent?alt=sse stream, fed in any chunking, as OpenAI chat chunk SSE bytes: the
 // first chunk carries the assistant role, then content and tool-call deltas, a chunk with the finish
 // reason, and at Finish the usage chunk and [DONE] (only when the stream ended with a finish reason:

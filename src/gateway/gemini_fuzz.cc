@@ -1,6 +1,6 @@
 // Fuzz target: Gemini answers and streams (outside input from a provider). The first byte splits the
 // input; the stream adapter must give the same bytes fed whole or in two pieces, and nothing may crash
-// or throw. The whole input is also read as a generateContent answer.
+// or throw. The whole input is also read as a generateContent answer and as an embeddings answer.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t split = data[0] % size;
   split = split > all.size() ? all.size() : split;
   (void)gemini::ToChatResponse(all, "m", 0);
+  if (auto e = gemini::ToEmbeddingsResponse(all, "m", split); e.ok() && e->data.size() != split) std::abort();
   gemini::StreamToChat whole("m", 0), pieces("m", 0);
   std::string a, b;
   bool ok_a = whole.Feed(all, a).ok();

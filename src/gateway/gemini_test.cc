@@ -150,5 +150,54 @@ TEST(GeminiTest, StreamInAnyChunkingBecomesChatChunks) {
   EXPECT_FALSE(bad.Feed("data: {nope\n\n", out).ok());
 }
 
+TEST(GeminiTest, EmbeddingsRequestIsOneBatch) {
+  auto req = openai::ParseEmbeddingsRequest(R"({"model":"emb","input":["a b","c"],"dimensions":8})");
+  ASSERT_TRUE(req.ok()) << req.status().ToString();
+  auto body = FromEmbeddingsRequest(*req, "text-embedding-004");
+  ASSERT_TRUE(body.ok()) << body.status().ToString();
+  EXPECT_EQ(*body, Json::parse(R"({"requests":[
+    {"model":"models/text-embedding-004","content":{"parts":[{"text":"a b"}]},"outputDimensionality":8},
+    {"model":"models/text-embedding-004","content":{"parts":[{"text":"c"}]},"outputDimensionality":8}]})"));
+  auto one = openai::ParseEmbeddingsRequest(R"({"model":"emb","input":"hello"})");
+  ASSERT_TRUE(one.ok());
+  auto b1 = FromEmbeddingsRequest(*one, "m");
+  ASSERT_TRUE(b1.ok());
+  EXPECT_EQ((*b1)["requests"].size(), 1u);
+  EXPECT_FALSE((*b1)["requests"][0].contains("outputDimensionality"));
+  auto tokens = openai::ParseEmbeddingsRequest(R"({"model":"emb","input":[[1,2,3]]})");
+  ASSERT_TRUE(tokens.ok());
+  EXPECT_NE(FromEmbeddingsRequest(*tokens, "m").status().message().find("token arrays"), std::string::npos);
+}
+
+TEST(GeminiTest, EmbeddingsAnswers) {
+  auto r = ToEmbeddingsResponse(
+      R"({"embeddings":[{"values":[0.5,-1]},{"values":[0.25,2]}],"usageMetadata":{"promptTokenCount":3}})",
+      "emb", 2);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->model, "emb");
+  ASSERT_EQ(r->data.size(), 2u);
+  EXPECT_EQ(r->data[1], (std::vector<float>{0.25f, 2.0f}));
+  EXPECT_EQ(r->prompt_tokens, 3);
+  EXPECT_EQ(r->total_tokens, 3);
+  // embedContent's single answer; no usage given: none metered.
+  auto one = ToEmbeddingsResponse(R"({"embedding":{"values":[1,2,3]}})", "emb", 1);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->data[0].size(), 3u);
+  EXPECT_EQ(one->prompt_tokens, 0);
+  // Malformed answers name what is wrong.
+  auto msg = [](std::string_view body, size_t n) {
+    return ToEmbeddingsResponse(body, "e", n).status().message();
+  };
+  EXPECT_NE(msg(R"({"embeddings":[{"values":[1]}]})", 2).find("1 vectors for 2 inputs"), std::string::npos);
+  EXPECT_NE(msg(R"({"embeddings":[{"values":["x"]}]})", 1).find("embeddings[0].values must hold numbers"),
+            std::string::npos);
+  EXPECT_NE(msg(R"({"embeddings":{}})", 1).find("embeddings must be an array"), std::string::npos);
+  EXPECT_NE(msg("[1]", 1).find("not an object"), std::string::npos);
+  EXPECT_FALSE(ToEmbeddingsResponse("{", "e", 1).ok());
+  EXPECT_NE(msg(R"({"embeddings":[{"values":[1]}],"usageMetadata":{"promptTokenCount":-1}})", 1)
+                .find("promptTokenCount"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace govern::gateway::gemini

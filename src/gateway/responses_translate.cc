@@ -348,4 +348,25 @@ void MessagesToResponsesStream::Feed(const anthropic::StreamEvent& e, std::vecto
   }
 }
 
+// ---- Chat (Gemini, Bedrock) -> Responses, through the Anthropic shape ----
+
+openai::ResponsesResponse ChatToResponsesResponse(const openai::ChatResponse& resp, int64_t created_at) {
+  return MessagesToResponsesResponse(ChatToMessagesResponse(resp), created_at);
+}
+
+void ChatToResponsesStream::Pass(std::vector<openai::Json>& out) {
+  for (const anthropic::StreamEvent& e : events_) responses_.Feed(e, out);
+  events_.clear();
+}
+
+void ChatToResponsesStream::Feed(const openai::ChatChunk& chunk, std::vector<openai::Json>& out) {
+  chat_.Feed(chunk, events_);
+  Pass(out);
+}
+
+void ChatToResponsesStream::Finish(std::vector<openai::Json>& out) {
+  chat_.Finish(events_);
+  Pass(out);
+}
+
 }  // namespace govern::gateway

@@ -81,4 +81,36 @@ class MessagesToResponsesStream {
   std::string text_;           // its text or arguments so far
 };
 
+// ---- The Responses API in front of an OpenAI-chat-speaking translation (Gemini, Bedrock) ----
+//
+// Gemini and Bedrock answers reach the proxy as Chat Completions (gemini.h, bedrock.h). A Responses
+// client in front of them gets the request through ResponsesToChatRequest, and the answer and stream
+// through the two translators above chained, Chat -> Messages (translate.h) -> Responses, so every
+// provider's Responses output is made by the one Responses translator. Usage survives the chain
+// (prompt, cached and completion tokens; reasoning_tokens does not, Anthropic has no such field).
+
+openai::ResponsesResponse ChatToResponsesResponse(const openai::ChatResponse& resp, int64_t created_at);
+
+// OpenAI chat chunks in, Responses events out (as MessagesToResponsesStream gives them). Finish() at the
+// chat stream's `[DONE]` gives the closing events (response.completed with usage). A chunk holding an
+// `error` object (parsed with it in `extra`) gives the Responses `error` event and ends the stream.
+class ChatToResponsesStream {
+ public:
+  explicit ChatToResponsesStream(int64_t created_at) : responses_(created_at) {}
+
+  void Feed(const openai::ChatChunk& chunk, std::vector<openai::Json>& out);
+  void Finish(std::vector<openai::Json>& out);
+  bool done() const { return responses_.done(); }
+  bool failed() const { return responses_.failed(); }
+  int64_t last_sequence() const { return responses_.last_sequence(); }
+  openai::Usage usage() const { return responses_.usage(); }
+
+ private:
+  void Pass(std::vector<openai::Json>& out);
+
+  ChatToMessagesStream chat_;
+  MessagesToResponsesStream responses_;
+  std::vector<anthropic::StreamEvent> events_;
+};
+
 }  // namespace govern::gateway

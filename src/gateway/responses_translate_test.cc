@@ -242,5 +242,109 @@ TEST(ResponsesTranslate, StreamErrorAndMaxTokens) {
   EXPECT_EQ(mout.back()["response"]["status"], "incomplete");
 }
 
+// ---- Chat (a Gemini or Bedrock answer, translated by gemini.h / bedrock.h) -> Responses ----
+
+TEST(ResponsesTranslate, ChatAnswerToResponses) {
+  auto chat = openai::ParseChatResponse(R"({
+    "id":"chatcmpl-g1","object":"chat.completion","created":1,"model":"gem",
+    "choices":[{"index":0,"message":{"role":"assistant","content":"It is sunny.",
+      "tool_calls":[{"id":"call_0","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Oslo\"}"}}]},
+      "finish_reason":"tool_calls"}],
+    "usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,
+             "prompt_tokens_details":{"cached_tokens":4}}})");
+  ASSERT_TRUE(chat.ok()) << chat.status().ToString();
+  openai::ResponsesResponse r = ChatToResponsesResponse(*chat, 99);
+  Json j = openai::ToJson(r);
+  EXPECT_EQ(j["object"], "response");
+  EXPECT_EQ(j["status"], "completed");
+  EXPECT_EQ(j["model"], "gem");
+  EXPECT_EQ(j["created_at"], 99);
+  ASSERT_EQ(j["output"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["output"][0]["type"], "message");
+  EXPECT_EQ(j["output"][0]["content"][0]["text"], "It is sunny.");
+  EXPECT_EQ(j["output"][1]["type"], "function_call");
+  EXPECT_EQ(j["output"][1]["call_id"], "call_0");
+  EXPECT_EQ(j["output"][1]["name"], "weather");
+  EXPECT_EQ(Json::parse(j["output"][1]["arguments"].get<std::string>()), Json::parse(R"({"city":"Oslo"})"));
+  EXPECT_EQ(j["usage"]["input_tokens"], 12);  // the chain keeps usage whole
+  EXPECT_EQ(j["usage"]["input_tokens_details"]["cached_tokens"], 4);
+  EXPECT_EQ(j["usage"]["output_tokens"], 7);
+  EXPECT_EQ(j["usage"]["total_tokens"], 19);
+
+  auto cut = openai::ParseChatResponse(R"({"id":"x","object":"chat.completion","created":1,"model":"gem",
+    "choices":[{"index":0,"message":{"role":"assistant","content":"It is"},"finish_reason":"length"}],
+    "usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}})");
+  ASSERT_TRUE(cut.ok());
+  Json c = openai::ToJson(ChatToResponsesResponse(*cut, 1));
+  EXPECT_EQ(c["status"], "incomplete");
+  EXPECT_EQ(c["incomplete_details"]["reason"], "max_output_tokens");
+}
+
+// Feeds chat chunk data strings (and "[DONE]") through a ChatToResponsesStream.
+std::vector<Json> ChatStreamToResponses(ChatToResponsesStream& t, const std::vector<std::string>& chunks) {
+  std::vector<Json> out;
+  for (const std::string& data : chunks) {
+    if (data == "[DONE]") {
+      t.Finish(out);
+      continue;
+    }
+    auto chunk = openai::ParseChatChunk(data);
+    EXPECT_TRUE(chunk.ok()) << data;
+    if (chunk.ok()) t.Feed(*chunk, out);
+  }
+  return out;
+}
+
+TEST(ResponsesTranslate, ChatStreamToResponsesEvents) {
+  ChatToResponsesStream t(7);
+  auto events = ChatStreamToResponses(
+      t,
+      {R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"content":"lo"}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"weather","arguments":"{\"city\""}}]}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":\"Oslo\"}"}}]}}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})",
+       R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14,"prompt_tokens_details":{"cached_tokens":2}}})",
+       "[DONE]"});
+  ASSERT_FALSE(events.empty());
+  std::vector<std::string> types;
+  std::string text, args;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i]["sequence_number"], static_cast<int64_t>(i));
+    types.push_back(events[i]["type"]);
+    if (events[i]["type"] == "response.output_text.delta") text += events[i]["delta"].get<std::string>();
+    if (events[i]["type"] == "response.function_call_arguments.delta")
+      args += events[i]["delta"].get<std::string>();
+  }
+  EXPECT_EQ(types.front(), "response.created");
+  EXPECT_EQ(types.back(), "response.completed");
+  EXPECT_EQ(text, "Hello");
+  EXPECT_EQ(args, R"({"city":"Oslo"})");
+  const Json& done = events.back()["response"];
+  ASSERT_EQ(done["output"].size(), 2u) << done.dump();
+  EXPECT_EQ(done["output"][1]["name"], "weather");
+  EXPECT_EQ(done["usage"]["input_tokens"], 9);
+  EXPECT_EQ(done["usage"]["input_tokens_details"]["cached_tokens"], 2);
+  EXPECT_EQ(done["usage"]["output_tokens"], 5);
+  EXPECT_TRUE(t.done());
+  EXPECT_FALSE(t.failed());
+  EXPECT_EQ(t.usage().prompt_tokens, 9);
+  EXPECT_EQ(t.last_sequence(), static_cast<int64_t>(events.size()) - 1);
+}
+
+TEST(ResponsesTranslate, ChatStreamErrorBecomesResponsesError) {
+  ChatToResponsesStream t(7);
+  auto events = ChatStreamToResponses(
+      t,
+      {R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gem","choices":[{"index":0,"delta":{"content":"Hi"}}]})",
+       R"({"error":{"message":"modelStreamErrorException: boom","type":"api_error"}})"});
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["type"], "error");
+  EXPECT_NE(events.back().dump().find("modelStreamErrorException: boom"), std::string::npos)
+      << events.back().dump();
+  EXPECT_TRUE(t.done());
+  EXPECT_TRUE(t.failed());
+}
+
 }  // namespace
 }  // namespace govern::gateway

@@ -161,11 +161,12 @@ int main(int argc, char** argv) {
   broker.Stop();
   // For bench/streams/run: what group commit cost, and how long a produce waited for durability.
   std::fprintf(stderr,
-               "syncs %llu rounds %llu overlapped %llu; wait for durability p50 %.1f p99 %.1f ms over %llu "
-               "requests; one round p50 %.1f p99 %.1f ms; one fdatasync p50 %.1f p99 %.1f ms\n",
+               "syncs %llu rounds %llu overlapped %llu; wait for durability p50 %.1f p99 %.1f max %.1f ms over "
+               "%llu requests; one round p50 %.1f p99 %.1f max %.1f ms; one fdatasync p50 %.1f p99 %.1f max "
+               "%.1f ms\n",
                static_cast<unsigned long long>(st.syncs), static_cast<unsigned long long>(st.rounds),
                static_cast<unsigned long long>(st.overlapped_rounds), st.wait_p50_ms, st.wait_p99_ms,
-               static_cast<unsigned long long>(st.requests), st.round_p50_ms, st.round_p99_ms, st.sync_p50_ms,
-               st.sync_p99_ms);
+               st.wait_max_ms, static_cast<unsigned long long>(st.requests), st.round_p50_ms, st.round_p99_ms,
+               st.round_max_ms, st.sync_p50_ms, st.sync_p99_ms, st.sync_max_ms);
   return 0;
 }

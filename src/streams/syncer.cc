@@ -130,22 +130,26 @@ void Syncer::StartRound(std::unique_lock<std::mutex>& lock) {
 }
 
 void Syncer::Record(Histogram& h, std::chrono::steady_clock::duration d) {
-  const auto tenths = std::chrono::duration_cast<std::chrono::microseconds>(d).count() / 100;
-  h[static_cast<size_t>(std::clamp<int64_t>(tenths, 0, static_cast<int64_t>(h.size()) - 1))]++;
+  const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+  const int64_t last = static_cast<int64_t>(h.buckets.size()) - 1;
+  h.buckets[static_cast<size_t>(std::clamp<int64_t>(us / 100, 0, last))]++;
+  h.max_us = std::max(h.max_us, us);
 }
 
 double Syncer::Quantile(const Histogram& h, double q) {
   uint64_t total = 0;
-  for (uint64_t n : h) total += n;
+  for (uint64_t n : h.buckets) total += n;
   if (total == 0) return 0;
   const auto rank = static_cast<uint64_t>(q * static_cast<double>(total - 1));
   uint64_t seen = 0;
-  for (size_t i = 0; i < h.size(); i++) {
-    seen += h[i];
+  for (size_t i = 0; i < h.buckets.size(); i++) {
+    seen += h.buckets[i];
     if (seen > rank) return static_cast<double>(i + 1) / 10;  // the bucket's upper edge, in ms
   }
-  return static_cast<double>(h.size()) / 10;
+  return static_cast<double>(h.buckets.size()) / 10;
 }
+
+double Syncer::Max(const Histogram& h) { return static_cast<double>(h.max_us) / 1000; }
 
 Syncer::Stats Syncer::stats() const {
   Stats s;
@@ -153,13 +157,16 @@ Syncer::Stats Syncer::stats() const {
   s.rounds = rounds();
   s.overlapped_rounds = overlapped_rounds();
   std::lock_guard<std::mutex> l(stats_mu_);
-  for (uint64_t n : wait_hist_) s.requests += n;
+  for (uint64_t n : wait_hist_.buckets) s.requests += n;
   s.wait_p50_ms = Quantile(wait_hist_, 0.5);
   s.wait_p99_ms = Quantile(wait_hist_, 0.99);
   s.sync_p50_ms = Quantile(sync_hist_, 0.5);
   s.sync_p99_ms = Quantile(sync_hist_, 0.99);
   s.round_p50_ms = Quantile(round_hist_, 0.5);
   s.round_p99_ms = Quantile(round_hist_, 0.99);
+  s.wait_max_ms = Max(wait_hist_);
+  s.sync_max_ms = Max(sync_hist_);
+  s.round_max_ms = Max(round_hist_);
   return s;
 }
 

@@ -91,6 +91,9 @@ class Syncer {
     uint64_t syncs = 0, rounds = 0, overlapped_rounds = 0, requests = 0;
     double wait_p50_ms = 0, wait_p99_ms = 0, sync_p50_ms = 0, sync_p99_ms = 0;
     double round_p50_ms = 0, round_p99_ms = 0;  // a round's first sync started to its last returned
+    // The longest of each (exact, not capped): one stalled round holds every request that arrives
+    // meanwhile, so a few stalls make the requests' p99 while the rounds' p99 stays low.
+    double wait_max_ms = 0, sync_max_ms = 0, round_max_ms = 0;
   };
   Stats stats() const;
 
@@ -105,9 +108,13 @@ class Syncer {
     std::function<void(Status)> done;
     std::chrono::steady_clock::time_point since;
   };
-  using Histogram = std::array<uint64_t, 10001>;  // 0.1 ms buckets, the last one for 1 s and more
+  struct Histogram {
+    std::array<uint64_t, 10001> buckets{};  // 0.1 ms buckets, the last one for 1 s and more
+    int64_t max_us = 0;                     // exact: a stall past the last bucket still shows
+  };
   static void Record(Histogram& h, std::chrono::steady_clock::duration d);
   static double Quantile(const Histogram& h, double q);
+  static double Max(const Histogram& h);
   struct Round {
     std::vector<Pending> waiters;
     std::vector<SyncFile*> files;  // distinct; kept alive by `waiters`

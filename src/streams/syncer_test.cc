@@ -136,6 +136,9 @@ TEST_P(SyncerOrdering, WaiterIsNotReleasedByASyncThatBeganBeforeItsWrite) {
     EXPECT_EQ(done.calls[0].first, "A");
     EXPECT_TRUE(done.calls[0].second.ok());
     EXPECT_EQ(syncer.overlapped_rounds(), depth > 1 ? 1u : 0u);  // B's round overlapped A's
+    // B's sync is held for over a second (past the histograms' last bucket): the longest sync, round and
+    // wait are at least that (a lower bound the sleep guarantees), and A's shorter ones do not hide it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1050));
     gate.Release(1);
     ASSERT_TRUE(done.WaitFor(2));
     const Syncer::Stats st = syncer.stats();
@@ -143,6 +146,10 @@ TEST_P(SyncerOrdering, WaiterIsNotReleasedByASyncThatBeganBeforeItsWrite) {
     EXPECT_EQ(st.syncs, 2u);
     EXPECT_EQ(st.rounds, 2u);
     EXPECT_GE(st.wait_p99_ms, st.wait_p50_ms);
+    EXPECT_GE(st.sync_max_ms, 1050);
+    EXPECT_GE(st.round_max_ms, 1050);
+    EXPECT_GE(st.wait_max_ms, 1050);
+    EXPECT_GE(st.wait_max_ms, st.wait_p99_ms);
   }
   EXPECT_EQ(done.calls[1].first, "B");
   EXPECT_TRUE(done.calls[1].second.ok());

@@ -48,10 +48,10 @@ Status TrustRefresher::RefreshRevocations() {
   GOVERN_ASSIGN_OR_RETURN(std::string body, Fetch(client_, sources_.revocations_url));
   auto list = RevocationList::FromJson(body);
   if (!list.ok()) return list.status().WithContext("revocations from " + sources_.revocations_url);
-  if (have_revocations_ && list->version() <= revocation_version_) return OkStatus();  // not newer
-  revocation_version_ = list->version();
-  have_revocations_ = true;
-  checker_.SetRevocations(std::make_shared<const RevocationList>(std::move(*list)));
+  // An older list (a lagging replica answered) is ignored. One of the same version is installed: the
+  // auth service leaves out entries whose tokens have expired without bumping the version, so the list
+  // in place shrinks as they expire.
+  checker_.SetRevocationsIfNotOlder(std::make_shared<const RevocationList>(std::move(*list)));
   return OkStatus();
 }
 

@@ -73,8 +73,6 @@ class TrustRefresher {
   std::shared_ptr<const KeyRing> ring_;      // ... parsed
   std::vector<std::string> ring_kids_;       // the kids of ring_keys_, to notice a change
   std::shared_ptr<const KeySet> ring_keys_;  // ring_->VerifyKeysAt(now) when last swapped
-  uint64_t revocation_version_ = 0;
-  bool have_revocations_ = false;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;

@@ -98,6 +98,15 @@ TEST_F(TrustRefresherTest, PullsKeysAndRevocationsAndKeepsLastGood) {
   Serve(*ring->JwksAt(now), R"({"version":2})");
   ASSERT_TRUE(refresher.RefreshOnce().ok());
   EXPECT_EQ(checker.revocation_version(), 3u);
+  EXPECT_EQ(RejectOf(checker.Check(public_token, "svc").status()), Reject::kRevoked);
+  // The same version without the entry is installed: how the auth service serves the list once the
+  // revoked token's expiry has passed (entries leave without a version bump).
+  Serve(*ring->JwksAt(now), R"({"version":3})");
+  ASSERT_TRUE(refresher.RefreshOnce().ok());
+  EXPECT_TRUE(checker.Check(public_token, "svc").ok());
+  Serve(*ring->JwksAt(now), R"({"version":3,"jti":{")" + jti + R"(":)" + std::to_string(now + 300) + "}}");
+  ASSERT_TRUE(refresher.RefreshOnce().ok());
+  EXPECT_EQ(RejectOf(checker.Check(public_token, "svc").status()), Reject::kRevoked);
 
   // Failures keep the last good state.
   Serve("oops", "oops", 500);

@@ -142,7 +142,13 @@ struct Batcher::Impl {
     int64_t lock_us = 0, compute_us = 0, commit_us = 0, flush_us = 0;
     size_t orgs = 0;
     size_t late_requests = 0;
+    size_t lookups = 0;        // 1: the batch's keys were looked up (before or under the lock)
+    size_t key_conflicts = 0;  // 1: the first attempt met a stored key and the batch ran once more
   };
+  // Where a batch's transaction looks its idempotency keys up: not at all (a stored key fails the
+  // INSERT), before waiting for the head, or once it holds the heads (then it sees every key).
+  enum class Lookup { kNone, kBeforeLock, kUnderLock };
+  static constexpr std::chrono::nanoseconds kLookupAfterConflict = std::chrono::seconds(1);
 
   db::Pool* pool;
   BatcherOptions opt;
@@ -159,6 +165,10 @@ struct Batcher::Impl {
   Stats logged;  // stats at the last log line
   int64_t last_log_nanos = 0;
   std::unordered_set<std::string> known_heads;  // heads committed to exist (never deleted)
+  // Until then (monotonic nanoseconds) batches look their keys up before waiting for the head: set
+  // when a batch met a stored key (a writer's retry), which often come in runs (a replica died and
+  // its writers retry elsewhere). Otherwise new keys are not looked up at all (see Flush).
+  int64_t lookup_until_nanos = 0;
 
   size_t LaneOf(std::string_view org) const { return std::hash<std::string_view>{}(org) % lanes.size(); }
 
@@ -261,6 +271,8 @@ struct Batcher::Impl {
         }
         stats.requests += batch.size();
         stats.late_requests += timing.late_requests;
+        stats.lookups += timing.lookups;
+        stats.key_conflicts += timing.key_conflicts;
         stats.orgs += timing.orgs;
         stats.max_batch_entries = std::max<uint64_t>(stats.max_batch_entries, entries);
         stats.queue_us += static_cast<uint64_t>(Micros(batch.front()->arrived_nanos, started));
@@ -311,6 +323,8 @@ struct Batcher::Impl {
                 mean(a.entries_written + a.entries_existing, b.entries_written + b.entries_existing)},
                {"requests_per_batch", mean(a.requests, b.requests)},
                {"late_requests", static_cast<int64_t>(a.late_requests - b.late_requests)},
+               {"lookups", static_cast<int64_t>(a.lookups - b.lookups)},
+               {"key_conflicts", static_cast<int64_t>(a.key_conflicts - b.key_conflicts)},
                {"orgs_per_batch", mean(a.orgs, b.orgs)},
                {"max_batch", static_cast<int64_t>(a.max_batch_entries)},
                {"queue_us", mean(a.queue_us, b.queue_us)},
@@ -417,9 +431,11 @@ struct Batcher::Impl {
     if (!lease.ok()) return lease.status();
     db::Connection& c = **lease;
     if (opt.append_in_database) {
+      timing.lookups = 1;  // audit_append always looks the keys up
       Status s = AttemptInDatabase(c, batch, deferred, timing, /*lookup_first=*/true);
       if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
       if (!s.ok() && db::SqlStateOf(s) == "23505") {
+        timing.key_conflicts = 1;
         // A key was stored (a writer's retry racing its first attempt on another replica) after the
         // lookup ran, before this batch got the head: once more, every key looked up under the locks.
         s = AttemptInDatabase(c, batch, deferred, timing, /*lookup_first=*/false);
@@ -430,13 +446,30 @@ struct Batcher::Impl {
       return Barrier(c, timing);
     }
     bool late_taken = false;
-    Status s = Attempt(c, batch, deferred, timing, &lane, &late_taken, /*lookup_first=*/true);
+    // Keys are normally not looked up: the unique index on (org, idempotency key) finds a stored one
+    // anyway, failing the INSERT. The lookup (planned for every batch's arrays) cost PostgreSQL more
+    // CPU per entry than the INSERT itself at 1 organisation x 64 writers, to find nothing. Only for a
+    // while after a batch met a stored key are keys looked up first (before the lock wait).
+    Lookup lookup = Lookup::kNone;
+    {
+      std::lock_guard g(mu);
+      if (clock->MonotonicNanos() < lookup_until_nanos) lookup = Lookup::kBeforeLock;
+    }
+    timing.lookups = lookup == Lookup::kNone ? 0 : 1;
+    Status s = Attempt(c, batch, deferred, timing, &lane, &late_taken, lookup);
     if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     if (!s.ok() && db::SqlStateOf(s) == "23505") {
-      // A key was stored already (a writer's retry) after the lookup ran, or a late joiner's: once
-      // more, every key looked up under the locks. Nothing of the first attempt was committed.
+      // A key was stored already (a writer's retry; one stored after the lookup ran, if there was
+      // one), or a late joiner's: once more, every key looked up under the locks. Nothing of the
+      // first attempt was committed.
+      {
+        std::lock_guard g(mu);
+        lookup_until_nanos = clock->MonotonicNanos() + kLookupAfterConflict.count();
+      }
       timing.late_requests = 0;
-      s = Attempt(c, batch, deferred, timing, nullptr, &late_taken, /*lookup_first=*/false);
+      timing.key_conflicts = 1;
+      timing.lookups = 1;
+      s = Attempt(c, batch, deferred, timing, nullptr, &late_taken, Lookup::kUnderLock);
       if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     }
     release_lane();
@@ -447,7 +480,7 @@ struct Batcher::Impl {
   // One try of the batch's transaction (see Flush).
   Status Attempt(db::Connection& c, std::vector<std::unique_ptr<Request>>& batch,
                  std::vector<std::unique_ptr<Request>>& deferred, Timing& timing, Lane* late_lane,
-                 bool* late_taken, bool lookup_first) {
+                 bool* late_taken, Lookup lookup) {
     std::vector<std::string> orgs;
     std::vector<std::string> key_orgs, keys;
     const int64_t now_micros = clock->UnixMicros();
@@ -481,18 +514,22 @@ struct Batcher::Impl {
         bool changed = false;
       };
       std::map<std::string, Head> heads;
-      // BEGIN, the idempotency lookup and the head locks in one round trip. With lookup_first the
-      // lookup runs before the lock wait, so its index probes are not part of the hold (READ
-      // COMMITTED: it sees what was committed when it ran). A key committed after it by the holder of
-      // the head (a writer's retry that raced its first attempt) makes the INSERT fail with a unique
-      // violation, and Flush runs the batch again with the lookup after the locks, which then sees
-      // every commit of a transaction that held them.
+      // BEGIN, the idempotency lookup (if any) and the head locks in one round trip. Before the lock
+      // wait (kBeforeLock) its index probes are not part of the hold (READ COMMITTED: it sees what
+      // was committed when it ran). A key it did not see (none looked up, or one committed after it
+      // by the holder of the head: a writer's retry that raced its first attempt) makes the INSERT
+      // fail with a unique violation, and Flush runs the batch again with the lookup after the
+      // locks, which then sees every commit of a transaction that held them.
       const std::string& first_org = batch.front()->org;  // the oldest request's: worth waiting for
       std::vector<db::Statement> first = {
           {"BEGIN", {}, false},
           {std::string(kSettings), db::Params(outside ? "off" : "on"), true},
       };
-      if (lookup_first) first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
+      size_t lookup_at = 0;  // the lookup's statement, if any
+      if (lookup == Lookup::kBeforeLock) {
+        lookup_at = first.size();
+        first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
+      }
       const size_t first_head = first.size();
       first.push_back({std::string(kLockFirstHead), db::Params(first_org), true});
       // A batch of one organisation (every batch of a hot one) has no other heads: one statement less
@@ -500,7 +537,10 @@ struct Batcher::Impl {
       const bool more_heads = orgs.size() > 1;
       if (more_heads) first.push_back({std::string(kLockFreeHeads), db::Params(orgs_array, first_org), true});
       const size_t end_heads = first.size();
-      if (!lookup_first) first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
+      if (lookup == Lookup::kUnderLock) {
+        lookup_at = first.size();
+        first.push_back({kExisting, db::Params(key_orgs_array, keys_array), true});
+      }
       int64_t t0 = clock->MonotonicNanos();
       GOVERN_ASSIGN_OR_RETURN(std::vector<db::Rows> res, tx.Pipeline(first));
       int64_t t1 = clock->MonotonicNanos();
@@ -533,11 +573,13 @@ struct Batcher::Impl {
       auto known_key = [](std::string_view org, std::string_view key) {
         return std::string(org) + '\n' + std::string(key);
       };
-      const db::Rows& er = res[lookup_first ? 2 : end_heads];  // only rows of locked heads are used
-      for (int i = 0; i < er.size(); ++i) {
-        GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
-        std::string k = known_key(e.entry.org, e.entry.idempotency_key);
-        known.emplace(std::move(k), std::move(e));
+      if (lookup != Lookup::kNone) {
+        const db::Rows& er = res[lookup_at];  // only rows of locked heads are used
+        for (int i = 0; i < er.size(); ++i) {
+          GOVERN_ASSIGN_OR_RETURN(StoredEntry e, EntryFromRow(er, i));
+          std::string k = known_key(e.entry.org, e.entry.idempotency_key);
+          known.emplace(std::move(k), std::move(e));
+        }
       }
       const bool all_new = known.empty() && !dup_in_batch && deferred.empty();
       if (!all_new) fixed = FixedColumns{};

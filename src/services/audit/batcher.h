@@ -8,16 +8,18 @@
 // while the previous transaction ran goes into the next one, up to max_batch entries).
 //
 // One flush: create missing chain heads (INSERT .. ON CONFLICT DO NOTHING, its own statement), then in
-// one transaction and one round trip: look up the idempotency keys already stored (a retried append
-// gets the original entry back; before the lock wait, so the lookup is not part of the lock hold), lock
+// one transaction and one round trip: lock
 // the head of the batch's oldest request (waiting for it if another transaction holds it), and lock the
 // batch's other heads only if they are free (FOR UPDATE SKIP LOCKED; the requests of busy heads go back
 // to the front of the lane for its next batch). Appends for the heads it now holds that queued in the
 // lane meanwhile (while it waited for a busy head) join the batch late, up to max_batch: one lock hold
-// carries them instead of a later one. Their keys were not looked up, and a key committed by the
-// head's previous holder after the lookup ran (a retry racing its first attempt) was not seen: such a
-// key fails the INSERT with a unique violation, and the batch runs once more with every key looked up
-// after the locks are granted, none joining late. A transaction
+// carries them instead of a later one. The idempotency keys are not looked up: almost all are new, and
+// a stored one (a retried append) fails the INSERT with a unique violation (the unique index on (org,
+// key) finds it), and the batch runs once more with every key looked up after the locks are granted,
+// none joining late, so the retry gets the original entry back. For a second after such a conflict
+// (retries come in runs, e.g. when a replica died) batches look their keys up first, before the lock
+// wait, so the lookup is not part of the lock hold (a key committed after that lookup by the head's
+// previous holder fails the INSERT as above). A transaction
 // never waits for a lock while it holds one, so transactions of several replicas over overlapping
 // organisations neither queue behind each other in chains nor deadlock. Then compute seq, prev_hash,
 // entry_hash and the Merkle compact range in C++ (the columns that do not depend on seq were encoded
@@ -112,12 +114,14 @@ class Batcher {
     uint64_t batches_failed = 0;
     uint64_t requests = 0;       // requests in successful batches
     uint64_t late_requests = 0;  // of them, requests that joined while their batch held the locks
+    uint64_t lookups = 0;        // successful batches whose idempotency keys were looked up
+    uint64_t key_conflicts = 0;  // of them, batches that met a stored key and ran once more
     uint64_t orgs = 0;           // organisations per batch, summed
     uint64_t max_batch_entries = 0;
     uint64_t queue_us = 0;  // oldest request's wait in the queue before its batch started
     // With append_in_database: lock_us is the wait for the oldest request's head and compute_us the
     // work under the locks, both measured in PostgreSQL; commit_us the one round trip (waits included).
-    uint64_t lock_us = 0;     // BEGIN + head locks + key lookup round trip (includes lock waits)
+    uint64_t lock_us = 0;     // BEGIN + head locks (+ key lookup, if any) round trip (includes lock waits)
     uint64_t compute_us = 0;  // seq, hashes, Merkle, statement parameters (locks held)
     uint64_t commit_us = 0;   // insert + update + COMMIT round trip (locks held until it returns)
     uint64_t flush_us = 0;    // the durability barrier (locks already released); 0 when inside

@@ -66,6 +66,54 @@ TEST_F(BatcherTest, AppendsChainAndReturnsTheOriginalOnRetry) {
   }
 }
 
+// New keys are not looked up at all (the unique index finds a stored one: the INSERT fails and the
+// batch runs once more, looking its keys up under the lock). For a second after such a conflict,
+// batches look their keys up before the lock wait; then no more.
+TEST_F(BatcherTest, KeysAreLookedUpOnlyAfterAStoredKeyTurnedUp) {
+  ManualClock clock;
+  Batcher b(pool_.get(), {.flushers = 1, .clock = &clock});
+  auto first = b.AppendBlocking("acme", {Input("k1"), Input("k2")});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  Batcher::Stats st = b.GetStats();
+  EXPECT_EQ(st.lookups, 0u) << "new keys need no lookup";
+  EXPECT_EQ(st.key_conflicts, 0u);
+
+  // A retry of k2 beside a new key: the first attempt meets the stored key, the second looks it up.
+  auto retry = b.AppendBlocking("acme", {Input("k2", "mallory"), Input("k3")});
+  ASSERT_TRUE(retry.ok()) << retry.status().message();
+  EXPECT_FALSE(retry->created[0]);
+  EXPECT_EQ(retry->entries[0].entry.seq, 2u);
+  EXPECT_EQ(retry->entries[0].entry.actor, "alice") << "the original, not the retry's fields";
+  EXPECT_EQ(retry->entries[0].entry.entry_hash, first->entries[1].entry.entry_hash);
+  EXPECT_TRUE(retry->created[1]);
+  EXPECT_EQ(retry->entries[1].entry.seq, 3u);
+  st = b.GetStats();
+  EXPECT_EQ(st.key_conflicts, 1u);
+  EXPECT_EQ(st.lookups, 1u);
+
+  // Right after the conflict: looked up first (before the lock wait), so a retry costs no second try.
+  auto soon = b.AppendBlocking("acme", {Input("k1", "mallory"), Input("k4")});
+  ASSERT_TRUE(soon.ok()) << soon.status().message();
+  EXPECT_FALSE(soon->created[0]);
+  EXPECT_EQ(soon->entries[0].entry.seq, 1u);
+  EXPECT_TRUE(soon->created[1]);
+  EXPECT_EQ(soon->entries[1].entry.seq, 4u);
+  st = b.GetStats();
+  EXPECT_EQ(st.lookups, 2u);
+  EXPECT_EQ(st.key_conflicts, 1u);
+
+  // A second later, new keys are no longer looked up.
+  clock.Advance(std::chrono::seconds(2));
+  auto later = b.AppendBlocking("acme", {Input("k5")});
+  ASSERT_TRUE(later.ok()) << later.status().message();
+  EXPECT_EQ(later->entries[0].entry.seq, 5u);
+  st = b.GetStats();
+  EXPECT_EQ(st.lookups, 2u);
+  EXPECT_EQ(st.key_conflicts, 1u);
+  EXPECT_EQ(st.batches_failed, 0u);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 5);
+}
+
 // Appends that queue while a batch waits for a busy head join that batch once it holds the head; a
 // late joiner whose key is stored already (a retry) makes the batch run once more, every key looked up.
 TEST_F(BatcherTest, LateJoinersRideTheSameLockHoldAndRetriesStillGetTheOriginal) {

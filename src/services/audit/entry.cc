@@ -5,30 +5,12 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "base/time_format.h"
+
 namespace govern::audit_service {
 namespace {
 
 using json = nlohmann::json;
-
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
-  if (pos + n > s.size()) return false;
-  int v = 0;
-  for (size_t i = pos; i < pos + n; ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    v = v * 10 + (s[i] - '0');
-  }
-  *out = v;
-  return true;
-}
 
 Status CheckText(std::string_view field, std::string_view value, size_t max, bool required) {
   if (required && value.empty()) return InvalidArgument("'" + std::string(field) + "' is required");
@@ -151,49 +133,12 @@ Result<ParsedAppend> ParseAppendRequest(std::string_view body,
 }
 
 Result<int64_t> ParseRfc3339Micros(std::string_view s) {
-  auto bad = [&] {
-    return InvalidArgument("'" + std::string(s.substr(0, 40)) + "' is not an RFC 3339 time");
-  };
-  int y, mo, d, h, mi, sec;
-  if (!Digits(s, 0, 4, &y) || s.size() < 20 || s[4] != '-' || !Digits(s, 5, 2, &mo) || s[7] != '-' ||
-      !Digits(s, 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !Digits(s, 11, 2, &h) ||
-      s[13] != ':' || !Digits(s, 14, 2, &mi) || s[16] != ':' || !Digits(s, 17, 2, &sec)) {
-    return bad();
-  }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return bad();
-  size_t pos = 19;
-  int64_t frac = 0;
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    size_t digits = 0;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      if (digits < 6) frac = frac * 10 + (s[pos] - '0');
-      ++digits;
-      ++pos;
-    }
-    if (digits == 0) return bad();
-    for (size_t i = digits; i < 6; ++i) frac *= 10;
-  }
-  int64_t offset = 0;
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    ++pos;
-  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
-    int oh, om;
-    if (!Digits(s, pos + 1, 2, &oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
-        !Digits(s, pos + 4, 2, &om) || oh > 23 || om > 59) {
-      return bad();
-    }
-    offset = (s[pos] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
-    pos += 6;
-  } else {
-    return bad();
-  }
-  if (pos != s.size()) return bad();
-  if (y < 1970 || y > 9999) return InvalidArgument("times must be between 1970 and 9999");
-  int64_t secs = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 +
-                 mi * 60 + std::min(sec, 59) - offset;
+  auto t = ParseRfc3339(s);  // base/time_format.h
+  if (!t.ok()) return InvalidArgument("'" + std::string(s.substr(0, 40)) + "' is not an RFC 3339 time");
+  if (t->year < 1970) return InvalidArgument("times must be between 1970 and 9999");
+  const int64_t secs = t->unix_seconds - (t->second == 60 ? 1 : 0);  // a leap second: :59
   if (secs < 0) return InvalidArgument("times must be after 1970");
-  return secs * 1000000 + frac;
+  return secs * 1000000 + t->nanos / 1000;
 }
 
 Result<audit::Hash> HashFromBytes(std::string_view bytes) {

@@ -73,7 +73,8 @@ TEST(TimeTest, Rfc3339) {
   EXPECT_EQ(*ParseRfc3339Micros("2026-11-30T07:25:47.000123Z"),
             *audit::ParseTime("2026-11-30T07:25:47.000123Z"));
   for (const char* bad : {"", "2026-13-01T00:00:00Z", "2026-01-01 00:00:00", "2026-01-01T00:00:00",
-                          "1969-12-31T23:59:59Z", "2026-01-01T00:00:00.Z", "2026-01-01T00:00:00Zjunk"}) {
+                          "1969-12-31T23:59:59Z", "2026-01-01T00:00:00.Z", "2026-01-01T00:00:00Zjunk",
+                          "2026-02-30T00:00:00Z"}) {  // days are checked against the month (base)
     EXPECT_FALSE(ParseRfc3339Micros(bad).ok()) << bad;
   }
 }

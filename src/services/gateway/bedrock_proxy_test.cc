@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/openai.h"
 #include "gateway/sse.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -262,6 +263,243 @@ TEST_F(BedrockProxyTest, ThrottlingExceptionsAndCutStreams) {
   EXPECT_EQ(rec.status, 502);
   EXPECT_NE(rec.error.find("upstream stream cut"), std::string::npos) << rec.error;
   EXPECT_EQ(rec.output_tokens, 3);  // the content chunks seen stand in for output tokens
+}
+
+// ---- The OpenAI Responses API and embeddings in front of Bedrock (gw-xlate) ----
+
+// The Responses events of a streamed answer (each event's data is the typed object).
+std::vector<Json> ResponsesEvents(std::string_view body) {
+  std::vector<Json> out;
+  SseParser p;
+  std::vector<SseEvent> events;
+  EXPECT_TRUE(p.Feed(body, events).ok());
+  for (auto& e : events) {
+    Json j = Json::parse(e.data, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << e.data;
+    EXPECT_EQ(e.event, j.value("type", "")) << e.data;  // the SSE event is named by its type
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// The text and function-call arguments of a Responses stream, and its last event.
+struct ResponsesStreamSummary {
+  std::string text, arguments;
+  Json last;
+};
+ResponsesStreamSummary Summarize(const std::vector<Json>& events) {
+  ResponsesStreamSummary s;
+  for (const Json& e : events) {
+    if (e["type"] == "response.output_text.delta") s.text += e["delta"].get<std::string>();
+    if (e["type"] == "response.function_call_arguments.delta") s.arguments += e["delta"].get<std::string>();
+  }
+  if (!events.empty()) s.last = events.back();
+  return s;
+}
+
+TEST_F(BedrockProxyTest, ResponsesApiWholeStreamedAndTools) {
+  Start(Deployment());
+  Json body = {{"model", "claude-haiku"}, {"instructions", "be brief"}, {"input", "one two three"}};
+  auto r = Post("/v1/responses", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json j = Json::parse(r.body);
+  EXPECT_EQ(j["object"], "response");
+  EXPECT_EQ(j["status"], "completed");
+  EXPECT_EQ(j["model"], "claude-haiku");
+  EXPECT_EQ(j["output"][0]["type"], "message");
+  EXPECT_EQ(j["output"][0]["content"][0]["text"], model_stub::StubText(16));
+  EXPECT_EQ(j["usage"]["input_tokens"], 5);  // the instructions reached Converse as system text
+  EXPECT_EQ(j["usage"]["output_tokens"], 16);
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200);
+  EXPECT_EQ(rec.api, "responses");
+  EXPECT_EQ(rec.deployment, "bedrock-eu");
+  EXPECT_EQ(rec.input_tokens, 5);
+  EXPECT_EQ(rec.output_tokens, 16);
+  EXPECT_NEAR(rec.cost, (5 * 1.0 + 16 * 5.0) / 1e6, 1e-12);
+
+  // Streamed: ConverseStream frames -> chat chunks -> Responses events, usage in response.completed.
+  body["stream"] = true;
+  auto s = Post("/v1/responses", body, {{"x-stub-cached-tokens", "2"}});
+  ASSERT_EQ(s.status, 200) << s.body;
+  auto events = ResponsesEvents(s.body);
+  ASSERT_GE(events.size(), 5u) << s.body;
+  EXPECT_EQ(events.front()["type"], "response.created");
+  auto sum = Summarize(events);
+  EXPECT_EQ(sum.text, model_stub::StubText(16));
+  EXPECT_EQ(sum.last["type"], "response.completed") << s.body;
+  EXPECT_EQ(sum.last["response"]["usage"]["input_tokens"], 5);
+  EXPECT_EQ(sum.last["response"]["usage"]["input_tokens_details"]["cached_tokens"], 2);
+  EXPECT_EQ(sum.last["response"]["usage"]["output_tokens"], 16);
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i]["sequence_number"], static_cast<int64_t>(i));
+  rec = WaitRecord(2);
+  EXPECT_EQ(rec.status, 200) << rec.error;
+  EXPECT_TRUE(rec.stream);
+  EXPECT_EQ(rec.input_tokens, 5);
+  EXPECT_EQ(rec.cached_tokens, 2);
+  EXPECT_EQ(rec.output_tokens, 16);
+
+  // Function tools, whole and streamed: the stub calls the offered function.
+  Json tools = {{"model", "claude-haiku"},
+                {"input", "weather?"},
+                {"tools", Json::parse(R"([{"type":"function","name":"weather",
+                   "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}])")}};
+  auto t = Post("/v1/responses", tools);
+  ASSERT_EQ(t.status, 200) << t.body;
+  Json tj = Json::parse(t.body);
+  ASSERT_EQ(tj["output"].size(), 1u) << t.body;
+  EXPECT_EQ(tj["output"][0]["type"], "function_call");
+  EXPECT_EQ(tj["output"][0]["name"], "weather");
+  EXPECT_EQ(tj["output"][0]["call_id"], "tooluse_stub0");
+  EXPECT_EQ(Json::parse(tj["output"][0]["arguments"].get<std::string>()), Json::parse(R"({"city":"stub"})"));
+  tools["stream"] = true;
+  auto ts = Post("/v1/responses", tools);
+  ASSERT_EQ(ts.status, 200) << ts.body;
+  auto tsum = Summarize(ResponsesEvents(ts.body));
+  EXPECT_EQ(Json::parse(tsum.arguments), Json::parse(R"({"city":"stub"})")) << ts.body;
+  EXPECT_EQ(tsum.last["type"], "response.completed");
+  EXPECT_EQ(tsum.last["response"]["output"][0]["type"], "function_call");
+  // The call's result goes back as a toolResult; the stub then answers in text.
+  Json follow = {{"model", "claude-haiku"},
+                 {"input", Json::parse(R"([{"role":"user","content":"weather?"},
+                    {"type":"function_call","call_id":"tooluse_stub0","name":"weather","arguments":"{\"city\":\"stub\"}"},
+                    {"type":"function_call_output","call_id":"tooluse_stub0","output":"sunny"}])")},
+                 {"tools", tools["tools"]},
+                 {"max_output_tokens", 4}};
+  auto f = Post("/v1/responses", follow);
+  ASSERT_EQ(f.status, 200) << f.body;
+  Json fj = Json::parse(f.body);
+  EXPECT_EQ(fj["output"][0]["content"][0]["text"], model_stub::StubText(4));
+  EXPECT_EQ(fj["status"], "incomplete");  // max_output_tokens reached Converse as maxTokens
+  EXPECT_EQ(WaitRecord(5).output_tokens, 4);
+}
+
+TEST_F(BedrockProxyTest, ResponsesApiErrorsInTheOpenAIShape) {
+  Start(Deployment());
+  Json body = {{"model", "claude-haiku"}, {"input", "one two three"}};
+  auto throttled = Post("/v1/responses", body, {{"x-stub-status", "429"}});
+  EXPECT_EQ(throttled.status, 429) << throttled.body;
+  EXPECT_EQ(Json::parse(throttled.body)["error"]["type"], "rate_limit_exceeded");
+  EXPECT_EQ(WaitRecord(1).status, 429);
+  auto failed = Post("/v1/responses", body, {{"x-stub-status", "500"}});
+  EXPECT_EQ(failed.status, 502) << failed.body;
+  Json fj = Json::parse(failed.body);
+  EXPECT_EQ(fj["error"]["type"], "api_error");
+  EXPECT_NE(fj["error"]["message"].get<std::string>().find("injected status 500"), std::string::npos);
+  EXPECT_EQ(WaitRecord(2).status, 502);
+  // A whole answer cut in half: 502.
+  auto cut_whole = Post("/v1/responses", body, {{"x-stub-cut-after", "0"}});
+  EXPECT_EQ(cut_whole.status, 502) << cut_whole.body;
+  EXPECT_TRUE(Json::parse(cut_whole.body).contains("error"));
+  WaitRecord(3);
+
+  // An exception frame after three events: the Responses error event, after the text so far.
+  body["stream"] = true;
+  auto ex = Post("/v1/responses", body, {{"x-stub-error-after", "3"}});
+  ASSERT_EQ(ex.status, 200);
+  auto events = ResponsesEvents(ex.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["type"], "error") << ex.body;
+  EXPECT_NE(ex.body.find("injected stream error"), std::string::npos) << ex.body;
+  EXPECT_EQ(ex.body.find("response.completed"), std::string::npos);
+  UsageRecord rec = WaitRecord(4);
+  EXPECT_NE(rec.error.find("injected stream error"), std::string::npos) << rec.error;
+
+  // Cut after four frames: no response.completed; recorded as a failure with the output seen.
+  auto cut = Post("/v1/responses", body, {{"x-stub-cut-after", "4"}});
+  ASSERT_EQ(cut.status, 200);
+  EXPECT_EQ(cut.body.find("response.completed"), std::string::npos) << cut.body;
+  EXPECT_EQ(ResponsesEvents(cut.body).back()["type"], "error") << cut.body;
+  rec = WaitRecord(5);
+  EXPECT_EQ(rec.status, 502);
+  EXPECT_NE(rec.error.find("upstream stream cut"), std::string::npos) << rec.error;
+  EXPECT_EQ(rec.output_tokens, 3);
+}
+
+class BedrockEmbeddingsTest : public BedrockProxyTest {
+ protected:
+  void StartEmbeddings() {
+    Json routes = Json::array();
+    for (const auto& [name, id] :
+         {std::pair{"titan", "amazon.titan-embed-text-v2:0"}, std::pair{"cohere", "cohere.embed-english-v3"},
+          std::pair{"claude-haiku", kModelId}})
+      routes.push_back({{"model", name}, {"deployments", {Deployment({{"name", name}, {"model", id}})}}});
+    StartProxy(Json{{"routes", routes},
+                    {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+                    {"prices", {{"titan", {{"input", 0.02}}}, {"cohere", {{"input", 0.1}}}}}},
+               1);
+  }
+  static openai::EmbeddingsResponse Parse(const net::ClientResponse& r) {
+    auto e = openai::ParseEmbeddingsResponse(r.body);
+    EXPECT_TRUE(e.ok()) << e.status().ToString() << " " << r.body;
+    return e.ok() ? *e : openai::EmbeddingsResponse{};
+  }
+};
+
+TEST_F(BedrockEmbeddingsTest, TitanOneCallPerInputAndCohereOneForAll) {
+  StartEmbeddings();
+  // Titan: an array input is one signed InvokeModel call per element, in order.
+  auto t = Post("/v1/embeddings", {{"model", "titan"}, {"input", {"a b", "c d e"}}, {"dimensions", 256}});
+  ASSERT_EQ(t.status, 200) << t.body;
+  auto te = Parse(t);
+  ASSERT_EQ(te.data.size(), 2u);
+  EXPECT_EQ(te.data[0], model_stub::StubVector("a b", 256));
+  EXPECT_EQ(te.data[1], model_stub::StubVector("c d e", 256));
+  EXPECT_EQ(te.prompt_tokens, 5);  // inputTextTokenCount of both calls
+  EXPECT_EQ(Json::parse(t.body)["model"], "titan");
+  EXPECT_EQ(stub_->stats().requests, 2u);
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200) << rec.error;
+  EXPECT_EQ(rec.api, "embeddings");
+  EXPECT_EQ(rec.deployment, "titan");
+  EXPECT_EQ(rec.input_tokens, 5);
+  EXPECT_NEAR(rec.cost, 5 * 0.02 / 1e6, 1e-15);
+
+  // base64: little-endian float32, written by the gateway.
+  auto b = Post("/v1/embeddings", {{"model", "titan"}, {"input", "a b"}, {"encoding_format", "base64"}});
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_TRUE(Json::parse(b.body)["data"][0]["embedding"].is_string()) << b.body;
+  EXPECT_EQ(Parse(b).data.at(0), model_stub::StubVector("a b", 16));
+  WaitRecord(2);
+
+  // Cohere: one call for every text; tokens from Bedrock's X-Amzn-Bedrock-Input-Token-Count header.
+  auto c = Post("/v1/embeddings", {{"model", "cohere"}, {"input", {"a b", "c"}}});
+  ASSERT_EQ(c.status, 200) << c.body;
+  auto ce = Parse(c);
+  ASSERT_EQ(ce.data.size(), 2u);
+  EXPECT_EQ(ce.data[1], model_stub::StubVector("c", 16));
+  EXPECT_EQ(ce.prompt_tokens, 3);
+  EXPECT_EQ(stub_->stats().requests, 4u);
+  rec = WaitRecord(3);
+  EXPECT_EQ(rec.input_tokens, 3);
+  EXPECT_NEAR(rec.cost, 3 * 0.1 / 1e6, 1e-15);
+}
+
+TEST_F(BedrockEmbeddingsTest, RefusalsAndProviderErrors) {
+  StartEmbeddings();
+  // What the model cannot take is a 400 before any call.
+  auto dims = Post("/v1/embeddings", {{"model", "cohere"}, {"input", "x"}, {"dimensions", 256}});
+  EXPECT_EQ(dims.status, 400) << dims.body;
+  EXPECT_NE(dims.body.find("fixed size"), std::string::npos) << dims.body;
+  auto chat_model = Post("/v1/embeddings", {{"model", "claude-haiku"}, {"input", "x"}});
+  EXPECT_EQ(chat_model.status, 400) << chat_model.body;
+  EXPECT_NE(chat_model.body.find("no embeddings the gateway knows"), std::string::npos) << chat_model.body;
+  EXPECT_EQ(stub_->stats().requests, 0u);
+  WaitRecord(2);
+
+  Json body = {{"model", "titan"}, {"input", {"a", "b"}}};
+  auto throttled = Post("/v1/embeddings", body, {{"x-stub-status", "429"}});
+  EXPECT_EQ(throttled.status, 429) << throttled.body;
+  auto failed = Post("/v1/embeddings", body, {{"x-stub-status", "503"}});
+  EXPECT_EQ(failed.status, 502) << failed.body;
+  EXPECT_EQ(Json::parse(failed.body)["error"]["type"], "api_error");
+  auto malformed = Post("/v1/embeddings", body, {{"x-stub-text", "{\"embedding\":\"nope\"}"}});
+  EXPECT_EQ(malformed.status, 502) << malformed.body;
+  EXPECT_NE(malformed.body.find("upstream answer unreadable: embedding must be an array"), std::string::npos)
+      << malformed.body;
+  UsageRecord rec = WaitRecord(5);
+  EXPECT_EQ(rec.status, 502);
+  EXPECT_EQ(rec.input_tokens, 0);
 }
 
 TEST(BedrockConfigTest, DeploymentFieldsAreCheckedAtLoad) {

@@ -450,6 +450,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   std::shared_ptr<UpstreamCall> call;  // the attempt in flight; set under impl->live_mu (Start)
   bool client_left = false;            // guarded by impl->live_mu: the client went away (OnClose)
   std::string build_error;             // the last deployment that could not take the request (Attempt)
+  int build_error_status = 400;
   bool finished = false;
 
   // Routing (routing.h): the request's attempts. `route` points at attempt_route, the deployment tried.
@@ -508,9 +509,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (dlp == nullptr || endpoint == Endpoint::kEmbeddings) return true;  // vectors: no text
     auto j = detail::ParseJson(body, "upstream answer");
     if (!j.ok()) return true;  // unreadable: the format's parser below answers 502
+    // A Gemini or Bedrock answer is a chat completion here (translated to Responses after screening).
     bool changed = route->format == WireFormat::kAnthropic ? ScreenAnthropicMessages(*dlp, *j, &dlp_report)
-                   : endpoint == Endpoint::kResponses      ? ScreenResponsesAnswer(*dlp, *j, &dlp_report)
-                                                           : ScreenOpenAIChat(*dlp, *j, &dlp_report);
+                   : endpoint == Endpoint::kResponses && !Translated()
+                       ? ScreenResponsesAnswer(*dlp, *j, &dlp_report)
+                       : ScreenOpenAIChat(*dlp, *j, &dlp_report);
     if (dlp_report.blocked) {
       FailDlp("response");
       return false;
@@ -529,7 +532,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
     if (ok && finish) ok = dlp_filter->Finish(&screened);
     for (const SseEvent& ev : screened) {
-      if (client == route->format) AppendSseEvent(out, ev.event, ev.data);
+      if (RelayAsIs()) AppendSseEvent(out, ev.event, ev.data);
       Translate(ev);
     }
     if (ok) return true;
@@ -664,9 +667,10 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     rec.status = 200;
     if (dlp != nullptr) {
       dlp_filter = std::make_unique<StreamDlp>();
-      if (endpoint == Endpoint::kResponses && route->format == WireFormat::kOpenAI) {
+      if (endpoint == Endpoint::kResponses && route->format == WireFormat::kOpenAI && !Translated()) {
         dlp_filter->responses = std::make_unique<ResponsesDlpFilter>(*dlp);
-      } else {  // an Anthropic provider's events are screened before their translation to Responses
+      } else {  // an Anthropic provider's events (a Gemini or Bedrock one's chat chunks) are screened
+                // before their translation to Responses
         dlp_filter->chat = std::make_unique<DlpStreamFilter>(*dlp, route->format == WireFormat::kAnthropic);
       }
     }
@@ -700,7 +704,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     auto next = plan->Next(&why);
     if (!next) {
       if (last_status != 0) return Fail(last_status, last_error);
-      if (!build_error.empty()) return Fail(400, build_error);
+      // 502 when the gateway itself could not authenticate (expired AWS credentials), else 400.
+      if (!build_error.empty()) return Fail(build_error_status, build_error);
       return Fail(503, why);
     }
     target = std::move(*next);
@@ -716,6 +721,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       plan->Finish(Outcome::kNeutral);
       rec.attempts.back().error = up.status().message();
       build_error = up.status().message();
+      build_error_status = up.status().code() == Code::kUnavailable ? 502 : 400;
+      // AWS credentials unavailable: the details (files, endpoints) stay in the log and the record.
+      if (build_error_status == 502 && target.provider == Provider::kBedrock)
+        build_error = "the gateway's AWS credentials for deployment " + target.deployment +
+                      " are unavailable (expired or not fetched yet); see the gateway log";
       return Attempt();
     }
     Start(std::move(*up));
@@ -723,8 +733,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   Result<UpstreamRequest> BuildRequest() {
     const bool openai_api = endpoint == Endpoint::kResponses || endpoint == Endpoint::kEmbeddings;
-    if (target.provider == Provider::kGemini && !openai_api) return BuildGeminiRequest();
-    if (target.provider == Provider::kBedrock && !openai_api) return BuildBedrockRequest();
+    if (Translated()) {  // Gemini, Bedrock: chat, messages and Responses as chat; embeddings their own
+      if (endpoint == Endpoint::kEmbeddings)
+        return target.provider == Provider::kGemini ? BuildGeminiEmbeddings() : BuildBedrockEmbeddings();
+      return target.provider == Provider::kGemini ? BuildGeminiRequest() : BuildBedrockRequest();
+    }
     UpstreamRequest up;
     up.url = target.url;
     const WireFormat format = target.format;
@@ -775,7 +788,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   // The Responses and embeddings APIs: the client's bytes to an OpenAI-format deployment (the API's path
   // in place of the chat path in its URL), Responses translated for an Anthropic one; a deployment that
-  // does not serve the API is a 400 naming it (Attempt).
+  // does not serve the API is a 400 naming it (Attempt). Gemini and Bedrock never get here (BuildRequest).
   Status OpenAIApiBody(UpstreamRequest& up) {
     const bool responses = endpoint == Endpoint::kResponses;
     const std::string api = responses ? "Responses" : "embeddings";
@@ -813,15 +826,29 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     return refuse();
   }
 
+  // A Gemini or Bedrock deployment's request as a chat completion: the client's own, an Anthropic
+  // client's translated, or a Responses client's (gateway/responses_translate.h).
+  Result<openai::ChatRequest> ClientChat() {
+    if (endpoint == Endpoint::kResponses) {
+      GOVERN_ASSIGN_OR_RETURN(auto parsed, openai::ParseResponsesRequest(client_body));
+      return ResponsesToChatRequest(parsed);
+    }
+    if (client == WireFormat::kOpenAI) return openai::ParseChatRequest(client_body);
+    GOVERN_ASSIGN_OR_RETURN(auto msgs, anthropic::ParseMessagesRequest(client_body));
+    return MessagesToChatRequest(msgs);
+  }
+
+  bool Translated() const {
+    return target.provider == Provider::kGemini || target.provider == Provider::kBedrock;
+  }
+  // The provider's stream goes to the client as it came (same format; not a translated Responses one).
+  bool RelayAsIs() const {
+    return client == route->format && !(endpoint == Endpoint::kResponses && Translated());
+  }
+
   // Gemini (gateway/gemini.h): the request as an OpenAI one, then as generateContent.
   Result<UpstreamRequest> BuildGeminiRequest() {
-    openai::ChatRequest chat;
-    if (client == WireFormat::kOpenAI) {
-      GOVERN_ASSIGN_OR_RETURN(chat, openai::ParseChatRequest(client_body));
-    } else {
-      GOVERN_ASSIGN_OR_RETURN(auto msgs, anthropic::ParseMessagesRequest(client_body));
-      GOVERN_ASSIGN_OR_RETURN(chat, MessagesToChatRequest(msgs));
-    }
+    GOVERN_ASSIGN_OR_RETURN(openai::ChatRequest chat, ClientChat());
     GOVERN_ASSIGN_OR_RETURN(Json body, gemini::FromChatRequest(chat));
     UpstreamRequest up;
     up.body = detail::Dump(body);
@@ -829,9 +856,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     up.headers.Set("Content-Type", "application/json");
     for (const auto& [name, value] : target.auth.fields()) up.headers.Set(name, value);
     if (peek.stream) up.headers.Set("Accept", "text/event-stream");
-    up.connect_timeout = target.connect_timeout;
-    up.header_timeout = target.header_timeout;
-    up.read_timeout = target.read_timeout;
+    AttemptOptions(up);
     return up;
   }
 
@@ -841,6 +866,16 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     if (up_status < 200 || up_status >= 300) {
       Fail(up_status >= 500 ? 502 : up_status, "upstream: " + UpstreamErrorMessage(body));
       return false;
+    }
+    if (endpoint == Endpoint::kEmbeddings) {
+      auto emb = gemini::ToEmbeddingsResponse(body, rec.model, embed_inputs);
+      if (!emb.ok()) {
+        Fail(502, "upstream answer unreadable: " + emb.status().message());
+        return false;
+      }
+      emb->base64 = embed_base64;
+      body = detail::Dump(openai::ToJson(*emb));
+      return true;
     }
     auto resp = gemini::ToChatResponse(body, rec.model, rec.time_ns / 1000000000);
     if (!resp.ok()) {
@@ -856,23 +891,12 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   // as OpenAI ones. ----
 
   Result<UpstreamRequest> BuildBedrockRequest() {
-    openai::ChatRequest chat;
-    if (client == WireFormat::kOpenAI) {
-      GOVERN_ASSIGN_OR_RETURN(chat, openai::ParseChatRequest(client_body));
-    } else {
-      GOVERN_ASSIGN_OR_RETURN(auto msgs, anthropic::ParseMessagesRequest(client_body));
-      GOVERN_ASSIGN_OR_RETURN(chat, MessagesToChatRequest(msgs));
-    }
+    GOVERN_ASSIGN_OR_RETURN(openai::ChatRequest chat, ClientChat());
     const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
     GOVERN_ASSIGN_OR_RETURN(UpstreamRequest up, BedrockRequest(*target.bedrock, chat, peek.stream, now_us));
-    if (target.stub_fault_headers) {  // unsigned: only the stub reads them
-      for (const auto& [name, value] : fault_headers) up.headers.Set(name, value);
-    }
-    up.connect_timeout = target.connect_timeout;
-    up.header_timeout = target.header_timeout;
-    up.read_timeout = target.read_timeout;
+    AttemptOptions(up);
     return up;
   }
 
@@ -892,12 +916,117 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
            "upstream: " + (type.empty() ? "" : type + ": ") + bedrock::ErrorMessage(body));
       return false;
     }
+    if (endpoint == Endpoint::kEmbeddings) return BedrockEmbeddingsAnswer(body);
     auto resp = bedrock::ToChatResponse(body, rec.model, rec.time_ns / 1000000000);
     if (!resp.ok()) {
       Fail(502, "upstream answer unreadable: " + resp.status().message());
       return false;
     }
     body = detail::Dump(openai::ToJson(*resp));
+    return true;
+  }
+
+  // ---- Embeddings on Gemini (batchEmbedContents) and Bedrock (InvokeModel: Titan, Cohere) ----
+
+  size_t embed_inputs = 0;    // how many vectors the client asked for
+  bool embed_base64 = false;  // encoding_format base64: little-endian float32, written by the gateway
+  bedrock::EmbeddingModel embed_model = bedrock::EmbeddingModel::kTitanV2;
+  std::vector<std::string> embed_bodies;  // Bedrock: the InvokeModel bodies (Titan: one per input)
+  size_t embed_next = 0;                  // the next of them to send
+  openai::EmbeddingsResponse embed_out;   // Bedrock: the vectors and tokens so far
+
+  Result<openai::EmbeddingsRequest> ClientEmbeddings() {
+    GOVERN_ASSIGN_OR_RETURN(auto req, openai::ParseEmbeddingsRequest(client_body));
+    if (!req.encoding_format.empty() && req.encoding_format != "float" && req.encoding_format != "base64")
+      return InvalidArgument("encoding_format must be float or base64");
+    embed_inputs = req.input.size() + req.input_tokens.size();
+    embed_base64 = req.encoding_format == "base64";
+    return req;
+  }
+
+  void AttemptOptions(UpstreamRequest& up) {
+    if (target.stub_fault_headers) {  // unsigned: only the stub reads them
+      for (const auto& [name, value] : fault_headers) up.headers.Set(name, value);
+    }
+    up.connect_timeout = target.connect_timeout;
+    up.header_timeout = target.header_timeout;
+    up.read_timeout = target.read_timeout;
+  }
+
+  Result<UpstreamRequest> BuildGeminiEmbeddings() {
+    GOVERN_ASSIGN_OR_RETURN(auto req, ClientEmbeddings());
+    UpstreamRequest up;
+    // t.url is .../models/{model}:generateContent: the same model, the embeddings method.
+    up.url = target.url.substr(0, target.url.rfind(':')) + ":batchEmbedContents";
+    std::string_view path_model(up.url);
+    path_model = path_model.substr(path_model.rfind("/models/") + 8);
+    path_model = path_model.substr(0, path_model.rfind(':'));
+    GOVERN_ASSIGN_OR_RETURN(Json body, gemini::FromEmbeddingsRequest(req, path_model));
+    up.body = detail::Dump(body);
+    up.headers.Set("Content-Type", "application/json");
+    for (const auto& [name, value] : target.auth.fields()) up.headers.Set(name, value);
+    AttemptOptions(up);
+    return up;
+  }
+
+  Result<UpstreamRequest> BuildBedrockEmbeddings() {
+    GOVERN_ASSIGN_OR_RETURN(auto req, ClientEmbeddings());
+    GOVERN_ASSIGN_OR_RETURN(embed_model, bedrock::EmbeddingModelOf(target.bedrock->model_id));
+    GOVERN_ASSIGN_OR_RETURN(embed_bodies, bedrock::FromEmbeddingsRequest(req, embed_model));
+    embed_next = 0;
+    embed_out = openai::EmbeddingsResponse{};
+    embed_out.model = rec.model;
+    embed_out.base64 = embed_base64;
+    return NextBedrockInvoke();
+  }
+
+  Result<UpstreamRequest> NextBedrockInvoke() {
+    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    GOVERN_ASSIGN_OR_RETURN(
+        UpstreamRequest up,
+        BedrockInvokeRequest(*target.bedrock, std::move(embed_bodies[embed_next++]), now_us));
+    AttemptOptions(up);
+    return up;
+  }
+
+  // One InvokeModel answer (2xx): its vectors kept; Titan's next input sent (false), or, after the last,
+  // the OpenAI answer in `body` (true). False also when the exchange failed.
+  bool BedrockEmbeddingsAnswer(std::string& body) {
+    const bool cohere =
+        embed_model == bedrock::EmbeddingModel::kCohere || embed_model == bedrock::EmbeddingModel::kCohereV4;
+    auto tokens = bedrock::AppendEmbeddings(body, embed_model, cohere ? embed_inputs : 1, embed_out);
+    if (!tokens.ok()) {
+      Fail(502, "upstream answer unreadable: " + tokens.status().message());
+      return false;
+    }
+    int64_t n = *tokens;
+    if (n < 0) {  // Cohere: Bedrock's header counts the input tokens
+      n = 0;
+      if (auto h = call->headers().Get("X-Amzn-Bedrock-Input-Token-Count")) {
+        int64_t v = 0;
+        auto [p, ec] = std::from_chars(h->data(), h->data() + h->size(), v);
+        if (ec == std::errc() && p == h->data() + h->size() && v >= 0) n = v;
+      }
+    }
+    embed_out.prompt_tokens += n;
+    embed_out.total_tokens = embed_out.prompt_tokens;
+    if (embed_next < embed_bodies.size()) {
+      auto up = NextBedrockInvoke();
+      if (!up.ok()) {
+        Fail(500, "bedrock request: " + up.status().message());
+        return false;
+      }
+      // Started from the loop, not inside the finished call's own callback.
+      auto self = shared_from_this();
+      auto next = std::make_shared<UpstreamRequest>(std::move(*up));
+      call->Post([self, next] {
+        if (!self->finished) self->Start(std::move(*next));
+      });
+      return false;
+    }
+    body = detail::Dump(openai::ToJson(embed_out));
     return true;
   }
 
@@ -1088,7 +1217,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return EndStream();
     }
     out.clear();
-    if (client == route->format && !dlp_filter) out = *piece;
+    if (RelayAsIs() && !dlp_filter) out = *piece;
     events.clear();
     if (Status s = parser.Feed(*piece, events); !s.ok()) {
       call->Cancel();
@@ -1187,6 +1316,13 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return Respond(
           200, detail::Dump(openai::ToJson(MessagesToResponsesResponse(*resp, rec.time_ns / 1000000000))));
     }
+    if (endpoint == Endpoint::kResponses && Translated()) {  // Gemini, Bedrock: a chat completion here
+      auto resp = openai::ParseChatResponse(body);
+      if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
+      if (resp->usage) meter.Set(*resp->usage);
+      return Respond(200,
+                     detail::Dump(openai::ToJson(ChatToResponsesResponse(*resp, rec.time_ns / 1000000000))));
+    }
     auto usage = endpoint == Endpoint::kResponses ? PeekResponsesUsage(body) : PeekEmbeddingsUsage(body);
     if (!usage.ok()) return Fail(502, "upstream answer unreadable: " + usage.status().message());
     if (*usage) meter.Set(**usage);
@@ -1197,6 +1333,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   // incomplete / failed), the end at a terminal event, output deltas counted for a stream cut short.
   void TranslateResponses(const SseEvent& ev) {
     if (route->format == WireFormat::kAnthropic) return TranslateMessagesToResponses(ev);
+    if (Translated()) return TranslateChatToResponses(ev);
     auto p = PeekResponsesEvent(ev.data);
     if (!p.ok()) return;
     if (p->sequence_number) responses_seq = *p->sequence_number;
@@ -1228,6 +1365,29 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
   }
   std::unique_ptr<MessagesToResponsesStream> to_responses;
+
+  // A Gemini or Bedrock stream (as chat chunks, ToChatPiece) translated to Responses events.
+  void TranslateChatToResponses(const SseEvent& ev) {
+    if (!chat_to_responses)
+      chat_to_responses = std::make_unique<ChatToResponsesStream>(rec.time_ns / 1000000000);
+    std::vector<openai::Json> evs;
+    if (ev.IsDone()) {
+      chat_to_responses->Finish(evs);
+    } else {
+      auto chunk = openai::ParseChatChunk(ev.data);
+      if (!chunk.ok()) return;
+      if (chunk->usage) meter.Set(*chunk->usage);
+      chat_to_responses->Feed(*chunk, evs);
+      if (chat_to_responses->failed()) rec.error = "upstream: " + UpstreamErrorMessage(ev.data);
+    }
+    for (const auto& e : evs) {
+      AppendSseEvent(out, detail::StrField(e, "type"), detail::Dump(e));
+      if (detail::StrField(e, "type").ends_with(".delta")) ++streamed_chunks;
+    }
+    responses_seq = chat_to_responses->last_sequence();
+    if (chat_to_responses->done()) complete = true;
+  }
+  std::unique_ptr<ChatToResponsesStream> chat_to_responses;
 };
 
 Proxy::Proxy(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

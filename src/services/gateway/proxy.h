@@ -4,7 +4,9 @@
 // forwarded to the provider that the request's model routes to. Responses and embeddings go to
 // OpenAI-format routes byte for byte (metered from the answer's usage or the response.completed event);
 // on an Anthropic-format route Responses are translated (gateway/responses_translate.h) and embeddings
-// are a 400.
+// are a 400; on Gemini and Bedrock deployments Responses go through their chat adapters (Responses ->
+// chat -> provider, and back chat -> Messages -> Responses) and embeddings through the provider's own
+// API (Gemini batchEmbedContents, Bedrock InvokeModel for Titan and Cohere).
 //
 // Promises:
 //  - Same-format requests are forwarded byte for byte (only stream_options.include_usage is added to

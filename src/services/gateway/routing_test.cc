@@ -536,6 +536,40 @@ TEST_F(RoutingTest, BreakerOpensRefusesFastProbesOnceAndCloses) {
   EXPECT_EQ(a.requests(), 7u);
 }
 
+// Each replica keeps its own breaker (docs/gateway.md, "Circuit breakers across replicas"): with N
+// replicas and consecutive_failures C, a dead deployment gets N x C requests (sent one at a time) before
+// every replica has opened, and none after until the cool-downs end.
+TEST_F(RoutingTest, EachReplicaOpensItsOwnBreaker) {
+  FakeProvider a("a");
+  Json file = {{"routes", Json::array({{{"model", "m"},
+                                        {"deployments", {Dep("a", a)}},
+                                        {"breaker", {{"consecutive_failures", 3}, {"cooldown_ms", 600000}}}}})},
+               {"keys", {{{"key", kKey}, {"org", "acme"}}}}};
+  StartProxy(file, 1);
+  auto config = ParseProxyConfig(file.dump());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto second = testing::ServeProxy(std::move(*config), 1);  // another replica, same routes
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  const std::string first_url = url_;
+  a.Set(FakeProvider::Mode::kStatus, 503);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Chat("m").status, 502);
+  EXPECT_TRUE(State("m", "a").open);
+  EXPECT_EQ(Chat("m").status, 503);  // open here: refused without a connection
+  EXPECT_EQ(a.requests(), 3u);
+  // The other replica has not seen those failures: its breaker is closed and it learns on its own.
+  auto other = second->proxy->route_table().State("m", "a");
+  ASSERT_TRUE(other.has_value());
+  EXPECT_FALSE(other->open);
+  url_ = second->url;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Chat("m").status, 502);
+  EXPECT_TRUE(second->proxy->route_table().State("m", "a")->open);
+  EXPECT_EQ(Chat("m").status, 503);
+  url_ = first_url;
+  EXPECT_EQ(Chat("m").status, 503);
+  EXPECT_EQ(a.requests(), 6u);  // N x C = 2 x 3, then nothing more
+  second->server->Stop();
+}
+
 TEST_F(RoutingTest, OpenBreakerSendsTrafficToTheOtherDeployment) {
   FakeProvider a("a"), b("b");
   a.Set(FakeProvider::Mode::kStatus, 500);

@@ -1,6 +1,7 @@
 #include "services/model_stub/bedrock_stub.h"
 
 #include <algorithm>
+#include <charconv>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -132,6 +133,75 @@ void Add(Reply& r, const es::Message& m, bool token) {
 
 }  // namespace
 
+namespace {
+
+// The model id of /model/{id}/<operation>, percent-decoded.
+std::string ModelId(std::string_view path) {
+  path.remove_prefix(std::string_view("/model/").size());
+  path = path.substr(0, path.rfind('/'));
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    unsigned v = 0;
+    if (path[i] == '%' && i + 2 < path.size() &&
+        std::from_chars(path.data() + i + 1, path.data() + i + 3, v, 16).ptr == path.data() + i + 3) {
+      out.push_back(static_cast<char>(v));
+      i += 2;
+    } else {
+      out.push_back(path[i]);
+    }
+  }
+  return out;
+}
+
+// InvokeModel for the embeddings models the gateway speaks to (gateway/bedrock.h): Amazon Titan Text
+// Embeddings ({"inputText", "dimensions"} -> {"embedding", "inputTextTokenCount"}) and Cohere Embed
+// ({"texts", "input_type", "output_dimension"} -> {"embeddings": [[...]]}, the token count only in the
+// X-Amzn-Bedrock-Input-Token-Count header, as Bedrock sends it). Vectors are StubVector's.
+Reply Invoke(std::string_view path, std::string_view body, const StubConfig& config) {
+  const std::string model = ModelId(path);
+  Json req = Json::parse(body, nullptr, false);
+  if (req.is_discarded() || !req.is_object()) return Error(400, "Malformed input request");
+  int64_t dims = config.default_dimensions;
+  Reply r;
+  if (model.find("amazon.titan-embed-text") != std::string::npos) {
+    auto t = req.find("inputText");
+    if (t == req.end() || !t->is_string()) return Error(400, "Malformed input request: inputText");
+    if (auto d = req.find("dimensions"); d != req.end()) {
+      if (!d->is_number_integer() || (*d != 256 && *d != 512 && *d != 1024))
+        return Error(400, "Malformed input request: dimensions");
+      dims = d->get<int64_t>();
+    }
+    std::string text = t->get<std::string>();
+    r.body = Dump(Json{{"embedding", StubVector(text, dims)}, {"inputTextTokenCount", CountWords(text)}});
+  } else if (model.find("cohere.embed-") != std::string::npos) {
+    auto t = req.find("texts");
+    if (t == req.end() || !t->is_array() || t->size() > 96)
+      return Error(400, "Malformed input request: texts");
+    if (!req.contains("input_type")) return Error(400, "Malformed input request: input_type is required");
+    if (auto d = req.find("output_dimension"); d != req.end()) {
+      if (!d->is_number_integer()) return Error(400, "Malformed input request: output_dimension");
+      dims = d->get<int64_t>();
+    }
+    Json vectors = Json::array();
+    int64_t words = 0;
+    for (const Json& x : *t) {
+      if (!x.is_string()) return Error(400, "Malformed input request: texts");
+      vectors.push_back(StubVector(x.get<std::string>(), dims));
+      words += CountWords(x.get<std::string>());
+    }
+    r.body = Dump(Json{{"id", "stub-embed"},
+                       {"response_type", "embeddings_floats"},
+                       {"texts", *t},
+                       {"embeddings", std::move(vectors)}});
+    r.headers.emplace_back("X-Amzn-Bedrock-Input-Token-Count", std::to_string(words));
+  } else {
+    return Error(400, "The stub's InvokeModel knows only Titan and Cohere embeddings, not " + model);
+  }
+  return r;
+}
+
+}  // namespace
+
 bool IsBedrockPath(std::string_view path) { return path.starts_with("/model/"); }
 
 std::string BedrockSignatureError(std::string_view method, std::string_view path,
@@ -191,13 +261,20 @@ Reply BedrockAnswer(std::string_view method, std::string_view path,
                     const std::function<std::string_view(std::string_view)>& header, std::string_view body,
                     const Faults& faults, const StubConfig& config, int64_t now_unix) {
   const bool stream = path.ends_with("/converse-stream");
-  if (!stream && !path.ends_with("/converse")) return Error(404, "unknown operation");
+  const bool invoke = path.ends_with("/invoke");
+  if (!stream && !invoke && !path.ends_with("/converse")) return Error(404, "unknown operation");
   if (method != "POST") return Error(405, "use POST");
   if (!config.aws_secret_access_key.empty()) {
     std::string why = BedrockSignatureError(method, path, header, body, config, now_unix);
     if (!why.empty()) return Error(403, why);
   }
   if (faults.status >= 400) return Error(faults.status, "injected status " + std::to_string(faults.status));
+  if (invoke) {
+    Reply r = Invoke(path, body, config);
+    if (faults.cut_after >= 0) r.truncate_at = static_cast<int64_t>(r.body.size() / 2);
+    if (!faults.text.empty() && r.status == 200) r.body = faults.text;  // a malformed answer, for tests
+    return r;
+  }
   Json req = Json::parse(body, nullptr, false);
   if (req.is_discarded() || !req.is_object() || !req.contains("messages") || !req["messages"].is_array())
     return Error(400, "messages is required");

@@ -136,7 +136,9 @@ TEST(BedrockStubTest, ConverseAnswersAndStreams) {
   f = Faults{};
   f.status = 429;
   EXPECT_EQ(BedrockAnswer("POST", kPath, h, s.body, f, c, kNow).status, 429);
-  EXPECT_EQ(BedrockAnswer("POST", "/model/m/invoke", h, s.body, Faults{}, c, kNow).status, 404);
+  EXPECT_EQ(
+      BedrockAnswer("POST", "/model/m/invoke-with-response-stream", h, s.body, Faults{}, c, kNow).status,
+      404);
   EXPECT_EQ(BedrockAnswer("POST", kPath, h, "{}", Faults{}, c, kNow).status, 400);
   EXPECT_TRUE(IsBedrockPath(kPath));
   EXPECT_FALSE(IsBedrockPath("/v1/chat/completions"));

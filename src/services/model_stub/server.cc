@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "services/model_stub/bedrock_stub.h"
+#include "services/model_stub/gemini_stub.h"
 
 namespace govern::model_stub {
 namespace {
@@ -90,7 +91,9 @@ struct StubServer::Impl {
       const auto now = static_cast<int64_t>(std::time(nullptr));
       Reply reply = IsBedrockPath(path)  // AWS Bedrock Converse (bedrock_stub.h)
                         ? BedrockAnswer(method, path, header, req.body(), faults, options.stub, now)
-                        : Answer(method, path, req.body(), faults, options.stub, now);
+                        : IsGeminiPath(path)  // Google Gemini (gemini_stub.h)
+                              ? GeminiAnswer(method, path, header, req.body(), faults, options.stub)
+                              : Answer(method, path, req.body(), faults, options.stub, now);
       if (faults.delay_ms > 0) co_await Pause(std::chrono::milliseconds(faults.delay_ms));
       if (faults.drop) break;
       bool keep_alive = req.keep_alive();
@@ -118,6 +121,7 @@ struct StubServer::Impl {
     res.set(http::field::server, "govern-model-stub");
     res.set(http::field::content_type, reply.content_type);
     if (reply.status == 429) res.set(http::field::retry_after, "0");
+    for (const auto& [name, value] : reply.headers) res.set(name, value);
     res.body() = std::move(reply.body);
     res.keep_alive(keep_alive);
     res.prepare_payload();

@@ -1,5 +1,6 @@
 #include "services/model_stub/stub.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -435,21 +436,7 @@ Reply Embeddings(std::string_view body, const StubConfig& cfg) {
   oai::EmbeddingsResponse resp;
   resp.model = req->model;
   resp.base64 = req->encoding_format == "base64";
-  auto vec = [&](std::string_view key) {
-    std::vector<float> v(static_cast<size_t>(dims));
-    uint64_t h = Fnv1a(key);
-    double norm = 0;
-    for (auto& x : v) {
-      h ^= h >> 33;
-      h *= 0xff51afd7ed558ccdull;
-      h ^= h >> 33;
-      x = static_cast<float>(static_cast<double>(h % 2001) / 1000.0 - 1.0);
-      norm += static_cast<double>(x) * x;
-    }
-    if (norm > 0)
-      for (auto& x : v) x = static_cast<float>(x / std::sqrt(norm));
-    return v;
-  };
+  auto vec = [&](std::string_view key) { return StubVector(key, dims); };
   for (const std::string& s : req->input) {
     resp.data.push_back(vec(s));
     resp.prompt_tokens += CountWords(s);
@@ -602,6 +589,22 @@ std::string StubText(int64_t n) {
   std::string s;
   for (int64_t i = 0; i < n; ++i) s += Token(i);
   return s;
+}
+
+std::vector<float> StubVector(std::string_view text, int64_t dims) {
+  std::vector<float> v(static_cast<size_t>(std::clamp<int64_t>(dims, 0, 65536)));
+  uint64_t h = Fnv1a(text);
+  double norm = 0;
+  for (auto& x : v) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    x = static_cast<float>(static_cast<double>(h % 2001) / 1000.0 - 1.0);
+    norm += static_cast<double>(x) * x;
+  }
+  if (norm > 0)
+    for (auto& x : v) x = static_cast<float>(x / std::sqrt(norm));
+  return v;
 }
 
 Faults FaultsFrom(const std::function<std::string_view(std::string_view)>& header) {

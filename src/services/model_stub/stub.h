@@ -74,6 +74,7 @@ struct Reply {
   std::vector<std::string> events;
   std::vector<bool> token_event;
   int64_t truncate_at = -1;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers of a whole answer
 };
 
 // The answer to `method` `path` (without query) with `body`. Paths: GET /v1/models, POST
@@ -86,5 +87,7 @@ Reply Answer(std::string_view method, std::string_view path, std::string_view bo
 int64_t CountWords(std::string_view text);
 // The stub's text of `n` tokens.
 std::string StubText(int64_t n);
+// The stub's embedding of `text`: `dims` floats from a hash of it, unit length (every API's embeddings).
+std::vector<float> StubVector(std::string_view text, int64_t dims);
 
 }  // namespace govern::model_stub

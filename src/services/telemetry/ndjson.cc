@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "base/time_format.h"
 #include "services/telemetry/json_text.h"
 
 namespace govern::telemetry {
@@ -73,27 +74,6 @@ std::string CompactJson(element v) {
   std::string out;
   AppendJson(out, v);
   return out;
-}
-
-bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
-  if (pos + n > s.size()) return false;
-  int v = 0;
-  for (size_t i = pos; i < pos + n; ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    v = v * 10 + (s[i] - '0');
-  }
-  *out = v;
-  return true;
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-int64_t DaysFromCivil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
 }
 
 bool IdChar(char c) {
@@ -183,46 +163,9 @@ Result<int64_t> ParseRfc3339Nanos(std::string_view s) {
     internal::AppendJsonString(quoted, s.substr(0, 64));
     return InvalidArgument(quoted + " is not an RFC 3339 date-time (" + std::string(why) + ")");
   };
-  int year, month, day, hour, minute, second;
-  if (!Digits(s, 0, 4, &year) || s.size() < 19 || s[4] != '-' || !Digits(s, 5, 2, &month) || s[7] != '-' ||
-      !Digits(s, 8, 2, &day) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !Digits(s, 11, 2, &hour) ||
-      s[13] != ':' || !Digits(s, 14, 2, &minute) || s[16] != ':' || !Digits(s, 17, 2, &second)) {
-    return bad("expected YYYY-MM-DDTHH:MM:SS");
-  }
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  if (month < 1 || month > 12) return bad("month out of range");
-  if (day < 1 || day > kDays[month - 1] + (month == 2 && leap)) return bad("day out of range");
-  if (hour > 23 || minute > 59 || second > 60) return bad("time of day out of range");
-  size_t pos = 19;
-  int64_t frac = 0;
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    const size_t start = pos;
-    int64_t scale = 100000000;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      frac += (s[pos] - '0') * scale;  // digits past nanoseconds add 0 (scale reaches 0)
-      scale /= 10;
-      ++pos;
-    }
-    if (pos == start) return bad("empty fraction");
-  }
-  int64_t offset = 0;
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    ++pos;
-  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
-    int oh, om;
-    if (!Digits(s, pos + 1, 2, &oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
-        !Digits(s, pos + 4, 2, &om) || oh > 23 || om > 59) {
-      return bad("bad offset, expected Z or +HH:MM");
-    }
-    offset = (oh * 3600 + om * 60) * (s[pos] == '+' ? 1 : -1);
-    pos += 6;
-  } else {
-    return bad("missing time zone, expected Z or +HH:MM");
-  }
-  if (pos != s.size()) return bad("trailing characters");
-  const int64_t secs = DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset;
+  auto t = ParseRfc3339(s);  // base/time_format.h
+  if (!t.ok()) return bad(t.status().message());
+  const int64_t secs = t->unix_seconds, frac = t->nanos;
   constexpr int64_t kMaxSecs = std::numeric_limits<int64_t>::max() / 1000000000;
   if (secs < 0) return bad("before 1970");
   if (secs > kMaxSecs || secs * 1000000000 > std::numeric_limits<int64_t>::max() - frac) {

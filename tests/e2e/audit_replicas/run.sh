@@ -9,6 +9,7 @@
 #
 # Expects $GOVERN and $LOADGEN (paths of govern and audit_loadgen). Optional: ORGS, WRITERS, SECONDS.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?}" "${LOADGEN:?}"
 orgs="${ORGS:-25}"
 writers="${WRITERS:-48}"
@@ -23,20 +24,14 @@ ports=("$base" $((base + 1)) $((base + 2)))
 pids=("" "" "")
 loadgen_pid=""
 
-pg_dir() { echo "$data/postgres"; }
-pg_conninfo() { echo "host=$(pg_dir) port=$(cat "$(pg_dir)/govern.port") user=postgres dbname=govern"; }
-psql_bin() { ls /usr/lib/postgresql/*/bin/psql 2>/dev/null | tail -1 || command -v psql; }
-as_pg_owner() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-psql_run() { as_pg_owner "$(psql_bin)" -X -q -t -A -v ON_ERROR_STOP=1 -d "$(pg_conninfo)" -c "$1"; }
+pg_conninfo() { pg_conninfo_of "$data"; }
+psql_run() { psql_in "$data" "$1"; }
 
 cleanup() {
   local rc=$?
   [ -n "$loadgen_pid" ] && kill -9 "$loadgen_pid" 2>/dev/null || true
   for p in "${pids[@]}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
-  if [ -f "$(pg_dir)/postmaster.pid" ] && [ -z "${GOVERN_KEEP_WORK:-}" ]; then
-    kill -QUIT "$(head -1 "$(pg_dir)/postmaster.pid")" 2>/dev/null || true
-    sleep 1
-  fi
+  [ -n "${GOVERN_KEEP_WORK:-}" ] || pg_stop_private "$data"
   if [ $rc -ne 0 ]; then
     for i in 0 1 2; do echo "--- last lines of replica $i"; tail -15 "$work/govern$i.log" 2>/dev/null || true; done
     echo "--- loadgen"; tail -5 "$work/loadgen.log" 2>/dev/null || true
@@ -84,7 +79,7 @@ cat "$work/loadgen.log"
 acked=$(wc -l <"$work/acked")
 [ "$acked" -gt 0 ] || { echo "nothing was acknowledged"; exit 1; }
 psql_run "CREATE TABLE e2e_acked (org text, idem text, seq bigint, hash text)"
-as_pg_owner "$(psql_bin)" -X -q -d "$(pg_conninfo)" -c "\\copy e2e_acked FROM '$work/acked' WITH (FORMAT text, DELIMITER ' ')"
+as_pg_owner "$(pg_bin_dir)/psql" -X -q -d "$(pg_conninfo)" -c "\\copy e2e_acked FROM '$work/acked' WITH (FORMAT text, DELIMITER ' ')"
 
 fail=0
 check() {  # DESCRIPTION SQL (must return 0)

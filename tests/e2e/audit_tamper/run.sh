@@ -7,6 +7,7 @@
 #
 # Expects $GOVERN. Uses curl for the HTTP API.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?}"
 work="$(mktemp -d /tmp/govern-audit-tamper-XXXXXX)"
 chmod 755 "$work"
@@ -14,15 +15,12 @@ data="$work/data"
 mkdir -p "$data"
 port=$((20000 + RANDOM % 12000))
 pid=""
-pg_dir() { echo "$data/postgres"; }
-pg_conninfo() { echo "host=$(pg_dir) port=$(cat "$(pg_dir)/govern.port") user=postgres dbname=govern"; }
-psql_bin() { ls /usr/lib/postgresql/*/bin/psql 2>/dev/null | tail -1 || command -v psql; }
-as_pg_owner() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-psql_run() { as_pg_owner "$(psql_bin)" -X -q -t -A -v ON_ERROR_STOP=1 -d "$(pg_conninfo)" -c "$1"; }
+pg_conninfo() { pg_conninfo_of "$data"; }
+psql_run() { psql_in "$data" "$1"; }
 cleanup() {
   local rc=$?
   [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
-  if [ -f "$(pg_dir)/postmaster.pid" ]; then kill -QUIT "$(head -1 "$(pg_dir)/postmaster.pid")" 2>/dev/null || true; sleep 1; fi
+  pg_stop_private "$data"
   [ $rc -ne 0 ] && tail -20 "$work/govern.log" 2>/dev/null
   rm -rf "$work"
   exit $rc

@@ -2,6 +2,7 @@
 # `govern serve auth` with its private PostgreSQL; limits.mjs (node, no npm packages) drives sign-ins and
 # token requests from several loopback source addresses and checks the per-address limits. Expects $GOVERN.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?GOVERN must point at the govern binary}"
 GOVERN="$(realpath "$GOVERN")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -11,17 +12,13 @@ data="$work/var"
 serve_pid=""
 cleanup() {
   if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  if [ -f "$data/postgres/postmaster.pid" ]; then
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true
-    else "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true; fi
-  fi
+  pg_stop_private "$data"
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -30 "$f"; } >&2; done; exit 1; }
 
-port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+port="$(free_port)"
 base="http://127.0.0.1:$port"
 # The database limits (per account, per address over 15 minutes) are set high so that only the
 # in-memory per-address limits under test can answer 429.

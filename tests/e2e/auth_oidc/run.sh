@@ -3,6 +3,7 @@
 # jose (npm; interop.mjs says what is checked). An admin token comes from `govern auth admin-token`,
 # everything else goes over HTTP. Expects $GOVERN (ctest sets it).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?GOVERN must point at the govern binary}"
 GOVERN="$(realpath "$GOVERN")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,19 +21,12 @@ cleanup() {
   for p in "$serve_pid" "$up_pid"; do
     if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; fi
   done
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  for d in "$data" "$updata"; do
-    if [ -f "$d/postgres/postmaster.pid" ]; then
-      if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$d/postgres" -m immediate stop || true
-      else "$pg_ctl_bin" -D "$d/postgres" -m immediate stop || true; fi
-    fi
-  done
+  pg_stop_private "$data" "$updata"
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -30 "$f"; } >&2; done; exit 1; }
 
-free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 # serve NAME DATA PORT EXTRA...: starts govern serve auth; sets started_pid.
 serve() {
   local name="$1" dir="$2" p="$3"

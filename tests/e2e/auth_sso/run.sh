@@ -3,6 +3,7 @@
 # of an organisation in through the provider (sso.mjs runs the provider and says what is checked).
 # Expects $GOVERN (ctest sets it).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?GOVERN must point at the govern binary}"
 GOVERN="$(realpath "$GOVERN")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,16 +17,12 @@ data="$work/var"
 serve_pid=""
 cleanup() {
   if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  if [ -f "$data/postgres/postmaster.pid" ]; then
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true
-    else "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true; fi
-  fi
+  pg_stop_private "$data"
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -30 "$f"; } >&2; done; exit 1; }
-port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+port="$(free_port)"
 "$GOVERN" --data-dir "$data" serve auth --set auth.listen="127.0.0.1:$port" --set auth.issuer="http://127.0.0.1:$port" \
   >"$work/serve.out" 2>"$work/serve.log" &
 serve_pid=$!

@@ -3,6 +3,7 @@
 # auth_trust_check (Checker + TrustRefresher, as every other service would). Needs node (fetch only, no
 # packages). Expects $GOVERN and $TRUST_CHECK (ctest sets them).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?GOVERN must point at the govern binary}"
 : "${TRUST_CHECK:?TRUST_CHECK must point at auth_trust_check}"
 GOVERN="$(realpath "$GOVERN")"
@@ -14,16 +15,12 @@ data="$work/var"
 serve_pid=""
 cleanup() {
   if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  if [ -f "$data/postgres/postmaster.pid" ]; then
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true
-    else "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true; fi
-  fi
+  pg_stop_private "$data"
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -30 "$f"; } >&2; done; exit 1; }
-port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+port="$(free_port)"
 base="http://127.0.0.1:$port"
 serve() {  # serve NAME EXTRA...
   local name="$1"

@@ -1,17 +1,14 @@
 # `govern up`: a private PostgreSQL, every service, ports printed, clean shutdown on SIGTERM; a
 # second `govern up` on the same data directory reuses the running cluster; data survives restarts.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 chmod 755 "$work"  # the private cluster runs as the postgres user when we are root
 data="$work/var"
 pids=()
 cleanup_up() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 1
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  if [ -f "$data/postgres/postmaster.pid" ]; then
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true
-    else "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true; fi
-  fi
+  pg_stop_private "$data"
   rm -rf "$work"
 }
 trap cleanup_up EXIT

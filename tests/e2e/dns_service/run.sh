@@ -31,20 +31,14 @@ dns_ports=($((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)))  # [0] is th
 pids=()
 token="e2e-token-$RANDOM$RANDOM"
 
-pg_dir() { echo "$data/postgres"; }
-pg_conninfo() { echo "host=$(pg_dir) port=$(cat "$(pg_dir)/govern.port") user=postgres dbname=govern"; }
-psql_bin() { ls /usr/lib/postgresql/*/bin/psql 2>/dev/null | tail -1 || command -v psql; }
-as_pg_owner() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-psql_run() { as_pg_owner "$(psql_bin)" -X -q -t -A -v ON_ERROR_STOP=1 -d "$(pg_conninfo)" -c "$1"; }
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
+psql_run() { psql_in "$data" "$1"; }
 
 cleanup() {
   local rc=$?
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  if [ -f "$(pg_dir)/postmaster.pid" ]; then
-    kill -QUIT "$(head -1 "$(pg_dir)/postmaster.pid")" 2>/dev/null || true
-    sleep 1
-  fi
+  pg_stop_private "$data"
   if [ $rc -ne 0 ]; then
     for i in 0 1 2 3; do echo "--- last lines of process $i"; tail -15 "$work/govern$i.log" 2>/dev/null || true; done
   fi

@@ -5,10 +5,11 @@
 # reload interval (200ms here). Also: revoking with another organisation's --org is refused.
 # Expects $GOVERN, $MODEL_STUB and $GOVERN_TEST_PG_DIR (ctest sets them). Needs curl.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?GOVERN must point at the govern binary}"
 : "${MODEL_STUB:?MODEL_STUB must point at the model_stub binary}"
 : "${GOVERN_TEST_PG_DIR:?GOVERN_TEST_PG_DIR must name the test PostgreSQL (the pg fixture)}"
-psql=/usr/lib/postgresql/15/bin/psql
+psql="$(pg_bin_dir)/psql"
 pg_port="$(sed -n 4p "$GOVERN_TEST_PG_DIR/postmaster.pid")"
 pg_sock="$(sed -n 5p "$GOVERN_TEST_PG_DIR/postmaster.pid")"
 db="govern_e2e_gateway_keys_$$"

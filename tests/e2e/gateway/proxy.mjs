@@ -162,10 +162,41 @@ test('openai embeddings through the gateway', async () => {
     (e) => e instanceof OpenAI.BadRequestError && /embeddings/.test(e.message));
 });
 
+// gw-xlate: the Responses API and embeddings on Gemini and Bedrock deployments (the stub speaks both).
+test('openai responses and embeddings on gemini and bedrock routes', async () => {
+  for (const model of ['gemini-stub', 'bedrock-stub']) {
+    const r = await openai.responses.create({ model, instructions: 'be brief', input: 'one two three' });
+    assert.equal(r.output_text, stubText(16), model);
+    assert.deepEqual([r.usage.input_tokens, r.usage.output_tokens], [5, 16], model);
+    const stream = await openai.responses.create({ model, input: 'one two three', stream: true });
+    let text = '';
+    let done = null;
+    for await (const ev of stream) {
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+      if (ev.type === 'response.completed') done = ev.response;
+    }
+    assert.equal(text, stubText(16), model);
+    assert.deepEqual([done.usage.input_tokens, done.usage.output_tokens], [3, 16], model);
+    const call = await openai.responses.create({ model, input: 'weather?', tools: [weatherFn] });
+    assert.equal(call.output[0].type, 'function_call', model);
+    assert.deepEqual(JSON.parse(call.output[0].arguments), { city: 'stub', days: 1 }, model);
+  }
+  // The SDK asks for base64 by default and decodes it: the gateway encodes float32 little-endian.
+  const g = await openai.embeddings.create({ model: 'gemini-embed-stub', input: ['a b', 'c'], dimensions: 8 });
+  assert.equal(g.data.length, 2);
+  assert.equal(g.data[1].embedding.length, 8);
+  assert.ok(Math.abs(Math.hypot(...g.data[0].embedding) - 1) < 1e-5);  // the stub's unit vectors
+  assert.equal(g.usage.prompt_tokens, 3);
+  const t = await openai.embeddings.create({ model: 'titan-stub', input: ['a b', 'c'], dimensions: 256, encoding_format: 'float' });
+  assert.equal(t.data.length, 2);
+  assert.equal(t.data[0].embedding.length, 256);
+  assert.equal(t.usage.prompt_tokens, 3);
+});
+
 test('models list', async () => {
   const ids = [];
   for await (const m of openai.models.list()) ids.push(m.id);
-  assert.deepEqual(ids, ['gpt-stub', 'claude-stub']);
+  assert.deepEqual(ids, ['gpt-stub', 'claude-stub', 'gemini-stub', 'gemini-embed-stub', 'bedrock-stub', 'titan-stub']);
 });
 
 test('bad key 401 and unknown model 404', async () => {

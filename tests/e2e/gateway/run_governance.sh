@@ -4,6 +4,7 @@
 # quota / rate-limit error, unretried, and every request left one usage record.
 # Expects $MODEL_STUB, $GATEWAY_PROXY and $GOVERN_TEST_PG_DIR (ctest sets them). Needs node and npm.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${MODEL_STUB:?MODEL_STUB must point at the model_stub binary}"
 : "${GATEWAY_PROXY:?GATEWAY_PROXY must point at the gateway_proxy binary}"
 : "${GOVERN_TEST_PG_DIR:?GOVERN_TEST_PG_DIR must name the test PostgreSQL (the pg fixture)}"
@@ -12,7 +13,7 @@ cd "$here"
 if [ ! -d node_modules/openai ] || [ ! -d node_modules/@anthropic-ai/sdk ]; then
   npm ci --no-audit --no-fund
 fi
-psql=/usr/lib/postgresql/15/bin/psql
+psql="$(pg_bin_dir)/psql"
 pg_port="$(sed -n 4p "$GOVERN_TEST_PG_DIR/postmaster.pid")"
 pg_sock="$(sed -n 5p "$GOVERN_TEST_PG_DIR/postmaster.pid")"
 db="govern_e2e_gateway_$$"

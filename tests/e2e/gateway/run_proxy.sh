@@ -41,7 +41,11 @@ cat >"$work/gateway.json" <<JSON
 {
   "routes": [
     {"model": "gpt-stub", "base_url": "http://127.0.0.1:$stub_port", "format": "openai", "api_key": "sk-up", "stub_fault_headers": true},
-    {"model": "claude-stub", "base_url": "http://127.0.0.1:$stub_port", "format": "anthropic", "api_key": "sk-ant-up", "stub_fault_headers": true}
+    {"model": "claude-stub", "base_url": "http://127.0.0.1:$stub_port", "format": "anthropic", "api_key": "sk-ant-up", "stub_fault_headers": true},
+    {"model": "gemini-stub", "deployments": [{"provider": "gemini", "base_url": "http://127.0.0.1:$stub_port", "api_key": "gk", "model": "gemini-2.5-flash"}]},
+    {"model": "gemini-embed-stub", "deployments": [{"provider": "gemini", "base_url": "http://127.0.0.1:$stub_port", "api_key": "gk", "model": "text-embedding-004"}]},
+    {"model": "bedrock-stub", "deployments": [{"provider": "bedrock", "region": "us-east-1", "base_url": "http://127.0.0.1:$stub_port", "api_key": "bedrock-key", "model": "anthropic.claude-3-5-haiku-20241022-v1:0"}]},
+    {"model": "titan-stub", "deployments": [{"provider": "bedrock", "region": "us-east-1", "base_url": "http://127.0.0.1:$stub_port", "api_key": "bedrock-key", "model": "amazon.titan-embed-text-v2:0"}]}
   ],
   "keys": [
     {"key": "gvg_e2e_key", "org": "acme"},
@@ -61,13 +65,13 @@ node proxy.mjs "$gw_port"
 node dlp.mjs "$gw_port"  # DLP: 7 more recorded requests
 
 # A clean stop flushes the usage WAL. Every request that passed authentication is recorded once: 19 in
-# proxy.mjs (the 401s and the models list are not), plus 12 Responses and embeddings calls, and 7 in
-# dlp.mjs. Records are JSON text inside the WAL segments.
+# proxy.mjs (the 401s and the models list are not), plus 12 Responses and embeddings calls, 8 on the
+# Gemini and Bedrock routes (6 Responses, 2 embeddings), and 7 in dlp.mjs. Records are JSON text inside the WAL segments.
 kill -TERM "$gw_pid"
 wait "$gw_pid"
 records="$(find "$work/usage" -maxdepth 1 -type f -exec cat {} + | grep -ao '"request_id"' | wc -l)"
-if [ "$records" != 38 ]; then
-  echo "expected 38 usage records in the WAL, found $records" >&2
+if [ "$records" != 46 ]; then
+  echo "expected 46 usage records in the WAL, found $records" >&2
   exit 1
 fi
-echo "ok - 38 usage records in the WAL"
+echo "ok - 46 usage records in the WAL"

@@ -7,6 +7,7 @@
 # request the client saw completed, none twice, and intake must have seen the re-sent batch.
 # Expects $GOVERN, $MODEL_STUB and $GATEWAY_PROXY (ctest sets them). Needs node (no npm packages).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?GOVERN must point at the govern binary}"
 : "${MODEL_STUB:?MODEL_STUB must point at the model_stub binary}"
 : "${GATEWAY_PROXY:?GATEWAY_PROXY must point at the gateway_proxy binary}"
@@ -24,11 +25,7 @@ cleanup() {
     if [ -n "$p" ]; then kill -KILL "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; fi
   done
   if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  if [ -f "$data/postgres/postmaster.pid" ]; then
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true
-    else "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true; fi
-  fi
+  pg_stop_private "$data"
   rm -rf "$work"
 }
 trap cleanup EXIT

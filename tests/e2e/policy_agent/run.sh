@@ -4,6 +4,7 @@
 # over HTTP and the Unix socket with curl.
 # Expects $GOVERN (ctest sets it).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?GOVERN must point at the govern binary}"
 GOVERN="$(realpath "$GOVERN")"
 work="$(mktemp -d /tmp/govern-policy-agent-e2e-XXXXXX)"
@@ -13,20 +14,11 @@ adata="$work/agent"
 sock="$work/agent.sock"
 server_pid=""
 agent_pid=""
-stop_pg() {
-  local d="$1"
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  if [ -f "$d/postgres/postmaster.pid" ]; then
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$d/postgres" -m immediate stop || true
-    else "$pg_ctl_bin" -D "$d/postgres" -m immediate stop || true; fi
-  fi
-}
 cleanup() {
   for p in "$agent_pid" "$server_pid"; do
     if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; fi
   done
-  stop_pg "$sdata"
-  stop_pg "$adata"
+  pg_stop_private "$sdata" "$adata"
   rm -rf "$work"
 }
 trap cleanup EXIT

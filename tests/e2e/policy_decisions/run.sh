@@ -4,6 +4,7 @@
 # before its cursor moves; kill -9 from outside while it ships); every decision must be stored once.
 # Expects $GOVERN and $TOOL (decision_ship_tool); ctest sets both.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?GOVERN must point at the govern binary}"
 : "${TOOL:?TOOL must point at decision_ship_tool}"
 GOVERN="$(realpath "$GOVERN")"
@@ -16,11 +17,7 @@ ship_pid=""
 cleanup() {
   if [ -n "$ship_pid" ]; then kill -KILL "$ship_pid" 2>/dev/null || true; wait "$ship_pid" 2>/dev/null || true; fi
   if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  if [ -f "$data/postgres/postmaster.pid" ]; then
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true
-    else "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true; fi
-  fi
+  pg_stop_private "$data"
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -3,17 +3,14 @@
 # fetch of the signed bundle (200, 12.5 KB: 40 policies, 400 entities), with wrk. Not run by ctest:
 #   bash tests/e2e/policy_server/bench.sh build/release/src/cli/govern [seconds]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 GOVERN="$(realpath "$1")"
 secs="${2:-10}"
 work="$(mktemp -d /tmp/ps-fetch-bench-XXXXXX)"; chmod 755 "$work"
 spid=""
 cleanup() {
   if [ -n "$spid" ]; then kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; fi
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  if [ -f "$work/s/postgres/postmaster.pid" ]; then
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$work/s/postgres" -m immediate stop >/dev/null || true
-    else "$pg_ctl_bin" -D "$work/s/postgres" -m immediate stop >/dev/null || true; fi
-  fi
+  pg_stop_private "$work/s"
   rm -rf "$work"
 }
 trap cleanup EXIT

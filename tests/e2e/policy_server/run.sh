@@ -3,6 +3,7 @@
 # `govern policy-server keys create`, everything else over HTTP with curl (jq reads the JSON).
 # Expects $GOVERN (ctest sets it).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?GOVERN must point at the govern binary}"
 GOVERN="$(realpath "$GOVERN")"
 work="$(mktemp -d /tmp/govern-policy-server-e2e-XXXXXX)"
@@ -14,11 +15,7 @@ cleanup() {
   for p in "$serve_pid" "$serve2_pid"; do
     if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; fi
   done
-  pg_ctl_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/pg_ctl"
-  if [ -f "$data/postgres/postmaster.pid" ]; then
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true
-    else "$pg_ctl_bin" -D "$data/postgres" -m immediate stop || true; fi
-  fi
+  pg_stop_private "$data"
   rm -rf "$work"
 }
 trap cleanup EXIT

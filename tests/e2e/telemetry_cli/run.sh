@@ -3,6 +3,7 @@
 # `govern telemetry ingest status|replay|skip`, `export`, `dlp-policy get|set|delete`, and their errors.
 # Expects $GOVERN, $LOADGEN and $PARQUET_TOOL (ctest sets them).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${GOVERN:?}" "${LOADGEN:?}" "${PARQUET_TOOL:?}"
 work="$(mktemp -d /tmp/govern-tcli-XXXXXX)"
 chmod 755 "$work"  # the private cluster runs as the postgres user when we are root
@@ -48,12 +49,7 @@ start() {
   echo "govern did not listen"; exit 1
 }
 stop() { kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=""; }
-rows() {
-  local bin; bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
-  local ci="host=$data/postgres port=$(cat "$data/postgres/govern.port") user=postgres dbname=govern"
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$bin/psql" -X -q -t -A -d "$ci" -c "$1"
-  else "$bin/psql" -X -q -t -A -d "$ci" -c "$1"; fi
-}
+rows() { psql_in "$data" "$1"; }
 # Events stored, counting each copy: rows in PostgreSQL plus rows of manifest-listed archive files.
 stored_copies() {
   rows "SELECT (SELECT count(*) FROM telemetry_events) + (SELECT coalesce(sum(rows), 0) FROM telemetry_archive_files)"

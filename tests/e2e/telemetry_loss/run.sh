@@ -19,6 +19,7 @@
 #
 # Expects $GOVERN, $LOADGEN and $CHECK (paths of govern, telemetry_loadgen, telemetry_loss_check).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 scenario="${1:?usage: run.sh SCENARIO}"
 : "${GOVERN:?}" "${LOADGEN:?}" "${CHECK:?}"
 
@@ -36,21 +37,12 @@ loadgen_pid=""
 mounted=""
 
 pg_dir() { echo "$data/postgres"; }
-pg_conninfo() { echo "host=$(pg_dir) port=$(cat "$(pg_dir)/govern.port") user=postgres dbname=govern"; }
-psql_bin() { echo "$(dirname "$(command -v pg_ctl 2>/dev/null || ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1)")/psql"; }
-# Runs a PostgreSQL tool as the cluster's owner (the postgres user when we are root).
-as_pg_owner() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
 
 cleanup() {
   local rc=$?
   [ -n "$loadgen_pid" ] && kill -9 "$loadgen_pid" 2>/dev/null || true
   [ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null || true
-  if [ -f "$(pg_dir)/postmaster.pid" ] && [ -z "${GOVERN_KEEP_WORK:-}" ]; then
-    kill -QUIT "$(head -1 "$(pg_dir)/postmaster.pid")" 2>/dev/null || true
-    sleep 1
-  fi
+  [ -n "${GOVERN_KEEP_WORK:-}" ] || pg_stop_private "$data"
   [ -n "$mounted" ] && umount "$mounted" 2>/dev/null || true
   if [ $rc -ne 0 ]; then
     echo "--- last lines of the govern log ($log)"
@@ -116,11 +108,11 @@ wait_load() {
 }
 
 check() {  # [extra check args]
-  "$CHECK" --pg "$(pg_conninfo)" --archive-dir "$data/telemetry/archive" --org "$org" \
+  "$CHECK" --pg "$(pg_conninfo_of "$data")" --archive-dir "$data/telemetry/archive" --org "$org" \
     --acked "$work/acked" --wait 90 "$@"
 }
 
-psql_run() { as_pg_owner "$(psql_bin)" -X -q -t -A -d "$(pg_conninfo)" -c "$1"; }
+psql_run() { psql_in "$data" "$1"; }
 
 case "$scenario" in
   kill_intake)
@@ -184,9 +176,9 @@ case "$scenario" in
     key="$(make_key)"
     start_load 16 4000
     sleep 4
-    as_pg_owner "$(dirname "$(psql_bin)")/pg_ctl" -D "$(pg_dir)" -m fast -w restart >>"$log" 2>&1
+    as_pg_owner "$(pg_bin_dir)/pg_ctl" -D "$(pg_dir)" -m fast -w restart >>"$log" 2>&1
     sleep 2
-    as_pg_owner "$(dirname "$(psql_bin)")/pg_ctl" -D "$(pg_dir)" -m immediate -w restart >>"$log" 2>&1
+    as_pg_owner "$(pg_bin_dir)/pg_ctl" -D "$(pg_dir)" -m immediate -w restart >>"$log" 2>&1
     wait_load
     check
     ;;
