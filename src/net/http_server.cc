@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "net/event_loop.h"
 #include "net/http_wire.h"
 #include "net/problem.h"
 #include "net/stream_state.h"
@@ -43,6 +44,8 @@ using unix_stream = asio::local::stream_protocol;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
+
+thread_local EventLoop* current_loop = nullptr;
 
 constexpr size_t kStatusSlots = 600;
 constexpr size_t kReadChunk = 16 * 1024;
@@ -74,7 +77,10 @@ struct ServerCore;
 
 struct Worker {
   ServerCore* server = nullptr;
-  asio::io_context ioc{1};
+  // Shared with components that run on the loop (EventLoop, event_loop.h).
+  std::shared_ptr<asio::io_context> io_owner = std::make_shared<asio::io_context>(1);
+  asio::io_context& ioc = *io_owner;
+  EventLoop loop{io_owner};
   std::optional<tcp::acceptor> acceptor;
   std::optional<unix_stream::acceptor> unix_acceptor;  // worker 0 only, when ServerConfig::unix_socket is set
   asio::steady_timer tick{ioc};
@@ -1068,13 +1074,19 @@ Status Server::Start() {
     if (w->acceptor) asio::post(w->ioc, [&s, w] { s.DoAccept(w); });
     if (w->unix_acceptor) asio::post(w->ioc, [&s, w] { s.DoAcceptUnix(w); });
     asio::post(w->ioc, [&s, w] { s.ArmTick(w); });
-    w->thread = std::thread([w] { w->ioc.run(); });
+    w->thread = std::thread([w] {
+      current_loop = &w->loop;
+      w->ioc.run();
+      current_loop = nullptr;
+    });
   }
   s.running = true;
   log::Info("http", "listening",
             {{"address", cfg.address}, {"port", s.bound_port}, {"workers", n}, {"tls", s.ssl != nullptr}});
   return OkStatus();
 }
+
+EventLoop* EventLoop::Current() { return current_loop; }
 
 void Server::Stop() {
   Impl& s = *impl_;
@@ -1103,6 +1115,7 @@ void Server::Stop() {
       w->stopped.store(true, std::memory_order_release);
       while (!w->conns.empty()) w->conns.back()->CloseNow();
       w->tick.cancel();
+      w->loop.RunStopHooks();  // other components' sockets and timers on this loop
     });
     w->guard.reset();
   }

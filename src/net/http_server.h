@@ -3,7 +3,9 @@
 //
 // Requests on one connection are handled one after another (pipelined requests wait their turn).
 // Handlers run on the connection's event loop and must not block; they may answer later, from any
-// thread, through their Responder. Every error the server produces itself is RFC 9457 problem+json.
+// thread, through their Responder. A handler may run work of its own on that loop (sockets, timers):
+// EventLoop::Current() (net/event_loop.h, which includes Asio) names it, with a hook to close that work
+// when the server stops. Every error the server produces itself is RFC 9457 problem+json.
 //
 // Thread-safety: configure (router, readiness checks) and Start() on one thread; afterwards port(),
 // metrics() and Stop() may be called from any thread except a handler (Stop waits for the loops).

@@ -12,11 +12,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <thread>
 
+#include "net/event_loop.h"
 #include "net/http_client.h"
 #include "net/problem.h"
 
@@ -816,6 +819,66 @@ TEST_F(ServerTest, AnsweredWatchedRequestsKeepTheConnectionServing) {
     ASSERT_TRUE(Eventually([&] { return w->told == 1; }));
   }
   w->Clear();
+}
+
+// A handler's EventLoop runs other components' work on the handler's own thread, and its stop hooks
+// close that work when the server stops: a timer armed for an hour does not keep Stop() waiting.
+TEST_F(ServerTest, EventLoopRunsWorkOnTheHandlersLoopAndStopHooksEndIt) {
+  struct Seen {
+    std::mutex mu;
+    std::thread::id handler, posted, hook, timer;
+    EventLoop* loop = nullptr;
+    int hooks = 0;
+    bool timer_cancelled = false;
+  };
+  auto seen = std::make_shared<Seen>();
+  Router r;
+  r.Add(Method::kGet, "/loop", [seen](Request&&, Responder resp) {
+    EventLoop* ev = EventLoop::Current();
+    {
+      std::lock_guard lk(seen->mu);
+      seen->handler = std::this_thread::get_id();
+      seen->loop = ev;
+    }
+    if (ev == nullptr) return resp.Send(Response(500, "no loop"));
+    // Work of another component on the same loop: a posted function and a long timer.
+    auto timer = std::make_shared<boost::asio::steady_timer>(*ev->io(), std::chrono::hours(1));
+    timer->async_wait([seen, timer](boost::system::error_code ec) {
+      std::lock_guard lk(seen->mu);
+      seen->timer = std::this_thread::get_id();
+      seen->timer_cancelled = ec == boost::asio::error::operation_aborted;
+    });
+    ev->OnStop([seen, timer] {
+      std::lock_guard lk(seen->mu);
+      seen->hook = std::this_thread::get_id();
+      ++seen->hooks;
+      timer->cancel();
+    });
+    boost::asio::post(*ev->io(), [seen, resp = std::move(resp)]() mutable {
+      {
+        std::lock_guard lk(seen->mu);
+        seen->posted = std::this_thread::get_id();
+      }
+      resp.Send(Response(200, "ok"));
+    });
+  });
+  ServerConfig cfg = TestConfig();
+  cfg.workers = 1;
+  StartServer(cfg, std::move(r));
+  EXPECT_EQ(EventLoop::Current(), nullptr);  // not a server loop's thread
+  auto res = client_.Get(Url("/loop"));
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "ok");
+  server_->Stop();  // returns only once the loop ran out of work: the hook cancelled the timer
+  std::lock_guard lk(seen->mu);
+  ASSERT_NE(seen->loop, nullptr);
+  EXPECT_NE(seen->handler, std::this_thread::get_id());
+  EXPECT_EQ(seen->posted, seen->handler);
+  EXPECT_EQ(seen->hooks, 1);
+  EXPECT_EQ(seen->hook, seen->handler);
+  EXPECT_EQ(seen->timer, seen->handler);
+  EXPECT_TRUE(seen->timer_cancelled);
 }
 
 }  // namespace

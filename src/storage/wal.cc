@@ -6,7 +6,10 @@
 // soon as it can, whatever its durability. If the group holds a kSync record (or a sync is due or
 // asked for) it calls fdatasync once, publishes the new durable sequence and wakes the waiters with
 // one futex broadcast. Otherwise the group joins the written-but-unsynced records, which one
-// fdatasync covers once the oldest of them has waited buffered_interval.
+// fdatasync covers once the oldest of them has waited buffered_interval. With Options::appender_writes
+// an appender whose buffered record finds nothing queued and the sync thread asleep writes it itself,
+// under the queue lock (the sleeping thread owns no file state: it needs the lock to wake), and leaves
+// it to the sync thread as written but unsynced.
 #include "storage/wal.h"
 
 #include <fcntl.h>
@@ -113,7 +116,8 @@ struct Log::Impl {
   std::vector<uint64_t> seg_firsts;
   std::atomic<uint64_t> first_seq{1};
 
-  // Owned by the sync thread once it runs (by Open before that).
+  // Owned by the sync thread once it runs (by Open before that); an appender writing itself
+  // (appender_writes) uses it only while holding mu with the sync thread asleep (sync_idle).
   Segment active;
   int lock_fd = -1;  // flock on <dir>/LOCK: one open Log per directory
 
@@ -144,6 +148,13 @@ struct Log::Impl {
   std::atomic<uint32_t> written_wake{0};
   std::atomic<int> written_waiters{0};
   uint64_t pending_gen = 0;  // number of the group `pending` becomes (guarded by mu)
+  // Records appenders wrote themselves (Options::appender_writes) that the sync thread has not taken
+  // over yet: [inl_first, inl_last] of groups [inl_first_gen, inl_last_gen]; inl_first == 0 when none.
+  // Guarded by mu; the sync thread takes them into its unsynced set whenever it holds mu.
+  uint64_t inl_first = 0, inl_last = 0, inl_first_gen = 0, inl_last_gen = 0;
+  SteadyClock::time_point inl_oldest;
+  std::vector<Completion> inl_callbacks;
+  bool sync_untimed = false;  // the sync thread sleeps with no deadline (nothing written is unsynced)
 
   // Tailing readers wait here.
   std::mutex tail_mu;
@@ -455,6 +466,45 @@ Result<Log::Impl::Ticket> Log::Impl::Enqueue(std::span<const std::string_view> r
   pending.last_seq = next_seq - 1;
   t.last_seq = next_seq - 1;
   if (done != nullptr) pending.callbacks.push_back({t.first_seq, std::move(*done)});
+  // Written here when nothing else is queued and the sync thread sleeps: it owns no file state then
+  // (it needs mu to wake), and it takes the record over as written but unsynced when it does.
+  if (opt.appender_writes && durability == Durability::kBuffered && was_empty && sync_idle &&
+      active.fd >= 0 && (active.preallocated || !opt.preallocate) &&
+      active.end + pending.bytes.size() <= opt.segment_size) {
+    if (fs->PwriteAll(active.fd, pending.bytes.data(), pending.bytes.size(), active.end).ok()) {
+      active.end += pending.bytes.size();
+      active.dirty = true;
+      if (inl_first == 0) {
+        inl_first = pending.first_seq;
+        inl_first_gen = pending_gen;
+        inl_oldest = pending.oldest;
+      }
+      inl_last = pending.last_seq;
+      inl_last_gen = pending_gen;
+      for (Completion& c : pending.callbacks) inl_callbacks.push_back(std::move(c));
+      ++pending_gen;
+      pending.Reset();
+      written.store(t.last_seq, std::memory_order_seq_cst);
+      stat_writes.fetch_add(1, std::memory_order_relaxed);
+      // A sleeping sync thread with a deadline syncs these by it (the deadline is the oldest unsynced
+      // record's); one with none must be woken once to start the interval.
+      bool wake_sync = sync_untimed;
+      if (wake_sync) sync_idle = false;
+      lk.unlock();
+      if (wake_sync) work_cv.notify_one();
+      if (written_waiters.load(std::memory_order_seq_cst) > 0) {
+        written_wake.fetch_add(1, std::memory_order_seq_cst);
+        FutexWakeAll(&written_wake);
+      }
+      return t;
+    }
+    // Bytes of it may be in the file past active.end: the sync thread writes the same group there again
+    // (over them), or cuts the file back to active.end if that fails too.
+    sync_idle = false;
+    lk.unlock();
+    work_cv.notify_one();
+    return t;
+  }
   bool urgent = durability == Durability::kSync;
   pending.urgent = pending.urgent || urgent;
   // While the sync thread holds buffered records back for company (write_hold) its timer wakes it.
@@ -521,12 +571,28 @@ void Log::Impl::SyncLoop() {
   uint64_t last_count = 0;                      // records the last sync made durable
   SteadyClock::duration last_write{};           // how long its write + fdatasync took
   const auto max_gather = std::chrono::microseconds(1000);
+  // Takes over the records appenders wrote themselves (appender_writes) as written but unsynced; they
+  // follow every record this thread wrote (an appender writes only when nothing is queued). Under mu.
+  auto take_appender_writes = [&] {
+    if (inl_first == 0) return;
+    if (u_first == 0) {
+      u_first = inl_first;
+      u_first_gen = inl_first_gen;
+      u_oldest = inl_oldest;
+    }
+    u_last = inl_last;
+    u_last_gen = inl_last_gen;
+    for (Completion& c : inl_callbacks) u_callbacks.push_back(std::move(c));
+    inl_callbacks.clear();
+    inl_first = 0;
+  };
   std::unique_lock lk(mu);
   for (;;) {
     // Wait for work: anything queued is written at once (buffered records at most once per
     // kBufferedWriteGap); what is written is synced once the oldest of it has waited buffered_interval,
     // or when a kSync record, a Flush or the close asks.
     for (;;) {
+      take_appender_writes();
       if (!pending.empty()) {
         if (pending.urgent || stop || sync_requested) break;
         auto write_at =
@@ -557,7 +623,9 @@ void Log::Impl::SyncLoop() {
       sync_requested = false;  // nothing written is unsynced
       if (stop) return;
       sync_idle = true;
+      sync_untimed = true;
       work_cv.wait(lk);
+      sync_untimed = false;
       sync_idle = false;
     }
     // Gather: the appenders the last group woke come back within moments. Taking the first of them

@@ -12,10 +12,11 @@
 //    kernel's page cache, so it survives a crash of this process but not a power cut or kernel crash).
 //    The writer writes whatever is queued as soon as it gets to it, in every durability mode: a
 //    record is typically written within microseconds of being queued; records queued while the writer
-//    runs an fdatasync are written right after it. An append call returning does not mean written:
-//    WrittenSequence() and WaitWritten() tell. kBuffered records are then fdatasync'd within
-//    Options::buffered_interval of being queued (one fdatasync per interval under steady load), or
-//    sooner when a kSync record or Flush() forces a sync.
+//    runs an fdatasync are written right after it. With Options::appender_writes a kBuffered record
+//    that finds the writer asleep and nothing queued is written by the append call itself. An append
+//    call returning does not mean written: WrittenSequence() and WaitWritten() tell. kBuffered records
+//    are then fdatasync'd within Options::buffered_interval of being queued (one fdatasync per interval
+//    under steady load), or sooner when a kSync record or Flush() forces a sync.
 //  - After a process crash, reopening recovers every written record (completed or not), in order,
 //    once. After a power cut, every completed record; written but unsynced ones may be lost, only as a
 //    whole suffix (never partial, never a gap before a surviving record).
@@ -64,6 +65,15 @@ struct Options {
   // Bytes queued but not yet written beyond which blocking appends wait and async appends fail at once
   // with Unavailable (so an event loop is never blocked).
   size_t max_pending_bytes = 256u << 20;
+  // A kBuffered append made while the sync thread sleeps and nothing else is queued is written to the
+  // segment file by the appending thread itself (one pwrite, under the queue lock), so it costs no
+  // thread switch: the sync thread is woken only to sync (at most once per buffered_interval under
+  // steady load) and the append call returns with its record written (it survives a process crash
+  // from then on). The appender pays the pwrite (page cache, microseconds): for small records from an
+  // event loop (the gateway's usage records). A failed write falls back to the sync thread, which
+  // writes the record again (over the same bytes) and reports a failure as usual. Off: every record
+  // is written by the sync thread.
+  bool appender_writes = false;
   Fs* fs = nullptr;  // nullptr: PosixFs()
 };
 

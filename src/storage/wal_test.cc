@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -836,6 +837,162 @@ TEST(Wal, RotationFailureForSpaceIsRetried) {
   auto all = ReadAll(*log);
   ASSERT_EQ(all.size(), i);
   for (uint64_t k = 1; k <= i; ++k) EXPECT_EQ(all[k - 1].second, Payload(k, 100));
+}
+
+// A file system that tells the appending (test) thread's writes from the sync thread's, and can fail
+// either one's next writes (torn, then ENOSPC).
+class AppenderFs : public Fs {
+ public:
+  const std::thread::id appender = std::this_thread::get_id();
+  std::atomic<int> appender_writes{0}, appender_syncs{0};  // made by the appender, successful
+  std::atomic<int> fail_appender_writes{0};
+
+  Status PwriteAll(int fd, const void* data, size_t n, uint64_t off) override {
+    if (std::this_thread::get_id() != appender) return Fs::PwriteAll(fd, data, n, off);
+    if (fail_appender_writes.load() > 0) {
+      --fail_appender_writes;
+      (void)Fs::PwriteAll(fd, data, n / 2, off);
+      return ErrnoStatus(ENOSPC, "pwrite");
+    }
+    Status st = Fs::PwriteAll(fd, data, n, off);
+    if (st.ok()) ++appender_writes;
+    return st;
+  }
+  Status Fdatasync(int fd) override {
+    if (std::this_thread::get_id() == appender) ++appender_syncs;
+    return Fs::Fdatasync(fd);
+  }
+};
+
+// Appends one buffered record at a time, with a pause after each so the sync thread is back asleep
+// (whether it is decides whether the appender writes); returns how many the appender wrote itself.
+int AppendOneByOne(Log& log, AppenderFs& fs, CallbackSink& sink, uint64_t first, uint64_t last,
+                   const std::string& segment) {
+  int own = 0;
+  for (uint64_t i = first; i <= last; ++i) {
+    int before = fs.appender_writes.load();
+    log.AppendAsync(Payload(i), sink.Make(&log), Durability::kBuffered);
+    if (fs.appender_writes.load() > before) {
+      ++own;
+      // Written before AppendAsync returned: in the file (a process crash keeps it) and counted.
+      EXPECT_EQ(log.WrittenSequence(), i);
+      if (!segment.empty()) {
+        EXPECT_EQ(RecordsInFile(segment), i);
+      }
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return own;
+}
+
+TEST(Wal, AppenderWritesBufferedRecordsItselfWhileTheSyncThreadSleeps) {
+  TempDir dir;
+  AppenderFs fs;
+  Options opt;
+  opt.fs = &fs;
+  opt.appender_writes = true;
+  opt.buffered_interval = std::chrono::hours(1);  // no sync falls due during the test
+  opt.segment_size = 64 << 10;                    // read whole after each append
+  CallbackSink sink;  // declared first: it must outlive the log, whose sync thread calls into it
+  auto log = OpenOrDie(dir.path(), opt);
+  const int writes_at_open = fs.appender_writes.load(), syncs_at_open = fs.appender_syncs.load();
+  const std::string segment = dir.path() + "/" + SegmentFileName(1);
+  int own = AppendOneByOne(*log, fs, sink, 1, 20, segment);
+  EXPECT_GT(own, 0) << "no record was written by its appender";
+  EXPECT_EQ(fs.appender_writes.load() - writes_at_open, own);
+  EXPECT_EQ(fs.appender_syncs.load(), syncs_at_open) << "an appender must never sync";
+  // Written, not synced: nothing acknowledged yet.
+  EXPECT_EQ(log->DurableSequence(), 0u);
+  {
+    std::lock_guard lk(sink.mu);
+    EXPECT_TRUE(sink.seqs.empty()) << "a callback ran before its sync";
+  }
+  // A sync append is queued for the sync thread, and its fdatasync covers the appender's records too.
+  auto s = log->Append("sync", Durability::kSync);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(*s, 21u);
+  EXPECT_EQ(log->DurableSequence(), 21u);
+  sink.WaitFor(20);
+  {
+    std::lock_guard lk(sink.mu);
+    EXPECT_EQ(sink.errors, 0);
+    EXPECT_TRUE(sink.durable_at_callback);
+    std::vector<uint64_t> seqs = sink.seqs;
+    std::sort(seqs.begin(), seqs.end());
+    ASSERT_EQ(seqs.size(), 20u);
+    for (uint64_t i = 1; i <= 20; ++i) EXPECT_EQ(seqs[i - 1], i);
+  }
+  // More of them after the sync, then the close syncs them.
+  own = AppendOneByOne(*log, fs, sink, 22, 30, segment);
+  EXPECT_GT(own, 0);
+  log.reset();
+  sink.WaitFor(29);
+  log = OpenOrDie(dir.path());
+  auto all = ReadAll(*log);
+  ASSERT_EQ(all.size(), 30u);
+  for (uint64_t i = 1; i <= 30; ++i) {
+    if (i != 21) {
+      EXPECT_EQ(all[i - 1], std::make_pair(i, Payload(i)));
+    }
+  }
+  EXPECT_EQ(all[20].second, "sync");
+}
+
+TEST(Wal, AppenderWrittenRecordsAreSyncedWithinTheInterval) {
+  // Without a Flush, a sync append or the close: the sync thread, asleep with no deadline when the
+  // first of them is written, must be woken to sync them within the interval.
+  TempDir dir;
+  AppenderFs fs;
+  Options opt;
+  opt.fs = &fs;
+  opt.appender_writes = true;
+  opt.buffered_interval = 10ms;
+  CallbackSink sink;  // declared first: it must outlive the log
+  auto log = OpenOrDie(dir.path(), opt);
+  int own = 0;
+  for (uint64_t first = 1; first <= 31; first += 10) {
+    own += AppendOneByOne(*log, fs, sink, first, first + 9, "");
+    sink.WaitFor(first + 9);  // each batch's callbacks come without anything forcing a sync
+  }
+  EXPECT_GT(own, 0);
+  std::lock_guard lk(sink.mu);
+  EXPECT_EQ(sink.errors, 0);
+  EXPECT_TRUE(sink.durable_at_callback);
+}
+
+TEST(Wal, FailedAppenderWriteFallsBackToTheSyncThread) {
+  TempDir dir;
+  AppenderFs fs;
+  Options opt;
+  opt.fs = &fs;
+  opt.appender_writes = true;
+  opt.buffered_interval = std::chrono::hours(1);
+  CallbackSink sink;  // declared first: it must outlive the log
+  auto log = OpenOrDie(dir.path(), opt);
+  // The appender's next write tears and fails: its record goes to the sync thread, which writes it
+  // over the torn bytes. Retried until an append hit the failure itself (not only queued records).
+  fs.fail_appender_writes = 1;
+  uint64_t n = 0;
+  while (fs.fail_appender_writes.load() > 0 && n < 1000) {
+    ++n;
+    AppendOneByOne(*log, fs, sink, n, n, "");
+  }
+  ASSERT_EQ(fs.fail_appender_writes.load(), 0) << "no append was written by its appender";
+  AppendOneByOne(*log, fs, sink, n + 1, n + 5, "");  // and the appender writes again afterwards
+  n += 5;
+  ASSERT_TRUE(log->Flush().ok());
+  EXPECT_EQ(log->DurableSequence(), n);
+  EXPECT_TRUE(log->Health().ok());
+  sink.WaitFor(n);
+  {
+    std::lock_guard lk(sink.mu);
+    EXPECT_EQ(sink.errors, 0) << "the failed write was not retried by the sync thread";
+  }
+  log.reset();
+  log = OpenOrDie(dir.path());
+  auto all = ReadAll(*log);
+  ASSERT_EQ(all.size(), n);
+  for (uint64_t i = 1; i <= n; ++i) EXPECT_EQ(all[i - 1], std::make_pair(i, Payload(i)));
 }
 
 }  // namespace

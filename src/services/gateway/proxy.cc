@@ -431,7 +431,8 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
 struct Proxy::Impl : ProxyCore {};
 
 // One proxied request from the provider call's start to its usage record. Every method after Start
-// runs on the call's loop (the upstream client's), so the state needs no lock.
+// runs on the call's loop (the server loop the request came in on, upstream.h), so the state needs no
+// lock.
 struct Exchange : std::enable_shared_from_this<Exchange> {
   std::shared_ptr<ProxyCore> impl;
   WireFormat client = WireFormat::kOpenAI;
@@ -1415,6 +1416,10 @@ Result<std::unique_ptr<Proxy>> Proxy::Create(ProxyConfig config) {
     wal::Options o;
     o.default_durability = wal::Durability::kBuffered;
     o.preallocate = false;
+    // A usage record is written by the loop that makes it (one pwrite) rather than by waking the WAL's
+    // sync thread for each one: no thread switch per request, and it is in the file (safe from a crash
+    // of the process) before the response completes.
+    o.appender_writes = true;
     GOVERN_ASSIGN_OR_RETURN(impl->wal, wal::Log::Open(config.wal_dir, o));
   }
   GOVERN_ASSIGN_OR_RETURN(impl->upstream, UpstreamClient::Create(config.upstream));

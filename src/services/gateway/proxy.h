@@ -35,12 +35,15 @@
 //    completes (the last byte of a whole answer, the end of a stream). With
 //    usage_durable_before_response the response completes only once the record is fdatasync'd;
 //    otherwise the record is queued to the WAL first and written to its file within microseconds
-//    (from then on it survives a crash of the process) and synced within the WAL's buffered interval
-//    (5 ms): see docs/gateway.md, "Usage records".
+//    (usually by the loop itself before the response completes, wal::Options::appender_writes; from
+//    then on it survives a crash of the process) and synced within the WAL's buffered interval (5 ms):
+//    see docs/gateway.md, "Usage records".
 //
-// Threads: handlers run on the server's event loops; provider calls, streams and records on the
-// upstream client's loops. The destructor ends the calls in flight (each recorded), waits for them,
-// stops the client and flushes the WAL. Register() once, before the server starts.
+// Threads: handlers run on the server's event loops, and so do their provider calls, streams and
+// records (the upstream client runs a call made on a server loop on that loop: no hand-off between
+// threads); a call made off a server loop runs on the upstream client's own loops. The destructor ends
+// the calls in flight (each recorded), waits for them, stops the client and flushes the WAL. Register()
+// once, before the server starts.
 #pragma once
 
 #include <cstdint>

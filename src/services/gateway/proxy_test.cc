@@ -1026,5 +1026,64 @@ TEST(UpstreamClientRead, SmallWholeAnswerArrivesInOneRead) {
   ::close(fd);
 }
 
+// A call made in a server's handler runs on that handler's loop (no hand-off between threads), from its
+// pool; stopping the server closes that pool and its sweep timer (an hour away here), so Stop() returns.
+TEST(UpstreamClientOnServerLoop, CallRunsOnTheHandlersThreadAndStopClosesItsPool) {
+  auto stub = model_stub::StubServer::Start({.port = 0, .threads = 1});
+  ASSERT_TRUE(stub.ok()) << stub.status().ToString();
+  UpstreamOptions opts;
+  opts.idle_timeout = std::chrono::hours(1);
+  auto client = UpstreamClient::Create(opts);
+  ASSERT_TRUE(client.ok());
+  std::string provider = "http://127.0.0.1:" + std::to_string((*stub)->port()) + "/v1/chat/completions";
+  std::mutex mu;
+  std::vector<bool> same_thread;  // per request: head, then body, on the handler's thread
+  net::Router router;
+  router.Add(net::Method::kGet, "/call", [&](net::Request&&, net::Responder responder) {
+    UpstreamRequest req;
+    req.url = provider;
+    req.headers.Set("Content-Type", "application/json");
+    req.body = kChat;
+    auto call = std::shared_ptr<UpstreamCall>((*client)->NewCall(std::move(req)));
+    auto handler_thread = std::this_thread::get_id();
+    auto out = std::make_shared<net::Responder>(std::move(responder));
+    call->Start([&, call, handler_thread, out](Status st) {
+      {
+        std::lock_guard lock(mu);
+        same_thread.push_back(std::this_thread::get_id() == handler_thread);
+      }
+      if (!st.ok()) return out->Send(net::Response(502, st.ToString()));
+      call->ReadAll(1 << 20, [&, call, handler_thread, out](Result<std::string> body) {
+        {
+          std::lock_guard lock(mu);
+          same_thread.push_back(std::this_thread::get_id() == handler_thread);
+        }
+        out->Send(net::Response(body.ok() ? call->status() : 502, body.ok() ? *body : ""));
+      });
+    });
+  });
+  net::ServerConfig sc;
+  sc.workers = 1;
+  auto server = std::make_unique<net::Server>(sc, std::move(router));
+  ASSERT_TRUE(server->Start().ok());
+  net::HttpClient http;
+  for (int i = 0; i < 2; ++i) {
+    auto r = http.Get("http://127.0.0.1:" + std::to_string(server->port()) + "/call");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_NE(r->status, 502) << r->body;
+  }
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(same_thread, std::vector<bool>(4, true));
+  }
+  // The second call reused the first one's connection, pooled on the server's loop.
+  EXPECT_EQ((*client)->stats().connections_opened, 1u);
+  EXPECT_EQ((*client)->stats().connections_reused, 1u);
+  server->Stop();  // without the pool's stop hook: waits for the sweep timer, an hour
+  server.reset();  // the pool's sockets went with the hook; the client outlives the server
+  client->reset();
+  (*stub)->Stop();
+}
+
 }  // namespace
 }  // namespace govern::gateway

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -26,6 +27,8 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include "net/event_loop.h"
 
 namespace govern::gateway {
 
@@ -111,37 +114,88 @@ struct Conn {
 
 }  // namespace
 
-struct Loop {
-  asio::io_context io{1};
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
-  std::thread thread;
+// One event loop's state: the client's own loop (with its thread), or a net::Server's loop the client
+// runs calls on (attached: the calls made on that loop's thread).
+struct Loop : std::enable_shared_from_this<Loop> {
+  explicit Loop(std::shared_ptr<asio::io_context> owner, bool attached_to_server)
+      : io_owner(std::move(owner)), attached(attached_to_server) {}
+  // Declared first so it is destroyed last: the io_context outlives this loop's sockets and timers.
+  std::shared_ptr<asio::io_context> io_owner;
+  asio::io_context& io = *io_owner;
+  const bool attached;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;  // own loops
+  std::thread thread;                                                               // own loops
   // Loop thread only.
   std::unordered_map<std::string, std::deque<std::unique_ptr<Conn>>> idle;  // newest at the back
   size_t idle_count = 0;
   asio::steady_timer sweep{io};
   bool sweep_armed = false;
+  bool shut = false;  // Shutdown ran: nothing is pooled or armed any more
   // Calls holding a connection (weakly: a call dropped with one closes it itself).
   std::unordered_map<UpstreamCall::Impl*, std::weak_ptr<UpstreamCall::Impl>> active;
   // Pending PostAfter timers, cancelled when the client stops.
   std::unordered_map<asio::steady_timer*, std::weak_ptr<asio::steady_timer>> timers;
+
+  // Closes the pool, cancels the sweep and the PostAfter timers and closes every call's connection (its
+  // pending operation completes, cancelled), so the loop runs out of this client's work. Loop thread.
+  void Shutdown();
+
+  // Whether the calling thread may run a call's steps itself: it runs this loop.
+  bool InThisThread() const { return io.get_executor().running_in_this_thread(); }
 };
 
 struct UpstreamClient::Impl {
   UpstreamOptions opts;
   asio::ssl::context ssl{asio::ssl::context::tls_client};
-  std::vector<std::unique_ptr<Loop>> loops;
+  std::vector<std::shared_ptr<Loop>> loops;  // the client's own
   std::atomic<size_t> next{0};
-  std::mutex mu;  // guards stopping against posts from other threads
+  std::mutex mu;  // guards stopping and `attached` against posts from other threads
   bool stopping = false;
+  // Server loops calls run on (net::EventLoop::Current() at NewCall), one pool each; an entry goes when
+  // its server stops (the stop hook).
+  std::unordered_map<net::EventLoop*, std::shared_ptr<Loop>> attached;
   std::atomic<uint64_t> opened{0}, reused{0}, stale{0}, retried{0};
 
-  // Posts `fn` to `loop` unless the client is stopping (then false; fn is dropped).
+  // The loop for a new call: the server loop the caller runs on (made on first use, with a stop hook
+  // that shuts it down), else one of the client's own in turn.
+  std::shared_ptr<Loop> LoopForCall(const std::shared_ptr<Impl>& self) {
+    net::EventLoop* ev = net::EventLoop::Current();
+    if (ev != nullptr) {
+      std::lock_guard lock(mu);
+      if (!stopping) {
+        auto& loop = attached[ev];
+        if (!loop) {
+          loop = std::make_shared<Loop>(ev->io(), true);
+          ev->OnStop([weak = std::weak_ptr<Impl>(self), ev, loop] {
+            if (auto client = weak.lock()) {
+              std::lock_guard client_lock(client->mu);
+              client->attached.erase(ev);
+            }
+            loop->Shutdown();
+          });
+        }
+        return loop;
+      }
+    }
+    return loops[next.fetch_add(1, std::memory_order_relaxed) % loops.size()];
+  }
+
+  enum class Posted { kQueued, kDropped, kLoopStopped };
+  // Posts `fn` to `loop` unless the client is stopping (then kDropped; fn is dropped). A server loop
+  // that has stopped (its run() returned: nothing runs on it any more) gives kLoopStopped, fn unrun.
   template <class Fn>
-  bool PostTo(Loop& loop, Fn&& fn) {
+  Posted PostTo(Loop& loop, Fn&& fn) {
     std::lock_guard lock(mu);
-    if (stopping) return false;
+    if (stopping) return Posted::kDropped;
+    if (loop.attached) {
+      // Held while checking, so the loop cannot run out of work between the check and the post.
+      auto work = asio::make_work_guard(loop.io);
+      if (loop.io.stopped()) return Posted::kLoopStopped;
+      asio::post(loop.io, std::forward<Fn>(fn));
+      return Posted::kQueued;
+    }
     asio::post(loop.io, std::forward<Fn>(fn));
-    return true;
+    return Posted::kQueued;
   }
 
   std::unique_ptr<Conn> TakeIdle(Loop& loop, const std::string& origin) {
@@ -161,7 +215,7 @@ struct UpstreamClient::Impl {
 
   void PutIdle(Loop& loop, const std::string& origin, std::unique_ptr<Conn> c) {
     auto& list = loop.idle[origin];
-    if (list.size() >= opts.max_idle_per_host) {
+    if (list.size() >= opts.max_idle_per_host || loop.shut) {
       c->Close();
       return;
     }
@@ -169,26 +223,27 @@ struct UpstreamClient::Impl {
     c->idle_since = SteadyClock::now();
     list.push_back(std::move(c));
     ++loop.idle_count;
-    ArmSweep(loop);
+    ArmSweep(loop, opts.idle_timeout);
   }
 
-  void ArmSweep(Loop& loop) {
-    if (loop.sweep_armed) return;
+  static void ArmSweep(Loop& loop, std::chrono::milliseconds idle_timeout) {
+    if (loop.sweep_armed || loop.shut) return;
     loop.sweep_armed = true;
-    loop.sweep.expires_after(opts.idle_timeout);
-    loop.sweep.async_wait([this, &loop](beast::error_code ec) {
-      loop.sweep_armed = false;
-      if (ec) return;
+    loop.sweep.expires_after(idle_timeout);
+    // Holds the loop (not the client, which may go first on a server's loop).
+    loop.sweep.async_wait([lp = loop.shared_from_this(), idle_timeout](beast::error_code ec) {
+      lp->sweep_armed = false;
+      if (ec || lp->shut) return;
       auto now = SteadyClock::now();
-      for (auto& [origin, list] : loop.idle) {
+      for (auto& [origin, list] : lp->idle) {
         // Oldest at the front.
-        while (!list.empty() && now - list.front()->idle_since >= opts.idle_timeout) {
+        while (!list.empty() && now - list.front()->idle_since >= idle_timeout) {
           list.front()->Close();
           list.pop_front();
-          --loop.idle_count;
+          --lp->idle_count;
         }
       }
-      if (loop.idle_count > 0) ArmSweep(loop);
+      if (lp->idle_count > 0) ArmSweep(*lp, idle_timeout);
     });
   }
 };
@@ -198,7 +253,7 @@ constexpr size_t kFirstRead = 16 * 1024;
 struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
   // Declared first so it is destroyed last: the loops' io_contexts outlive this call's sockets.
   std::shared_ptr<UpstreamClient::Impl> client;
-  Loop* loop = nullptr;
+  std::shared_ptr<Loop> loop;
   Url url;
   Status url_error;
   http::request<http::string_body> req;
@@ -372,11 +427,11 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
     }
   }
 
+  // What Read knows at once (the end, an error) is handed to `done` before Read returns (see upstream.h);
+  // bytes always come from a completed read, on a later turn of the loop.
   void Read(std::function<void(Result<std::string>)> done) {
     auto self = shared_from_this();
-    auto finish = [&](Result<std::string> r) {
-      asio::post(loop->io, [done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
-    };
+    auto finish = [&](Result<std::string> r) { done(std::move(r)); };
     if (cancelled.load()) return finish(Cancelled("upstream call cancelled"));
     if (!pending_error.ok()) return finish(pending_error);
     if (body_done) return finish(std::string());
@@ -428,11 +483,33 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
 
   void Cancel() {
     if (cancelled.exchange(true)) return;
-    client->PostTo(*loop, [self = shared_from_this()] {
+    auto close = [self = shared_from_this()] {
       if (self->conn) self->conn->Close();  // pending operations end with operation_aborted
-    });
+    };
+    if (loop->InThisThread()) return close();
+    client->PostTo(*loop, std::move(close));
   }
 };
+
+void Loop::Shutdown() {
+  shut = true;
+  sweep.cancel();
+  for (auto& [origin, list] : idle) {
+    for (auto& c : list) c->Close();
+  }
+  idle.clear();
+  idle_count = 0;
+  // Every call holding a connection: closed, so its pending operation completes (cancelled).
+  for (auto& [raw, weak] : active) {
+    auto call = weak.lock();
+    if (!call) continue;
+    call->cancelled.store(true);
+    if (call->conn) call->conn->Close();
+  }
+  for (auto& [raw, weak] : timers) {
+    if (auto t = weak.lock()) t->cancel();
+  }
+}
 
 UpstreamClient::UpstreamClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -459,7 +536,7 @@ Result<std::unique_ptr<UpstreamClient>> UpstreamClient::Create(UpstreamOptions o
     impl->ssl.set_verify_mode(asio::ssl::verify_none, ec);
   }
   for (int i = 0; i < impl->opts.threads; ++i) {
-    auto loop = std::make_unique<Loop>();
+    auto loop = std::make_shared<Loop>(std::make_shared<asio::io_context>(1), false);
     loop->guard.emplace(loop->io.get_executor());
     loop->thread = std::thread([l = loop.get()] { l->io.run(); });
     impl->loops.push_back(std::move(loop));
@@ -472,28 +549,18 @@ UpstreamClient::~UpstreamClient() {
   {
     std::lock_guard lock(s.mu);
     s.stopping = true;
-    for (auto& lp : s.loops) {
-      Loop* loop = lp.get();
-      asio::post(loop->io, [loop] {
-        beast::error_code ec;
-        loop->sweep.cancel();
-        for (auto& [origin, list] : loop->idle) {
-          for (auto& c : list) c->Close();
-        }
-        loop->idle.clear();
-        loop->idle_count = 0;
-        // Every call holding a connection: closed, so its pending operation completes (cancelled).
-        for (auto& [raw, weak] : loop->active) {
-          auto call = weak.lock();
-          if (!call) continue;
-          call->cancelled.store(true);
-          if (call->conn) call->conn->Close();
-        }
-        for (auto& [raw, weak] : loop->timers) {
-          if (auto t = weak.lock()) t->cancel();
-        }
-      });
+    for (auto& lp : s.loops) asio::post(lp->io, [loop = lp] { loop->Shutdown(); });
+    // Server loops still running: shut down there (not waited for; the calls and the sweep hold what they
+    // use). A server that stopped already ran its hook.
+    for (auto& [ev, lp] : s.attached) {
+      auto work = asio::make_work_guard(lp->io);
+      if (lp->InThisThread()) {
+        lp->Shutdown();
+      } else if (!lp->io.stopped()) {
+        asio::post(lp->io, [loop = lp] { loop->Shutdown(); });
+      }
     }
+    s.attached.clear();
   }
   for (auto& lp : s.loops) lp->guard.reset();
   for (auto& lp : s.loops) {
@@ -512,7 +579,7 @@ std::shared_ptr<UpstreamCall> UpstreamClient::NewCall(UpstreamRequest request) {
     return std::make_shared<UpstreamCall>(call);
   }
   call->url = std::move(*url);
-  call->loop = impl_->loops[impl_->next.fetch_add(1, std::memory_order_relaxed) % impl_->loops.size()].get();
+  call->loop = impl_->LoopForCall(impl_);
   http::request<http::string_body>& req = call->req;
   req.method(http::verb::post);
   req.target(call->url.target);
@@ -547,9 +614,13 @@ void UpstreamCall::Start(std::function<void(Status)> on_head) {
   Impl& c = *impl_;
   if (!c.url_error.ok()) return on_head(c.url_error);
   c.on_head = std::move(on_head);
-  bool posted = c.client->PostTo(
+  if (c.loop->InThisThread() && !c.loop->shut) {
+    asio::co_spawn(c.loop->io, c.Run(impl_), asio::detached);
+    return;
+  }
+  auto posted = c.client->PostTo(
       *c.loop, [call = impl_] { asio::co_spawn(call->loop->io, call->Run(call), asio::detached); });
-  if (!posted) {
+  if (posted != UpstreamClient::Impl::Posted::kQueued) {
     auto cb = std::move(c.on_head);
     cb(Cancelled("the upstream client is stopping"));
   }
@@ -563,7 +634,9 @@ void UpstreamCall::ReadAll(size_t max_bytes, std::function<void(Result<std::stri
 
 void UpstreamCall::Post(std::function<void()> fn) {
   if (impl_->loop == nullptr) return;
-  impl_->client->PostTo(*impl_->loop, std::move(fn));
+  auto posted = impl_->client->PostTo(*impl_->loop, fn);
+  // Nothing runs on a stopped server loop any more: the caller's thread is the call's only one now.
+  if (posted == UpstreamClient::Impl::Posted::kLoopStopped) fn();
 }
 
 Status CheckUpstreamUrl(std::string_view url) { return ParseUrl(url).status(); }
@@ -572,8 +645,9 @@ bool UpstreamCall::has_loop() const { return impl_->loop != nullptr; }
 
 void UpstreamCall::PostAfter(std::chrono::milliseconds delay, std::function<void()> fn) {
   if (impl_->loop == nullptr) return;
-  Loop* loop = impl_->loop;
+  std::shared_ptr<Loop> loop = impl_->loop;
   impl_->client->PostTo(*loop, [loop, delay, fn = std::move(fn)]() mutable {
+    if (loop->shut) return;
     auto timer = std::make_shared<asio::steady_timer>(loop->io, delay);
     loop->timers.emplace(timer.get(), timer);
     timer->async_wait([loop, timer, fn = std::move(fn)](beast::error_code ec) {

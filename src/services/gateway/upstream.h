@@ -19,8 +19,12 @@
 //    never pooled.
 //  - https:// verifies the provider against ca_file or the system store, with host name checking.
 //
-// Threads: Create starts `threads` event loops. Start() may be called from any thread; a call stays on
-// one loop, and its callbacks run there (they must not block). Cancel() and Post() are thread-safe;
+// Threads: a call made (NewCall) on a net::Server's event loop (in a handler, or a callback on that
+// loop: net::EventLoop::Current()) runs on that same loop, so a proxied request never changes threads;
+// the client keeps a pool per such loop, and a stop hook closes it (and cancels the calls there) when
+// the server stops, so Server::Stop() is not kept waiting. Calls made elsewhere run on the client's own
+// loops (Create starts `threads` of them), in turn. Start() may be called from any thread; a call stays
+// on one loop, and its callbacks run there (they must not block). Cancel() and Post() are thread-safe;
 // Read() is called from the call's callbacks (or from Post). The client's destructor cancels every call
 // in flight (their pending callbacks run with kCancelled) and joins its loops; a call object may outlive
 // the client (its methods then do nothing, Post drops the function).
@@ -111,11 +115,14 @@ class UpstreamCall {
   // Reads the next bytes of the body (at most 16 KiB). `done` runs once on the call's loop: the bytes,
   // "" once the body is complete (the connection is then pooled when it can be), kDataLoss (the
   // connection ended before the body did), kDeadlineExceeded (read_timeout), kCancelled. One Read at a
-  // time.
+  // time. What is known at once (the end of a body already read, an error, a cancelled call) is handed
+  // to `done` before Read returns, so `done` may run inside Read: a caller must not touch state after
+  // Read that `done` may have changed. Bytes always come later, from the loop.
   void Read(std::function<void(Result<std::string>)> done);
   // Reads the rest of the body, at most max_bytes (kResourceExhausted beyond).
   void ReadAll(size_t max_bytes, std::function<void(Result<std::string>)> done);
-  // Runs `fn` on the call's loop (dropped when the client is gone).
+  // Runs `fn` on the call's loop (dropped when the client is gone). On a server loop that has stopped
+  // (nothing runs on it any more), `fn` runs on the calling thread, so an owner can still end the call.
   void Post(std::function<void()> fn);
   // Runs `fn` on the call's loop after `delay` (a retry's backoff); dropped when the client stops first.
   // False for a call whose URL did not parse (it answers at once with that error and has no loop:
