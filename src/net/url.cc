@@ -18,7 +18,7 @@ Result<Url> ParseUrl(std::string_view url) {
   if (authority.empty()) return InvalidArgument("url has no host");
   if (authority[0] == '[') {
     size_t close = authority.find(']');
-    if (close == std::string_view::npos) return InvalidArgument("url has a bad IPv6 host");
+    if (close == std::string_view::npos) return InvalidArgument("url has a bad IPv6 host (an unclosed [)");
     u.host = authority.substr(1, close - 1);
     std::string_view rest = authority.substr(close + 1);
     if (!rest.empty()) {

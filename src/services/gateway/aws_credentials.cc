@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <functional>
@@ -12,10 +13,13 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "base/log.h"
 #include "base/time_format.h"
+#include "crypto/encoding.h"
+#include "crypto/sha256.h"
 #include "net/http_client.h"
 #include "net/url.h"
 
@@ -273,9 +277,13 @@ namespace {
 
 // Sources alive, by their options: deployments on one role share a source and its thread, and a routes
 // reload that leaves a deployment's credentials alone keeps its source (no new first fetch, no gap).
+// The lock guards only the maps and counters, never a fetch.
 struct Registry {
   std::mutex mu;
+  std::condition_variable cv;  // a start finished, or a stopped refresh thread ended
   std::map<std::string, std::weak_ptr<AwsCredentialSource>> sources;
+  std::set<std::string> starting;  // keys whose first fetch is in progress: later Start()s wait for it
+  int draining = 0;                // refresh threads of destroyed sources that have not ended yet
 };
 
 Registry& TheRegistry() {
@@ -283,10 +291,21 @@ Registry& TheRegistry() {
   return *r;
 }
 
+// The options, with the authorization token hashed (SHA-256): the registry holds no secret.
 std::string RegistryKey(const AwsSourceOptions& o) {
+  std::string auth;
+  if (!o.authorization.empty()) {
+    auto digest = crypto::Sha256(o.authorization);
+    if (digest.ok()) {
+      auth = "sha256:" + crypto::HexEncode(*digest);
+    } else {  // never shared, rather than shared by tokens that differ
+      static std::atomic<uint64_t> unique{0};
+      auth = "unhashed:" + std::to_string(++unique);
+    }
+  }
   Json j = {static_cast<int>(o.kind),   o.file,
             o.profile,                  o.url,
-            o.authorization,            o.authorization_file,
+            auth,                       o.authorization_file,
             o.refresh_before.count(),   o.check_interval.count(),
             o.min_backoff.count(),      o.max_backoff.count(),
             o.timeout.count()};
@@ -300,14 +319,35 @@ AwsCredentialSource::AwsCredentialSource(std::shared_ptr<Impl> impl) : impl_(std
 std::shared_ptr<AwsCredentialSource> AwsCredentialSource::Start(AwsSourceOptions options) {
   const std::string key = RegistryKey(options);
   Registry& registry = TheRegistry();
-  // Held over the first fetch, so two deployments on one role never start two sources.
-  std::lock_guard registry_lock(registry.mu);
-  for (auto it = registry.sources.begin(); it != registry.sources.end();) {
-    it = it->second.expired() ? registry.sources.erase(it) : std::next(it);
+  {
+    std::unique_lock lock(registry.mu);
+    for (;;) {
+      for (auto it = registry.sources.begin(); it != registry.sources.end();) {
+        it = it->second.expired() ? registry.sources.erase(it) : std::next(it);
+      }
+      if (auto it = registry.sources.find(key); it != registry.sources.end()) {
+        if (auto alive = it->second.lock()) return alive;
+      }
+      // Another Start() of these options is fetching: wait for its source rather than start a second.
+      if (!registry.starting.contains(key)) break;
+      registry.cv.wait(lock);
+    }
+    registry.starting.insert(key);
   }
-  if (auto it = registry.sources.find(key); it != registry.sources.end()) {
-    if (auto alive = it->second.lock()) return alive;
-  }
+  // Whatever happens below, the key stops being "starting" and its waiters look again.
+  struct StartingGuard {
+    Registry& registry;
+    const std::string& key;
+    std::shared_ptr<AwsCredentialSource> source;
+    ~StartingGuard() {
+      {
+        std::lock_guard lock(registry.mu);
+        registry.starting.erase(key);
+        if (source) registry.sources[key] = source;
+      }
+      registry.cv.notify_all();
+    }
+  } guard{registry, key, nullptr};
   auto impl = std::make_shared<Impl>();
   impl->name = SourceName(options);
   switch (options.kind) {
@@ -322,20 +362,40 @@ std::shared_ptr<AwsCredentialSource> AwsCredentialSource::Start(AwsSourceOptions
       break;
   }
   impl->options = std::move(options);
-  impl->Refresh();  // the first set before any request needs it
-  std::thread([impl] { Impl::Run(impl); }).detach();
-  std::shared_ptr<AwsCredentialSource> source(new AwsCredentialSource(std::move(impl)));
-  registry.sources[key] = source;
-  return source;
+  impl->Refresh();  // the first set before any request needs it; no registry lock held
+  std::thread([self = impl]() mutable {
+    Impl::Run(std::move(self));  // releases the state when it returns
+    Registry& r = TheRegistry();
+    {
+      std::lock_guard lock(r.mu);
+      --r.draining;  // Run returns only once the source's destructor counted it
+    }
+    r.cv.notify_all();
+  }).detach();
+  guard.source.reset(new AwsCredentialSource(std::move(impl)));
+  return guard.source;
 }
 
 AwsCredentialSource::~AwsCredentialSource() {
+  {
+    // Counted before the stop signal, so the thread's end (which follows it) never comes first.
+    Registry& registry = TheRegistry();
+    std::lock_guard lock(registry.mu);
+    ++registry.draining;
+  }
   {
     std::lock_guard lock(impl_->mu);
     impl_->stop = true;
   }
   impl_->cv.notify_all();
-  // No join: the thread owns the state too and ends on its own, after a fetch in flight if any.
+  // No join: the thread owns the state too and ends on its own, after a fetch in flight if any;
+  // AwaitRefreshThreads() waits for it at shutdown.
+}
+
+bool AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::time_point deadline) {
+  Registry& registry = TheRegistry();
+  std::unique_lock lock(registry.mu);
+  return registry.cv.wait_until(lock, deadline, [&] { return registry.draining == 0; });
 }
 
 Result<std::shared_ptr<const sigv4::Credentials>> AwsCredentialSource::Current() const {

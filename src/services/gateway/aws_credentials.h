@@ -25,9 +25,15 @@
 //    success) Current() is Unavailable, naming the source and the last error. Each refresh and each
 //    failure is logged (component "gateway"); secrets never appear in errors or logs.
 //
+//  - Start() locks the registry only to look up and record a source, never over a fetch: Start()s of
+//    other options go on while one fetches; a Start() of the same options waits for that fetch and
+//    returns its source. The registry keys a literal authorization token by its SHA-256.
+//
 // Thread-safety: Current(), name() and stats() may be called from any thread. Destroying a source never
 // blocks (it may happen on an event-loop thread after a reload): it signals the refresh thread, which
 // shares the source's state and ends on its own, after a fetch in progress (bounded by `timeout`).
+// A process that is about to exit calls AwaitRefreshThreads() once its sources are gone, so that no
+// fetch still uses the HTTP client, OpenSSL or the logger during static destruction.
 #pragma once
 
 #include <chrono>
@@ -70,6 +76,10 @@ class AwsCredentialSource {
   // The set to sign with, or Unavailable("<source>: ...") when there is none usable.
   Result<std::shared_ptr<const objstore::sigv4::Credentials>> Current() const;
   const std::string& name() const;
+
+  // Waits until the refresh threads of every destroyed source have ended: true, or false at `deadline`.
+  // Threads of sources still alive are not waited for.
+  static bool AwaitRefreshThreads(std::chrono::steady_clock::time_point deadline);
 
   struct Stats {
     uint64_t refreshes = 0;  // fetches that gave a new set

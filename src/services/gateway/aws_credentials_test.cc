@@ -442,6 +442,64 @@ TEST(AwsCredentialSourceTest, DestroyingDoesNotWaitForAFetchInFlight) {
   ASSERT_TRUE(WaitFor([&] { return ep.waiting() == 0; }));
 }
 
+TEST(AwsCredentialSourceTest, ShutdownAwaitsTheRefreshThreadOfADestroyedSource) {
+  CredentialsEndpoint ep;
+  ep.Set(1, 0, false);
+  AwsSourceOptions o;
+  o.kind = AwsSourceOptions::Kind::kContainer;
+  o.url = ep.Url() + "/creds";
+  o.check_interval = milliseconds(50);
+  o.timeout = std::chrono::minutes(10);
+  auto source = AwsCredentialSource::Start(o);
+  ASSERT_EQ(KeyOf(*source), "ASIAKEY1/secret-1/token-1");
+  ep.Hold();
+  ASSERT_TRUE(WaitFor([&] { return ep.waiting() == 1; }));  // a refresh in flight, held at the stub
+  source.reset();  // returns at once (the test above); the thread still fetches
+  // While the fetch is held the thread cannot end, so the wait runs out.
+  const bool ended_while_held = AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::now() +
+                                                                         milliseconds(200));
+  ep.Release();
+  EXPECT_FALSE(ended_while_held) << "AwaitRefreshThreads did not wait for the thread in flight";
+  EXPECT_TRUE(AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::now() + std::chrono::minutes(2)));
+}
+
+TEST(AwsCredentialSourceTest, OneFirstFetchDoesNotHoldUpOtherStarts) {
+  CredentialsEndpoint slow, other;
+  slow.Set(1, 0, false);
+  other.Set(2, 0, false);
+  AwsSourceOptions a;
+  a.kind = AwsSourceOptions::Kind::kContainer;
+  a.url = slow.Url() + "/creds";
+  a.timeout = std::chrono::minutes(10);
+  AwsSourceOptions b = a;
+  b.url = other.Url() + "/creds";
+  slow.Hold();
+  std::shared_ptr<AwsCredentialSource> first, same;
+  std::thread starter([&] { first = AwsCredentialSource::Start(a); });
+  ASSERT_TRUE(WaitFor([&] { return slow.waiting() == 1; }));  // a's first fetch, held at the stub
+  // A Start() of the same options waits for that fetch instead of starting a second source.
+  std::thread second([&] { same = AwsCredentialSource::Start(a); });
+  // Another role's Start() does not wait for a's fetch.
+  std::atomic<bool> other_done{false};
+  std::shared_ptr<AwsCredentialSource> b_source;
+  std::thread third([&] {
+    b_source = AwsCredentialSource::Start(b);
+    other_done = true;
+  });
+  const bool done_while_held = WaitFor([&] { return other_done.load(); });
+  const int waiting_while_held = slow.waiting();
+  slow.Release();
+  starter.join();
+  second.join();
+  third.join();
+  EXPECT_TRUE(done_while_held) << "Start() of other options waited for an unrelated first fetch";
+  EXPECT_EQ(waiting_while_held, 1);
+  EXPECT_EQ(KeyOf(*b_source), "ASIAKEY2/secret-2/token-2");
+  EXPECT_EQ(first.get(), same.get());
+  EXPECT_EQ(KeyOf(*first), "ASIAKEY1/secret-1/token-1");
+  EXPECT_EQ(slow.fetches(), 1);
+}
+
 TEST(AwsCredentialSourceTest, TokenFileIsReReadAtEveryFetch) {
   CredentialsEndpoint ep;
   ep.Set(1, 0, false);

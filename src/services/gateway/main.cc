@@ -10,6 +10,7 @@
 // file's "ship" object sends the usage records to telemetry: usage_ship.h).
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <string_view>
 
 #include "net/http_server.h"
+#include "services/gateway/aws_credentials.h"
 #include "services/gateway/governance_config.h"
 #include "services/gateway/proxy.h"
 #include "services/gateway/usage_ship.h"
@@ -149,5 +151,9 @@ int main(int argc, char** argv) {
   sigwait(&set, &sig);
   server.Stop();
   shipper.reset();  // before the proxy closes the WAL it reads
+  proxy->reset();
+  // No AWS credentials fetch may still run during static destruction.
+  (void)gateway::AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::now() +
+                                                         std::chrono::seconds(10));
   return 0;
 }

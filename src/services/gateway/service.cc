@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "net/http_server.h"
+#include "services/gateway/aws_credentials.h"
 #include "services/gateway/budget.h"
 #include "services/gateway/governance_config.h"
 #include "services/gateway/proxy.h"
@@ -17,6 +18,9 @@
 
 namespace govern::gateway {
 namespace {
+
+// How long Stop() waits for AWS credential fetches in flight (IMDS: three exchanges of `timeout`, 2 s).
+constexpr std::chrono::seconds kRefreshDrain{10};
 
 class GatewayService final : public services::Service {
  public:
@@ -218,6 +222,10 @@ class GatewayService final : public services::Service {
     // After the last settlement: reports spend, releases the budget leases.
     governance_.Stop();
     governance_ = {};
+    // With the routes gone, so are their AWS credential sources: a refresh thread still fetching must
+    // end before the process exits (static destruction of the HTTP client's and logger's state).
+    if (!AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::now() + kRefreshDrain))
+      log::Warn("gateway", "an aws credentials refresh was still running at shutdown");
   }
 
  private:

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "net/event_loop.h"
+#include "net/url.h"
 
 namespace govern::gateway {
 
@@ -40,46 +41,26 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-struct Url {
-  bool tls = false;
-  std::string host;  // without brackets
-  std::string port;
-  std::string authority;  // for the Host header: host[:port] as the URL gave it
-  std::string origin;     // scheme://host:port, the pool key
-  std::string target;
+// A provider URL as net::ParseUrl reads it (the parser the security checks use too), with the
+// authority as the URL gave it for the Host header.
+struct Url : net::Url {
+  std::string authority;  // host[:port] as the URL gave it
 };
 
 Result<Url> ParseUrl(std::string_view url) {
+  auto parsed = net::ParseUrl(url);
+  if (!parsed.ok()) {
+    std::string msg = parsed.status().message();
+    if (msg.starts_with("url must start")) return InvalidArgument("upstream URL must be http:// or https://");
+    if (msg.starts_with("url ")) msg = "upstream URL " + msg.substr(4);
+    return InvalidArgument(msg);
+  }
   Url u;
-  if (url.starts_with("http://")) {
-    url.remove_prefix(7);
-  } else if (url.starts_with("https://")) {
-    u.tls = true;
-    url.remove_prefix(8);
-  } else {
-    return InvalidArgument("upstream URL must be http:// or https://");
-  }
-  size_t slash = url.find('/');
-  std::string_view authority = url.substr(0, slash);
-  u.target = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
-  u.authority = std::string(authority);
-  u.port = u.tls ? "443" : "80";
-  if (authority.starts_with("[")) {
-    size_t close = authority.find(']');
-    if (close == std::string_view::npos) return InvalidArgument("upstream URL: unclosed [ in the host");
-    u.host = std::string(authority.substr(1, close - 1));
-    std::string_view rest = authority.substr(close + 1);
-    if (rest.starts_with(":")) u.port = std::string(rest.substr(1));
-  } else if (size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
-    u.host = std::string(authority.substr(0, colon));
-    u.port = std::string(authority.substr(colon + 1));
-  } else {
-    u.host = std::string(authority);
-  }
-  if (u.host.empty()) return InvalidArgument("upstream URL has no host");
-  if (u.port.empty() || u.port.find_first_not_of("0123456789") != std::string::npos)
-    return InvalidArgument("upstream URL has a bad port");
-  u.origin = (u.tls ? "https://" : "http://") + u.host + ":" + u.port;
+  static_cast<net::Url&>(u) = std::move(*parsed);
+  const std::string_view rest = url.substr(url.find("://") + 3);
+  u.authority = std::string(rest.substr(0, rest.find('/')));
+  // `host:` with no digits: a port left out by mistake, not the default one.
+  if (u.authority.ends_with(":")) return InvalidArgument("upstream URL has a bad port");
   return u;
 }
 
