@@ -171,8 +171,8 @@ Status ParseBedrockFields(const Json& d, const std::string& path, std::string_vi
     return InvalidArgument(path + ".model must be a Bedrock model id or ARN");
   GOVERN_ASSIGN_OR_RETURN(auto input_type, detail::OptString(d, "cohere_input_type", path));
   if (input_type) {
-    if (*input_type != "search_document" && *input_type != "search_query" && *input_type != "classification" &&
-        *input_type != "clustering")
+    if (*input_type != "search_document" && *input_type != "search_query" &&
+        *input_type != "classification" && *input_type != "clustering")
       return InvalidArgument(path +
                              ".cohere_input_type must be search_document, search_query, classification or "
                              "clustering");

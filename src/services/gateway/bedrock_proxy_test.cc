@@ -477,16 +477,17 @@ TEST_F(BedrockEmbeddingsTest, CohereOverNinetySixTextsIsSeveralCalls) {
 // A retried request (a 503 on its second Titan call) is sent again from its first input, but the call
 // answered before the failure was billed by AWS: it stays metered. So does it when the request fails.
 TEST_F(BedrockEmbeddingsTest, CallsAnsweredBeforeARetryOrAFailureStayMetered) {
-  StartProxy(Json{{"routes",
-                   {{{"model", "titan"},
-                     {"deployments", {Deployment({{"name", "titan"}, {"model", "amazon.titan-embed-text-v2:0"}})}},
-                     {"retry", {{"retries", 1}, {"backoff_ms", 1}}}},
-                    {{"model", "titan-once"},
-                     {"deployments", {Deployment({{"name", "once"}, {"model", "amazon.titan-embed-text-v2:0"}})}},
-                     {"retry", {{"retries", 0}}}}}},
-                  {"keys", {{{"key", kKey}, {"org", "acme"}}}},
-                  {"prices", {{"titan", {{"input", 0.02}}}}}},
-             1);
+  StartProxy(
+      Json{{"routes",
+            {{{"model", "titan"},
+              {"deployments", {Deployment({{"name", "titan"}, {"model", "amazon.titan-embed-text-v2:0"}})}},
+              {"retry", {{"retries", 1}, {"backoff_ms", 1}}}},
+             {{"model", "titan-once"},
+              {"deployments", {Deployment({{"name", "once"}, {"model", "amazon.titan-embed-text-v2:0"}})}},
+              {"retry", {{"retries", 0}}}}}},
+           {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+           {"prices", {{"titan", {{"input", 0.02}}}}}},
+      1);
   Json body = {{"model", "titan"}, {"input", {"a b", "c d e", "f"}}};
   // Calls: 1 "a b" (2 tokens) answered, 2 fails; the retry: 3, 4, 5 (2 + 3 + 1 tokens) answered.
   auto r = Post("/v1/embeddings", body, {{"x-stub-status", "503"}, {"x-stub-fail-call", "2"}});

@@ -987,7 +987,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Result<UpstreamRequest> BuildBedrockEmbeddings() {
     GOVERN_ASSIGN_OR_RETURN(auto req, ClientEmbeddings());
     GOVERN_ASSIGN_OR_RETURN(embed_model, bedrock::EmbeddingModelOf(target.bedrock->model_id));
-    GOVERN_ASSIGN_OR_RETURN(embed_bodies, bedrock::FromEmbeddingsRequest(req, embed_model, target.bedrock->cohere_input_type));
+    GOVERN_ASSIGN_OR_RETURN(
+        embed_bodies, bedrock::FromEmbeddingsRequest(req, embed_model, target.bedrock->cohere_input_type));
     embed_next = 0;
     embed_out = openai::EmbeddingsResponse{};
     embed_out.model = rec.model;
