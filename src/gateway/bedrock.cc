@@ -325,7 +325,8 @@ Result<EmbeddingModel> EmbeddingModelOf(std::string_view id) {
 }
 
 Result<std::vector<std::string>> FromEmbeddingsRequest(const openai::EmbeddingsRequest& req,
-                                                       EmbeddingModel model) {
+                                                       EmbeddingModel model,
+                                                       std::string_view cohere_input_type) {
   if (!req.input_tokens.empty())
     return InvalidArgument("input: token arrays cannot be sent to Bedrock (send text)");
   if (req.input.empty()) return InvalidArgument("input: nothing to embed");
@@ -362,7 +363,7 @@ Result<std::vector<std::string>> FromEmbeddingsRequest(const openai::EmbeddingsR
         const size_t end = std::min(req.input.size(), at + kCohereMaxTexts);
         Json texts = Json::array();
         for (size_t i = at; i < end; ++i) texts.push_back(req.input[i]);
-        Json b = {{"texts", std::move(texts)}, {"input_type", "search_document"}};
+        Json b = {{"texts", std::move(texts)}, {"input_type", cohere_input_type}};
         if (req.dimensions) b["output_dimension"] = *req.dimensions;
         bodies.push_back(Dump(b));
       }

@@ -60,7 +60,8 @@ std::string FinishReason(std::string_view stop_reason, bool calls_tools);
 //   input per call, {"inputText": ...} (v2 also "dimensions": 256, 512 or 1024) -> {"embedding": [...],
 //   "inputTextTokenCount": N}; an array input is one call per element, in order.
 // - Cohere Embed (cohere.embed-*): one call per kCohereMaxTexts (96) texts, in order, {"texts": [...],
-//   "input_type": "search_document"} (embed-v4 also "output_dimension": 256, 512, 1024 or 1536) ->
+//   "input_type": `cohere_input_type`, default "search_document"} (embed-v4 also "output_dimension": 256,
+//   512, 1024 or 1536) ->
 //   {"embeddings": [[...]]} or, by type, {"embeddings": {"float": [[...]]}}. Its body has no token count:
 //   Bedrock's X-Amzn-Bedrock-Input-Token-Count answer header gives it (read by the proxy).
 // The model is named by its id (an ARN's last path segment, a region prefix such as "us." allowed).
@@ -69,9 +70,12 @@ enum class EmbeddingModel { kTitanV2, kTitanV1, kCohere, kCohereV4 };
 inline constexpr size_t kCohereMaxTexts = 96;  // Cohere Embed's limit of texts a call
 Result<EmbeddingModel> EmbeddingModelOf(std::string_view model_id);
 
-// The InvokeModel bodies for `req`, in order (Titan: one per input; Cohere: one per 96 inputs).
-Result<std::vector<std::string>> FromEmbeddingsRequest(const openai::EmbeddingsRequest& req,
-                                                       EmbeddingModel model);
+// The InvokeModel bodies for `req`, in order (Titan: one per input; Cohere: one per 96 inputs, with
+// `cohere_input_type`, which the deployment config checked: search_document, search_query,
+// classification or clustering).
+Result<std::vector<std::string>> FromEmbeddingsRequest(
+    const openai::EmbeddingsRequest& req, EmbeddingModel model,
+    std::string_view cohere_input_type = "search_document");
 
 // One InvokeModel answer: its vectors appended to out.data (Titan: one; Cohere: one per text sent, checked
 // against `sent`). Returns the answer's token count, or -1 when the body has none (Cohere).

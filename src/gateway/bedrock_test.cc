@@ -338,6 +338,11 @@ TEST(BedrockTest, EmbeddingModelsAndRequests) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(Json::parse(FromEmbeddingsRequest(*plain, EmbeddingModel::kCohere).value()[0]),
             Json::parse(R"({"texts":["x"],"input_type":"search_document"})"));
+  // The deployment's cohere_input_type; Titan has none.
+  EXPECT_EQ(Json::parse(FromEmbeddingsRequest(*plain, EmbeddingModel::kCohereV4, "search_query").value()[0]),
+            Json::parse(R"({"texts":["x"],"input_type":"search_query"})"));
+  EXPECT_EQ(Json::parse(FromEmbeddingsRequest(*plain, EmbeddingModel::kTitanV2, "clustering").value()[0]),
+            Json::parse(R"({"inputText":"x"})"));
   auto tokens = openai::ParseEmbeddingsRequest(R"({"model":"e","input":[[1,2]]})");
   ASSERT_TRUE(tokens.ok());
   EXPECT_FALSE(FromEmbeddingsRequest(*tokens, EmbeddingModel::kTitanV2).ok());

@@ -216,8 +216,14 @@ Result<std::vector<float>> Values(const Json& embedding, const std::string& path
 
 }  // namespace
 
+int64_t EstimateEmbeddingTokens(const openai::EmbeddingsRequest& req) {
+  int64_t n = 0;
+  for (const std::string& text : req.input) n += static_cast<int64_t>((text.size() + 3) / 4);
+  return n;
+}
+
 Result<openai::EmbeddingsResponse> ToEmbeddingsResponse(std::string_view body, std::string_view model,
-                                                        size_t inputs) {
+                                                        size_t inputs, int64_t estimate) {
   GOVERN_ASSIGN_OR_RETURN(Json j, ParseJson(body, "gemini embeddings answer"));
   if (!j.is_object()) return InvalidArgument("gemini embeddings answer: not an object");
   openai::EmbeddingsResponse r;
@@ -239,6 +245,9 @@ Result<openai::EmbeddingsResponse> ToEmbeddingsResponse(std::string_view body, s
   if (auto it = j.find("usageMetadata"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return InvalidArgument("usageMetadata must be an object");
     GOVERN_ASSIGN_OR_RETURN(r.prompt_tokens, Count(*it, "promptTokenCount", "usageMetadata"));
+  } else {
+    r.prompt_tokens = estimate;
+    r.tokens_estimated = true;
   }
   r.total_tokens = r.prompt_tokens;
   return r;

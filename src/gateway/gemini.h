@@ -46,11 +46,15 @@ Result<openai::ChatResponse> ToChatResponse(std::string_view body, std::string_v
 // (outputDimensionality from `dimensions`). Token-array input is an InvalidArgument (Gemini takes text).
 // The answer {"embeddings":[{"values":[...]}]} (an embedContent answer {"embedding":{...}} is read too)
 // becomes OpenAI's list, one vector per input in order; usage from usageMetadata.promptTokenCount when
-// the answer has it (Vertex AI sends it; the Gemini API's answer may not, and then prompt_tokens is 0).
+// the answer has it (Vertex AI sends it; the Gemini API's batchEmbedContents answer does not, and then
+// prompt_tokens is `estimate`, tokens_estimated set).
 Result<openai::Json> FromEmbeddingsRequest(const openai::EmbeddingsRequest& req, std::string_view model);
 // `inputs`: how many vectors the answer must hold.
 Result<openai::EmbeddingsResponse> ToEmbeddingsResponse(std::string_view body, std::string_view model,
-                                                        size_t inputs);
+                                                        size_t inputs, int64_t estimate = 0);
+// The estimate for an answer without a count: ceil(UTF-8 bytes / 4) per input text (about a token per
+// four bytes of English; a request of empty texts is 0).
+int64_t EstimateEmbeddingTokens(const openai::EmbeddingsRequest& req);
 
 // A streamGenerateContent?alt=sse stream, fed in any chunking, as OpenAI chat chunk SSE bytes: the
 // first chunk carries the assistant role, then content and tool-call deltas, a chunk with the finish

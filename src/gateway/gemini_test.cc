@@ -169,6 +169,14 @@ TEST(GeminiTest, EmbeddingsRequestIsOneBatch) {
   EXPECT_NE(FromEmbeddingsRequest(*tokens, "m").status().message().find("token arrays"), std::string::npos);
 }
 
+// ceil(UTF-8 bytes / 4) per input: "héllo wörld" is 13 bytes (4), "abcd" 4 (1), "abcde" 5 (2), "" 0.
+TEST(GeminiTest, EmbeddingTokenEstimate) {
+  openai::EmbeddingsRequest req;
+  req.input = {"h\xc3\xa9llo w\xc3\xb6rld", "abcd", "abcde", ""};
+  EXPECT_EQ(EstimateEmbeddingTokens(req), 7);
+  EXPECT_EQ(EstimateEmbeddingTokens(openai::EmbeddingsRequest{}), 0);
+}
+
 TEST(GeminiTest, EmbeddingsAnswers) {
   auto r = ToEmbeddingsResponse(
       R"({"embeddings":[{"values":[0.5,-1]},{"values":[0.25,2]}],"usageMetadata":{"promptTokenCount":3}})",
@@ -179,11 +187,14 @@ TEST(GeminiTest, EmbeddingsAnswers) {
   EXPECT_EQ(r->data[1], (std::vector<float>{0.25f, 2.0f}));
   EXPECT_EQ(r->prompt_tokens, 3);
   EXPECT_EQ(r->total_tokens, 3);
-  // embedContent's single answer; no usage given: none metered.
-  auto one = ToEmbeddingsResponse(R"({"embedding":{"values":[1,2,3]}})", "emb", 1);
+  EXPECT_FALSE(r->tokens_estimated);
+  // embedContent's single answer; no usage given: the estimate, marked as one.
+  auto one = ToEmbeddingsResponse(R"({"embedding":{"values":[1,2,3]}})", "emb", 1, 7);
   ASSERT_TRUE(one.ok()) << one.status().ToString();
   EXPECT_EQ(one->data[0].size(), 3u);
-  EXPECT_EQ(one->prompt_tokens, 0);
+  EXPECT_EQ(one->prompt_tokens, 7);
+  EXPECT_EQ(one->total_tokens, 7);
+  EXPECT_TRUE(one->tokens_estimated);
   // Malformed answers name what is wrong.
   auto msg = [](std::string_view body, size_t n) {
     return ToEmbeddingsResponse(body, "e", n).status().message();

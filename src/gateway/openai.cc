@@ -1,5 +1,7 @@
 #include "gateway/openai.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstring>
 
 #include "gateway/json_util.h"
@@ -905,6 +907,48 @@ Json ToJson(const EmbeddingsResponse& r) {
           {"data", std::move(data)},
           {"model", r.model},
           {"usage", {{"prompt_tokens", r.prompt_tokens}, {"total_tokens", r.total_tokens}}}};
+}
+
+std::string EmbeddingsBody(const EmbeddingsResponse& r) {
+  size_t floats = 0;
+  for (const auto& v : r.data) floats += v.size();
+  std::string out;
+  out.reserve(96 + r.model.size() + r.data.size() * 48 + (r.base64 ? floats * 4 / 3 + 4 : floats * 16));
+  out += R"({"object":"list","data":[)";
+  char buf[32];
+  for (size_t i = 0; i < r.data.size(); ++i) {
+    if (i > 0) out += ',';
+    out += R"({"object":"embedding","index":)";
+    out += std::to_string(i);
+    out += R"(,"embedding":)";
+    if (r.base64) {
+      out += '"';
+      out += FloatsToBase64(r.data[i]);
+      out += '"';
+    } else {
+      out += '[';
+      for (size_t k = 0; k < r.data[i].size(); ++k) {
+        if (k > 0) out += ',';
+        const float x = r.data[i][k];
+        if (!std::isfinite(x)) {  // JSON has no NaN or infinity (nlohmann writes null)
+          out += "null";
+          continue;
+        }
+        auto res = std::to_chars(buf, buf + sizeof(buf), x);
+        out.append(buf, res.ptr);
+      }
+      out += ']';
+    }
+    out += '}';
+  }
+  out += R"(],"model":)";
+  out += Json(r.model).dump(-1, ' ', false, Json::error_handler_t::replace);
+  out += R"(,"usage":{"prompt_tokens":)";
+  out += std::to_string(r.prompt_tokens);
+  out += R"(,"total_tokens":)";
+  out += std::to_string(r.total_tokens);
+  out += "}}";
+  return out;
 }
 
 Json ModelsListJson(const std::vector<Model>& models) {

@@ -239,12 +239,16 @@ struct EmbeddingsResponse {
   bool base64 = false;  // how ToJson writes each vector: base64 of little-endian float32, or numbers
   int64_t prompt_tokens = 0;
   int64_t total_tokens = 0;
+  bool tokens_estimated = false;  // the provider gave no count: prompt_tokens is the gateway's estimate
 };
 
 Result<EmbeddingsRequest> ParseEmbeddingsRequest(std::string_view body);
 Json ToJson(const EmbeddingsRequest& r);
 Result<EmbeddingsResponse> ParseEmbeddingsResponse(std::string_view body);
 Json ToJson(const EmbeddingsResponse& r);
+// ToJson(r) as JSON text, written straight from the vectors: each float in its shortest form that reads
+// back as the same float32 (0.0123, not the double 0.012299999594688416), no Json copy of the vectors.
+std::string EmbeddingsBody(const EmbeddingsResponse& r);
 
 struct Model {
   std::string id;

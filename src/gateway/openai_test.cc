@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
+#include <cstring>
+
 namespace govern::gateway::openai {
 namespace {
 
@@ -239,6 +242,48 @@ TEST(OpenAiEmbeddings, RequestAndBothEncodings) {
   EXPECT_FALSE(parsed->base64);
   EXPECT_EQ(parsed->data, resp.data);
   EXPECT_EQ(parsed->prompt_tokens, 3);
+}
+
+// EmbeddingsBody: the same document as ToJson, floats written in their shortest float32 form (0.0123,
+// not 0.012299999594688416) and read back exactly, whatever the value.
+TEST(OpenAiEmbeddings, BodyWritesShortestFloatsThatRoundTrip) {
+  EmbeddingsResponse resp{"m\"x", {{0.0123f, -1e-07f, 3.0f}, {}}, false, 4, 4};
+  std::string body = EmbeddingsBody(resp);
+  EXPECT_EQ(body,
+            R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.0123,-1e-07,3]},)"
+            R"({"object":"embedding","index":1,"embedding":[]}],"model":"m\"x",)"
+            R"("usage":{"prompt_tokens":4,"total_tokens":4}})");
+  auto read = ParseEmbeddingsResponse(body);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->data, resp.data);
+  EXPECT_EQ(read->model, resp.model);
+  EXPECT_EQ(read->prompt_tokens, 4);
+  resp.base64 = true;  // no numbers: the same document as ToJson's
+  EXPECT_EQ(Json::parse(EmbeddingsBody(resp)), ToJson(resp));
+
+  // Many floats (every exponent, random mantissas): each number's text parses back to the same float.
+  std::vector<float> v;
+  uint32_t s = 12345;
+  for (int i = 0; i < 20000; ++i) {
+    s = s * 1664525u + 1013904223u;
+    float f;
+    uint32_t bits = s & 0xff7fffffu;  // exponents below the all-ones one: finite
+    std::memcpy(&f, &bits, sizeof f);
+    v.push_back(f);
+  }
+  EmbeddingsResponse many{"m", {v}, false, 0, 0};
+  body = EmbeddingsBody(many);
+  size_t at = body.find("\"embedding\":[") + 13;
+  for (size_t i = 0; i < v.size(); ++i) {
+    float back = 0;
+    auto [p, ec] = std::from_chars(body.data() + at, body.data() + body.size(), back);
+    ASSERT_EQ(ec, std::errc()) << i;
+    ASSERT_EQ(std::memcmp(&back, &v[i], sizeof back), 0) << i << " " << v[i];
+    at = static_cast<size_t>(p - body.data()) + 1;  // past ',' or ']'
+  }
+  auto parsed = ParseEmbeddingsResponse(body);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->data[0].size(), v.size());
 }
 
 TEST(OpenAiModels, ListRoundTrips) {

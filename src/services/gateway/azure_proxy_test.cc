@@ -12,7 +12,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "services/gateway/proxy.h"
-#include "services/gateway/test_util.h"
+#include "services/gateway/stub_proxy_fixture.h"
 #include "services/model_stub/server.h"
 
 namespace govern::gateway {
@@ -22,13 +22,12 @@ using Json = nlohmann::json;
 
 constexpr const char* kKey = "gvg_azure_test_01";
 
-class AzureProxyTest : public testing::ProxyFixture {
+class AzureProxyTest : public testing::StubProxyFixture {
  protected:
+  AzureProxyTest() : StubProxyFixture(kKey) {}
   void SetUp() override {
-    auto s = model_stub::StubServer::Start({.port = 0});
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    stub_ = std::move(*s);
-    const std::string base = "http://127.0.0.1:" + std::to_string(stub_->port());
+    StartStub();
+    const std::string base = StubUrl();
     auto route = [&](const char* model, const char* deployment, const char* version) {
       Json d = {{"name", model},
                 {"provider", "azure"},
@@ -46,33 +45,11 @@ class AzureProxyTest : public testing::ProxyFixture {
                  {"prices", {{"gpt-az", {{"input", 1.0}, {"output", 2.0}, {"cached_input", 0.5}}}}}};
     StartProxy(file, 1);
   }
-  void TearDown() override {
-    StopProxy();
-    if (stub_) stub_->Stop();
-  }
-
-  net::ClientResponse Post(std::string_view path, const Json& body,
-                           std::vector<std::pair<std::string, std::string>> headers = {}) {
-    net::ClientRequest r;
-    r.method = net::Method::kPost;
-    r.url = url_ + std::string(path);
-    r.headers.Set("Content-Type", "application/json");
-    r.headers.Set("Authorization", std::string("Bearer ") + kKey);
-    for (const auto& [k, v] : headers) r.headers.Set(k, v);
-    r.body = body.dump();
-    auto resp = client_->Send(std::move(r));
-    EXPECT_TRUE(resp.ok()) << resp.status().ToString();
-    return resp.ok() ? *resp : net::ClientResponse{};
-  }
 
   // The Responses events of a stream, each checked to parse and named by its type.
   static std::vector<openai::ResponsesEvent> Events(std::string_view body) {
-    SseParser p;
-    std::vector<SseEvent> events;
-    EXPECT_TRUE(p.Feed(body, events).ok());
-    EXPECT_FALSE(p.HasPartial());
     std::vector<openai::ResponsesEvent> out;
-    for (const auto& e : events) {
+    for (const auto& e : SseEvents(body, /*whole=*/true)) {
       auto ev = openai::ParseResponsesEvent(e.data);
       EXPECT_TRUE(ev.ok()) << e.data;
       if (!ev.ok()) continue;
@@ -81,8 +58,6 @@ class AzureProxyTest : public testing::ProxyFixture {
     }
     return out;
   }
-
-  std::unique_ptr<model_stub::StubServer> stub_;
 };
 
 const Json kWhole = {{"model", "gpt-az"}, {"instructions", "be brief"}, {"input", "one two three"}};

@@ -169,6 +169,15 @@ Status ParseBedrockFields(const Json& d, const std::string& path, std::string_vi
   if (b->model_id.empty() || b->model_id.size() > 2048 ||
       b->model_id.find_first_of(std::string_view("\0\r\n\t ", 5)) != std::string::npos)
     return InvalidArgument(path + ".model must be a Bedrock model id or ARN");
+  GOVERN_ASSIGN_OR_RETURN(auto input_type, detail::OptString(d, "cohere_input_type", path));
+  if (input_type) {
+    if (*input_type != "search_document" && *input_type != "search_query" &&
+        *input_type != "classification" && *input_type != "clustering")
+      return InvalidArgument(path +
+                             ".cohere_input_type must be search_document, search_query, classification or "
+                             "clustering");
+    b->cohere_input_type = *input_type;
+  }
   b->api_key = c.api_key;
   const bool keyless = b->api_key.empty();
   GOVERN_ASSIGN_OR_RETURN(auto source, SourceOptions(d, path));

@@ -40,10 +40,11 @@ namespace govern::gateway {
 
 struct BedrockDeployment {
   std::string region;
-  std::string model_id;                         // the deployment's `model`, else the route's model
-  objstore::sigv4::Credentials credentials;     // static ones, when `source` is null
-  std::shared_ptr<AwsCredentialSource> source;  // refreshed ones (aws_credentials_source)
-  std::string api_key;                          // a Bedrock API key instead of SigV4 credentials
+  std::string model_id;                               // the deployment's `model`, else the route's model
+  objstore::sigv4::Credentials credentials;           // static ones, when `source` is null
+  std::shared_ptr<AwsCredentialSource> source;        // refreshed ones (aws_credentials_source)
+  std::string api_key;                                // a Bedrock API key instead of SigV4 credentials
+  std::string cohere_input_type = "search_document";  // Cohere Embed's input_type (cohere_input_type)
   std::string host;  // the Host header the provider client sends (base_url's host[:port])
   std::string converse_url, stream_url, invoke_url;
   std::string converse_canonical_uri, stream_canonical_uri, invoke_canonical_uri;  // for signing
@@ -62,7 +63,8 @@ inline constexpr const char* kBedrockFields[] = {"region",
                                                  "aws_profile",
                                                  "aws_imds_endpoint",
                                                  "aws_credentials_refresh_before_ms",
-                                                 "aws_credentials_file_check_ms"};
+                                                 "aws_credentials_file_check_ms",
+                                                 "cohere_input_type"};
 
 // base_url for a bedrock deployment: the given one, else the region's public endpoint.
 Result<std::string> BedrockBaseUrl(const nlohmann::json& d, const std::string& path);

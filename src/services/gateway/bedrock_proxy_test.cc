@@ -14,7 +14,7 @@
 #include "net/http_server.h"
 #include "services/gateway/bedrock_provider.h"
 #include "services/gateway/proxy.h"
-#include "services/gateway/test_util.h"
+#include "services/gateway/stub_proxy_fixture.h"
 #include "services/model_stub/server.h"
 
 namespace govern::gateway {
@@ -27,24 +27,16 @@ constexpr const char* kAccessKey = "AKIDEXAMPLE";
 constexpr const char* kSecret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 constexpr const char* kModelId = "anthropic.claude-3-5-haiku-20241022-v1:0";  // ':' goes as %3A
 
-class BedrockProxyTest : public testing::ProxyFixture {
+class BedrockProxyTest : public testing::StubProxyFixture {
  protected:
+  BedrockProxyTest() : StubProxyFixture(kKey) {}
   void SetUp() override {
     model_stub::ServerOptions o;
-    o.port = 0;
     o.stub.aws_access_key_id = kAccessKey;
     o.stub.aws_secret_access_key = kSecret;
     o.stub.aws_region = "eu-west-1";
-    auto s = model_stub::StubServer::Start(std::move(o));
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    stub_ = std::move(*s);
+    StartStub(std::move(o));
   }
-  void TearDown() override {
-    StopProxy();
-    if (stub_) stub_->Stop();
-  }
-
-  std::string StubUrl() const { return "http://127.0.0.1:" + std::to_string(stub_->port()); }
 
   Json Deployment(Json extra = Json::object()) {
     Json d = {{"name", "bedrock-eu"},
@@ -66,20 +58,6 @@ class BedrockProxyTest : public testing::ProxyFixture {
                1);
   }
 
-  net::ClientResponse Post(std::string_view path, const Json& body,
-                           std::vector<std::pair<std::string, std::string>> headers = {}) {
-    net::ClientRequest r;
-    r.method = net::Method::kPost;
-    r.url = url_ + std::string(path);
-    r.headers.Set("Content-Type", "application/json");
-    r.headers.Set("Authorization", std::string("Bearer ") + kKey);
-    for (const auto& [k, v] : headers) r.headers.Set(k, v);
-    r.body = body.dump();
-    auto resp = client_->Send(std::move(r));
-    EXPECT_TRUE(resp.ok()) << resp.status().ToString();
-    return resp.ok() ? *resp : net::ClientResponse{};
-  }
-
   static Json ChatBody(bool stream) {
     Json b = {
         {"model", "claude-haiku"},
@@ -94,15 +72,10 @@ class BedrockProxyTest : public testing::ProxyFixture {
 
   // The data of each SSE event of a streamed answer.
   static std::vector<std::string> Events(std::string_view body) {
-    SseParser p;
-    std::vector<SseEvent> events;
-    EXPECT_TRUE(p.Feed(body, events).ok());
     std::vector<std::string> out;
-    for (auto& e : events) out.push_back(e.data);
+    for (auto& e : SseEvents(body)) out.push_back(e.data);
     return out;
   }
-
-  std::unique_ptr<model_stub::StubServer> stub_;
 };
 
 TEST_F(BedrockProxyTest, WholeAndStreamedAnswersAreSignedTranslatedAndMetered) {
@@ -501,6 +474,45 @@ TEST_F(BedrockEmbeddingsTest, CohereOverNinetySixTextsIsSeveralCalls) {
   EXPECT_EQ(WaitRecord(2).status, 502);
 }
 
+// A retried request (a 503 on its second Titan call) is sent again from its first input, but the call
+// answered before the failure was billed by AWS: it stays metered. So does it when the request fails.
+TEST_F(BedrockEmbeddingsTest, CallsAnsweredBeforeARetryOrAFailureStayMetered) {
+  StartProxy(
+      Json{{"routes",
+            {{{"model", "titan"},
+              {"deployments", {Deployment({{"name", "titan"}, {"model", "amazon.titan-embed-text-v2:0"}})}},
+              {"retry", {{"retries", 1}, {"backoff_ms", 1}}}},
+             {{"model", "titan-once"},
+              {"deployments", {Deployment({{"name", "once"}, {"model", "amazon.titan-embed-text-v2:0"}})}},
+              {"retry", {{"retries", 0}}}}}},
+           {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+           {"prices", {{"titan", {{"input", 0.02}}}}}},
+      1);
+  Json body = {{"model", "titan"}, {"input", {"a b", "c d e", "f"}}};
+  // Calls: 1 "a b" (2 tokens) answered, 2 fails; the retry: 3, 4, 5 (2 + 3 + 1 tokens) answered.
+  auto r = Post("/v1/embeddings", body, {{"x-stub-status", "503"}, {"x-stub-fail-call", "2"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(stub_->stats().requests, 5u);
+  auto e = Parse(r);
+  ASSERT_EQ(e.data.size(), 3u);
+  EXPECT_EQ(e.data[2], model_stub::StubVector("f", 16));
+  EXPECT_EQ(e.prompt_tokens, 6);  // the client's answer: its own vectors' tokens
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200) << rec.error;
+  ASSERT_EQ(rec.attempts.size(), 2u);
+  EXPECT_EQ(rec.input_tokens, 8);  // metered: every call AWS answered
+  EXPECT_NEAR(rec.cost, 8 * 0.02 / 1e6, 1e-15);
+
+  // No retry: call 7 fails after call 6 ("a b") was answered; the request fails, 2 tokens metered.
+  body["model"] = "titan-once";
+  auto f = Post("/v1/embeddings", body, {{"x-stub-status", "503"}, {"x-stub-fail-call", "7"}});
+  EXPECT_EQ(f.status, 502) << f.body;
+  EXPECT_EQ(stub_->stats().requests, 7u);
+  rec = WaitRecord(2);
+  EXPECT_EQ(rec.status, 502);
+  EXPECT_EQ(rec.input_tokens, 2);
+}
+
 TEST_F(BedrockEmbeddingsTest, RefusalsAndProviderErrors) {
   StartEmbeddings();
   // What the model cannot take is a 400 before any call.
@@ -568,6 +580,26 @@ TEST(BedrockConfigTest, DeploymentFieldsAreCheckedAtLoad) {
   Json version = ok;
   version["api_version"] = "v1";
   EXPECT_PRED2(has, err(version), "api_version is for providers azure and gemini only");
+  // cohere_input_type: Cohere's four values only (default search_document), bedrock deployments only.
+  for (const char* v : {"search_document", "search_query", "classification", "clustering"}) {
+    Json typed = ok;
+    typed["cohere_input_type"] = v;
+    EXPECT_PRED2(has, err(typed), "accepted");
+    Json file = {{"routes", {{{"model", "m"}, {"deployments", {typed}}}}}};
+    auto c = ParseProxyConfig(file.dump());
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->models.at(0).deployments.at(0).bedrock->cohere_input_type, v);
+  }
+  Json untyped = {{"routes", {{{"model", "m"}, {"deployments", {ok}}}}}};
+  EXPECT_EQ(ParseProxyConfig(untyped.dump())->models.at(0).deployments.at(0).bedrock->cohere_input_type,
+            "search_document");
+  Json bad_type = ok;
+  bad_type["cohere_input_type"] = "search";
+  EXPECT_PRED2(has, err(bad_type),
+               "routes[0].deployments[0].cohere_input_type must be search_document, search_query, "
+               "classification or clustering");
+  EXPECT_PRED2(has, err({{"base_url", "http://x"}, {"cohere_input_type", "search_query"}}),
+               "cohere_input_type is for provider bedrock only");
 }
 
 TEST(BedrockConfigTest, UrlsAndSigning) {

@@ -12,7 +12,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "services/gateway/proxy.h"
-#include "services/gateway/test_util.h"
+#include "services/gateway/stub_proxy_fixture.h"
 #include "services/model_stub/server.h"
 #include "services/model_stub/stub.h"
 
@@ -23,14 +23,11 @@ using Json = nlohmann::json;
 
 constexpr const char* kKey = "gvg_gemini_test_01";
 
-class GeminiProxyTest : public testing::ProxyFixture {
+class GeminiProxyTest : public testing::StubProxyFixture {
  protected:
+  GeminiProxyTest() : StubProxyFixture(kKey) {}
   void SetUp() override {
-    model_stub::ServerOptions o;
-    o.port = 0;
-    auto s = model_stub::StubServer::Start(std::move(o));
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    stub_ = std::move(*s);
+    StartStub();
     Json routes = Json::array();
     for (const auto& [name, model] :
          {std::pair{"gemini-flash", "gemini-2.5-flash"}, std::pair{"gemini-embed", "text-embedding-004"}})
@@ -38,7 +35,7 @@ class GeminiProxyTest : public testing::ProxyFixture {
                         {"deployments",
                          {{{"name", name},
                            {"provider", "gemini"},
-                           {"base_url", "http://127.0.0.1:" + std::to_string(stub_->port())},
+                           {"base_url", StubUrl()},
                            {"api_key", "gemini-key"},
                            {"model", model},
                            {"stub_fault_headers", true}}}}});
@@ -48,31 +45,10 @@ class GeminiProxyTest : public testing::ProxyFixture {
                   {{"gemini-flash", {{"input", 1.0}, {"output", 4.0}}}, {"gemini-embed", {{"input", 0.5}}}}}};
     StartProxy(file_, 1);
   }
-  void TearDown() override {
-    StopProxy();
-    if (stub_) stub_->Stop();
-  }
-
-  net::ClientResponse Post(std::string_view path, const Json& body,
-                           std::vector<std::pair<std::string, std::string>> headers = {}) {
-    net::ClientRequest r;
-    r.method = net::Method::kPost;
-    r.url = url_ + std::string(path);
-    r.headers.Set("Content-Type", "application/json");
-    r.headers.Set("Authorization", std::string("Bearer ") + kKey);
-    for (const auto& [k, v] : headers) r.headers.Set(k, v);
-    r.body = body.dump();
-    auto resp = client_->Send(std::move(r));
-    EXPECT_TRUE(resp.ok()) << resp.status().ToString();
-    return resp.ok() ? *resp : net::ClientResponse{};
-  }
 
   static std::vector<Json> Events(std::string_view body) {
-    SseParser p;
-    std::vector<SseEvent> events;
-    EXPECT_TRUE(p.Feed(body, events).ok());
     std::vector<Json> out;
-    for (auto& e : events) {
+    for (auto& e : SseEvents(body)) {
       Json j = Json::parse(e.data, nullptr, false);
       EXPECT_FALSE(j.is_discarded()) << e.data;
       EXPECT_EQ(e.event, j.value("type", "")) << e.data;
@@ -81,7 +57,6 @@ class GeminiProxyTest : public testing::ProxyFixture {
     return out;
   }
 
-  std::unique_ptr<model_stub::StubServer> stub_;
   Json file_;  // the routes file
 };
 
@@ -237,6 +212,8 @@ TEST_F(GeminiProxyTest, EmbeddingsFloatBase64DimensionsAndUsage) {
   EXPECT_EQ(rec.api, "embeddings");
   EXPECT_EQ(rec.input_tokens, 5);
   EXPECT_NEAR(rec.cost, 5 * 0.5 / 1e6, 1e-15);
+  EXPECT_FALSE(rec.tokens_estimated);
+  EXPECT_EQ(UsageRecordJson(rec).find("tokens_estimated"), std::string::npos);
 
   auto b =
       Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", "a b"}, {"encoding_format", "base64"}});
@@ -264,6 +241,27 @@ TEST_F(GeminiProxyTest, EmbeddingsFloatBase64DimensionsAndUsage) {
   EXPECT_NE(tokens.body.find("token arrays"), std::string::npos) << tokens.body;
   rec = WaitRecord(6);
   EXPECT_EQ(rec.status, 400);
+}
+
+// The Gemini API's batchEmbedContents answer has no usageMetadata: the request is metered with the
+// gateway's estimate, ceil(UTF-8 bytes / 4) per input, and its record says so. The floats come back as
+// the provider wrote them (shortest float32 round-trip), not widened to double.
+TEST_F(GeminiProxyTest, EmbeddingsWithoutUsageAreEstimatedAndFloatsKeepTheirDigits) {
+  auto e = Post("/v1/embeddings", {{"model", "gemini-embed"}, {"input", {"abcdefghi", "h\xc3\xa9llo"}}},
+                {{"x-stub-text", R"({"embeddings":[{"values":[0.0123,-1e-07]},{"values":[1,0.1]}]})"}});
+  ASSERT_EQ(e.status, 200) << e.body;
+  EXPECT_NE(e.body.find("[0.0123,-1e-07]"), std::string::npos) << e.body;
+  EXPECT_NE(e.body.find("[1,0.1]"), std::string::npos) << e.body;
+  auto parsed = openai::ParseEmbeddingsResponse(e.body);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->data[0], (std::vector<float>{0.0123f, -1e-07f}));
+  EXPECT_EQ(parsed->prompt_tokens, 5);  // 9 bytes: 3; "héllo" 6 bytes: 2
+  UsageRecord rec = WaitRecord(1);
+  EXPECT_EQ(rec.status, 200) << rec.error;
+  EXPECT_EQ(rec.input_tokens, 5);
+  EXPECT_TRUE(rec.tokens_estimated);
+  EXPECT_EQ(Json::parse(UsageRecordJson(rec))["tokens_estimated"], true);
+  EXPECT_NEAR(rec.cost, 5 * 0.5 / 1e6, 1e-15);
 }
 
 }  // namespace

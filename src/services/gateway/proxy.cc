@@ -191,6 +191,7 @@ std::string UpstreamErrorMessage(std::string_view body) {
 
 struct Meter {
   int64_t input = 0, output = 0, cached = 0;
+  bool estimated = false;  // input estimated by the gateway (Gemini API embeddings)
   void Set(const openai::Usage& u) {
     input = u.prompt_tokens;
     output = u.completion_tokens;
@@ -216,6 +217,7 @@ std::string UsageRecordJson(const UsageRecord& r) {
             {"cached_tokens", r.cached_tokens},
             {"cost", r.cost},
             {"latency_ms", r.latency_ms}};
+  if (r.tokens_estimated) j["tokens_estimated"] = true;
   if (!r.error.empty()) j["error"] = r.error;
   // Routing: the deployment that answered and every attempt made (routing.h).
   if (!r.deployment.empty()) j["deployment"] = r.deployment;
@@ -875,13 +877,14 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return false;
     }
     if (endpoint == Endpoint::kEmbeddings) {
-      auto emb = gemini::ToEmbeddingsResponse(body, rec.model, embed_inputs);
+      auto emb = gemini::ToEmbeddingsResponse(body, rec.model, embed_inputs, embed_estimate);
       if (!emb.ok()) {
         Fail(502, "upstream answer unreadable: " + emb.status().message());
         return false;
       }
       emb->base64 = embed_base64;
-      body = detail::Dump(openai::ToJson(*emb));
+      meter.estimated = emb->tokens_estimated;  // metered from the answer's usage (OnWholeOpenAIApi)
+      body = openai::EmbeddingsBody(*emb);
       return true;
     }
     auto resp = gemini::ToChatResponse(body, rec.model, rec.time_ns / 1000000000);
@@ -940,7 +943,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   bedrock::EmbeddingModel embed_model = bedrock::EmbeddingModel::kTitanV2;
   std::vector<std::string> embed_bodies;  // Bedrock: the InvokeModel bodies (Titan: one per input)
   size_t embed_next = 0;                  // the next of them to send
-  openai::EmbeddingsResponse embed_out;   // Bedrock: the vectors and tokens so far
+  int64_t embed_estimate = 0;             // Gemini: the tokens metered when the answer has no count
+  openai::EmbeddingsResponse embed_out;   // Bedrock: the vectors and tokens so far (this attempt)
+  // Bedrock: the input tokens of every InvokeModel call answered, over all attempts. A retry rebuilds
+  // embed_out, but the calls already answered were billed: they stay metered, success or failure.
+  int64_t embed_billed = 0;
 
   Result<openai::EmbeddingsRequest> ClientEmbeddings() {
     GOVERN_ASSIGN_OR_RETURN(auto req, openai::ParseEmbeddingsRequest(client_body));
@@ -969,6 +976,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     path_model = path_model.substr(path_model.rfind("/models/") + 8);
     path_model = path_model.substr(0, path_model.rfind(':'));
     GOVERN_ASSIGN_OR_RETURN(Json body, gemini::FromEmbeddingsRequest(req, path_model));
+    embed_estimate = gemini::EstimateEmbeddingTokens(req);
     up.body = detail::Dump(body);
     up.headers.Set("Content-Type", "application/json");
     for (const auto& [name, value] : target.auth.fields()) up.headers.Set(name, value);
@@ -979,7 +987,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Result<UpstreamRequest> BuildBedrockEmbeddings() {
     GOVERN_ASSIGN_OR_RETURN(auto req, ClientEmbeddings());
     GOVERN_ASSIGN_OR_RETURN(embed_model, bedrock::EmbeddingModelOf(target.bedrock->model_id));
-    GOVERN_ASSIGN_OR_RETURN(embed_bodies, bedrock::FromEmbeddingsRequest(req, embed_model));
+    GOVERN_ASSIGN_OR_RETURN(
+        embed_bodies, bedrock::FromEmbeddingsRequest(req, embed_model, target.bedrock->cohere_input_type));
     embed_next = 0;
     embed_out = openai::EmbeddingsResponse{};
     embed_out.model = rec.model;
@@ -1023,6 +1032,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     }
     embed_out.prompt_tokens += n;
     embed_out.total_tokens = embed_out.prompt_tokens;
+    embed_billed += n;
+    meter.input = embed_billed;
     if (embed_next < embed_bodies.size()) {
       auto up = NextBedrockInvoke();
       if (!up.ok()) {
@@ -1037,7 +1048,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       });
       return false;
     }
-    body = detail::Dump(openai::ToJson(embed_out));
+    body = openai::EmbeddingsBody(embed_out);
     return true;
   }
 
@@ -1334,6 +1345,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return Respond(200,
                      detail::Dump(openai::ToJson(ChatToResponsesResponse(*resp, rec.time_ns / 1000000000))));
     }
+    // Bedrock embeddings: metered call by call (BedrockEmbeddingsAnswer), retried attempts included.
+    if (endpoint == Endpoint::kEmbeddings && target.provider == Provider::kBedrock)
+      return Respond(200, std::move(body));
     auto usage = endpoint == Endpoint::kResponses ? PeekResponsesUsage(body) : PeekEmbeddingsUsage(body);
     if (!usage.ok()) return Fail(502, "upstream answer unreadable: " + usage.status().message());
     if (*usage) meter.Set(**usage);
@@ -1549,6 +1563,7 @@ void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point s
   r.input_tokens = m.input;
   r.output_tokens = m.output;
   r.cached_tokens = m.cached;
+  r.tokens_estimated = m.estimated;
   // Priced as the model that answered: a fallback's price, not the requested model's.
   const std::string& priced = r.attempts.empty() ? r.model : r.attempts.back().model;
   if (auto it = price_table.find(priced); it != price_table.end()) {

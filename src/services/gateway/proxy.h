@@ -112,6 +112,7 @@ struct UsageRecord {
   int64_t input_tokens = 0;  // prompt tokens, including cached ones
   int64_t output_tokens = 0;
   int64_t cached_tokens = 0;
+  bool tokens_estimated = false;  // input_tokens is the gateway's estimate (the provider gave no count)
   double cost = 0;
   double latency_ms = 0;
   std::string error;  // why it failed, "" on success

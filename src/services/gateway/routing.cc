@@ -88,7 +88,7 @@ Result<DeploymentConfig> ParseDeployment(const Json& d, const std::string& path,
        "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_access_key_id_env",
        "aws_secret_access_key_env", "aws_session_token_env", "aws_credentials_source", "aws_credentials_file",
        "aws_profile", "aws_imds_endpoint", "aws_credentials_refresh_before_ms",
-       "aws_credentials_file_check_ms"}));
+       "aws_credentials_file_check_ms", "cohere_input_type"}));
   DeploymentConfig c;
   GOVERN_ASSIGN_OR_RETURN(auto name, detail::OptString(d, "name", path));
   c.name = name.value_or(model + "#" + std::to_string(index));

@@ -41,30 +41,6 @@ std::vector<std::string> Pieces(std::string_view s) {
   return out;
 }
 
-// The stub's text of n tokens, one word (with the space before it) per piece.
-std::vector<std::string> Words(int64_t n) {
-  std::string all = StubText(n);
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t i = 1; i <= all.size(); ++i) {
-    if (i == all.size() || all[i] == ' ') {
-      out.push_back(all.substr(start, i - start));
-      start = i;
-    }
-  }
-  return out;
-}
-
-Json ValueFor(const Json& schema) {
-  std::string_view type = gateway::detail::StrField(schema, "type");
-  if (type == "string") return "stub";
-  if (type == "integer" || type == "number") return 1;
-  if (type == "boolean") return true;
-  if (type == "array") return Json::array();
-  if (type == "object") return Json::object();
-  return nullptr;
-}
-
 int64_t WordsOfBlocks(const Json& blocks) {
   int64_t n = 0;
   if (!blocks.is_array()) return 0;
@@ -323,7 +299,7 @@ Reply BedrockAnswer(std::string_view method, std::string_view path,
     if (tool_params.is_object() && tool_params.contains("properties") &&
         tool_params["properties"].is_object())
       for (auto it = tool_params["properties"].begin(); it != tool_params["properties"].end(); ++it)
-        args[it.key()] = ValueFor(it.value());
+        args[it.key()] = StubValueFor(it.value());
     arguments = Dump(args);
     pieces = Pieces(arguments);
     stop = "tool_use";
@@ -336,7 +312,7 @@ Reply BedrockAnswer(std::string_view method, std::string_view path,
       n = *max_tokens;
       stop = "max_tokens";
     }
-    pieces = Words(n);
+    pieces = StubWords(n);
   }
   const int64_t output = static_cast<int64_t>(pieces.size());
   const int64_t cached = std::clamp<int64_t>(faults.cached_tokens, 0, input);

@@ -46,30 +46,6 @@ Reply Error(int code, std::string_view message) {
   return r;
 }
 
-Json ValueFor(const Json& schema) {
-  std::string_view type = StrField(schema, "type");
-  if (type == "string" || type == "STRING") return "stub";
-  if (type == "integer" || type == "number" || type == "INTEGER" || type == "NUMBER") return 1;
-  if (type == "boolean" || type == "BOOLEAN") return true;
-  if (type == "array" || type == "ARRAY") return Json::array();
-  if (type == "object" || type == "OBJECT") return Json::object();
-  return nullptr;
-}
-
-// The stub's text of n tokens, one word (with the space before it) per piece.
-std::vector<std::string> Words(int64_t n) {
-  std::string all = StubText(n);
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t i = 1; i <= all.size(); ++i) {
-    if (i == all.size() || all[i] == ' ') {
-      out.push_back(all.substr(start, i - start));
-      start = i;
-    }
-  }
-  return out;
-}
-
 // Words of the parts: text, function call arguments and function responses.
 int64_t WordsOfParts(const Json& content, bool* function_response) {
   int64_t n = 0;
@@ -145,7 +121,7 @@ Reply Generate(std::string_view path, std::string_view body, bool stream, const 
     Json args = Json::object();
     if (fn_params.is_object() && fn_params.contains("properties") && fn_params["properties"].is_object())
       for (auto it = fn_params["properties"].begin(); it != fn_params["properties"].end(); ++it)
-        args[it.key()] = ValueFor(it.value());
+        args[it.key()] = StubValueFor(it.value());
     parts.push_back(Json{{"functionCall", {{"name", fn_name}, {"args", std::move(args)}}}});
   } else if (!faults.text.empty()) {
     parts.push_back(Json{{"text", faults.text}});
@@ -156,7 +132,7 @@ Reply Generate(std::string_view path, std::string_view body, bool stream, const 
       n = *max_tokens;
       finish = "MAX_TOKENS";
     }
-    for (auto& w : Words(n)) parts.push_back(Json{{"text", std::move(w)}});
+    for (auto& w : StubWords(n)) parts.push_back(Json{{"text", std::move(w)}});
   }
   const int64_t output = fn_name.empty() ? static_cast<int64_t>(parts.size()) : 1;
   const int64_t cached = std::clamp<int64_t>(faults.cached_tokens, 0, input);

@@ -78,7 +78,7 @@ struct StubServer::Impl {
       (void)n;
       if (ec) co_return;  // closed, or a request we cannot read: drop the connection
       http::request<http::string_body> req = parser.release();
-      requests.fetch_add(1);
+      const uint64_t ordinal = requests.fetch_add(1) + 1;
       std::string_view target(req.target().data(), req.target().size());
       std::string_view path = target.substr(0, target.find('?'));
       auto header = [&](std::string_view name) -> std::string_view {
@@ -87,6 +87,7 @@ struct StubServer::Impl {
         return {it->value().data(), it->value().size()};
       };
       Faults faults = FaultsFrom(header);
+      if (faults.fail_call > 0 && static_cast<uint64_t>(faults.fail_call) != ordinal) faults.status = 0;
       std::string_view method(req.method_string().data(), req.method_string().size());
       const auto now = static_cast<int64_t>(std::time(nullptr));
       Reply reply =

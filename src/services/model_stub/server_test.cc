@@ -56,6 +56,24 @@ std::vector<gateway::SseEvent> Parse(const std::string& body) {
   return out;
 }
 
+// x-stub-fail-call: K with x-stub-status fails only the K-th request the stub reads (a provider failing
+// the second of several calls); the others are answered.
+TEST(StubServer, FailCallFailsOnlyThatRequest) {
+  auto server = StubServer::Start({.port = 0});
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  Client c((*server)->port());
+  beast::error_code ec;
+  std::vector<int> statuses;
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.Do(http::verb::post, "/v1/embeddings", R"({"model":"e","input":"a"})",
+                  {{"x-stub-status", "503"}, {"x-stub-fail-call", "2"}}, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    statuses.push_back(r.result_int());
+  }
+  EXPECT_EQ(statuses, (std::vector<int>{200, 503, 200}));
+  (*server)->Stop();
+}
+
 TEST(StubServer, ServesWholeAndStreamedAnswersOnOneConnection) {
   auto server = StubServer::Start({.port = 0, .threads = 2});
   ASSERT_TRUE(server.ok()) << server.status().ToString();

@@ -63,22 +63,12 @@ std::string Join(const std::vector<std::string>& pieces) {
   return s;
 }
 
-Json ValueFor(const Json& schema) {
-  std::string_view type = gateway::detail::StrField(schema, "type");
-  if (type == "string") return "stub";
-  if (type == "integer" || type == "number") return 1;
-  if (type == "boolean") return true;
-  if (type == "array") return Json::array();
-  if (type == "object") return Json::object();
-  return nullptr;
-}
-
 std::string ArgumentsFor(const Json& parameters) {
   Json args = Json::object();
   if (parameters.is_object()) {
     auto props = parameters.find("properties");
     if (props != parameters.end() && props->is_object())
-      for (auto it = props->begin(); it != props->end(); ++it) args[it.key()] = ValueFor(it.value());
+      for (auto it = props->begin(); it != props->end(); ++it) args[it.key()] = StubValueFor(it.value());
   }
   return Dump(args);
 }
@@ -591,6 +581,29 @@ std::string StubText(int64_t n) {
   return s;
 }
 
+std::vector<std::string> StubWords(int64_t n) {
+  std::string all = StubText(n);
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 1; i <= all.size(); ++i) {
+    if (i == all.size() || all[i] == ' ') {
+      out.push_back(all.substr(start, i - start));
+      start = i;
+    }
+  }
+  return out;
+}
+
+Json StubValueFor(const Json& schema) {
+  std::string_view type = gateway::detail::StrField(schema, "type");
+  if (type == "string" || type == "STRING") return "stub";
+  if (type == "integer" || type == "number" || type == "INTEGER" || type == "NUMBER") return 1;
+  if (type == "boolean" || type == "BOOLEAN") return true;
+  if (type == "array" || type == "ARRAY") return Json::array();
+  if (type == "object" || type == "OBJECT") return Json::object();
+  return nullptr;
+}
+
 std::vector<float> StubVector(std::string_view text, int64_t dims) {
   std::vector<float> v(static_cast<size_t>(std::clamp<int64_t>(dims, 0, 65536)));
   uint64_t h = Fnv1a(text);
@@ -611,6 +624,7 @@ Faults FaultsFrom(const std::function<std::string_view(std::string_view)>& heade
   Faults f;
   int64_t v = 0;
   if (ParseInt(header("x-stub-status"), v) && v >= 100 && v <= 599) f.status = static_cast<int>(v);
+  if (ParseInt(header("x-stub-fail-call"), v) && v > 0) f.fail_call = v;
   if (ParseInt(header("x-stub-delay-ms"), v) && v >= 0 && v <= 600000) f.delay_ms = v;
   if (ParseInt(header("x-stub-cut-after"), v) && v >= 0) f.cut_after = v;
   if (ParseInt(header("x-stub-error-after"), v) && v >= 0) f.error_after = v;

@@ -16,6 +16,8 @@
 //
 // Faults, chosen per request by header (for gateway tests):
 //   x-stub-status: N        answer N with the provider's error body (no model work)
+//   x-stub-fail-call: K     with x-stub-status: only the K-th request this stub reads (counting from 1,
+//                           as StubServer::stats().requests does) fails; the others are answered
 //   x-stub-delay-ms: N      wait N ms before the status line
 //   x-stub-cut-after: K     streams: close the connection after K events, without the end; plain
 //                           answers: send the headers and half the body, then close
@@ -31,6 +33,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,6 +52,7 @@ struct StubConfig {
 
 struct Faults {
   int status = 0;
+  int64_t fail_call = 0;  // x-stub-fail-call: the request ordinal `status` applies to; 0: every one
   int64_t delay_ms = 0;
   int64_t cut_after = -1;
   int64_t error_after = -1;
@@ -97,6 +101,11 @@ Reply AzureAnswer(std::string_view method, std::string_view target,
 int64_t CountWords(std::string_view text);
 // The stub's text of `n` tokens.
 std::string StubText(int64_t n);
+// StubText(n) in pieces, one word (with the space before it) each: a stream's deltas.
+std::vector<std::string> StubWords(int64_t n);
+// The stub's value for a JSON schema's `type` (JSON Schema's lower-case names or Gemini's upper-case
+// ones): "stub", 1, true, [], {}; null for another type. A tool call's arguments.
+nlohmann::json StubValueFor(const nlohmann::json& schema);
 // The stub's embedding of `text`: `dims` floats from a hash of it, unit length (every API's embeddings).
 std::vector<float> StubVector(std::string_view text, int64_t dims);
 

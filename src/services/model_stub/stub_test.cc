@@ -38,6 +38,19 @@ TEST(ModelStub, CountsWords) {
   EXPECT_EQ(CountWords(""), 0);
   EXPECT_EQ(CountWords("  a b\n\tc  "), 3);
   EXPECT_EQ(StubText(3), "Govern stub reply");
+  EXPECT_EQ(StubWords(3), (std::vector<std::string>{"Govern", " stub", " reply"}));
+  EXPECT_TRUE(StubWords(0).empty());
+}
+
+// The tool-call argument values every API's stub uses, for JSON Schema's and Gemini's type names.
+TEST(ModelStub, ValuesForSchemaTypes) {
+  EXPECT_EQ(StubValueFor(Json{{"type", "string"}}), "stub");
+  EXPECT_EQ(StubValueFor(Json{{"type", "STRING"}}), "stub");
+  EXPECT_EQ(StubValueFor(Json{{"type", "NUMBER"}}), 1);
+  EXPECT_EQ(StubValueFor(Json{{"type", "boolean"}}), true);
+  EXPECT_EQ(StubValueFor(Json{{"type", "ARRAY"}}), Json::array());
+  EXPECT_EQ(StubValueFor(Json{{"type", "object"}}), Json::object());
+  EXPECT_TRUE(StubValueFor(Json{{"type", "date"}}).is_null());
 }
 
 TEST(ModelStub, ChatAnswersWithExactUsage) {
@@ -290,11 +303,13 @@ TEST(ModelStub, FaultsAndErrorsSpeakTheProvidersFormat) {
     if (n == "x-stub-status") return "502";
     if (n == "x-stub-delay-ms") return "abc";
     if (n == "x-stub-cut-after") return "4";
+    if (n == "x-stub-fail-call") return "3";
     return {};
   });
   EXPECT_EQ(h.status, 502);
   EXPECT_EQ(h.delay_ms, 0);
   EXPECT_EQ(h.cut_after, 4);
+  EXPECT_EQ(h.fail_call, 3);
 }
 
 // The gateway's translation in miniature: an OpenAI client's request translated for an Anthropic provider
