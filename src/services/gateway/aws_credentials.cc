@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/time_format.h"
 #include "crypto/encoding.h"
@@ -30,11 +31,7 @@ namespace sigv4 = objstore::sigv4;
 
 namespace {
 
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowMillis() { return Clock::Real().UnixMicros() / 1000; }
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "gateway/anthropic.h"
 #include "gateway/bedrock.h"
@@ -902,10 +903,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   Result<UpstreamRequest> BuildBedrockRequest() {
     GOVERN_ASSIGN_OR_RETURN(openai::ChatRequest chat, ClientChat());
-    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-    GOVERN_ASSIGN_OR_RETURN(UpstreamRequest up, BedrockRequest(*target.bedrock, chat, peek.stream, now_us));
+    GOVERN_ASSIGN_OR_RETURN(UpstreamRequest up, BedrockRequest(*target.bedrock, chat, peek.stream,
+                                                               Clock::Real().UnixMicros()));
     AttemptOptions(up);
     return up;
   }
@@ -997,12 +996,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   }
 
   Result<UpstreamRequest> NextBedrockInvoke() {
-    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-    GOVERN_ASSIGN_OR_RETURN(
-        UpstreamRequest up,
-        BedrockInvokeRequest(*target.bedrock, std::move(embed_bodies[embed_next++]), now_us));
+    GOVERN_ASSIGN_OR_RETURN(UpstreamRequest up,
+                            BedrockInvokeRequest(*target.bedrock, std::move(embed_bodies[embed_next++]),
+                                                 Clock::Real().UnixMicros()));
     AttemptOptions(up);
     return up;
   }
