@@ -1,5 +1,9 @@
 # Sourced by bench/gateway/run and bench/gateway/streams: nginx (Debian nginx-light) as a plain reverse
 # proxy to the model stub, the floor for a proxy's cost. Uses the caller's $tmp and pids array.
+# keepalive_requests: nginx closes a keep-alive connection after 1,000 requests by default (client side
+# and upstream side); the gateway's server and provider pool never do, so both limits are lifted. With the
+# default, gateway_paced_load (32 connections, the busiest taking most of 15,000 requests a round) saw
+# nginx close a connection every 1,000 requests and counted 8-14 errors a round (2026-12-01, gw-streams).
 nginx="$(command -v nginx || echo /usr/sbin/nginx)"
 
 # start_nginx UPSTREAM_PORT WORKERS CONNECTIONS [CPU]: sets started_port and started_pid (the master);
@@ -20,12 +24,13 @@ error_log $d/logs/error.log warn;
 events { worker_connections $3; }
 http {
   access_log off;
+  keepalive_requests 1000000;
   client_body_temp_path $d/tmp/body;
   proxy_temp_path $d/tmp/proxy;
   fastcgi_temp_path $d/tmp/fastcgi;
   uwsgi_temp_path $d/tmp/uwsgi;
   scgi_temp_path $d/tmp/scgi;
-  upstream stub { server 127.0.0.1:$1; keepalive 64; }
+  upstream stub { server 127.0.0.1:$1; keepalive 64; keepalive_requests 1000000; }
   server {
     listen 127.0.0.1:$port backlog=4096;
     location / {

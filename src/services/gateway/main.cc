@@ -1,10 +1,13 @@
 // gateway_proxy: the gateway's request path as a program of its own, for e2e tests and benchmarks
 // that should not need the whole govern binary (`govern serve gateway` is the service). Prints
 // "listening <host>:<port>" once serving; stops on SIGINT/SIGTERM.
-//   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N] [--upstream-threads N]
+//   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N] [--upstream-threads N] [--reuse-port]
 //                 [--set gateway.policy.bundle_file=... (governance keys)] [--budget-db CONNINFO]
 //                 [--ship-kill-after-batches K]  (tests: SIGKILL itself after intake's 200 for the K-th
 //                                                 usage batch, before the shipper's cursor moves)
+// --reuse-port: every worker listens with SO_REUSEPORT (net::ServerConfig::reuse_port), so several
+// gateway_proxy processes (each with its own wal_dir) can share one port and the kernel spreads the
+// connections over them (bench/gateway/streams runs one process per core like nginx's workers).
 // (the provider client's other settings are the config file's "upstream" object; governance keys are
 // the service's gateway.auth.*, gateway.policy.*, gateway.budget.*; budgets need --budget-db; the config
 // file's "ship" object sends the usage records to telemetry: usage_ship.h).
@@ -34,6 +37,7 @@ int main(int argc, char** argv) {
   int upstream_threads = 0;
   std::vector<std::pair<std::string, std::string>> sets;  // governance keys
   std::string budget_db;
+  bool reuse_port = false;
   int ship_kill_after = 0;  // tests: SIGKILL itself after intake's 200 for this batch, before the cursor
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -52,6 +56,8 @@ int main(int argc, char** argv) {
       workers = std::atoi(next().c_str());
     } else if (a == "--upstream-threads") {
       upstream_threads = std::atoi(next().c_str());
+    } else if (a == "--reuse-port") {
+      reuse_port = true;
     } else if (a == "--set") {
       std::string kv = next();
       size_t eq = kv.find('=');
@@ -66,7 +72,7 @@ int main(int argc, char** argv) {
       ship_kill_after = std::atoi(next().c_str());
     } else {
       std::fprintf(stderr,
-                   "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N] "
+                   "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N] [--reuse-port] "
                    "[--set gateway.KEY=VALUE] [--budget-db CONNINFO] [--ship-kill-after-batches K]\n",
                    argv[0]);
       return 2;
@@ -138,6 +144,7 @@ int main(int argc, char** argv) {
   sc.address = addr->host.empty() ? "0.0.0.0" : addr->host;
   sc.port = addr->port;
   sc.workers = workers;
+  sc.reuse_port = reuse_port;
   sc.max_body_bytes = 32 * 1024 * 1024;
   sc.handler_timeout = handler_timeout;
   net::Server server(sc, std::move(router));
