@@ -304,41 +304,32 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
   int64_t repeats = 0;                 // already archived: only deleted
   int64_t min_time = 0, max_time = 0;  // of the rows written
   EventColumns batch;
-  // The hour is read through one cursor inside a read-only transaction (one snapshot): a single index
-  // scan from the hour's first key to its last, where pages of LIMIT queries restarted from the last
-  // key read each time (planned again, and a row comparison checked on every index entry).
-  // No JIT: a whole hour's estimated cost would have PostgreSQL compile the scan's expressions for
-  // every group, tens of milliseconds each, more than reading a small hour takes.
-  struct ReadTransaction {
-    db::Connection& c;
-    bool open = false;
-    ~ReadTransaction() {
-      if (open) (void)c.Exec("ROLLBACK");
-    }
-  } read_tx{conn};
-  auto phase = std::chrono::steady_clock::now();
-  GOVERN_RETURN_IF_ERROR(conn.Exec("BEGIN READ ONLY").status());
-  read_tx.open = true;
-  GOVERN_RETURN_IF_ERROR(conn.Exec("SET LOCAL jit = off").status());
-  GOVERN_RETURN_IF_ERROR(
-      conn.Exec(std::string("DECLARE govern_compaction NO SCROLL CURSOR FOR SELECT ") + kEventColumns +
-                    " FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns < $3 "
-                    "ORDER BY time_ns, id",
-                db::Params(org, hour_ns, end))
-          .status());
-  // A second connection for the deletes, when the pool has one free right now (else the deletes run
-  // after the upload, on this connection, as one statement).
+  // A second connection for the deletes, when the pool has one free right now (else the rows are
+  // deleted after the upload, on this connection, as one statement).
   std::optional<PageDeleter> deleter;
   if (auto second = pool_->Checkout(std::chrono::milliseconds(0)); second.ok()) {
     deleter.emplace(std::move(*second), org);
   }
   // Pages are read ahead: while one page is encoded here, the next is fetched on another thread
   // (PostgreSQL works in its own process, so the two overlap on two cores). The connection is used by
-  // one thread at a time: the fetch of page k+1 starts after page k arrived.
-  const std::string fetch_sql =
-      "FETCH FORWARD " + std::to_string(options_.read_batch_rows) + " FROM govern_compaction";
-  auto fetch = [&conn, &fetch_sql]() -> Result<db::Rows> { return conn.Exec(fetch_sql); };
-  Result<db::Rows> page = fetch();
+  // one thread at a time: the fetch of page k+1 starts after page k arrived. (A cursor would scan the
+  // hour once, but FETCH through the extended protocol materialises each page in a tuplestore, on
+  // disk past work_mem: measured more PostgreSQL CPU than these queries.)
+  auto fetch = [&, batch_rows = options_.read_batch_rows](
+                   std::optional<std::pair<int64_t, std::string>> after) -> Result<db::Rows> {
+    if (!after) {
+      return conn.ExecPrepared(std::string("SELECT ") + kEventColumns +
+                                   " FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns < $3 "
+                                   "ORDER BY time_ns, id LIMIT $4",
+                               db::Params(org, hour_ns, end, batch_rows));
+    }
+    return conn.ExecPrepared(std::string("SELECT ") + kEventColumns +
+                                 " FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns < $3 "
+                                 "AND (time_ns, id) > ($2, $4) ORDER BY time_ns, id LIMIT $5",
+                             db::Params(org, after->first, end, after->second, batch_rows));
+  };
+  auto phase = std::chrono::steady_clock::now();
+  Result<db::Rows> page = fetch(std::nullopt);
   while (true) {
     if (!page.ok()) return page.status();
     stats->read_seconds += SecondsSince(phase);
@@ -347,7 +338,11 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
     const int n = page->size();
     const bool more = n >= options_.read_batch_rows;
     std::future<Result<db::Rows>> next;
-    if (more) next = std::async(std::launch::async, fetch);
+    if (more) {
+      GOVERN_ASSIGN_OR_RETURN(int64_t last_time, page->Int64(n - 1, 1));
+      next = std::async(std::launch::async, fetch,
+                        std::make_optional(std::make_pair(last_time, std::string(page->Text(n - 1, 2)))));
+    }
     if (deleter) {
       GOVERN_ASSIGN_OR_RETURN(int64_t lo_time, page->Int64(0, 1));
       GOVERN_ASSIGN_OR_RETURN(int64_t hi_time, page->Int64(n - 1, 1));
@@ -378,9 +373,6 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
     if (!more) break;
     page = next.get();
   }
-  // The snapshot is not needed past here (the delete below checks what it removes).
-  read_tx.open = false;
-  GOVERN_RETURN_IF_ERROR(conn.Exec("COMMIT").status());
   GOVERN_ASSIGN_OR_RETURN(auto summary, (*writer)->Close());
   if (rows + repeats == 0) return OkStatus();  // the rows went meanwhile; nothing to archive
   stats->encode_seconds += SecondsSince(phase);
