@@ -1,6 +1,8 @@
 // Small ASCII helpers shared by every parser (hex digits in percent-escapes, JSON \u escapes, bytea,
-// hex encodings). Locale-independent; constexpr; thread-safe.
+// hex encodings; trimming header values and config lines). Locale-independent; constexpr; thread-safe.
 #pragma once
+
+#include <string_view>
 
 namespace govern {
 
@@ -10,6 +12,14 @@ constexpr int HexDigitValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// `s` without its leading and trailing characters from `chars`. The default is HTTP's optional
+// whitespace (SP and HTAB, RFC 9110 section 5.6.3); line-oriented files add "\r" (CRLF endings).
+constexpr std::string_view TrimAscii(std::string_view s, std::string_view chars = " \t") {
+  const auto first = s.find_first_not_of(chars);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(chars) - first + 1);
 }
 
 }  // namespace govern

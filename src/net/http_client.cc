@@ -65,10 +65,37 @@ struct HttpClient::Impl {
   asio::io_context ioc{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
   std::thread thread;
-  asio::ssl::context ssl{asio::ssl::context::tls_client};
+  std::optional<asio::ssl::context> ssl;  // loop thread only; made by Tls()
   Status ssl_status;
   std::map<std::string, std::vector<std::unique_ptr<Conn>>> idle;  // loop thread only
   std::atomic<uint64_t> opened{0};
+
+  // The TLS context, made at the first https connection: a client that only speaks plain http (the AWS
+  // metadata endpoints, a model server on the host) never loads the trust store nor touches OpenSSL.
+  Result<asio::ssl::context*> Tls() {
+    if (!ssl) {
+      ssl.emplace(asio::ssl::context::tls_client);
+      beast::error_code ec;
+      ssl->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                           asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                           asio::ssl::context::no_tlsv1_1,
+                       ec);
+      if (opts.verify_peer) {
+        ssl->set_verify_mode(asio::ssl::verify_peer, ec);
+        if (!opts.ca_file.empty()) {
+          ssl->load_verify_file(opts.ca_file, ec);
+          if (ec) ssl_status = InvalidArgument("tls ca file " + opts.ca_file + ": " + ec.message());
+        } else {
+          ssl->set_default_verify_paths(ec);
+          if (ec) ssl_status = Unavailable("tls system trust store: " + ec.message());
+        }
+      } else {
+        ssl->set_verify_mode(asio::ssl::verify_none, ec);
+      }
+    }
+    if (!ssl_status.ok()) return ssl_status;
+    return &*ssl;
+  }
 
   asio::awaitable<Result<std::unique_ptr<Conn>>> Connect(const Url& u) {
     beast::error_code ec;
@@ -78,8 +105,9 @@ struct HttpClient::Impl {
     if (ec) co_return Unavailable("resolve " + u.host + ": " + ec.message());
     auto conn = std::make_unique<Conn>();
     if (u.tls) {
-      if (!ssl_status.ok()) co_return ssl_status;
-      conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ioc, ssl);
+      auto tls = Tls();
+      if (!tls.ok()) co_return tls.status();
+      conn->tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ioc, **tls);
     } else {
       conn->plain = std::make_unique<beast::tcp_stream>(ioc);
     }
@@ -205,23 +233,6 @@ struct HttpClient::Impl {
 
 HttpClient::HttpClient(ClientOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->opts = std::move(options);
-  beast::error_code ec;
-  impl_->ssl.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                             asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                             asio::ssl::context::no_tlsv1_1,
-                         ec);
-  if (impl_->opts.verify_peer) {
-    impl_->ssl.set_verify_mode(asio::ssl::verify_peer, ec);
-    if (!impl_->opts.ca_file.empty()) {
-      impl_->ssl.load_verify_file(impl_->opts.ca_file, ec);
-      if (ec) impl_->ssl_status = InvalidArgument("tls ca file " + impl_->opts.ca_file + ": " + ec.message());
-    } else {
-      impl_->ssl.set_default_verify_paths(ec);
-      if (ec) impl_->ssl_status = Unavailable("tls system trust store: " + ec.message());
-    }
-  } else {
-    impl_->ssl.set_verify_mode(asio::ssl::verify_none, ec);
-  }
   impl_->guard.emplace(impl_->ioc.get_executor());
   impl_->thread = std::thread([impl = impl_.get()] { impl->ioc.run(); });
 }

@@ -3,7 +3,9 @@
 // Keeps idle keep-alive connections per scheme://host:port and reuses them; a request on a reused
 // connection that the server had already closed is retried once on a fresh one. Timeouts bound
 // connecting (including TLS) and the whole exchange. TLS verifies the server against a CA file or the
-// system store, with host name checking.
+// system store, with host name checking; that context is made (the CA file or store loaded) at the
+// first https connection, so a client that only speaks plain http never touches OpenSSL, and a CA
+// file that cannot be read fails each https request with its name.
 //
 // Thread-safe: Send() may be called from many threads at once. The client runs its own event loop on
 // one thread; SendAsync callbacks run there and must not block or call Send().

@@ -92,6 +92,28 @@ TEST(HttpClient, TlsServerAndVerifiedClient) {
   EXPECT_TRUE(client.Get(url).ok());
 }
 
+// The TLS context is made at the first https connection: a CA file that cannot be read fails https
+// requests with its name, again at every attempt, and never plain http ones.
+TEST(HttpClient, UnreadableCaFileFailsOnlyHttps) {
+  ServerConfig cfg;
+  cfg.workers = 1;
+  Server server(cfg, HelloRoutes());
+  ASSERT_TRUE(server.Start().ok());
+  ClientOptions opts;
+  opts.ca_file = "/nonexistent/govern-ca.pem";
+  HttpClient client(opts);
+  auto plain = client.Get("http://127.0.0.1:" + std::to_string(server.port()) + "/hello");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->status, 200);
+  for (int i = 0; i < 2; ++i) {
+    auto tls = client.Get("https://127.0.0.1:" + std::to_string(server.port()) + "/hello");
+    ASSERT_FALSE(tls.ok());
+    EXPECT_EQ(tls.status().code(), Code::kInvalidArgument) << tls.status().ToString();
+    EXPECT_NE(tls.status().message().find("tls ca file /nonexistent/govern-ca.pem"), std::string::npos)
+        << tls.status().ToString();
+  }
+}
+
 TEST(HttpClient, ServerRefusesMissingTlsFiles) {
   ServerConfig cfg;
   cfg.tls_cert_file = "/nonexistent/cert.pem";

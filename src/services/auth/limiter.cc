@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/ascii.h"
+
 namespace govern::auth_service {
 
 Result<IpAddr> ParseIp(std::string_view text) {
@@ -85,11 +87,6 @@ namespace {
 bool Trusted(const IpAddr& a, const std::vector<Cidr>& trusted) {
   return std::any_of(trusted.begin(), trusted.end(), [&](const Cidr& c) { return c.Contains(a); });
 }
-std::string_view Trim(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  return v;
-}
 }  // namespace
 
 std::optional<IpAddr> ClientAddress(std::string_view peer_ip, std::optional<std::string_view> forwarded_for,
@@ -101,7 +98,7 @@ std::optional<IpAddr> ClientAddress(std::string_view peer_ip, std::optional<std:
   std::string_view rest = *forwarded_for;
   while (true) {
     auto comma = rest.rfind(',');
-    std::string_view hop = Trim(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
+    std::string_view hop = TrimAscii(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
     auto a = ParseIp(hop);
     if (!a.ok()) return client;  // garbage where a client should be: stop at the last trusted hop
     client = *a;

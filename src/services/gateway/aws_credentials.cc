@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "base/ascii.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/time_format.h"
@@ -33,11 +34,8 @@ namespace {
 
 int64_t NowMillis() { return Clock::Real().UnixMicros() / 1000; }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+// Lines of the credentials file and the bodies of metadata answers may end in CRLF.
+std::string_view Trim(std::string_view s) { return TrimAscii(s, " \t\r"); }
 
 std::string FormatIso(int64_t ms) { return FormatRfc3339(ms / 1000); }
 
@@ -139,8 +137,7 @@ Fetch ContainerFetch(const AwsSourceOptions& o) {
     std::string auth = o.authorization;
     if (!o.authorization_file.empty()) {
       GOVERN_ASSIGN_OR_RETURN(auth, ReadWholeFile(o.authorization_file, "authorization token file"));
-      auth = std::string(Trim(auth));
-      while (!auth.empty() && auth.back() == '\n') auth = std::string(Trim(auth.substr(0, auth.size() - 1)));
+      auth = std::string(TrimAscii(auth, " \t\r\n"));
     }
     for (char c : auth) {
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)

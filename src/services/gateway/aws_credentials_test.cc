@@ -712,20 +712,26 @@ TEST_F(BedrockRotationTest, SignaturesUseTheRotatedKeyAndSessionToken) {
 TEST_F(BedrockRotationTest, ExpiredCredentialsGive502NamingTheDeployment) {
   StartStub(1);
   CredentialsEndpoint ep;
-  ep.Set(1, 4000, false);  // refreshed after 2 s, which fails
+  // Expiration is written in whole seconds, so the set lives 7-8 s: long enough for a first answer on
+  // a loaded machine under ASan; refreshed after half of that, which fails.
+  ep.Set(1, 8000, false);
   Start(ep.Url() + "/creds");
   auto ok = Chat(false);
   EXPECT_EQ(ok.status, 200) << ok.body;
   WaitRecord(1);
   ep.Fail(true);
-  const int fetched = ep.fetches();
-  ASSERT_TRUE(WaitFor([&] { return ep.fetches() > fetched; }));  // a refresh has failed
+  // Until the set expires requests still pass; then they get 502. The first 502 may come in the instant
+  // between the endpoint's 500 and the gateway noting it, so wait for one whose record already names
+  // the failed refresh (every later one does: the endpoint keeps failing).
   net::ClientResponse failed;
+  UsageRecord rec;
   size_t chats = 1;
   ASSERT_TRUE(WaitFor([&] {
+    std::this_thread::sleep_for(milliseconds(40));  // ~20 requests a second until the set expires
     failed = Chat(false);
-    ++chats;
-    return failed.status == 502;
+    rec = WaitRecord(++chats);
+    return failed.status == 502 && !rec.attempts.empty() &&
+           rec.attempts.back().error.find("endpoint answered 500") != std::string::npos;
   }));
   EXPECT_EQ(failed.status, 502) << failed.body;
   // The client learns which deployment, not the files or endpoints behind it.
@@ -735,7 +741,6 @@ TEST_F(BedrockRotationTest, ExpiredCredentialsGive502NamingTheDeployment) {
             "fetched yet); see the gateway log");
   EXPECT_EQ(failed.body.find(ep.Url()), std::string::npos) << failed.body;
   // The usage record keeps the details.
-  UsageRecord rec = WaitRecord(chats);
   EXPECT_EQ(rec.status, 502);
   ASSERT_FALSE(rec.attempts.empty());
   const std::string detail = rec.attempts.back().error;

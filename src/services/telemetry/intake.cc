@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cctype>
 
+#include "base/ascii.h"
 #include "net/problem.h"
 #include "services/telemetry/api_keys.h"
 #include "services/telemetry/json_text.h"
@@ -31,10 +32,7 @@ constexpr int kRpcUnavailable = 14;
 constexpr int kRpcUnauthenticated = 16;
 
 std::string_view MediaType(std::string_view content_type) {
-  std::string_view t = content_type.substr(0, content_type.find(';'));
-  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
-  while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
-  return t;
+  return TrimAscii(content_type.substr(0, content_type.find(';')));
 }
 
 Encoding EncodingOf(Kind kind, const net::Request& req) {
