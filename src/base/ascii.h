@@ -1,5 +1,6 @@
-// Small ASCII helpers shared by every parser (hex digits in percent-escapes, JSON \u escapes, bytea,
-// hex encodings; trimming header values and config lines). Locale-independent; constexpr; thread-safe.
+// Small ASCII helpers shared by parsers (hex digits in percent-escapes, JSON \u escapes, bytea, hex
+// encodings; trimming header values and credential-file lines). Locale-independent; constexpr;
+// thread-safe.
 #pragma once
 
 #include <string_view>

@@ -1,3 +1,4 @@
+// HexDigitValue and TrimAscii: digits, both ends, the default and given character sets.
 #include "base/ascii.h"
 
 #include <gtest/gtest.h>

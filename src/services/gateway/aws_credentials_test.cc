@@ -48,7 +48,8 @@ std::string Iso(int64_t ms) { return FormatRfc3339(ms / 1000); }
 // Waits (up to a minute, polling) for `done`; false if it never came. Not a timing assertion: the
 // events waited for are due within seconds.
 bool WaitFor(const std::function<bool()>& done) {
-  for (int i = 0; i < 6000; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
     std::this_thread::sleep_for(milliseconds(10));
   }

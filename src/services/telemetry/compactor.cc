@@ -105,75 +105,6 @@ std::string DefaultTempDir() {
   return t && *t ? t : "/tmp";
 }
 
-// Deletes the rows a compaction reads, page by page, on a second connection while the compactor reads
-// and encodes the next pages, inside one transaction that the compactor commits together with the
-// manifest row only after the file is durable. The delete then costs no time of its own at the end of
-// a group (it was PostgreSQL alone, with the other core idle, for as long as the read) and finds the
-// pages it deletes still in PostgreSQL's buffers. Each page is deleted by its key range, checked
-// against the page's row count; when a range held another row (one that arrived meanwhile), or a
-// statement fails, the transaction is rolled back and the compactor deletes the usual way, by the
-// whole hour's range or by keys (see CompactGroup).
-class PageDeleter {
- public:
-  PageDeleter(db::Pool::Lease lease, std::string org) : lease_(std::move(lease)), org_(std::move(org)) {
-    reconnects_ = lease_->reconnects();
-    ok_ = lease_->Exec("BEGIN").ok();
-    open_ = ok_;
-  }
-  ~PageDeleter() {
-    Wait();
-    Abandon();
-  }
-  PageDeleter(const PageDeleter&) = delete;
-  PageDeleter& operator=(const PageDeleter&) = delete;
-
-  // Deletes the `n` rows of one page, keys from (lo_time, lo_id) to (hi_time, hi_id) in key order, on
-  // the helper thread once the page before it is deleted.
-  void Queue(int64_t lo_time, std::string lo_id, int64_t hi_time, std::string hi_id, int64_t n) {
-    Wait();
-    if (!ok_) return;
-    pending_ = std::async(
-        std::launch::async, [this, lo_time, lo_id = std::move(lo_id), hi_time, hi_id = std::move(hi_id), n] {
-          if (!Usable()) return false;
-          auto del = lease_->ExecPrepared(
-              "DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3 AND "
-              "(time_ns, id) >= ($2, $4) AND (time_ns, id) <= ($3, $5)",
-              db::Params(org_, lo_time, hi_time, lo_id, hi_id));
-          return del.ok() && del->affected() == n;
-        });
-  }
-
-  // Waits for the queued deletes: true when every page so far deleted exactly its rows and the
-  // transaction is still open; otherwise it is rolled back (nothing deleted) and false.
-  bool Finish() {
-    Wait();
-    if (!ok_ || !Usable()) Abandon();
-    return ok_;
-  }
-
-  // The connection holding the open transaction, for the manifest row and COMMIT (after Finish()).
-  db::Connection& conn() { return *lease_; }
-  // Still the session that began the transaction, inside it.
-  bool Usable() const { return lease_->reconnects() == reconnects_ && lease_->InTransaction(); }
-  void Committed() { open_ = false; }
-
- private:
-  void Wait() {
-    if (pending_.valid() && !pending_.get()) ok_ = false;
-  }
-  void Abandon() {
-    ok_ = false;
-    if (open_) (void)lease_->Exec("ROLLBACK");
-    open_ = false;
-  }
-
-  db::Pool::Lease lease_;
-  std::string org_;
-  int reconnects_ = 0;
-  bool ok_ = false;
-  bool open_ = false;
-  std::future<bool> pending_;
-};
 }  // namespace
 
 Compactor::Compactor(db::Pool* pool, objstore::Store* store, const Clock* clock, CompactionOptions options)
@@ -298,23 +229,15 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
   // The keys read (archived now or already), in case the delete has to name them (see the
   // transaction below).
   std::vector<int64_t> key_times;
-  std::string key_ids;                 // the ids, back to back
-  std::vector<size_t> key_ends;        // where each id ends in key_ids
-  int64_t rows = 0;                    // written to the new file
-  int64_t repeats = 0;                 // already archived: only deleted
+  std::string key_ids;           // the ids, back to back
+  std::vector<size_t> key_ends;  // where each id ends in key_ids
+  int64_t rows = 0;              // written to the new file
+  int64_t repeats = 0;           // already archived: only deleted
   int64_t min_time = 0, max_time = 0;  // of the rows written
   EventColumns batch;
-  // A second connection for the deletes, when the pool has one free right now (else the rows are
-  // deleted after the upload, on this connection, as one statement).
-  std::optional<PageDeleter> deleter;
-  if (auto second = pool_->Checkout(std::chrono::milliseconds(0)); second.ok()) {
-    deleter.emplace(std::move(*second), org);
-  }
   // Pages are read ahead: while one page is encoded here, the next is fetched on another thread
   // (PostgreSQL works in its own process, so the two overlap on two cores). The connection is used by
-  // one thread at a time: the fetch of page k+1 starts after page k arrived. (A cursor would scan the
-  // hour once, but FETCH through the extended protocol materialises each page in a tuplestore, on
-  // disk past work_mem: measured more PostgreSQL CPU than these queries.)
+  // one thread at a time: the fetch of page k+1 starts after page k arrived.
   auto fetch = [&, batch_rows = options_.read_batch_rows](
                    std::optional<std::pair<int64_t, std::string>> after) -> Result<db::Rows> {
     if (!after) {
@@ -342,11 +265,6 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
       GOVERN_ASSIGN_OR_RETURN(int64_t last_time, page->Int64(n - 1, 1));
       next = std::async(std::launch::async, fetch,
                         std::make_optional(std::make_pair(last_time, std::string(page->Text(n - 1, 2)))));
-    }
-    if (deleter) {
-      GOVERN_ASSIGN_OR_RETURN(int64_t lo_time, page->Int64(0, 1));
-      GOVERN_ASSIGN_OR_RETURN(int64_t hi_time, page->Int64(n - 1, 1));
-      deleter->Queue(lo_time, std::string(page->Text(0, 2)), hi_time, std::string(page->Text(n - 1, 2)), n);
     }
     batch.Clear();
     int64_t written = 0;
@@ -390,72 +308,52 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
   const int64_t deleting = rows + repeats;
   const int64_t del_min = *std::min_element(key_times.begin(), key_times.end());
   const int64_t del_max = *std::max_element(key_times.begin(), key_times.end());
-  auto insert_manifest = [&](db::Connection& c) -> Status {
-    if (rows == 0) return OkStatus();
-    return c
-        .ExecPrepared(
-            "INSERT INTO telemetry_archive_files (org, hour_ns, seq, object_key, rows, bytes, min_time_ns, "
-            "max_time_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            db::Params(org, hour_ns, seq, key, rows, bytes, min_time, max_time))
-        .status();
-  };
-  Status st;
-  bool committing = false;  // COMMIT sent on the deleter's connection
-  if (deleter && deleter->Finish()) {
-    // The rows are deleted in the second connection's open transaction: the manifest row joins them,
-    // and both commit now that the file is durable. Usable() before each statement: on a connection
-    // re-established meanwhile, the manifest row would commit on its own, without the deletes. When
-    // that connection fails before COMMIT, nothing of it is committed, and the usual way below runs.
-    st = StillLocked(conn);
-    if (st.ok() && deleter->Usable() && insert_manifest(deleter->conn()).ok() && deleter->Usable()) {
-      committing = true;
-      st = deleter->conn().Exec("COMMIT").status();
-      deleter->Committed();  // committed, or the connection is gone and the outcome unknown
+  Status st = conn.Transact([&](db::Connection& c) -> Status {
+    GOVERN_RETURN_IF_ERROR(StillLocked(c));
+    if (rows > 0) {
+      auto ins = c.ExecPrepared(
+          "INSERT INTO telemetry_archive_files (org, hour_ns, seq, object_key, rows, bytes, min_time_ns, "
+          "max_time_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+          db::Params(org, hour_ns, seq, key, rows, bytes, min_time, max_time));
+      if (!ins.ok()) return ins.status();
     }
-  }
-  if (st.ok() && !committing) {
-    deleter.reset();  // rolled back: nothing deleted there
-    st = conn.Transact([&](db::Connection& c) -> Status {
-      GOVERN_RETURN_IF_ERROR(StillLocked(c));
-      GOVERN_RETURN_IF_ERROR(insert_manifest(c));
-      // Usually the hour's range holds exactly the rows read (one compactor at a time, and nothing else
-      // deletes events), and deleting the range is the cheap way. When a row arrived meanwhile inside
-      // the range, the count differs: undo that and delete by the keys read instead, so the newcomer
-      // stays for the next pass.
-      GOVERN_RETURN_IF_ERROR(c.Exec("SAVEPOINT compaction_range").status());
-      auto del =
-          c.ExecPrepared("DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3",
-                         db::Params(org, del_min, del_max));
-      if (!del.ok()) return del.status();
-      if (del->affected() == deleting) return OkStatus();
-      GOVERN_RETURN_IF_ERROR(c.Exec("ROLLBACK TO SAVEPOINT compaction_range").status());
-      std::string times = "{", ids = "{";
-      for (size_t i = 0; i < key_times.size(); ++i) {
-        if (i) {
-          times.push_back(',');
-          ids.push_back(',');
-        }
-        times.append(std::to_string(key_times[i]));
-        size_t from = i ? key_ends[i - 1] : 0;
-        AppendArrayString(ids, std::string_view(key_ids).substr(from, key_ends[i] - from));
+    // Usually the hour's range holds exactly the rows read (one compactor at a time, and nothing else
+    // deletes events), and deleting the range is the cheap way. When a row arrived meanwhile inside
+    // the range, the count differs: undo that and delete by the keys read instead, so the newcomer
+    // stays for the next pass.
+    GOVERN_RETURN_IF_ERROR(c.Exec("SAVEPOINT compaction_range").status());
+    auto del =
+        c.ExecPrepared("DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3",
+                       db::Params(org, del_min, del_max));
+    if (!del.ok()) return del.status();
+    if (del->affected() == deleting) return OkStatus();
+    GOVERN_RETURN_IF_ERROR(c.Exec("ROLLBACK TO SAVEPOINT compaction_range").status());
+    std::string times = "{", ids = "{";
+    for (size_t i = 0; i < key_times.size(); ++i) {
+      if (i) {
+        times.push_back(',');
+        ids.push_back(',');
       }
-      times.push_back('}');
-      ids.push_back('}');
-      del = c.ExecPrepared(
-          "DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3 AND (time_ns, id) "
-          "IN "
-          "(SELECT * FROM unnest($4::bigint[], $5::text[]))",
-          db::Params(org, del_min, del_max, times, ids));
-      if (!del.ok()) return del.status();
-      if (del->affected() != deleting) {
-        // Rows we archived are gone already (someone else deleted them): registering the file would
-        // make its manifest row lie. Leave everything as it was; the orphan is overwritten next pass.
-        return Aborted("compaction of " + key + ": deleted " + std::to_string(del->affected()) +
-                       " rows, read " + std::to_string(deleting));
-      }
-      return OkStatus();
-    });
-  }
+      times.append(std::to_string(key_times[i]));
+      size_t from = i ? key_ends[i - 1] : 0;
+      AppendArrayString(ids, std::string_view(key_ids).substr(from, key_ends[i] - from));
+    }
+    times.push_back('}');
+    ids.push_back('}');
+    del = c.ExecPrepared(
+        "DELETE FROM telemetry_events WHERE org = $1 AND time_ns >= $2 AND time_ns <= $3 AND (time_ns, id) "
+        "IN "
+        "(SELECT * FROM unnest($4::bigint[], $5::text[]))",
+        db::Params(org, del_min, del_max, times, ids));
+    if (!del.ok()) return del.status();
+    if (del->affected() != deleting) {
+      // Rows we archived are gone already (someone else deleted them): registering the file would
+      // make its manifest row lie. Leave everything as it was; the orphan is overwritten next pass.
+      return Aborted("compaction of " + key + ": deleted " + std::to_string(del->affected()) +
+                     " rows, read " + std::to_string(deleting));
+    }
+    return OkStatus();
+  });
   if (!st.ok()) return Status(st.code(), "registering " + key + ": " + st.message());
   stats->commit_seconds += SecondsSince(phase);
   stats->repeats_deleted += repeats;

@@ -6,11 +6,7 @@
 // Parquet file, uploads it with Store::PutFile under ArchiveObjectKey(org, hour, seq) (seq = one past
 // the highest seq the manifest holds for that org and hour: late events for an archived hour make a
 // second file), then in ONE transaction inserts the manifest row and deletes exactly the rows it read
-// (by their keys; rows that arrived meanwhile stay for the next run). That transaction is usually
-// opened on a second pooled connection before the read, and deletes each page's rows there while the
-// next pages are read; it commits only after the upload (docs/telemetry-archive.md). With no second
-// connection free, or when a page's range held a newcomer, it is rolled back and the rows are deleted
-// after the upload on the working connection.
+// (by their keys; rows that arrived meanwhile stay for the next run).
 //
 // Crash safety: rows leave PostgreSQL only in the transaction that lists their file. A crash after the
 // upload and before that commit leaves an orphan object that no query reads (queries read only listed

@@ -400,37 +400,6 @@ TEST_F(CompactorTest, RowsInsertedDuringCompactionStayInPostgres) {
   for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id;
 }
 
-// The rows read are deleted on a second connection while the next pages are read, and that delete
-// commits with the manifest row only after the upload: while the file uploads, the rows of every page
-// but the last (whose delete may still run) are locked by the uncommitted delete, yet still there.
-TEST_F(CompactorTest, RowsAreDeletedWhileReadingAndCommittedAfterTheUpload) {
-  Insert(Generate({"acme"}, 1, 200));  // pages of 70, 70 and 60 rows
-  int64_t visible = -1, unlocked = -1;
-  InsertDuringUpload store(store_.get(), [&] {
-    auto lease = pool_->Checkout();
-    ASSERT_TRUE(lease.ok());
-    auto all = (*lease)->Exec("SELECT count(*) FROM telemetry_events");
-    ASSERT_TRUE(all.ok()) << all.status().ToString();
-    visible = *all->Int64(0, 0);
-    ASSERT_TRUE((*lease)->Exec("BEGIN").ok());
-    auto free = (*lease)->Exec(
-        "SELECT count(*) FROM (SELECT 1 FROM telemetry_events FOR UPDATE SKIP LOCKED) AS unlocked_rows");
-    ASSERT_TRUE(free.ok()) << free.status().ToString();
-    unlocked = *free->Int64(0, 0);
-    ASSERT_TRUE((*lease)->Exec("ROLLBACK").ok());
-  });
-  testing::SettableClock clock(At(3));
-  Compactor compactor(pool_.get(), &store, &clock, options_);
-  auto stats = compactor.RunOnce();
-  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
-  EXPECT_EQ(stats->rows, 200);
-  EXPECT_EQ(visible, 200);  // not committed before the upload
-  EXPECT_LE(unlocked, 60);  // but deleted already, page by page
-  EXPECT_EQ(PgCount(), 0);
-  ASSERT_EQ(Manifest().size(), 1u);
-  EXPECT_EQ(Manifest()[0].rows, 200);
-}
-
 TEST_F(CompactorTest, LosingTheConnectionStopsThePassBeforeItCommits) {
   Insert(Generate({"acme"}, 1, 30));
   // While the file uploads, every other session of this database is terminated: the compactor's
@@ -510,9 +479,9 @@ TEST_F(CompactorTest, DroppingAPartitionDoesNotDeadlockWithAQuery) {
   ASSERT_TRUE(watch.ok());
   bool waiting = false;
   for (int i = 0; i < 1000 && !waiting; ++i) {
-    auto r =
-        (*watch)->Exec("SELECT count(*) FROM pg_locks WHERE NOT granted AND $1 = ANY (pg_blocking_pids(pid))",
-                       db::Params(query_pid));
+    auto r = (*watch)->Exec(
+        "SELECT count(*) FROM pg_locks WHERE NOT granted AND $1 = ANY (pg_blocking_pids(pid))",
+        db::Params(query_pid));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     waiting = *r->Int64(0, 0) > 0;
     if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(5));
