@@ -68,8 +68,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto r = openai::ParseEmbeddingsResponse(body); r.ok()) (void)D(openai::ToJson(*r));
   (void)openai::ParseModelsList(body);
-  // The metering reads of the Responses and embeddings answers (usage_peek.h).
+  // The metering reads of the Responses, embeddings and same-format chat answers (usage_peek.h).
   (void)PeekResponsesUsage(body);
   (void)PeekEmbeddingsUsage(body);
+  (void)PeekChatUsage(body);  // a same-format chat answer's metering
   return 0;
 }

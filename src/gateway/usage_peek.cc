@@ -66,7 +66,64 @@ std::string StringAt(dom::object obj, std::string_view key) {
   return std::string(s);
 }
 
+// A count as openai::UsageFromJson reads it (IntOr0): absent or not a number is 0, a fraction truncated.
+int64_t IntOr0(dom::object obj, std::string_view key) {
+  dom::element v;
+  if (obj.at_key(key).get(v)) return 0;
+  int64_t i = 0;
+  if (!v.get_int64().get(i)) return i;
+  uint64_t u = 0;
+  if (!v.get_uint64().get(u)) return static_cast<int64_t>(u);
+  double d = 0;
+  if (!v.get_double().get(d)) return static_cast<int64_t>(d);
+  return 0;
+}
+
 }  // namespace
+
+Result<std::optional<openai::Usage>> PeekChatUsage(std::string_view body) {
+  if (body.empty()) return Bad("chat completion: not valid JSON");
+  thread_local dom::parser parser;
+  dom::element root;
+  if (parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(root))
+    return Bad("chat completion: not valid JSON");
+  dom::object obj;
+  if (root.get_object().get(obj)) return Bad("chat completion must be a JSON object");
+  // The frame's fields, as ParseChatResponse checks them (json_util's OptString, OptInt).
+  for (std::string_view key : {"id", "model"}) {
+    dom::element v;
+    if (!obj.at_key(key).get(v) && !v.is_null() && !v.is_string())
+      return Bad(std::string(key) + " must be a string");
+  }
+  if (dom::element v; !obj.at_key("created").get(v) && !v.is_null() && !v.is_int64() && !v.is_uint64()) {
+    double d = 0;
+    if (v.get_double().get(d) || !(d >= -9.0e18 && d <= 9.0e18) ||
+        static_cast<double>(static_cast<int64_t>(d)) != d)
+      return Bad("created must be an integer");
+  }
+  dom::array choices;
+  if (obj.at_key("choices").get_array().get(choices)) return Bad("choices must be an array");
+  size_t i = 0;
+  for (dom::element c : choices) {
+    std::string p = "choices[" + std::to_string(i++) + "]";
+    dom::object co;
+    if (c.get_object().get(co)) return Bad(p + " must be an object");
+    if (!co.at_key("message").is_object()) return Bad(p + ".message must be an object");
+  }
+  dom::element u;
+  if (obj.at_key("usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
+  dom::object usage;
+  if (u.get_object().get(usage)) return Bad("usage must be an object");
+  openai::Usage out;
+  out.prompt_tokens = IntOr0(usage, "prompt_tokens");
+  out.completion_tokens = IntOr0(usage, "completion_tokens");
+  out.total_tokens = IntOr0(usage, "total_tokens");
+  if (dom::object d; !usage.at_key("prompt_tokens_details").get_object().get(d))
+    out.cached_tokens = IntOr0(d, "cached_tokens");
+  if (dom::object d; !usage.at_key("completion_tokens_details").get_object().get(d))
+    out.reasoning_tokens = IntOr0(d, "reasoning_tokens");
+  return std::optional<openai::Usage>(out);
+}
 
 Result<std::optional<openai::Usage>> PeekResponsesUsage(std::string_view body) {
   GOVERN_ASSIGN_OR_RETURN(dom::element root, ParseRoot(body, "response body"));

@@ -25,6 +25,14 @@ namespace govern::gateway {
 // A whole Responses answer (`{"object":"response",...,"usage":{"input_tokens",..}}`).
 Result<std::optional<openai::Usage>> PeekResponsesUsage(std::string_view body);
 
+// A whole Chat Completions answer relayed in its own format (`{"id",..,"choices":[{"message":{..}}],
+// "usage":{..}}`): the checks openai::ParseChatResponse makes of the answer's frame, with its messages
+// (id, created and model of their types; choices an array of objects, each with a message object; the
+// same error texts), and its usage as openai::UsageFromJson reads it (a count that is not a number is 0,
+// a fraction is truncated; usage not an object is an error). What is inside a message is not read: the
+// answer goes to the client byte for byte.
+Result<std::optional<openai::Usage>> PeekChatUsage(std::string_view body);
+
 // A whole embeddings answer (`{"object":"list","data":[..],"usage":{"prompt_tokens",..}}`); output is 0.
 Result<std::optional<openai::Usage>> PeekEmbeddingsUsage(std::string_view body);
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gateway/openai.h"
 #include "gateway/sse.h"
 
 namespace govern::gateway {
@@ -100,6 +101,56 @@ TEST(UsagePeek, StreamErrorEventIsOneFrameTheSdkRaises) {
   auto peek = PeekResponsesEvent(events[0].data);
   ASSERT_TRUE(peek.ok());
   EXPECT_TRUE(peek->terminal);
+}
+
+// A same-format chat answer is metered by PeekChatUsage instead of a full openai::ParseChatResponse:
+// the same verdict (ok or the same error) and the same usage on every answer here.
+TEST(UsagePeek, ChatUsageAgreesWithParseChatResponse) {
+  const char* bodies[] = {
+      R"({"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,
+          "message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],
+          "usage":{"prompt_tokens":12,"completion_tokens":16,"total_tokens":28,
+          "prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}})",
+      R"({"choices":[],"usage":null})",
+      R"({"choices":[]})",
+      R"({"choices":[{"message":{"role":"a"}}],"usage":{"prompt_tokens":2.9,"completion_tokens":"7"}})",
+      R"({"choices":[{"message":{"role":"a"}}],"usage":{"prompt_tokens":3,"prompt_tokens_details":5}})",
+      R"({"choices":[{"message":{"role":"a"}}],"usage":{"prompt_tokens":18446744073709551615}})",
+      R"({"choices":[{"message":{"role":"a"}}],"created":5.0,"id":null,"model":null})",
+      R"({"choices":[{"message":{"role":"a"}}],"usage":"12"})",
+      R"({"choices":[{"message":{"role":"a"}}],"created":1.5})",
+      R"({"choices":[{"message":{"role":"a"}}],"created":"1"})",
+      R"({"choices":[{"message":{"role":"a"}}],"id":7})",
+      R"({"choices":[{"message":{"role":"a"}}],"model":[]})",
+      R"({"choices":{}})",
+      R"({"usage":{"prompt_tokens":1}})",
+      R"({"choices":[1]})",
+      R"({"choices":[{"message":{"role":"a"}},{"message":"x"}]})",
+      R"({"choices":[{"index":0}]})",
+      R"([1])",
+      R"({"choices":[]},)",
+      "",
+  };
+  for (const char* body : bodies) {
+    auto peek = PeekChatUsage(body);
+    auto full = openai::ParseChatResponse(body);
+    ASSERT_EQ(peek.ok(), full.ok()) << body;
+    if (!full.ok()) {
+      EXPECT_EQ(peek.status().message(), full.status().message()) << body;
+      continue;
+    }
+    ASSERT_EQ(peek->has_value(), full->usage.has_value()) << body;
+    if (full->usage) {
+      EXPECT_EQ(**peek, *full->usage) << body;
+    }
+  }
+  auto u = PeekChatUsage(bodies[0]);
+  ASSERT_TRUE(u.ok() && u->has_value());
+  EXPECT_EQ(**u, (openai::Usage{12, 16, 28, 4, 2}));
+  // What is inside a message is not read (the answer is relayed as it came): a message without a role
+  // passes, where the full parse refuses it.
+  EXPECT_TRUE(PeekChatUsage(R"({"choices":[{"message":{}}]})").ok());
+  EXPECT_FALSE(openai::ParseChatResponse(R"({"choices":[{"message":{}}]})").ok());
 }
 
 }  // namespace

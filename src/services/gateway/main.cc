@@ -1,7 +1,10 @@
 // gateway_proxy: the gateway's request path as a program of its own, for e2e tests and benchmarks
 // that should not need the whole govern binary (`govern serve gateway` is the service). Prints
-// "listening <host>:<port>" once serving; stops on SIGINT/SIGTERM.
-//   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N] [--upstream-threads N] [--reuse-port]
+// "listening <host>:<port>" once serving; stops on SIGINT/SIGTERM. On SIGUSR1 it prints the gateway's
+// own time per answered request since the last SIGUSR1 (Proxy::TakeWorkTimes) as one line:
+// "work requests=N p50_us=.. p90_us=.. p99_us=.. max_us=.. mean_us=.." (bench/gateway/run reads it).
+//   gateway_proxy --config FILE.json [--listen 127.0.0.1:0] [--workers N] [--upstream-threads N]
+//                 [--reuse-port]
 //                 [--set gateway.policy.bundle_file=... (governance keys)] [--budget-db CONNINFO]
 //                 [--ship-kill-after-batches K]  (tests: SIGKILL itself after intake's 200 for the K-th
 //                                                 usage batch, before the shipper's cursor moves)
@@ -71,10 +74,11 @@ int main(int argc, char** argv) {
     } else if (a == "--ship-kill-after-batches") {
       ship_kill_after = std::atoi(next().c_str());
     } else {
-      std::fprintf(stderr,
-                   "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N] [--reuse-port] "
-                   "[--set gateway.KEY=VALUE] [--budget-db CONNINFO] [--ship-kill-after-batches K]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s --config FILE [--listen HOST:PORT] [--workers N] [--upstream-threads N] [--reuse-port] "
+          "[--set gateway.KEY=VALUE] [--budget-db CONNINFO] [--ship-kill-after-batches K]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -111,6 +115,7 @@ int main(int argc, char** argv) {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts, so they inherit it
   auto governance = gateway::StartGovernanceFromFlags(sets, text.str(), budget_db);
   if (!governance.ok()) {
@@ -155,12 +160,18 @@ int main(int argc, char** argv) {
   std::printf("listening %s\n", services::FormatListen(sc.address, server.port()).c_str());
   std::fflush(stdout);
   int sig = 0;
-  sigwait(&set, &sig);
+  while (sigwait(&set, &sig) == 0 && sig == SIGUSR1) {
+    gateway::WorkTimes w = (*proxy)->TakeWorkTimes();
+    std::printf("work requests=%llu p50_us=%.2f p90_us=%.2f p99_us=%.2f max_us=%.2f mean_us=%.2f\n",
+                static_cast<unsigned long long>(w.requests), w.p50_us, w.p90_us, w.p99_us, w.max_us,
+                w.mean_us);
+    std::fflush(stdout);
+  }
   server.Stop();
   shipper.reset();  // before the proxy closes the WAL it reads
   proxy->reset();
   // No AWS credentials fetch may still run during static destruction.
   (void)gateway::AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::now() +
-                                                         std::chrono::seconds(10));
+                                                          std::chrono::seconds(10));
   return 0;
 }

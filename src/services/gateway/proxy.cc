@@ -1,9 +1,11 @@
 #include "services/gateway/proxy.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -105,18 +107,26 @@ class Bucket {
 
 struct KeyState {
   VirtualKeyConfig config;
+  std::string key_id;  // VirtualKeyId(config.key), hashed once rather than per request
   Bucket requests;
   Bucket tokens;
   explicit KeyState(VirtualKeyConfig c)
-      : config(std::move(c)), requests(config.requests_per_minute), tokens(config.tokens_per_minute) {}
+      : config(std::move(c)),
+        key_id(VirtualKeyId(config.key)),
+        requests(config.requests_per_minute),
+        tokens(config.tokens_per_minute) {}
 };
 
 std::string NewRequestId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "gwr_%016llx%08llx", static_cast<unsigned long long>(rng()),
-                static_cast<unsigned long long>(rng() & 0xffffffffu));
-  return buf;
+  // "gwr_" and 24 hex digits: 64 random bits, then 32 more (as "%016llx%08llx" spelled them).
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id = "gwr_";
+  id.resize(4 + 24);
+  uint64_t a = rng(), b = rng() & 0xffffffffu;
+  for (int i = 0; i < 16; ++i) id[4 + 15 - i] = kHex[(a >> (4 * i)) & 15];
+  for (int i = 0; i < 8; ++i) id[4 + 16 + 7 - i] = kHex[(b >> (4 * i)) & 15];
+  return id;
 }
 
 // The error body each SDK reads, for a status.
@@ -202,44 +212,117 @@ struct Meter {
 
 }  // namespace
 
-std::string UsageRecordJson(const UsageRecord& r) {
-  Json j = {{"request_id", r.request_id},
-            {"time_ns", r.time_ns},
-            {"org", r.org},
-            {"key_id", r.key_id},
-            {"model", r.model},
-            {"route", r.route},
-            {"client_format", r.client_format},
-            {"api", r.api},
-            {"status", r.status},
-            {"stream", r.stream},
-            {"input_tokens", r.input_tokens},
-            {"output_tokens", r.output_tokens},
-            {"cached_tokens", r.cached_tokens},
-            {"cost", r.cost},
-            {"latency_ms", r.latency_ms}};
-  if (r.tokens_estimated) j["tokens_estimated"] = true;
-  if (!r.error.empty()) j["error"] = r.error;
-  // Routing: the deployment that answered and every attempt made (routing.h).
-  if (!r.deployment.empty()) j["deployment"] = r.deployment;
-  if (!r.attempts.empty()) {
-    Json attempts = Json::array();
-    for (const auto& a : r.attempts) {
-      Json aj = {{"model", a.model}, {"deployment", a.deployment}, {"status", a.status}};
-      if (!a.error.empty()) aj["error"] = a.error;
-      if (a.backoff_ms > 0) aj["backoff_ms"] = a.backoff_ms;
-      attempts.push_back(std::move(aj));
+namespace {
+
+// detail::Dump's text for a string: printable ASCII as it is, anything else (escapes, UTF-8, invalid
+// bytes replaced) through nlohmann's serializer.
+void AppendJsonString(std::string& out, std::string_view s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f) {
+      out += detail::Dump(Json(std::string(s)));
+      return;
     }
-    j["attempts"] = std::move(attempts);
   }
-  if (!r.principal.empty()) j["principal"] = r.principal;
-  if (!r.decision.empty()) j["decision"] = r.decision;
-  if (!r.decision_reason.empty()) j["decision_reason"] = r.decision_reason;
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+void AppendInt(std::string& out, int64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+// The record's JSON object, written in nlohmann's order (keys sorted) and spelling, without a tree.
+class RecordWriter {
+ public:
+  explicit RecordWriter(std::string& out) : out_(out) { out_ += '{'; }
+  void End() { out_ += '}'; }
+  void Key(std::string_view k) {
+    if (!first_) out_ += ',';
+    first_ = false;
+    out_ += '"';
+    out_ += k;
+    out_ += "\":";
+  }
+  void Str(std::string_view k, std::string_view v) { Key(k), AppendJsonString(out_, v); }
+  void Int(std::string_view k, int64_t v) { Key(k), AppendInt(out_, v); }
+  void Bool(std::string_view k, bool v) { Key(k), out_ += v ? "true" : "false"; }
+  // As nlohmann's serializer writes a double (its dump_float): null when not finite, else Grisu2.
+  void Double(std::string_view k, double v) {
+    Key(k);
+    if (!std::isfinite(v)) {
+      out_ += "null";
+      return;
+    }
+    std::array<char, 64> buf;
+    char* end = nlohmann::detail::to_chars(buf.data(), buf.data() + buf.size(), v);
+    out_.append(buf.data(), end);
+  }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+std::string UsageRecordJson(const UsageRecord& r) {
+  // The keys in sorted order, optional ones where they sort (as detail::Dump of an nlohmann object).
+  std::string out;
+  out.reserve(512);
+  RecordWriter w(out);
+  w.Str("api", r.api);
+  // Routing: the deployment that answered and every attempt made (routing.h).
+  if (!r.attempts.empty()) {
+    w.Key("attempts");
+    out += '[';
+    for (size_t i = 0; i < r.attempts.size(); ++i) {
+      const auto& a = r.attempts[i];
+      if (i > 0) out += ',';
+      RecordWriter aw(out);
+      if (a.backoff_ms > 0) aw.Int("backoff_ms", a.backoff_ms);
+      aw.Str("deployment", a.deployment);
+      if (!a.error.empty()) aw.Str("error", a.error);
+      aw.Str("model", a.model);
+      aw.Int("status", a.status);
+      aw.End();
+    }
+    out += ']';
+  }
+  w.Int("cached_tokens", r.cached_tokens);
+  w.Str("client_format", r.client_format);
+  w.Double("cost", r.cost);
+  if (!r.decision.empty()) w.Str("decision", r.decision);
+  if (!r.decision_reason.empty()) w.Str("decision_reason", r.decision_reason);
+  if (!r.deployment.empty()) w.Str("deployment", r.deployment);
   if (!r.dlp_action.empty()) {
-    j["dlp_action"] = r.dlp_action;
-    j["dlp_rules"] = r.dlp_rules;
+    w.Str("dlp_action", r.dlp_action);
+    w.Key("dlp_rules");
+    out += '[';
+    for (size_t i = 0; i < r.dlp_rules.size(); ++i) {
+      if (i > 0) out += ',';
+      AppendJsonString(out, r.dlp_rules[i]);
+    }
+    out += ']';
   }
-  return detail::Dump(j);
+  if (!r.error.empty()) w.Str("error", r.error);
+  w.Int("input_tokens", r.input_tokens);
+  w.Str("key_id", r.key_id);
+  w.Double("latency_ms", r.latency_ms);
+  w.Str("model", r.model);
+  w.Str("org", r.org);
+  w.Int("output_tokens", r.output_tokens);
+  if (!r.principal.empty()) w.Str("principal", r.principal);
+  w.Str("request_id", r.request_id);
+  w.Str("route", r.route);
+  w.Int("status", r.status);
+  w.Bool("stream", r.stream);
+  w.Int("time_ns", r.time_ns);
+  if (r.tokens_estimated) w.Bool("tokens_estimated", true);
+  w.End();
+  return out;
 }
 
 // Every route as a model route: a one-provider route is one deployment, with no retry and no breaker.
@@ -423,8 +506,12 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   // or once the record is durable with usage_durable_before_response.
   // `admission`: the budget reservations to settle with the cost, before the response completes.
   // `price_table`: the prices as the request began (a reload does not reprice requests in flight).
+  // `handed`: set to when the record was queued and the response handed on (or left to the WAL's sync).
   void Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start, std::function<void()> respond,
-              Admission* admission, const std::map<std::string, PriceConfig>& price_table);
+              Admission* admission, const std::map<std::string, PriceConfig>& price_table,
+              SteadyClock::time_point* handed = nullptr);
+  // The gateway's own time per answered request (Proxy::TakeWorkTimes).
+  WorkHistogram work_times;
   void Debit(KeyState* ks, const Meter& m) {
     std::lock_guard lock(keys_mu);
     ks->tokens.Take(static_cast<double>(m.input + m.output), SteadyClock::now());
@@ -446,6 +533,12 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   UsageRecord rec;
   Meter meter;
   SteadyClock::time_point start;
+  // The gateway's own time ("gateway work only", Proxy::TakeWorkTimes): the answering attempt's time up
+  // to its provider request's write, plus each piece of the answer from read to handed on.
+  SteadyClock::time_point attempt_began{};  // the handler's start for the first attempt
+  SteadyClock::time_point piece_read{};     // an answer's piece being worked on; unset: none
+  SteadyClock::duration work{};
+  bool work_counted = false;     // the answering attempt's request was written
   std::shared_ptr<KeyState> ks;  // keeps a key a reload removes alive until this request ends
   Admission admission;           // governance: the policy decision and budget reservations
   bool stream_requested = false;
@@ -585,7 +678,13 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       rec.dlp_rules = dlp_report.rules;
     }
     if (ks) impl->Debit(ks.get(), meter);
-    impl->Commit(rec, meter, start, std::move(respond), &admission, *prices);
+    const auto commit_began = SteadyClock::now();
+    SteadyClock::time_point handed = commit_began;
+    impl->Commit(rec, meter, start, std::move(respond), &admission, *prices, &handed);
+    if (work_counted && rec.status >= 200 && rec.status < 300) {
+      work += handed - (piece_read != SteadyClock::time_point{} ? piece_read : commit_began);
+      impl->work_times.Add(work);
+    }
     std::shared_ptr<Exchange> keep;  // this may be the last reference
     std::lock_guard lock(impl->live_mu);
     if (auto it = impl->live.find(this); it != impl->live.end()) {
@@ -655,6 +754,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       if (st.code() == Code::kCancelled) return Fail(503, "the gateway is stopping");
       return Fail(502, "upstream: " + st.message());
     }
+    work += call->request_write_began() - attempt_began - call->connect_wait();
+    work_counted = true;
     int up_status = call->status();
     bool up_is_stream =
         call->headers().Get("Content-Type").value_or("").find("text/event-stream") != std::string_view::npos;
@@ -717,6 +818,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     rec.route = target.base_url;
     rec.deployment = target.deployment;
     rec.attempts.push_back({target.model, target.deployment, 0, "", backoff_ms});
+    attempt_began = rec.attempts.size() == 1 ? start : SteadyClock::now();
     auto up = BuildRequest();
     if (!up.ok()) {
       // This deployment cannot take the request (an API its provider does not serve, a body its format
@@ -1134,6 +1236,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   void OnWhole(Result<std::string> body) {
     if (finished) return;
+    piece_read = SteadyClock::now();
     if (!body.ok()) {
       if (body.status().code() == Code::kDeadlineExceeded)
         return Fail(504, "upstream: " + body.status().message());
@@ -1155,12 +1258,17 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return OnWholeOpenAIApi(std::move(*body));
     if (!ScreenAnswer(*body)) return;  // DLP
     std::string out_body;
-    if (route->format == WireFormat::kOpenAI) {
+    if (route->format == WireFormat::kOpenAI && client == route->format) {
+      // Relayed byte for byte: only its frame is checked and its usage read (simdjson, no tree).
+      auto usage = PeekChatUsage(*body);
+      if (!usage.ok()) return Fail(502, "upstream answer unreadable: " + usage.status().message());
+      if (*usage) meter.Set(**usage);
+      out_body = std::move(*body);
+    } else if (route->format == WireFormat::kOpenAI) {
       auto resp = openai::ParseChatResponse(*body);
       if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
       if (resp->usage) meter.Set(*resp->usage);
-      out_body = client == route->format ? std::move(*body)
-                                         : detail::Dump(anthropic::ToJson(ChatToMessagesResponse(*resp)));
+      out_body = detail::Dump(anthropic::ToJson(ChatToMessagesResponse(*resp)));
     } else {
       auto resp = anthropic::ParseMessagesResponse(*body);
       if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
@@ -1173,14 +1281,23 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     Respond(200, std::move(out_body));
   }
 
+  // A piece of the answer has been worked on: its time counts (work) up to now.
+  void PieceHandedOn() {
+    if (piece_read == SteadyClock::time_point{}) return;
+    work += SteadyClock::now() - piece_read;
+    piece_read = {};
+  }
+
   bool Write(std::string_view bytes) {
     if (bytes.empty()) return true;
+    PieceHandedOn();
     if (!stream.Write(bytes)) return false;
     stream.Flush();
     return true;
   }
 
   void Pump() {
+    PieceHandedOn();  // a piece that gave no bytes to write
     auto self = shared_from_this();
     call->Read([self](Result<std::string> piece) { self->OnPiece(std::move(piece)); });
   }
@@ -1202,6 +1319,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   void OnPiece(Result<std::string> piece) {
     if (finished) return;
+    piece_read = SteadyClock::now();
     const bool translated = target.provider == Provider::kGemini || target.provider == Provider::kBedrock;
     if (translated && piece.ok() && !ToChatPiece(*piece)) return;
     if (!piece.ok() || piece->empty()) {
@@ -1512,6 +1630,8 @@ size_t Proxy::retired_key_states() const {
 
 UpstreamClient::Stats Proxy::upstream_stats() const { return impl_->upstream->stats(); }
 
+WorkTimes Proxy::TakeWorkTimes() { return impl_->work_times.Take(); }
+
 const RouteTable& Proxy::route_table() const { return *impl_->table.load(); }
 wal::Log* Proxy::usage_wal() const { return impl_->wal.get(); }
 
@@ -1555,7 +1675,8 @@ void Proxy::Register(net::Router& router) {
 
 void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point start,
                        std::function<void()> respond, Admission* admission,
-                       const std::map<std::string, PriceConfig>& price_table) {
+                       const std::map<std::string, PriceConfig>& price_table,
+                       SteadyClock::time_point* handed) {
   r.input_tokens = m.input;
   r.output_tokens = m.output;
   r.cached_tokens = m.cached;
@@ -1572,7 +1693,10 @@ void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point s
   r.latency_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
   if (admission && config.governance) Settle(*config.governance, *admission, r.cost);
   if (config.on_record) config.on_record(r);
-  if (!wal) return respond();
+  if (!wal) {
+    if (handed) *handed = SteadyClock::now();
+    return respond();
+  }
   std::string line = UsageRecordJson(r);
   if (config.usage_durable_before_response) {
     // The WAL's sync thread completes the response (Responder and BodyStream are thread-safe).
@@ -1584,6 +1708,7 @@ void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point s
           respond();
         },
         wal::Durability::kSync);
+    if (handed) *handed = SteadyClock::now();
     return;
   }
   wal->AppendAsync(
@@ -1593,6 +1718,7 @@ void ProxyCore::Commit(UsageRecord& r, const Meter& m, SteadyClock::time_point s
           log::Error("gateway", "usage record not written", {{"error", seq.status().ToString()}});
       },
       wal::Durability::kBuffered);
+  if (handed) *handed = SteadyClock::now();
   respond();
 }
 
@@ -1625,7 +1751,7 @@ void ProxyCore::Begin(WireFormat client, net::Request& req, net::Responder respo
     }
     if (ks != nullptr) {
       rec.org = ks->config.org;
-      rec.key_id = VirtualKeyId(ks->config.key);
+      rec.key_id = ks->key_id;
       if (config.governance) caller = KeyCaller(ks->config);
     }
   }

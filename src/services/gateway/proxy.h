@@ -58,6 +58,7 @@
 #include "net/router.h"
 #include "services/gateway/routing.h"
 #include "services/gateway/upstream.h"
+#include "services/gateway/work_times.h"
 
 namespace govern::wal {
 class Log;
@@ -199,6 +200,12 @@ class Proxy {
   // The routing table (breaker states and calls in flight per deployment), for tests and metrics; valid
   // until the next Reload.
   const RouteTable& route_table() const;
+
+  // The gateway's own time per answered request (2xx, through a provider call) since the last call,
+  // and starts over: from the handler's start to the provider request's write (less connection waits),
+  // plus from each piece of the answer read to its bytes handed to the client (docs/gateway.md
+  // "Measuring the overhead"). Thread-safe.
+  WorkTimes TakeWorkTimes();
 
   // The usage record WAL (nullptr without ProxyConfig::wal_dir), for the usage shipper (usage_ship.h),
   // which must be stopped before the Proxy is destroyed (that closes the WAL).

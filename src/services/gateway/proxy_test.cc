@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -144,7 +145,10 @@ TEST_F(ProxyTest, ChatSameFormatIsForwardedAndMetered) {
   EXPECT_EQ(r.input_tokens, 3);
   EXPECT_EQ(r.output_tokens, 16);
   EXPECT_DOUBLE_EQ(r.cost, (3 * 1.0 + 16 * 2.0) / 1e6);
-  EXPECT_FALSE(r.request_id.empty());
+  // "gwr_" and 24 lowercase hex digits.
+  EXPECT_EQ(r.request_id.size(), 28u) << r.request_id;
+  EXPECT_EQ(r.request_id.substr(0, 4), "gwr_");
+  EXPECT_EQ(r.request_id.find_first_not_of("0123456789abcdef", 4), std::string::npos) << r.request_id;
 }
 
 // Routes may outlive the Proxy (the server is stopped after it in some embedders): a request that
@@ -342,6 +346,142 @@ TEST_F(ProxyTest, UsageRecordsAreInTheWal) {
     ++n;
   }
   EXPECT_EQ(n, 2);
+}
+
+// The record's text as it was made before (an nlohmann tree, dumped): UsageRecordJson writes it without
+// the tree and must give the same bytes.
+std::string UsageRecordTreeJson(const UsageRecord& r) {
+  Json j = {{"request_id", r.request_id},
+            {"time_ns", r.time_ns},
+            {"org", r.org},
+            {"key_id", r.key_id},
+            {"model", r.model},
+            {"route", r.route},
+            {"client_format", r.client_format},
+            {"api", r.api},
+            {"status", r.status},
+            {"stream", r.stream},
+            {"input_tokens", r.input_tokens},
+            {"output_tokens", r.output_tokens},
+            {"cached_tokens", r.cached_tokens},
+            {"cost", r.cost},
+            {"latency_ms", r.latency_ms}};
+  if (r.tokens_estimated) j["tokens_estimated"] = true;
+  if (!r.error.empty()) j["error"] = r.error;
+  if (!r.deployment.empty()) j["deployment"] = r.deployment;
+  if (!r.attempts.empty()) {
+    Json attempts = Json::array();
+    for (const auto& a : r.attempts) {
+      Json aj = {{"model", a.model}, {"deployment", a.deployment}, {"status", a.status}};
+      if (!a.error.empty()) aj["error"] = a.error;
+      if (a.backoff_ms > 0) aj["backoff_ms"] = a.backoff_ms;
+      attempts.push_back(std::move(aj));
+    }
+    j["attempts"] = std::move(attempts);
+  }
+  if (!r.principal.empty()) j["principal"] = r.principal;
+  if (!r.decision.empty()) j["decision"] = r.decision;
+  if (!r.decision_reason.empty()) j["decision_reason"] = r.decision_reason;
+  if (!r.dlp_action.empty()) {
+    j["dlp_action"] = r.dlp_action;
+    j["dlp_rules"] = r.dlp_rules;
+  }
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+TEST(UsageRecordJson, SameTextAsTheTree) {
+  UsageRecord plain;
+  plain.request_id = "gwr_0123456789abcdef01234567";
+  plain.time_ns = 1764567890123456789;
+  plain.org = "acme";
+  plain.key_id = VirtualKeyId(kKey);
+  plain.model = "gpt-stub";
+  plain.route = "http://127.0.0.1:8080";
+  plain.client_format = "openai";
+  plain.api = "chat";
+  plain.status = 200;
+  plain.input_tokens = 12;
+  plain.output_tokens = 16;
+  plain.cost = (12 * 1.0 + 16 * 2.0) / 1e6;
+  plain.latency_ms = 0.0734;
+  std::vector<UsageRecord> records = {UsageRecord{}, plain};
+  UsageRecord full = plain;
+  full.stream = true;
+  full.cached_tokens = 4;
+  full.tokens_estimated = true;
+  full.error = "upstream: \"quoted\" \\ tab\t newline\n \x01 caf\xc3\xa9 \xff bad \x7f";
+  full.deployment = "east";
+  full.attempts = {{"gpt-stub", "west", 503, "upstream: busy", 0}, {"gpt-stub", "east", 200, "", 250}};
+  full.principal = "user:ana@example.com";
+  full.decision = "allow";
+  full.decision_reason = "policy \xe2\x80\x9c" "0" "\xe2\x80\x9d";
+  full.dlp_action = "redact";
+  full.dlp_rules = {"email", "aws\"key"};
+  full.cost = 1e20;
+  full.latency_ms = 123456.789;
+  records.push_back(full);
+  for (double d : {0.0, 1.0, -2.5, 1e-5, 0.0001, 3.2e-05, 1.0 / 3.0, 5e-324, 1.7976931348623157e308,
+                   std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    UsageRecord r = plain;
+    r.cost = d;
+    r.latency_ms = d * 7;
+    records.push_back(r);
+  }
+  UsageRecord empty_dlp = plain;
+  empty_dlp.dlp_action = "none";
+  records.push_back(empty_dlp);
+  for (const UsageRecord& r : records) EXPECT_EQ(UsageRecordJson(r), UsageRecordTreeJson(r));
+}
+
+TEST(WorkHistogram, PercentilesMaxMeanAndStartsOver) {
+  WorkHistogram h;
+  EXPECT_EQ(h.Take().requests, 0u);
+  for (int us = 1; us <= 100; ++us) h.Add(std::chrono::microseconds(us));
+  WorkTimes t = h.Take();
+  EXPECT_EQ(t.requests, 100u);
+  EXPECT_NEAR(t.p50_us, 50, 0.25);
+  EXPECT_NEAR(t.p90_us, 90, 0.25);
+  EXPECT_NEAR(t.p99_us, 99, 0.25);
+  EXPECT_DOUBLE_EQ(t.max_us, 100);
+  EXPECT_DOUBLE_EQ(t.mean_us, 50.5);
+  EXPECT_EQ(h.Take().requests, 0u);  // started over
+  // Coarse buckets (4 µs) and beyond them (4.35 ms): never more than the largest time.
+  h.Add(std::chrono::microseconds(1000));
+  h.Add(std::chrono::milliseconds(50));
+  t = h.Take();
+  EXPECT_EQ(t.requests, 2u);
+  EXPECT_NEAR(t.p50_us, 1000, 2);
+  EXPECT_DOUBLE_EQ(t.p99_us, 50000);
+  EXPECT_DOUBLE_EQ(t.max_us, 50000);
+  h.Add(std::chrono::nanoseconds(-5));  // a clock step backwards counts as 0
+  EXPECT_EQ(h.Take().max_us, 0);
+}
+
+// The gateway's own time is kept for answered requests (whole and streamed), not for refusals or
+// failures before a provider answered.
+TEST_F(ProxyTest, WorkTimesCountAnsweredRequests) {
+  (void)proxy_->TakeWorkTimes();
+  ASSERT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);
+  ASSERT_EQ(Post("/v1/chat/completions", kChat, kKey).status, 200);
+  ASSERT_EQ(Post("/v1/chat/completions", kChatStream, kKey).status, 200);
+  ASSERT_EQ(Post("/v1/chat/completions", kChat, "gvg_unknown").status, 401);
+  ASSERT_EQ(Post("/v1/chat/completions", R"({"model":"nope","messages":[]})", kKey).status, 404);
+  ASSERT_EQ(Post("/v1/chat/completions", R"({"model":"gpt-down","messages":[]})", kKey).status, 502);
+  // The time is added just after the response is handed on: it may trail the client's answer.
+  uint64_t n = 0;
+  EXPECT_TRUE(Eventually([&] {
+    WorkTimes t = proxy_->TakeWorkTimes();
+    if (t.requests > 0) {
+      EXPECT_GT(t.p50_us, 0);
+      EXPECT_LE(t.p50_us, t.p99_us);
+      EXPECT_LE(t.p99_us, t.max_us);
+      EXPECT_GT(t.mean_us, 0);
+    }
+    n += t.requests;
+    return n >= 3;
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(n + proxy_->TakeWorkTimes().requests, 3u);
 }
 
 // Sends `request` on a fresh connection, reads until `min_bytes` of the answer arrived, then closes.

@@ -249,6 +249,8 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
   Status pending_error;  // an error that came with the last bytes, reported by the next Read
   std::atomic<bool> cancelled{false};
   std::atomic<bool> sent{false};
+  SteadyClock::time_point write_began{};  // loop thread only
+  SteadyClock::duration connect_wait{};   // loop thread only
   char tmp[16 * 1024];
 
   // A call dropped while it holds a connection (its owner gave up without reading to the end) closes
@@ -328,7 +330,9 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
         pooled = c != nullptr;
       }
       if (!c) {
+        auto connect_began = SteadyClock::now();
         auto r = co_await Connect();
+        if (r.ok()) connect_wait += SteadyClock::now() - connect_began;
         if (!r.ok()) {
           if (cancelled.load()) co_return Cancelled("upstream call cancelled");
           // Connecting sends nothing: safe to try again, after a short pause.
@@ -337,6 +341,7 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
             asio::steady_timer pause(loop->io, std::chrono::milliseconds(50) * connect_failures);
             beast::error_code ignored;
             co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+            connect_wait += SteadyClock::now() - connect_began;
             continue;
           }
           co_return r.status();
@@ -351,6 +356,7 @@ struct UpstreamCall::Impl : std::enable_shared_from_this<UpstreamCall::Impl> {
       beast::error_code ec;
       auto token = asio::redirect_error(asio::use_awaitable, ec);
       conn->tcp().expires_after(header_timeout);
+      write_began = SteadyClock::now();
       size_t written = co_await WithStream([&](auto& s) { return http::async_write(s, req, token); });
       if (written > 0) sent.store(true);
       if (ec) {
@@ -590,6 +596,8 @@ UpstreamCall::~UpstreamCall() = default;
 int UpstreamCall::status() const { return impl_->status; }
 const net::Headers& UpstreamCall::headers() const { return impl_->headers; }
 bool UpstreamCall::request_sent() const { return impl_->sent.load(); }
+SteadyClock::time_point UpstreamCall::request_write_began() const { return impl_->write_began; }
+SteadyClock::duration UpstreamCall::connect_wait() const { return impl_->connect_wait; }
 
 void UpstreamCall::Start(std::function<void(Status)> on_head) {
   Impl& c = *impl_;

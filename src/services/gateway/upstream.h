@@ -133,6 +133,12 @@ class UpstreamCall {
   void Cancel();
   // Whether any byte of the request was handed to the connection (the provider may have it).
   bool request_sent() const;
+  // When the request's write began (last attempt on a connection; unset before), and how long the call
+  // waited for connections (resolve, connect, TLS handshake) before it: the gateway's own time up to
+  // the provider is what lies between, less that wait (docs/gateway.md "Measuring the overhead"). Read
+  // on the call's loop, after on_head.
+  std::chrono::steady_clock::time_point request_write_began() const;
+  std::chrono::steady_clock::duration connect_wait() const;
 
   struct Impl;
   explicit UpstreamCall(std::shared_ptr<Impl> impl);
