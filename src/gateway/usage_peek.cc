@@ -12,6 +12,32 @@ namespace dom = simdjson::dom;
 
 Status Bad(std::string m) { return InvalidArgument(std::move(m)); }
 
+// The value of `key` in `obj`, the last one when the key repeats: what nlohmann (the full parsers) and
+// the clients' SDKs read, where simdjson's at_key gives the first. A repeated usage key must be metered
+// as the client sees it.
+simdjson::simdjson_result<dom::element> Last(dom::object obj, std::string_view key) {
+  dom::element found;
+  bool any = false;
+  for (dom::key_value_pair field : obj) {
+    if (field.key == key) {
+      found = field.value;
+      any = true;
+    }
+  }
+  if (!any) return simdjson::NO_SUCH_FIELD;
+  return found;
+}
+
+// An optional integer as json_util's OptInt takes it (absent or null; an integer; a float with an
+// integral value); false otherwise.
+bool OptIntOk(dom::object obj, std::string_view key) {
+  dom::element v;
+  if (Last(obj, key).get(v) || v.is_null() || v.is_int64() || v.is_uint64()) return true;
+  double d = 0;
+  return !v.get_double().get(d) && d >= -9.0e18 && d <= 9.0e18 &&
+         static_cast<double>(static_cast<int64_t>(d)) == d;
+}
+
 Result<dom::element> ParseRoot(std::string_view text, std::string_view what) {
   if (text.empty()) return Bad(std::string(what) + ": not valid JSON");
   thread_local dom::parser parser;
@@ -25,7 +51,7 @@ Result<dom::element> ParseRoot(std::string_view text, std::string_view what) {
 // A token count: absent or null is 0; anything but a non-negative integer is an error naming `path`.
 Result<int64_t> Count(dom::object obj, std::string_view key, std::string_view path) {
   dom::element v;
-  if (obj.at_key(key).get(v) || v.is_null()) return int64_t{0};
+  if (Last(obj, key).get(v) || v.is_null()) return int64_t{0};
   int64_t n = 0;
   if (v.get_int64().get(n) || n < 0)
     return Bad(std::string(path) + "." + std::string(key) + " must be a non-negative integer");
@@ -36,7 +62,7 @@ Result<int64_t> Count(dom::object obj, std::string_view key, std::string_view pa
 Result<int64_t> Detail(dom::object usage, std::string_view details, std::string_view key,
                        std::string_view path) {
   dom::element d;
-  if (usage.at_key(details).get(d) || d.is_null()) return int64_t{0};
+  if (Last(usage, details).get(d) || d.is_null()) return int64_t{0};
   dom::object o;
   if (d.get_object().get(o))
     return Bad(std::string(path) + "." + std::string(details) + " must be an object");
@@ -46,7 +72,7 @@ Result<int64_t> Detail(dom::object usage, std::string_view details, std::string_
 // `usage` of a Responses object: input_tokens, output_tokens, total_tokens and the details.
 Result<std::optional<openai::Usage>> ResponsesUsageAt(dom::object obj, std::string_view path) {
   dom::element u;
-  if (obj.at_key("usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
+  if (Last(obj, "usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
   dom::object usage;
   std::string upath = std::string(path) + "usage";
   if (u.get_object().get(usage)) return Bad(upath + " must be an object");
@@ -62,14 +88,14 @@ Result<std::optional<openai::Usage>> ResponsesUsageAt(dom::object obj, std::stri
 
 std::string StringAt(dom::object obj, std::string_view key) {
   std::string_view s;
-  if (obj.at_key(key).get_string().get(s)) return {};
+  if (Last(obj, key).get_string().get(s)) return {};
   return std::string(s);
 }
 
 // A count as openai::UsageFromJson reads it (IntOr0): absent or not a number is 0, a fraction truncated.
 int64_t IntOr0(dom::object obj, std::string_view key) {
   dom::element v;
-  if (obj.at_key(key).get(v)) return 0;
+  if (Last(obj, key).get(v)) return 0;
   int64_t i = 0;
   if (!v.get_int64().get(i)) return i;
   uint64_t u = 0;
@@ -82,45 +108,39 @@ int64_t IntOr0(dom::object obj, std::string_view key) {
 }  // namespace
 
 Result<std::optional<openai::Usage>> PeekChatUsage(std::string_view body) {
-  if (body.empty()) return Bad("chat completion: not valid JSON");
-  thread_local dom::parser parser;
-  dom::element root;
-  if (parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(root))
-    return Bad("chat completion: not valid JSON");
-  dom::object obj;
-  if (root.get_object().get(obj)) return Bad("chat completion must be a JSON object");
+  GOVERN_ASSIGN_OR_RETURN(dom::element root, ParseRoot(body, "chat completion"));
+  dom::object obj = root.get_object().value_unsafe();
   // The frame's fields, as ParseChatResponse checks them (json_util's OptString, OptInt).
-  for (std::string_view key : {"id", "model"}) {
+  auto string_ok = [](dom::object o, std::string_view key) {
     dom::element v;
-    if (!obj.at_key(key).get(v) && !v.is_null() && !v.is_string())
-      return Bad(std::string(key) + " must be a string");
+    return Last(o, key).get(v) || v.is_null() || v.is_string();
+  };
+  for (std::string_view key : {"id", "model"}) {
+    if (!string_ok(obj, key)) return Bad(std::string(key) + " must be a string");
   }
-  if (dom::element v; !obj.at_key("created").get(v) && !v.is_null() && !v.is_int64() && !v.is_uint64()) {
-    double d = 0;
-    if (v.get_double().get(d) || !(d >= -9.0e18 && d <= 9.0e18) ||
-        static_cast<double>(static_cast<int64_t>(d)) != d)
-      return Bad("created must be an integer");
-  }
+  if (!OptIntOk(obj, "created")) return Bad("created must be an integer");
   dom::array choices;
-  if (obj.at_key("choices").get_array().get(choices)) return Bad("choices must be an array");
+  if (Last(obj, "choices").get_array().get(choices)) return Bad("choices must be an array");
   size_t i = 0;
   for (dom::element c : choices) {
     std::string p = "choices[" + std::to_string(i++) + "]";
     dom::object co;
     if (c.get_object().get(co)) return Bad(p + " must be an object");
-    if (!co.at_key("message").is_object()) return Bad(p + ".message must be an object");
+    if (!OptIntOk(co, "index")) return Bad(p + ".index must be an integer");
+    if (!string_ok(co, "finish_reason")) return Bad(p + ".finish_reason must be a string");
+    if (!Last(co, "message").is_object()) return Bad(p + ".message must be an object");
   }
   dom::element u;
-  if (obj.at_key("usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
+  if (Last(obj, "usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
   dom::object usage;
   if (u.get_object().get(usage)) return Bad("usage must be an object");
   openai::Usage out;
   out.prompt_tokens = IntOr0(usage, "prompt_tokens");
   out.completion_tokens = IntOr0(usage, "completion_tokens");
   out.total_tokens = IntOr0(usage, "total_tokens");
-  if (dom::object d; !usage.at_key("prompt_tokens_details").get_object().get(d))
+  if (dom::object d; !Last(usage, "prompt_tokens_details").get_object().get(d))
     out.cached_tokens = IntOr0(d, "cached_tokens");
-  if (dom::object d; !usage.at_key("completion_tokens_details").get_object().get(d))
+  if (dom::object d; !Last(usage, "completion_tokens_details").get_object().get(d))
     out.reasoning_tokens = IntOr0(d, "reasoning_tokens");
   return std::optional<openai::Usage>(out);
 }
@@ -133,7 +153,8 @@ Result<std::optional<openai::Usage>> PeekResponsesUsage(std::string_view body) {
 Result<std::optional<openai::Usage>> PeekEmbeddingsUsage(std::string_view body) {
   GOVERN_ASSIGN_OR_RETURN(dom::element root, ParseRoot(body, "embeddings body"));
   dom::element u;
-  if (root.at_key("usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
+  if (Last(root.get_object().value_unsafe(), "usage").get(u) || u.is_null())
+    return std::optional<openai::Usage>();
   dom::object usage;
   if (u.get_object().get(usage)) return Bad("usage must be an object");
   openai::Usage out;
@@ -149,10 +170,10 @@ Result<ResponsesEventPeek> PeekResponsesEvent(std::string_view data) {
   dom::object obj = root.get_object().value_unsafe();
   ResponsesEventPeek p;
   std::string_view type;
-  if (obj.at_key("type").get_string().get(type)) return Bad("response stream event: type must be a string");
+  if (Last(obj, "type").get_string().get(type)) return Bad("response stream event: type must be a string");
   p.type.assign(type);
   int64_t seq = 0;
-  if (!obj.at_key("sequence_number").get_int64().get(seq)) p.sequence_number = seq;
+  if (!Last(obj, "sequence_number").get_int64().get(seq)) p.sequence_number = seq;
   p.output_delta = type == "response.output_text.delta" || type == "response.refusal.delta" ||
                    type == "response.function_call_arguments.delta";
   if (type == "error") {
@@ -163,7 +184,7 @@ Result<ResponsesEventPeek> PeekResponsesEvent(std::string_view data) {
   }
   if (type.rfind("response.", 0) != 0) return p;
   dom::element r;
-  if (obj.at_key("response").get(r) || r.is_null()) return p;
+  if (Last(obj, "response").get(r) || r.is_null()) return p;
   dom::object resp;
   if (r.get_object().get(resp)) return Bad("response stream event: response must be an object");
   GOVERN_ASSIGN_OR_RETURN(p.usage, ResponsesUsageAt(resp, "response."));
@@ -172,7 +193,7 @@ Result<ResponsesEventPeek> PeekResponsesEvent(std::string_view data) {
   }
   if (type == "response.failed") {
     dom::object err;
-    if (!resp.at_key("error").get_object().get(err)) p.error = StringAt(err, "message");
+    if (!Last(resp, "error").get_object().get(err)) p.error = StringAt(err, "message");
     if (p.error.empty()) p.error = "the provider reports the response failed";
   }
   return p;

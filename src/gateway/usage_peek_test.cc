@@ -127,6 +127,15 @@ TEST(UsagePeek, ChatUsageAgreesWithParseChatResponse) {
       R"({"choices":[1]})",
       R"({"choices":[{"message":{"role":"a"}},{"message":"x"}]})",
       R"({"choices":[{"index":0}]})",
+      R"({"choices":[{"index":"x","message":{"role":"a"}}]})",
+      R"({"choices":[{"index":1.5,"message":{"role":"a"}}]})",
+      R"({"choices":[{"index":2.0,"message":{"role":"a"}}]})",
+      R"({"choices":[{"finish_reason":1,"message":{"role":"a"}}]})",
+      R"({"choices":[{"finish_reason":null,"message":{"role":"a"}}]})",
+      // A repeated key counts as its last value, as nlohmann and the clients' SDKs read it.
+      R"({"choices":[{"message":{"role":"a"}}],"usage":{"prompt_tokens":1,"prompt_tokens":900000}})",
+      R"({"choices":[{"message":{"role":"a"}}],"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":7}})",
+      R"({"choices":7,"choices":[{"message":{"role":"a"}}]})",
       R"([1])",
       R"({"choices":[]},)",
       "",
@@ -147,6 +156,9 @@ TEST(UsagePeek, ChatUsageAgreesWithParseChatResponse) {
   auto u = PeekChatUsage(bodies[0]);
   ASSERT_TRUE(u.ok() && u->has_value());
   EXPECT_EQ(**u, (openai::Usage{12, 16, 28, 4, 2}));
+  auto repeated = PeekChatUsage(R"({"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":900000}})");
+  ASSERT_TRUE(repeated.ok() && repeated->has_value());
+  EXPECT_EQ((*repeated)->prompt_tokens, 900000);
   // What is inside a message is not read (the answer is relayed as it came): a message without a role
   // passes, where the full parse refuses it.
   EXPECT_TRUE(PeekChatUsage(R"({"choices":[{"message":{}}]})").ok());

@@ -604,7 +604,10 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   bool ScreenAnswer(std::string& body) {
     if (dlp == nullptr || endpoint == Endpoint::kEmbeddings) return true;  // vectors: no text
     auto j = detail::ParseJson(body, "upstream answer");
-    if (!j.ok()) return true;  // unreadable: the format's parser below answers 502
+    if (!j.ok()) {  // never relayed unscreened
+      Fail(502, "upstream answer unreadable: " + j.status().message());
+      return false;
+    }
     // A Gemini or Bedrock answer is a chat completion here (translated to Responses after screening).
     bool changed = route->format == WireFormat::kAnthropic ? ScreenAnthropicMessages(*dlp, *j, &dlp_report)
                    : endpoint == Endpoint::kResponses && !Translated()
@@ -1258,8 +1261,10 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       return OnWholeOpenAIApi(std::move(*body));
     if (!ScreenAnswer(*body)) return;  // DLP
     std::string out_body;
-    if (route->format == WireFormat::kOpenAI && client == route->format) {
-      // Relayed byte for byte: only its frame is checked and its usage read (simdjson, no tree).
+    if (route->format == WireFormat::kOpenAI && client == route->format && dlp == nullptr) {
+      // Relayed byte for byte: only its frame is checked and its usage read (simdjson, no tree). With
+      // DLP on, the full parse below refuses message shapes the screen does not read (object content or
+      // arguments), as it did before the peek.
       auto usage = PeekChatUsage(*body);
       if (!usage.ok()) return Fail(502, "upstream answer unreadable: " + usage.status().message());
       if (*usage) meter.Set(**usage);
@@ -1268,7 +1273,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
       auto resp = openai::ParseChatResponse(*body);
       if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());
       if (resp->usage) meter.Set(*resp->usage);
-      out_body = detail::Dump(anthropic::ToJson(ChatToMessagesResponse(*resp)));
+      out_body = client == route->format ? std::move(*body)
+                                         : detail::Dump(anthropic::ToJson(ChatToMessagesResponse(*resp)));
     } else {
       auto resp = anthropic::ParseMessagesResponse(*body);
       if (!resp.ok()) return Fail(502, "upstream answer unreadable: " + resp.status().message());

@@ -47,6 +47,7 @@ class ProxyDlpTest : public testing::ProxyFixture {
       {
         std::lock_guard lock(mu_);
         captured_ = req.body;
+        if (!answer_.empty()) return net::Response(200, answer_, "application/json");
       }
       return net::Response(
           200,
@@ -143,6 +144,7 @@ class ProxyDlpTest : public testing::ProxyFixture {
   std::unique_ptr<model_stub::StubServer> stub_;
   std::unique_ptr<net::Server> capture_;
   std::string captured_;  // guarded by mu_
+  std::string answer_;    // guarded by mu_: when set, the chat answer of the capturing provider
 };
 
 const std::string kChatStream =
@@ -281,6 +283,37 @@ TEST_F(ProxyDlpTest, WholeAnswersAreScreened) {
            kOffKey, AnswerText());
   EXPECT_NE(off.body.find(kSecret), std::string::npos);
   EXPECT_EQ(WaitRecord(3).dlp_action, "");
+}
+
+// With DLP on, an answer the screen cannot read whole (tool-call arguments or content that are not
+// strings, or no JSON at all) is refused with 502, never relayed unscreened; with DLP off the same-format
+// answer is relayed as it came.
+TEST_F(ProxyDlpTest, AnswersTheScreenCannotReadAreRefusedNotRelayed) {
+  const std::string request = R"({"model":"gpt-capture","messages":[{"role":"user","content":"hi"}]})";
+  {
+    std::lock_guard lock(mu_);
+    answer_ = R"({"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,)"
+              R"("message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function",)"
+              R"("function":{"name":"f","arguments":{"key":")" +
+              std::string(kSecret) +
+              R"("}}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1,)"
+              R"("total_tokens":2}})";
+  }
+  for (const char* key : {kMaskKey, kBlockKey}) {
+    auto resp = Post("/v1/chat/completions", request, key);
+    EXPECT_EQ(resp.status, 502) << key << ": " << resp.body;
+    EXPECT_EQ(resp.body.find("AKIA"), std::string::npos) << key << ": " << resp.body;
+  }
+  auto off = Post("/v1/chat/completions", request, kOffKey);
+  EXPECT_EQ(off.status, 200) << off.body;
+  EXPECT_NE(off.body.find(kSecret), std::string::npos) << off.body;
+  {
+    std::lock_guard lock(mu_);
+    answer_ = "not json " + std::string(kSecret);
+  }
+  auto garbled = Post("/v1/chat/completions", request, kMaskKey);
+  EXPECT_EQ(garbled.status, 502) << garbled.body;
+  EXPECT_EQ(garbled.body.find("AKIA"), std::string::npos) << garbled.body;
 }
 
 TEST_F(ProxyDlpTest, PromptsAreMaskedBeforeTheProviderOrRefused) {
