@@ -195,6 +195,7 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
                                CompactionStats* stats) {
   const int64_t end = hour_ns + kNanosPerHour;
   const CompactionStats before = *stats;  // for this group's phase times in the log
+  const auto group_start = std::chrono::steady_clock::now();
   auto seq_rows = conn.ExecPrepared(
       "SELECT COALESCE(max(seq) + 1, 0) FROM telemetry_archive_files WHERE org = $1 AND hour_ns = $2",
       db::Params(org, hour_ns));
@@ -229,10 +230,10 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
   // The keys read (archived now or already), in case the delete has to name them (see the
   // transaction below).
   std::vector<int64_t> key_times;
-  std::string key_ids;           // the ids, back to back
-  std::vector<size_t> key_ends;  // where each id ends in key_ids
-  int64_t rows = 0;              // written to the new file
-  int64_t repeats = 0;           // already archived: only deleted
+  std::string key_ids;                 // the ids, back to back
+  std::vector<size_t> key_ends;        // where each id ends in key_ids
+  int64_t rows = 0;                    // written to the new file
+  int64_t repeats = 0;                 // already archived: only deleted
   int64_t min_time = 0, max_time = 0;  // of the rows written
   EventColumns batch;
   // Pages are read ahead: while one page is encoded here, the next is fetched on another thread
@@ -375,7 +376,8 @@ Status Compactor::CompactGroup(db::Connection& conn, const std::string& org, int
               {"read_s", stats->read_seconds - before.read_seconds},
               {"encode_s", stats->encode_seconds - before.encode_seconds},
               {"upload_s", stats->upload_seconds - before.upload_seconds},
-              {"commit_s", stats->commit_seconds - before.commit_seconds}});
+              {"commit_s", stats->commit_seconds - before.commit_seconds},
+              {"seconds", SecondsSince(group_start)}});
   return OkStatus();
 }
 
