@@ -9,8 +9,19 @@ namespace {
 
 using Json = nlohmann::json;
 
+// A string; or, where the format puts a string but the sender gave an object or array, every string
+// inside it (nothing where the format has text passes unread). Numbers (token arrays) are left alone.
 bool ScreenValue(const DlpProfile& p, Json& v, DlpReport* report) {
-  if (!v.is_string() || report->blocked) return false;
+  if (report->blocked) return false;
+  if (v.is_object() || v.is_array()) {
+    bool changed = false;
+    for (auto& inner : v) {
+      if (report->blocked) break;
+      changed |= ScreenValue(p, inner, report);
+    }
+    return changed;
+  }
+  if (!v.is_string()) return false;
   std::string out;
   if (!ScreenText(p, v.get_ref<const std::string&>(), &out, report)) return false;
   v = std::move(out);

@@ -91,6 +91,16 @@ TEST(DlpResponses, EmbeddingsInputsAndResponsesAnswers) {
   EXPECT_TRUE(ScreenResponsesAnswer(*mask, answer, &a));
   EXPECT_EQ(answer["output"][0]["content"][0]["text"], MaskedText());
   EXPECT_EQ(answer.dump().find("AKIA"), std::string::npos);
+
+  // Objects where the format has strings: every string inside is screened.
+  Json odd = {{"object", "response"},
+              {"output",
+               {{{"type", "message"}, {"content", {{{"type", "output_text"}, {"text", {{"v", "k " + s}}}}}}},
+                {{"type", "function_call"}, {"arguments", {{"k", {s, 3}}}}}}}};
+  DlpReport o;
+  EXPECT_TRUE(ScreenResponsesAnswer(*mask, odd, &o));
+  EXPECT_EQ(odd.dump().find("AKIA"), std::string::npos) << odd.dump();
+  EXPECT_EQ(odd["output"][1]["arguments"]["k"][1], 3);
 }
 
 // A Responses stream as OpenAI sends it, the text in the given pieces.

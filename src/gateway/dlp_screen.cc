@@ -55,14 +55,18 @@ Json* Member(Json& obj, const char* key) {
   return it == obj.end() ? nullptr : &*it;
 }
 
-// OpenAI content: a string, or parts with "text".
+// OpenAI content: a string, or parts with "text". A text or arguments field that is not a string (not
+// the format, but some servers send objects) has every string inside it screened: nothing where the
+// format puts text passes unread.
 bool ScreenOpenAIContent(const DlpProfile& p, Json& content, DlpReport* report) {
   if (content.is_string()) return ScreenString(p, content, report);
   bool changed = false;
   if (content.is_array()) {
     for (auto& part : content) {
-      if (Json* t = Member(part, "text")) changed |= ScreenString(p, *t, report);
+      if (Json* t = Member(part, "text")) changed |= ScreenStrings(p, *t, report);
     }
+  } else if (content.is_object()) {
+    changed |= ScreenStrings(p, content, report);
   }
   return changed;
 }
@@ -73,11 +77,11 @@ bool ScreenOpenAIMessage(const DlpProfile& p, Json& m, DlpReport* report) {
   if (Json* calls = Member(m, "tool_calls"); calls && calls->is_array()) {
     for (auto& call : *calls) {
       if (Json* fn = Member(call, "function"))
-        if (Json* args = Member(*fn, "arguments")) changed |= ScreenString(p, *args, report);
+        if (Json* args = Member(*fn, "arguments")) changed |= ScreenStrings(p, *args, report);
     }
   }
   if (Json* fn = Member(m, "function_call"))
-    if (Json* args = Member(*fn, "arguments")) changed |= ScreenString(p, *args, report);
+    if (Json* args = Member(*fn, "arguments")) changed |= ScreenStrings(p, *args, report);
   return changed;
 }
 

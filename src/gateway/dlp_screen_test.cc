@@ -463,6 +463,27 @@ TEST(DlpScreen, OpenAIRequestAndAnswer) {
   EXPECT_TRUE(b.blocked);
 }
 
+// Content and arguments that are objects where the format has strings (some OpenAI-compatible servers
+// send object arguments): every string inside is screened, nothing passes unread.
+TEST(DlpScreen, OpenAINonStringContentAndArgumentsAreScreenedInside) {
+  auto p = Profile("mask");
+  Json answer = Json::parse(R"({"choices":[{"index":0,"message":{"role":"assistant",
+    "content":[{"type":"text","text":{"v":"key AKIAIOSFODNN7EXAMPLE"}}],
+    "tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":{"to":["bob@example.com"],"n":1}}}],
+    "function_call":{"name":"g","arguments":{"k":"AKIAIOSFODNN7EXAMPLE"}}}}]})");
+  DlpReport r;
+  ASSERT_TRUE(ScreenOpenAIChat(*p, answer, &r));
+  const Json& m = answer["choices"][0]["message"];
+  EXPECT_EQ(m["content"][0]["text"]["v"], "key [REDACTED:aws_access_key_id]");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"]["to"][0], "[REDACTED:email]");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"]["n"], 1);
+  EXPECT_EQ(m["function_call"]["arguments"]["k"], "[REDACTED:aws_access_key_id]");
+  Json object_content = Json::parse(R"({"choices":[{"message":{"content":{"x":"AKIAIOSFODNN7EXAMPLE"}}}]})");
+  DlpReport b;
+  EXPECT_FALSE(ScreenOpenAIChat(*Profile("block"), object_content, &b));
+  EXPECT_TRUE(b.blocked);
+}
+
 TEST(DlpScreen, AnthropicRequestAndAnswer) {
   auto p = Profile("mask");
   Json body = Json::parse(R"({"model":"m","system":[{"type":"text","text":"ops@example.com"}],"messages":[

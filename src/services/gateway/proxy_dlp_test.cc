@@ -285,9 +285,9 @@ TEST_F(ProxyDlpTest, WholeAnswersAreScreened) {
   EXPECT_EQ(WaitRecord(3).dlp_action, "");
 }
 
-// With DLP on, an answer the screen cannot read whole (tool-call arguments or content that are not
-// strings, or no JSON at all) is refused with 502, never relayed unscreened; with DLP off the same-format
-// answer is relayed as it came.
+// With DLP on, an answer in a shape the format does not have (tool-call arguments that are not strings)
+// or no JSON at all is refused, never relayed unscreened; with DLP off the same-format answer is relayed
+// as it came.
 TEST_F(ProxyDlpTest, AnswersTheScreenCannotReadAreRefusedNotRelayed) {
   const std::string request = R"({"model":"gpt-capture","messages":[{"role":"user","content":"hi"}]})";
   {
@@ -299,9 +299,11 @@ TEST_F(ProxyDlpTest, AnswersTheScreenCannotReadAreRefusedNotRelayed) {
               R"("}}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1,)"
               R"("total_tokens":2}})";
   }
-  for (const char* key : {kMaskKey, kBlockKey}) {
+  // Block: the screen reads the strings inside the object and refuses; mask: screened, then refused by
+  // the full parse (arguments must be a string), never relayed.
+  for (auto [key, status] : {std::pair{kMaskKey, 502}, std::pair{kBlockKey, 400}}) {
     auto resp = Post("/v1/chat/completions", request, key);
-    EXPECT_EQ(resp.status, 502) << key << ": " << resp.body;
+    EXPECT_EQ(resp.status, status) << key << ": " << resp.body;
     EXPECT_EQ(resp.body.find("AKIA"), std::string::npos) << key << ": " << resp.body;
   }
   auto off = Post("/v1/chat/completions", request, kOffKey);
