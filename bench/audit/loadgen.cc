@@ -39,8 +39,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -437,7 +437,8 @@ int main(int argc, char** argv) {
     auto on_reply = [&](Writer& wr, const Reply& r) {
       if (wr.phase == Phase::kRead) {
         if (r.status == 200) {
-          reads[wr.w].Record(std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - wr.r0).count());
+          reads[wr.w].Record(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - wr.r0).count());
         } else if (r.status == 404) {
           ++read_failures;  // an acknowledged entry that another replica cannot see: a bug
         } else {

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
-#include <utility>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "base/time_format.h"
 
