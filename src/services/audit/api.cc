@@ -79,8 +79,12 @@ Result<int64_t> IntParam(const net::Request& req, std::string_view name, int64_t
   return out;
 }
 
-std::string WithCreated(std::string entry_json, bool created) {
-  return "{\"created\":" + std::string(created ? "true" : "false") + "," + entry_json.substr(1);
+std::string WithCreated(const std::string& entry_json, bool created) {
+  std::string out;
+  out.reserve(entry_json.size() + 16);
+  out += created ? "{\"created\":true," : "{\"created\":false,";
+  out.append(entry_json, 1);
+  return out;
 }
 
 std::string Hashes(const std::vector<audit::Hash>& hs) {

@@ -1,9 +1,11 @@
 // Audit entries over HTTP: the append request parser and the JSON form of stored entries.
 #include "services/audit/entry.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "base/time_format.h"
 
@@ -87,6 +89,199 @@ Result<AppendInput> ParseOne(const json& obj, std::optional<std::string_view> he
   return in;
 }
 
+// ---- The fast path: one entry of plain fields, without a JSON tree ----------------------------------
+//
+// Appends are the service's hot path and nearly all of them are one entry of short ASCII strings with
+// a flat details object. FastParseOne reads exactly such a body in one pass and builds what ParseOne
+// would; for anything else (escapes, non-ASCII text, nesting, floats, duplicate or unknown names, a
+// batch, any invalid field) it gives up and the tree parser runs, so every refusal, and every accepted
+// body outside the subset, is the tree parser's. Inside the subset the two agree byte for byte
+// (AppendRequestTest.FastPathAgreesWithTheTreeParser and the fuzz target compare them): details are
+// written as nlohmann::json::dump writes them (names sorted bytewise, no spaces).
+class FastReader {
+ public:
+  explicit FastReader(std::string_view s) : s_(s) {}
+  void Space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  bool Eat(char c) {
+    Space();
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  bool AtEnd() {
+    Space();
+    return i_ == s_.size();
+  }
+  char Peek() {
+    Space();
+    return i_ < s_.size() ? s_[i_] : '\0';
+  }
+  // A string of printable ASCII without escapes (the contents, without quotes); false otherwise.
+  bool PlainString(std::string_view* out) {
+    if (!Eat('"')) return false;
+    const size_t begin = i_;
+    for (; i_ < s_.size(); ++i_) {
+      const unsigned char c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        *out = s_.substr(begin, i_ - begin);
+        ++i_;
+        return true;
+      }
+      if (c < 0x20 || c > 0x7e || c == '\\') return false;
+    }
+    return false;
+  }
+  // A JSON value nlohmann writes back unchanged: a plain string (with its quotes), an integer of at
+  // most 18 digits without a leading zero or "-0", true, false or null. False otherwise.
+  bool Scalar(std::string_view* out) {
+    const char c = Peek();
+    const size_t begin = i_;
+    if (c == '"') {
+      std::string_view body;
+      if (!PlainString(&body)) return false;
+      *out = s_.substr(begin, i_ - begin);
+      return true;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      size_t j = i_ + (c == '-' ? 1 : 0);
+      const size_t digits_at = j;
+      while (j < s_.size() && s_[j] >= '0' && s_[j] <= '9') ++j;
+      const size_t digits = j - digits_at;
+      if (digits == 0 || digits > 18 || (s_[digits_at] == '0' && (digits > 1 || c == '-'))) return false;
+      if (j < s_.size() && (s_[j] == '.' || s_[j] == 'e' || s_[j] == 'E')) return false;
+      i_ = j;
+      *out = s_.substr(begin, j - begin);
+      return true;
+    }
+    for (std::string_view word : {"true", "false", "null"}) {
+      if (s_.substr(i_, word.size()) == word) {
+        i_ += word.size();
+        *out = word;
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+// Details: a flat object of plain names and Scalar values, written sorted as nlohmann does.
+bool FastDetails(FastReader& r, std::string* out) {
+  if (!r.Eat('{')) return false;
+  std::vector<std::pair<std::string_view, std::string_view>> members;
+  if (!r.Eat('}')) {
+    do {
+      std::string_view name, value;
+      if (!r.PlainString(&name) || !r.Eat(':') || !r.Scalar(&value)) return false;
+      members.emplace_back(name, value);
+    } while (r.Eat(','));
+    if (!r.Eat('}')) return false;
+  }
+  std::sort(members.begin(), members.end());
+  for (size_t i = 1; i < members.size(); ++i) {
+    if (members[i].first == members[i - 1].first) return false;  // nlohmann keeps the last: not here
+  }
+  out->clear();
+  out->push_back('{');
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    out->push_back('"');
+    out->append(members[i].first);
+    out->append("\":");
+    out->append(members[i].second);
+  }
+  out->push_back('}');
+  return true;
+}
+
+// One entry's body in the fast subset, valid in every respect: the AppendInput ParseOne would build.
+// nullopt: not in the subset, or not valid (the tree parser then says what is wrong).
+std::optional<AppendInput> FastParseOne(std::string_view body, std::optional<std::string_view> header,
+                                        const ParseLimits& limits) {
+  FastReader r(body);
+  if (!r.Eat('{')) return std::nullopt;
+  enum Field { kKey, kTime, kActor, kAction, kTarget, kOutcome, kDetails, kFields };
+  static constexpr std::string_view kNames[kFields] = {"idempotency_key", "time",    "actor",  "action",
+                                                       "target",          "outcome", "details"};
+  bool seen[kFields] = {};
+  std::optional<std::string_view> text[kFields];  // string fields; nullopt: absent or null
+  AppendInput in;
+  bool has_details = false;
+  if (!r.Eat('}')) {
+    do {
+      std::string_view name;
+      if (!r.PlainString(&name) || !r.Eat(':')) return std::nullopt;
+      int f = 0;
+      while (f < kFields && kNames[f] != name) ++f;
+      if (f == kFields || seen[f]) return std::nullopt;  // unknown ("entries" too) or repeated
+      seen[f] = true;
+      if (r.Peek() == 'n') {
+        std::string_view v;
+        if (!r.Scalar(&v) || v != "null") return std::nullopt;
+        continue;
+      }
+      if (f == kDetails) {
+        if (!FastDetails(r, &in.details)) return std::nullopt;
+        has_details = true;
+        continue;
+      }
+      std::string_view v;
+      if (!r.PlainString(&v)) return std::nullopt;
+      text[f] = v;
+    } while (r.Eat(','));
+    if (!r.Eat('}')) return std::nullopt;
+  }
+  if (!r.AtEnd()) return std::nullopt;
+  // ParseOne's checks, in its order; any failure: the tree parser reports it.
+  std::string_view key = text[kKey].value_or("");
+  if (key.size() > audit::kMaxIdempotencyKeyBytes) return std::nullopt;
+  if (key.empty() && header) key = *header;
+  if (key.empty() || !ValidateIdempotencyKey(key).ok()) return std::nullopt;
+  auto fits = [&](Field f, size_t max, bool required) {
+    return text[f] ? (text[f]->size() <= max && !(required && text[f]->empty())) : !required;
+  };
+  if (!fits(kActor, audit::kMaxActorBytes, true) || !fits(kAction, audit::kMaxActionBytes, true) ||
+      !fits(kTarget, audit::kMaxTargetBytes, false) || !fits(kOutcome, audit::kMaxOutcomeBytes, false)) {
+    return std::nullopt;
+  }
+  if (text[kTime]) {
+    auto micros = ParseRfc3339Micros(*text[kTime]);
+    if (!micros.ok()) return std::nullopt;
+    in.time_micros = *micros;
+  }
+  if (has_details && in.details.size() > limits.max_details_bytes) return std::nullopt;
+  in.idempotency_key = std::string(key);
+  in.actor = std::string(*text[kActor]);
+  in.action = std::string(*text[kAction]);
+  in.target = std::string(text[kTarget].value_or(""));
+  in.outcome = std::string(text[kOutcome].value_or(""));
+  // The core's field rules, as ParseOne checks them (the strings move in and back out).
+  audit::Entry probe{.org = "o",
+                     .seq = 1,
+                     .time_us = in.time_micros.value_or(0),
+                     .actor = std::move(in.actor),
+                     .action = std::move(in.action),
+                     .target = std::move(in.target),
+                     .outcome = std::move(in.outcome),
+                     .details = {},
+                     .idempotency_key = std::move(in.idempotency_key)};
+  const bool valid = audit::ValidateEntryFieldsExceptDetails(probe).ok();
+  in.actor = std::move(probe.actor);
+  in.action = std::move(probe.action);
+  in.target = std::move(probe.target);
+  in.outcome = std::move(probe.outcome);
+  in.idempotency_key = std::move(probe.idempotency_key);
+  if (!valid) return std::nullopt;
+  return in;
+}
+
 }  // namespace
 
 Status ValidateIdempotencyKey(std::string_view key) {
@@ -104,6 +299,17 @@ Status ValidateIdempotencyKey(std::string_view key) {
 Result<ParsedAppend> ParseAppendRequest(std::string_view body,
                                         std::optional<std::string_view> idempotency_header,
                                         const ParseLimits& limits) {
+  if (std::optional<AppendInput> one = FastParseOne(body, idempotency_header, limits)) {
+    ParsedAppend out;
+    out.entries.push_back(std::move(*one));
+    return out;
+  }
+  return internal::ParseAppendRequestTree(body, idempotency_header, limits);
+}
+
+Result<ParsedAppend> internal::ParseAppendRequestTree(std::string_view body,
+                                                      std::optional<std::string_view> idempotency_header,
+                                                      const ParseLimits& limits) {
   json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return InvalidArgument("the body is not valid JSON");
   if (!doc.is_object())

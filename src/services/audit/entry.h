@@ -49,6 +49,14 @@ Result<ParsedAppend> ParseAppendRequest(std::string_view body,
                                         std::optional<std::string_view> idempotency_header,
                                         const ParseLimits& limits);
 
+namespace internal {
+// ParseAppendRequest without its fast path for plain one-entry bodies: the reference it must agree
+// with (tests and the fuzz target compare them).
+Result<ParsedAppend> ParseAppendRequestTree(std::string_view body,
+                                            std::optional<std::string_view> idempotency_header,
+                                            const ParseLimits& limits);
+}  // namespace internal
+
 // Idempotency keys: 1-128 of A-Z a-z 0-9 and . _ : / + = @ - (a subset of what the core allows, so
 // they travel in URLs, headers and SQL array literals as they are).
 Status ValidateIdempotencyKey(std::string_view key);
