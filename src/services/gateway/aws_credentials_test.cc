@@ -8,9 +8,8 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <unistd.h>
-
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +28,7 @@
 #include "net/url.h"
 #include "services/gateway/bedrock_provider.h"
 #include "services/gateway/proxy.h"
+#include "services/gateway/stub_proxy_fixture.h"
 #include "services/gateway/test_util.h"
 #include "services/model_stub/server.h"
 
@@ -117,8 +117,8 @@ TEST(AwsCredentialsParseTest, EndpointAnswers) {
   EXPECT_NE(bad_time.status().message().find("not an ISO 8601 time"), std::string::npos);
   // An Expiration at (or before) the epoch would read as "never expires": refused.
   for (const char* t : {"1970-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "0000-01-01T00:00:00Z"}) {
-    auto epoch = ParseAwsCredentialsJson(std::string(R"({"AccessKeyId":"A","SecretAccessKey":"s","Expiration":")") +
-                                         t + "\"}");
+    auto epoch = ParseAwsCredentialsJson(
+        std::string(R"({"AccessKeyId":"A","SecretAccessKey":"s","Expiration":")") + t + "\"}");
     EXPECT_NE(epoch.status().message().find("is not after 1970"), std::string::npos) << t;
   }
   // No secret in an error.
@@ -132,9 +132,9 @@ TEST(AwsCredentialsParseTest, Iso8601) {
   EXPECT_EQ(ParseIso8601Millis("2016-02-25T06:03:31.25Z").value(), 1456380211250);
   EXPECT_EQ(ParseIso8601Millis("2016-02-25T07:03:31+01:00").value(), 1456380211000);
   EXPECT_EQ(ParseIso8601Millis("2024-02-29T23:59:59Z").value(), 1709251199000);
-  for (const char* bad : {"", "2016-02-25", "2016-02-25T06:03:31", "2016-13-25T06:03:31Z",
-                          "2016-02-25T06:03:31Zx", "2016-02-25T06:03:31.Z", "2016-02-25T06:03:31+0100",
-                          "2023-02-29T06:03:31Z"}) {
+  for (const char* bad :
+       {"", "2016-02-25", "2016-02-25T06:03:31", "2016-13-25T06:03:31Z", "2016-02-25T06:03:31Zx",
+        "2016-02-25T06:03:31.Z", "2016-02-25T06:03:31+0100", "2023-02-29T06:03:31Z"}) {
     EXPECT_FALSE(ParseIso8601Millis(bad).ok()) << bad;
   }
 }
@@ -419,18 +419,25 @@ TEST(AwsCredentialSourceTest, NoCredentialsYet) {
   EXPECT_EQ(source->stats().failures, 1u);
 }
 
-TEST(AwsCredentialSourceTest, DestroyingDoesNotWaitForAFetchInFlight) {
-  CredentialsEndpoint ep;
+// A container source on `ep` (set 1) whose next refresh is in flight, held at the endpoint until
+// ep.Release(). Its fetch timeout is 10 minutes: anything that waited for the fetch would wait that long.
+void StartWithARefreshHeld(CredentialsEndpoint& ep, std::shared_ptr<AwsCredentialSource>* source) {
   ep.Set(1, 0, false);
   AwsSourceOptions o;
   o.kind = AwsSourceOptions::Kind::kContainer;
   o.url = ep.Url() + "/creds";
   o.check_interval = milliseconds(50);
-  o.timeout = std::chrono::minutes(10);  // a destructor that waited for the fetch would wait this long
-  auto source = AwsCredentialSource::Start(o);
-  ASSERT_EQ(KeyOf(*source), "ASIAKEY1/secret-1/token-1");
+  o.timeout = std::chrono::minutes(10);
+  *source = AwsCredentialSource::Start(o);
+  ASSERT_EQ(KeyOf(**source), "ASIAKEY1/secret-1/token-1");
   ep.Hold();
-  ASSERT_TRUE(WaitFor([&] { return ep.waiting() == 1; }));  // a refresh in flight, held at the stub
+  ASSERT_TRUE(WaitFor([&] { return ep.waiting() == 1; }));
+}
+
+TEST(AwsCredentialSourceTest, DestroyingDoesNotWaitForAFetchInFlight) {
+  CredentialsEndpoint ep;
+  std::shared_ptr<AwsCredentialSource> source;
+  ASSERT_NO_FATAL_FAILURE(StartWithARefreshHeld(ep, &source));
   std::atomic<bool> destroyed{false};
   std::thread last_owner([&] {  // as a gateway event loop dropping the last route table after a reload
     source.reset();
@@ -445,23 +452,16 @@ TEST(AwsCredentialSourceTest, DestroyingDoesNotWaitForAFetchInFlight) {
 
 TEST(AwsCredentialSourceTest, ShutdownAwaitsTheRefreshThreadOfADestroyedSource) {
   CredentialsEndpoint ep;
-  ep.Set(1, 0, false);
-  AwsSourceOptions o;
-  o.kind = AwsSourceOptions::Kind::kContainer;
-  o.url = ep.Url() + "/creds";
-  o.check_interval = milliseconds(50);
-  o.timeout = std::chrono::minutes(10);
-  auto source = AwsCredentialSource::Start(o);
-  ASSERT_EQ(KeyOf(*source), "ASIAKEY1/secret-1/token-1");
-  ep.Hold();
-  ASSERT_TRUE(WaitFor([&] { return ep.waiting() == 1; }));  // a refresh in flight, held at the stub
+  std::shared_ptr<AwsCredentialSource> source;
+  ASSERT_NO_FATAL_FAILURE(StartWithARefreshHeld(ep, &source));
   source.reset();  // returns at once (the test above); the thread still fetches
   // While the fetch is held the thread cannot end, so the wait runs out.
-  const bool ended_while_held = AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::now() +
-                                                                         milliseconds(200));
+  const bool ended_while_held =
+      AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::now() + milliseconds(200));
   ep.Release();
   EXPECT_FALSE(ended_while_held) << "AwaitRefreshThreads did not wait for the thread in flight";
-  EXPECT_TRUE(AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::now() + std::chrono::minutes(2)));
+  EXPECT_TRUE(
+      AwsCredentialSource::AwaitRefreshThreads(std::chrono::steady_clock::now() + std::chrono::minutes(2)));
 }
 
 TEST(AwsCredentialSourceTest, OneFirstFetchDoesNotHoldUpOtherStarts) {
@@ -552,7 +552,8 @@ TEST(AwsCredentialSourceTest, FilesMustBeSmallRegularFilesAndTokensPlainText) {
   EXPECT_NE(KeyOf(*container(dir + "/big")).find("/big is larger than 64 KiB"), std::string::npos);
   {
     std::ofstream f(dir + "/credentials");
-    f << "[default]\naws_access_key_id = AKID\naws_secret_access_key = s\n" << std::string(70000, '#') << "\n";
+    f << "[default]\naws_access_key_id = AKID\naws_secret_access_key = s\n"
+      << std::string(70000, '#') << "\n";
   }
   AwsSourceOptions o;
   o.kind = AwsSourceOptions::Kind::kFile;
@@ -572,7 +573,10 @@ TEST(AwsCredentialSourceTest, EqualSettingsShareOneSourceAcrossReloads) {
     ::unsetenv(v);
   ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (ep.Url() + "/creds").c_str(), 1);
   auto parse = [](const std::string& model, std::optional<int> before) {
-    Json a = {{"name", "a"}, {"provider", "bedrock"}, {"region", "eu-west-1"}, {"model", "m1"},
+    Json a = {{"name", "a"},
+              {"provider", "bedrock"},
+              {"region", "eu-west-1"},
+              {"model", "m1"},
               {"aws_credentials_source", "container"}};
     Json b = a;
     b["name"] = "b";
@@ -647,30 +651,26 @@ TEST(AwsCredentialSourceTest, SharedCredentialsFileIsReReadWhenItChanges) {
 constexpr const char* kKey = "gvg_bedrock_rotation_01";
 constexpr const char* kModelId = "anthropic.claude-3-5-haiku-20241022-v1:0";
 
-class BedrockRotationTest : public testing::ProxyFixture {
+class BedrockRotationTest : public testing::StubProxyFixture {
  protected:
+  BedrockRotationTest() : StubProxyFixture(kKey) {}
   // The Bedrock stub accepts only set `n` of the endpoint (key, secret and session token).
   void StartStub(int n) {
     model_stub::ServerOptions o;
-    o.port = 0;
     o.stub.aws_access_key_id = "ASIAKEY" + std::to_string(n);
     o.stub.aws_secret_access_key = "secret-" + std::to_string(n);
     o.stub.aws_session_token = "token-" + std::to_string(n);
     o.stub.aws_region = "eu-west-1";
-    auto s = model_stub::StubServer::Start(std::move(o));
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    stub_ = std::move(*s);
+    StubProxyFixture::StartStub(std::move(o));
   }
   void TearDown() override {
-    StopProxy();
-    if (stub_) stub_->Stop();
+    StubProxyFixture::TearDown();
     ::unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
   }
   void Start(const std::string& creds_url) {
     ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", creds_url.c_str(), 1);
-    Json d = {{"name", "bedrock-eu"},  {"provider", "bedrock"},
-              {"region", "eu-west-1"}, {"base_url", "http://127.0.0.1:" + std::to_string(stub_->port())},
-              {"model", kModelId},     {"aws_credentials_source", "container"}};
+    Json d = {{"name", "bedrock-eu"},  {"provider", "bedrock"}, {"region", "eu-west-1"},
+              {"base_url", StubUrl()}, {"model", kModelId},     {"aws_credentials_source", "container"}};
     StartProxy(Json{{"routes", {{{"model", "claude-haiku"}, {"deployments", {d}}}}},
                     {"keys", {{{"key", kKey}, {"org", "acme"}}}}},
                1);
@@ -678,18 +678,8 @@ class BedrockRotationTest : public testing::ProxyFixture {
   net::ClientResponse Chat(bool stream) {
     Json b = {{"model", "claude-haiku"}, {"messages", {{{"role", "user"}, {"content", "one two three"}}}}};
     if (stream) b["stream"] = true;
-    net::ClientRequest r;
-    r.method = net::Method::kPost;
-    r.url = url_ + "/v1/chat/completions";
-    r.headers.Set("Content-Type", "application/json");
-    r.headers.Set("Authorization", std::string("Bearer ") + kKey);
-    r.body = b.dump();
-    auto resp = client_->Send(std::move(r));
-    EXPECT_TRUE(resp.ok()) << resp.status().ToString();
-    return resp.ok() ? *resp : net::ClientResponse{};
+    return Post("/v1/chat/completions", b);
   }
-
-  std::unique_ptr<model_stub::StubServer> stub_;
 };
 
 TEST_F(BedrockRotationTest, SignaturesUseTheRotatedKeyAndSessionToken) {
