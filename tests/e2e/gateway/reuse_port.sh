@@ -6,32 +6,17 @@
 # with probability 2^-39) and the two WALs must hold 40 records together.
 # Expects $MODEL_STUB and $GATEWAY_PROXY (ctest sets them). Needs curl.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/proc.sh"
 : "${MODEL_STUB:?MODEL_STUB must point at the model_stub binary}"
 : "${GATEWAY_PROXY:?GATEWAY_PROXY must point at the gateway_proxy binary}"
 work="$(mktemp -d /tmp/govern-gateway-reuseport-e2e-XXXXXX)"
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  stop_started
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.out "$work"/*.err; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; } >&2; done; exit 1; }
-
-# start NAME CMD...: sets $started_port (from its "listening" line) and $started_pid.
-start() {
-  local name="$1"; shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  local pid=$!
-  pids+=("$pid")
-  for _ in $(seq 1 100); do
-    grep -q '^listening ' "$work/$name.out" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || fail "$name exited at start"
-    sleep 0.05
-  done
-  started_pid="$pid"
-  started_port="$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$work/$name.out")"
-  [ -n "$started_port" ] || fail "$name did not start"
-}
 
 start stub "$MODEL_STUB" --listen 127.0.0.1:0
 stub_port="$started_port"

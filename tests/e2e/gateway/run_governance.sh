@@ -4,6 +4,7 @@
 # quota / rate-limit error, unretried, and every request left one usage record.
 # Expects $MODEL_STUB, $GATEWAY_PROXY and $GOVERN_TEST_PG_DIR (ctest sets them). Needs node and npm.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/proc.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/pg.sh"
 : "${MODEL_STUB:?MODEL_STUB must point at the model_stub binary}"
 : "${GATEWAY_PROXY:?GATEWAY_PROXY must point at the gateway_proxy binary}"
@@ -20,27 +21,12 @@ db="govern_e2e_gateway_$$"
 work="$(mktemp -d /tmp/govern-gateway-governance-e2e-XXXXXX)"
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  stop_started
   "$psql" -h "$pg_sock" -p "$pg_port" -U postgres -d postgres -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 "$psql" -h "$pg_sock" -p "$pg_port" -U postgres -d postgres -qc "CREATE DATABASE $db" >/dev/null
-
-start() {
-  local name="$1"; shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  local pid=$!
-  pids+=("$pid")
-  for _ in $(seq 1 100); do
-    grep -q '^listening ' "$work/$name.out" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || { cat "$work/$name.err" >&2; exit 1; }
-    sleep 0.05
-  done
-  started_pid="$pid"
-  started_port="$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$work/$name.out")"
-  [ -n "$started_port" ] || { echo "$name did not start" >&2; cat "$work/$name.err" >&2; exit 1; }
-}
 
 start stub "$MODEL_STUB" --listen 127.0.0.1:0
 stub_port="$started_port"

@@ -3,6 +3,7 @@
 # every authenticated request left one usage record in the gateway's WAL.
 # Expects $MODEL_STUB and $GATEWAY_PROXY (ctest sets them). Needs node and npm.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/proc.sh"
 : "${MODEL_STUB:?MODEL_STUB must point at the model_stub binary}"
 : "${GATEWAY_PROXY:?GATEWAY_PROXY must point at the gateway_proxy binary}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -13,27 +14,10 @@ fi
 work="$(mktemp -d /tmp/govern-gateway-proxy-e2e-XXXXXX)"
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  stop_started
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-# start NAME CMD...: runs CMD in the background; sets $started_port (from its "listening" line) and
-# $started_pid. Not run in a subshell, so that cleanup sees every pid.
-start() {
-  local name="$1"; shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  local pid=$!
-  pids+=("$pid")
-  for _ in $(seq 1 100); do
-    grep -q '^listening ' "$work/$name.out" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || { cat "$work/$name.err" >&2; exit 1; }
-    sleep 0.05
-  done
-  started_pid="$pid"
-  started_port="$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$work/$name.out")"
-  [ -n "$started_port" ] || { echo "$name did not start" >&2; cat "$work/$name.err" >&2; exit 1; }
-}
 
 start stub "$MODEL_STUB" --listen 127.0.0.1:0
 stub_port="$started_port"
