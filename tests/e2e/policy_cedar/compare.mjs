@@ -374,10 +374,17 @@ async function checkJson(cmd, cases, o, tmpDir, problems, label) {
   const run = await runEngine(cmd, [...printCases, ...evalCases], o.timeout, tmpDir);
   let printed = 0;
   let evaluated = 0;
+  let crashed = 0;
   for (const p of printCases) {
     const id = p.id.slice(0, -'#print'.length);
     const want = refJson.get(id);
     const got = run.answers.get(p.id);
+    // The reference standing in as the engine (the self-test's oracle.mjs) can overflow its wasm stack
+    // on a deep case it printed here a moment before: it has no answer, as in the evaluations below.
+    if (got && (got.crashed || got.json_crashed)) {
+      crashed++;
+      continue;
+    }
     const gotJson = got && got.json ? { staticPolicies: got.json.staticPolicies, ...(want.templates ? { templates: got.json.templates || {} } : {}) } : null;
     if (gotJson && canonJson(gotJson) === canonJson(want)) {
       printed++;
@@ -393,7 +400,7 @@ async function checkJson(cmd, cases, o, tmpDir, problems, label) {
     else problems.push({ where: `${label} ${d.id} (JSON policies)`, c: d, ref, got, minimise: false });
   }
   console.log(`${label} JSON format: ${printCases.length} cases the reference parses; text->JSON equal on ${printed}, ` +
-    `JSON->decision agrees on ${evaluated}`);
+    `JSON->decision agrees on ${evaluated}` + (crashed ? `; the engine (a reference) crashed printing ${crashed}` : ''));
 }
 
 function readCorpus() {
