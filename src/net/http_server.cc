@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "net/event_loop.h"
 #include "net/http_wire.h"
 #include "net/problem.h"
@@ -1075,6 +1076,7 @@ Status Server::Start() {
     if (w->unix_acceptor) asio::post(w->ioc, [&s, w] { s.DoAcceptUnix(w); });
     asio::post(w->ioc, [&s, w] { s.ArmTick(w); });
     w->thread = std::thread([w] {
+      NameThisThread("http");
       current_loop = &w->loop;
       w->ioc.run();
       current_loop = nullptr;

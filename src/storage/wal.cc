@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "storage/crc32c.h"
 #include "storage/wal_format.h"
 
@@ -939,7 +940,10 @@ Result<std::unique_ptr<Log>> Log::Open(const std::string& dir, Options options) 
     return st;
   }
   Impl* p = impl.get();
-  p->sync_thread = std::thread([p] { p->SyncLoop(); });
+  p->sync_thread = std::thread([p] {
+    NameThisThread("wal-sync");
+    p->SyncLoop();
+  });
   return std::unique_ptr<Log>(new Log(std::move(impl)));
 }
 

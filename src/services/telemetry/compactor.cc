@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "services/telemetry/archive.h"
 #include "services/telemetry/schema.h"
 #include "storage/parquet/writer.h"
@@ -438,6 +439,7 @@ void Compactor::Start(std::chrono::milliseconds interval) {
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this, interval] {
+    NameThisThread("tel-compact");
     std::unique_lock<std::mutex> lk(mu_);
     while (!stop_) {
       lk.unlock();

@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "db/error.h"
 #include "services/telemetry/record_rows.h"
 #include "services/telemetry/schema.h"
@@ -344,7 +345,10 @@ class Ingester::Worker {
     if (thread_.joinable()) thread_.join();
   }
   void Run() {
-    thread_ = std::thread([this] { Loop(); });
+    thread_ = std::thread([this] {
+      NameThisThread("tel-ingest");
+      Loop();
+    });
   }
 
  private:

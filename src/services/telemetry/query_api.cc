@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "net/problem.h"
 #include "services/telemetry/json_text.h"
 #include "services/telemetry/ndjson.h"
@@ -77,7 +78,11 @@ net::Response ErrorResponse(const Status& s, const std::string& path) {
 class Workers {
  public:
   Workers(int threads, size_t max_queued) : max_queued_(max_queued) {
-    for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { Run(); });
+    for (int i = 0; i < std::max(threads, 1); ++i)
+      threads_.emplace_back([this] {
+        NameThisThread("tel-query");
+        Run();
+      });
   }
   ~Workers() { Stop(); }
   // Lets running jobs finish, drops queued ones and joins. Idempotent; never from a worker thread.
