@@ -121,30 +121,40 @@ bool CanConnect(int port) {
   return ok;
 }
 
-// utime + stime of the process or thread whose stat file is `stat_path`, in seconds; its name (the
-// text between the parentheses) into `name` when given.
-double StatCpuSeconds(const std::string& stat_path, std::string* name = nullptr) {
+// The fields of a /proc stat file (a process's or a thread's) that the rows use; times in seconds.
+struct ProcStat {
+  std::string name;  // the text between the parentheses: the command, or the thread's name
+  long ppid = 0;
+  double utime = 0, stime = 0, cutime = 0, cstime = 0;
+};
+std::optional<ProcStat> ReadProcStat(const std::filesystem::path& stat_path) {
   std::ifstream in(stat_path);
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t open = stat.find('(');
   const size_t close = stat.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open) return 0;
-  if (name) *name = stat.substr(open + 1, close - open - 1);
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  ProcStat out;
+  out.name = stat.substr(open + 1, close - open - 1);
   std::istringstream fields(stat.substr(close + 2));
   std::string f;
-  double utime = 0, stime = 0;
-  for (int i = 3; fields >> f; ++i) {  // field 3 is the state
-    if (i == 14) utime = std::stod(f);
-    if (i == 15) {
-      stime = std::stod(f);
-      break;
-    }
+  double t[4] = {0, 0, 0, 0};                     // utime, stime, cutime, cstime, in clock ticks
+  for (int i = 3; fields >> f && i <= 17; ++i) {  // field 3 is the state
+    if (i == 4) out.ppid = std::stol(f);
+    if (i >= 14) t[i - 14] = std::stod(f);
   }
-  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double tck = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  out.utime = t[0] / tck;
+  out.stime = t[1] / tck;
+  out.cutime = t[2] / tck;
+  out.cstime = t[3] / tck;
+  return out;
 }
 
 // utime + stime of a process, in seconds.
-double ProcessCpuSeconds(pid_t pid) { return StatCpuSeconds("/proc/" + std::to_string(pid) + "/stat"); }
+double ProcessCpuSeconds(pid_t pid) {
+  auto st = ReadProcStat("/proc/" + std::to_string(pid) + "/stat");
+  return st ? st->utime + st->stime : 0;
+}
 
 // CPU seconds of each live thread of `pid` by thread id, with its name (base/thread_name.h).
 struct ThreadCpu {
@@ -156,22 +166,29 @@ std::map<long, ThreadCpu> ThreadCpuSeconds(pid_t pid) {
   std::error_code ec;
   for (const auto& entry :
        std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    ThreadCpu t;
-    t.seconds = StatCpuSeconds((entry.path() / "stat").string(), &t.name);
-    out[std::strtol(entry.path().filename().c_str(), nullptr, 10)] = t;
+    if (auto st = ReadProcStat(entry.path() / "stat"))
+      out[std::strtol(entry.path().filename().c_str(), nullptr, 10)] = {st->name, st->utime + st->stime};
   }
   return out;
 }
 
-// The CPU seconds between two snapshots spent by threads that are not intake: ingest, compaction and
-// the query workers, by the names the telemetry service gives them. A thread started in between counts
-// from zero; one that ended in between is lost to both sides (none do during a load run).
-double NonIntakeCpuSeconds(const std::map<long, ThreadCpu>& before, const std::map<long, ThreadCpu>& after) {
+// The threads of the telemetry service that are not intake (ingest, compaction, the query workers), by
+// the names it gives them (base/thread_name.h).
+bool IsNonIntakeThread(const std::string& name) {
+  return name.rfind("tel-ingest", 0) == 0 || name.rfind("tel-compact", 0) == 0 ||
+         name.rfind("tel-query", 0) == 0;
+}
+
+// The CPU seconds between two snapshots spent by threads that are not intake, and how many such threads
+// there were. A thread started in between counts from zero; one that ended in between is lost to both
+// sides (none do during a load run).
+double NonIntakeCpuSeconds(const std::map<long, ThreadCpu>& before, const std::map<long, ThreadCpu>& after,
+                           int* threads) {
   double total = 0;
+  *threads = 0;
   for (const auto& [tid, t] : after) {
-    if (t.name.rfind("tel-ingest", 0) != 0 && t.name.rfind("tel-compact", 0) != 0 &&
-        t.name.rfind("tel-query", 0) != 0)
-      continue;
+    if (!IsNonIntakeThread(t.name)) continue;
+    ++*threads;
     auto was = before.find(tid);
     total += t.seconds - (was == before.end() ? 0 : was->second.seconds);
   }
@@ -184,31 +201,20 @@ double PostgresCpuSeconds(const std::string& pgdir) {
   std::ifstream pidfile(pgdir + "/postmaster.pid");
   long postmaster = 0;
   if (!(pidfile >> postmaster) || postmaster <= 0) return 0;
-  const double tck = static_cast<double>(::sysconf(_SC_CLK_TCK));
   double total = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat.substr(close + 2));
-    std::string f;
-    long ppid = 0;
-    double t[4] = {0, 0, 0, 0};  // utime, stime, cutime, cstime
-    for (int i = 3; fields >> f && i <= 17; ++i) {
-      if (i == 4) ppid = std::stol(f);
-      if (i >= 14) t[i - 14] = std::stod(f);
-    }
+    auto st = ReadProcStat(entry.path() / "stat");
+    if (!st) continue;
     const long pid = std::stol(name);
     if (pid == postmaster)
-      total += t[0] + t[1] + t[2] + t[3];
-    else if (ppid == postmaster)
-      total += t[0] + t[1];
+      total += st->utime + st->stime + st->cutime + st->cstime;
+    else if (st->ppid == postmaster)
+      total += st->utime + st->stime;
   }
-  return total / tck;
+  return total;
 }
 
 class Service {
@@ -628,7 +634,7 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
   auto run = [&](const Target& t, double rate, double seconds, bool measure_cpu, bool probe) {
     const std::string acked;  // none: see Load()
     const double cpu0 = ProcessCpuSeconds(svc.pid());
-    const auto threads0 = ThreadCpuSeconds(svc.pid());
+    const auto threads0 = measure_cpu ? ThreadCpuSeconds(svc.pid()) : std::map<long, ThreadCpu>();
     const double pg_cpu0 = PostgresCpuSeconds(pgdir);
     std::atomic<bool> stop{false};
     std::vector<int64_t> latencies, sent_at;
@@ -645,18 +651,22 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
       return;
     }
     const double cpu = ProcessCpuSeconds(svc.pid()) - cpu0;  // the sending period only
-    const double ingest_cpu = NonIntakeCpuSeconds(threads0, ThreadCpuSeconds(svc.pid()));
     const int64_t acked_events = (*summary)["acked_events"].get<int64_t>();
     // Intake is the HTTP loops, parsing, the WAL append and its fsync: every thread but ingest's,
     // compaction's and the query workers' (ingest, storing the WAL in PostgreSQL, has its own rows:
     // sustained, peak, soak). Both figures are printed; the target row is intake's.
+    int ingest_threads = 0;
+    const double ingest_cpu =
+        measure_cpu ? NonIntakeCpuSeconds(threads0, ThreadCpuSeconds(svc.pid()), &ingest_threads) : 0;
     if (measure_cpu && cpu - ingest_cpu > 0 && acked_events > 0) {
+      // No named ingest thread (a govern without thread names): the whole process, and the note says so.
       char note[400];
       std::snprintf(note, sizeof note,
                     "acked events per CPU-second of the govern process's intake threads (HTTP loops, "
-                    "WAL sync; %.2f of its %.2f CPU-s while sending, the rest ingest), peak run; "
-                    "PostgreSQL and loadgen not counted",
-                    cpu - ingest_cpu, cpu);
+                    "WAL sync; %.2f of its %.2f CPU-s while sending, the rest %d ingest, compaction and "
+                    "query threads%s), peak run; PostgreSQL and loadgen not counted",
+                    cpu - ingest_cpu, cpu, ingest_threads,
+                    ingest_threads == 0 ? ": none found by name, so the whole process" : "");
       report.Add(bench::Row{kIntakeHttp.metric,
                             acked_events / (cpu - ingest_cpu),
                             kIntakeHttp.unit,
