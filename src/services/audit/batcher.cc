@@ -14,6 +14,7 @@
 
 #include "audit/merkle.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "crypto/bytes.h"
 #include "crypto/encoding.h"
 #include "db/connection.h"
@@ -148,6 +149,13 @@ struct Batcher::Impl {
   // Where a batch's transaction looks its idempotency keys up: not at all (a stored key fails the
   // INSERT), before waiting for the head, or once it holds the heads (then it sees every key).
   enum class Lookup { kNone, kBeforeLock, kUnderLock };
+  // A batch committed with its head locks released, waiting for the durability barrier (RunDurable).
+  struct Committed {
+    std::vector<std::unique_ptr<Request>> batch;
+    Timing timing;
+    int64_t started = 0;    // when it was taken from its lane (monotonic nanoseconds)
+    int64_t committed = 0;  // when its COMMIT returned
+  };
   static constexpr std::chrono::nanoseconds kLookupAfterConflict = std::chrono::seconds(1);
 
   db::Pool* pool;
@@ -161,6 +169,11 @@ struct Batcher::Impl {
   size_t next_lane = 0;       // where the next free-lane search starts (fairness)
   bool stop = false;
   std::vector<std::thread> threads;
+  // With flush_outside_lock: batches waiting for the next barrier, and the thread that runs it.
+  std::vector<Committed> committed;
+  std::condition_variable durable_cv;
+  bool durable_stop = false;  // set once the lanes' threads have ended
+  std::thread durable_thread;
   Stats stats;
   Stats logged;  // stats at the last log line
   int64_t last_log_nanos = 0;
@@ -201,6 +214,7 @@ struct Batcher::Impl {
   }
 
   void Run() {
+    NameThisThread("audit-batch");
     std::unique_lock lk(mu);
     for (;;) {
       int l = -1;
@@ -261,7 +275,57 @@ struct Batcher::Impl {
       };
       Status s = Flush(batch, deferred, timing, release_lane, lane);
       release_lane();
+      if (s.ok() && opt.flush_outside_lock) {
+        // Committed, not yet flushed: the durability thread's next barrier covers it (and every other
+        // batch committed meanwhile), then acknowledges it. This thread goes on to the next batch.
+        lk.lock();
+        committed.push_back({std::move(batch), timing, started, clock->MonotonicNanos()});
+        durable_cv.notify_one();
+        continue;
+      }
+      Finish(batch, timing, started, s);
       lk.lock();
+    }
+  }
+
+  // The durability thread: one barrier for every batch committed (head locks released) since the last
+  // one began, then their acknowledgements. A barrier's commit record lies after the commit records of
+  // the batches handed over before it started, so its flush covers them all: with lanes of three
+  // replicas committing all the time, one barrier (one transaction, one round trip) per flush instead
+  // of one per batch, and the lanes' threads never wait for a flush. A batch committed while a barrier
+  // runs waits for the next one. A failed barrier fails its batches (Unavailable: stored but not known
+  // to be durable; a retry with the same keys gets the original entries back).
+  void RunDurable() {
+    NameThisThread("audit-sync");
+    std::unique_lock lk(mu);
+    for (;;) {
+      durable_cv.wait(lk, [&] { return !committed.empty() || durable_stop; });
+      if (committed.empty()) return;  // stopping, and nothing left
+      std::vector<Committed> cohort = std::move(committed);
+      committed.clear();
+      lk.unlock();
+      if (opt.before_barrier) opt.before_barrier(cohort.size());
+      Status s = [&] {
+        auto lease = pool->Checkout();
+        return lease.ok() ? Barrier(**lease) : lease.status();
+      }();
+      const int64_t now = clock->MonotonicNanos();
+      lk.lock();
+      if (s.ok()) ++stats.barriers;
+      lk.unlock();
+      for (Committed& b : cohort) {
+        b.timing.flush_us = Micros(b.committed, now);
+        Finish(b.batch, b.timing, b.started, s);
+      }
+      lk.lock();
+    }
+  }
+
+  // A batch's outcome: its statistics, then its callbacks. mu not held.
+  void Finish(std::vector<std::unique_ptr<Request>>& batch, const Timing& timing, int64_t started,
+              const Status& s) {
+    {
+      std::lock_guard lk(mu);
       if (s.ok()) {
         ++stats.batches;
         size_t entries = 0;
@@ -284,20 +348,18 @@ struct Batcher::Impl {
         ++stats.batches_failed;
       }
       MaybeLogStats();
-      lk.unlock();
-      if (!s.ok()) {
-        log::Warn("audit", "append batch failed",
-                  {{"requests", static_cast<int64_t>(batch.size())}, {"error", s.message()}});
+    }
+    if (!s.ok()) {
+      log::Warn("audit", "append batch failed",
+                {{"requests", static_cast<int64_t>(batch.size())}, {"error", s.message()}});
+    }
+    for (auto& r : batch) {
+      if (s.ok()) {
+        r->done(std::move(r->outcome));
+      } else {
+        r->done(Unavailable("the audit store could not commit this append (" + s.message() +
+                            "); retry with the same idempotency keys"));
       }
-      for (auto& r : batch) {
-        if (s.ok()) {
-          r->done(std::move(r->outcome));
-        } else {
-          r->done(Unavailable("the audit store could not commit this append (" + s.message() +
-                              "); retry with the same idempotency keys"));
-        }
-      }
-      lk.lock();
     }
   }
 
@@ -332,6 +394,7 @@ struct Batcher::Impl {
                {"compute_us", mean(a.compute_us, b.compute_us)},
                {"commit_us", mean(a.commit_us, b.commit_us)},
                {"flush_us", mean(a.flush_us, b.flush_us)},
+               {"barriers", static_cast<int64_t>(a.barriers - b.barriers)},
                {"queue_full", static_cast<int64_t>(a.queue_full - b.queue_full)}});
     logged = stats;
     stats.max_batch_entries = 0;
@@ -442,8 +505,7 @@ struct Batcher::Impl {
         if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
       }
       release_lane();
-      if (!s.ok() || !opt.flush_outside_lock) return s;
-      return Barrier(c, timing);
+      return s;
     }
     bool late_taken = false;
     // Keys are normally not looked up: the unique index on (org, idempotency key) finds a stored one
@@ -473,8 +535,7 @@ struct Batcher::Impl {
       if (!s.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     }
     release_lane();
-    if (!s.ok() || !opt.flush_outside_lock) return s;
-    return Barrier(c, timing);
+    return s;
   }
 
   // One try of the batch's transaction (see Flush).
@@ -900,7 +961,7 @@ struct Batcher::Impl {
     return OkStatus();
   }
 
-  Status Barrier(db::Connection& c, Timing& timing) {
+  Status Barrier(db::Connection& c) {
     // The durability barrier: a transaction that writes WAL (kQuickBarrier) and commits with
     // synchronous_commit on returns once the WAL up to its commit record is flushed, which includes
     // the batch's commit written before it. PostgreSQL flushes many such commits at once. Normally one
@@ -913,15 +974,10 @@ struct Batcher::Impl {
         {"SELECT pg_logical_emit_message(true, 'govern-audit-barrier', '')", {}, true},
         {"COMMIT", {}, false},
     };
-    int64_t t4 = clock->MonotonicNanos();
     auto quick = c.ExecPrepared(kQuickBarrier);
-    if (quick.ok() && quick->size() == 1 && FlushesOnCommit(quick->Text(0, 1))) {
-      timing.flush_us = Micros(t4, clock->MonotonicNanos());
-      return OkStatus();
-    }
+    if (quick.ok() && quick->size() == 1 && FlushesOnCommit(quick->Text(0, 1))) return OkStatus();
     if (!quick.ok() && c.InTransaction()) (void)c.Exec("ROLLBACK");
     auto flushed = c.Pipeline(kBarrier);
-    timing.flush_us = Micros(t4, clock->MonotonicNanos());
     if (!flushed.ok()) {
       if (c.InTransaction()) (void)c.Exec("ROLLBACK");
       return flushed.status();
@@ -938,9 +994,11 @@ Batcher::Batcher(db::Pool* pool, BatcherOptions options) : impl_(std::make_uniqu
   impl_->opt.max_batch = std::max<size_t>(1, impl_->opt.max_batch);
   int lanes = std::max(1, impl_->opt.flushers);
   impl_->lanes = std::vector<Impl::Lane>(static_cast<size_t>(lanes));
-  // Two threads per lane: one may wait for its batch's flush while the next batch of its lane runs.
-  int n = impl_->opt.flush_outside_lock ? 2 * lanes : lanes;
-  for (int i = 0; i < n; ++i) impl_->threads.emplace_back([impl = impl_.get()] { impl->Run(); });
+  // A thread per lane (a lane has one transaction at a time); with flush_outside_lock, one more runs
+  // the durability barriers.
+  for (int i = 0; i < lanes; ++i) impl_->threads.emplace_back([impl = impl_.get()] { impl->Run(); });
+  if (impl_->opt.flush_outside_lock)
+    impl_->durable_thread = std::thread([impl = impl_.get()] { impl->RunDurable(); });
 }
 
 Batcher::~Batcher() { Shutdown(); }
@@ -953,6 +1011,13 @@ void Batcher::Shutdown() {
   }
   impl_->cv.notify_all();
   for (std::thread& t : impl_->threads) t.join();
+  {
+    // The lanes are drained: the last committed batches get their barrier, then the thread ends.
+    std::lock_guard lk(impl_->mu);
+    impl_->durable_stop = true;
+  }
+  impl_->durable_cv.notify_all();
+  if (impl_->durable_thread.joinable()) impl_->durable_thread.join();
   std::lock_guard lk(impl_->mu);
   impl_->threads.clear();
 }
@@ -1001,7 +1066,9 @@ Result<AppendOutcome> Batcher::AppendBlocking(std::string org, std::vector<Appen
 
 Batcher::Stats Batcher::GetStats() const {
   std::lock_guard lk(impl_->mu);
-  return impl_->stats;
+  Stats s = impl_->stats;
+  s.awaiting_flush = impl_->committed.size();
+  return s;
 }
 
 Status CheckDurabilityBarrier(db::Pool& pool) {
@@ -1016,7 +1083,8 @@ Status CheckDurabilityBarrier(db::Pool& pool) {
         "audit: the database role \"" + role +
         "\" may not execute pg_logical_emit_message, which flushes every batch before its entries are "
         "acknowledged; run: GRANT EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, "
-        "text) TO \"" + role + "\"");
+        "text) TO \"" +
+        role + "\"");
   }
   return OkStatus();
 }

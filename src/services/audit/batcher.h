@@ -25,17 +25,19 @@
 // entry_hash and the Merkle compact range in C++ (the columns that do not depend on seq were encoded
 // before the locks), and insert the entries and the completed stride subtrees, update the heads and
 // COMMIT in a second round trip. With flush_outside_lock (the default) that COMMIT does not wait for
-// the WAL flush, so the head locks are released at once, and a durability barrier follows on the same
-// connection: a transaction that writes WAL (a transactional logical message: one that only took an
-// xid would commit without a flush) and commits with synchronous_commit on, which returns only once
-// the WAL up to its own commit record, and so the batch's commit before it, is flushed. Either way
+// the WAL flush, so the head locks are released at once, and the batch goes to the Batcher's durability
+// thread, whose next barrier covers it: a transaction that writes WAL (a transactional logical message:
+// one that only took an xid would commit without a flush) and commits with synchronous_commit on, which
+// returns only once the WAL up to its own commit record, and so every batch's commit before it, is
+// flushed. One barrier serves every batch of every lane committed since the previous one began, and the
+// lanes' threads go on to their next batches meanwhile. Either way
 // callbacks run only after the batch's commit is flushed: an entry is acknowledged only once it is durable. A
 // later transaction (another replica's) may build on a commit that is not flushed yet; its own commit comes
 // later in the WAL, so it can never be durable without it. A failed flush fails only its own requests
 // (Unavailable); they may be retried with the same idempotency keys. Nothing here must be unique per process:
 // any number of Batchers, in any number of processes, may append to one database at once.
 //
-// Thread-safe. Callbacks run on the Batcher's flush threads: keep them short.
+// Thread-safe. Callbacks run on the Batcher's own threads: keep them short.
 #pragma once
 
 #include <chrono>
@@ -81,6 +83,8 @@ struct BatcherOptions {
   const Clock* clock = nullptr;  // nullptr: Clock::Real()
   // Test hook: called inside the transaction after the rows are written, before COMMIT.
   std::function<void()> before_commit;
+  // Test hook: called on the durability thread before each barrier with the batches it will cover.
+  std::function<void(size_t batches)> before_barrier;
 };
 
 struct AppendOutcome {
@@ -124,8 +128,10 @@ class Batcher {
     uint64_t lock_us = 0;     // BEGIN + head locks (+ key lookup, if any) round trip (includes lock waits)
     uint64_t compute_us = 0;  // seq, hashes, Merkle, statement parameters (locks held)
     uint64_t commit_us = 0;   // insert + update + COMMIT round trip (locks held until it returns)
-    uint64_t flush_us = 0;    // the durability barrier (locks already released); 0 when inside
+    uint64_t flush_us = 0;    // COMMIT returned to flush confirmed (locks released); 0 when inside
+    uint64_t barriers = 0;    // durability barriers run (each covers the batches committed before it)
     uint64_t queue_full = 0;  // appends refused because max_queued entries were waiting
+    uint64_t awaiting_flush = 0;  // now (not a counter): batches committed, waiting for a barrier
   };
   Stats GetStats() const;
 

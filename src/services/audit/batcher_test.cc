@@ -7,9 +7,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "services/audit/audit_testing.h"
@@ -343,8 +347,9 @@ TEST_F(BatcherTest, ARoleWithoutTheBarrierFunctionIsRefusedAtStart) {
   EXPECT_TRUE(CheckDurabilityBarrier(*pool_).ok());
   const std::string role = "audit_no_emit_" + std::to_string(::getpid());
   ASSERT_TRUE(Conn().Exec("CREATE ROLE " + role + " LOGIN").ok());
-  ASSERT_TRUE(
-      Conn().Exec("REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC").ok());
+  ASSERT_TRUE(Conn()
+                  .Exec("REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC")
+                  .ok());
   {
     auto limited = db::Pool::Create({.conninfo = db_->conninfo() + " user=" + role, .max_size = 1});
     ASSERT_TRUE(limited.ok()) << limited.status().ToString();
@@ -358,7 +363,8 @@ TEST_F(BatcherTest, ARoleWithoutTheBarrierFunctionIsRefusedAtStart) {
                     .ok());
     EXPECT_TRUE(CheckDurabilityBarrier(**limited).ok());
   }
-  ASSERT_TRUE(Conn().Exec("REVOKE ALL ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM " + role).ok());
+  ASSERT_TRUE(
+      Conn().Exec("REVOKE ALL ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM " + role).ok());
   ASSERT_TRUE(Conn().Exec("DROP ROLE " + role).ok());
 }
 
@@ -593,6 +599,91 @@ TEST_F(BatcherTest, AFailedBatchFailsOnlyItselfAndLeavesNoTrace) {
   ASSERT_TRUE(retried.ok()) << retried.status().message();
   EXPECT_EQ(retried->entries.back().entry.seq, 21u);
   EXPECT_EQ(testing::Verified(Conn(), "acme"), 21);
+}
+
+// Waits (at most 30 s) until `done` holds; false if it never did.
+bool WaitFor(const std::function<bool()>& done) {
+  for (int i = 0; i < 30000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
+// Batches committed while a barrier runs wait for the next one, which covers them all at once; no
+// append is acknowledged before a barrier that began after its commit has returned.
+TEST_F(BatcherTest, OneBarrierCoversEveryBatchCommittedWhileThePreviousRan) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<size_t> cohorts;
+  BatcherOptions o{.flushers = 4};
+  o.before_barrier = [&](size_t batches) {
+    std::unique_lock g(mu);
+    cohorts.push_back(batches);
+    if (cohorts.size() == 1) cv.wait(g, [&] { return release; });
+  };
+  Batcher b(pool_.get(), std::move(o));
+  std::atomic<int> acked{0}, failed{0};
+  auto count = [&](Result<AppendOutcome> r) { ++(r.ok() ? acked : failed); };
+  b.Append("first", {Input("f")}, count);
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard g(mu);
+    return cohorts.size() == 1;
+  })) << "the first batch's barrier never began";
+  // One at a time, so that each is a batch of its own, committed while the first barrier is held.
+  uint64_t n = 0;
+  for (const char* org : {"second", "third", "fourth"}) {
+    b.Append(org, {Input(org)}, count);
+    ++n;
+    ASSERT_TRUE(WaitFor([&] { return b.GetStats().awaiting_flush == n; })) << org << " never committed";
+  }
+  EXPECT_EQ(acked.load(), 0) << "acknowledged before a barrier covered it";
+  {
+    std::lock_guard g(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(WaitFor([&] { return acked.load() + failed.load() == 4; }));
+  EXPECT_EQ(failed.load(), 0);
+  Batcher::Stats st = b.GetStats();
+  EXPECT_EQ(st.batches, 4u);
+  EXPECT_EQ(st.barriers, 2u);
+  EXPECT_EQ(st.awaiting_flush, 0u);
+  std::lock_guard g(mu);
+  EXPECT_EQ(cohorts, (std::vector<size_t>{1, 3}));
+  for (const char* org : {"first", "second", "third", "fourth"}) EXPECT_EQ(testing::Verified(Conn(), org), 1);
+}
+
+// A barrier that fails (here: no connection for it within the pool's checkout timeout) fails the
+// appends it covers with Unavailable; they were committed, so a retry with the same keys gets the
+// original entries back instead of second ones.
+TEST_F(BatcherTest, AFailedBarrierFailsItsAppendsAndRetriesGetTheOriginals) {
+  auto pool = db::Pool::Create(
+      {.conninfo = db_->conninfo(), .max_size = 1, .checkout_timeout = std::chrono::milliseconds(200)});
+  ASSERT_TRUE(pool.ok()) << pool.status().message();
+  std::optional<db::Pool::Lease> held;
+  bool first = true;
+  BatcherOptions o;
+  o.before_barrier = [&](size_t) {
+    if (!first) return;
+    first = false;
+    auto lease = (*pool)->Checkout();  // the pool's only connection: the barrier finds none free
+    if (lease.ok()) held.emplace(std::move(*lease));
+  };
+  Batcher b(pool->get(), std::move(o));
+  auto r = b.AppendBlocking("acme", {Input("a"), Input("b")});
+  ASSERT_TRUE(held.has_value());
+  held.reset();
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+  EXPECT_EQ(b.GetStats().batches_failed, 1u);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 2) << "committed before its barrier failed";
+  auto again = b.AppendBlocking("acme", {Input("a"), Input("b")});
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_FALSE(again->created[0]);
+  EXPECT_FALSE(again->created[1]);
+  EXPECT_EQ(again->entries[1].entry.seq, 2u);
+  EXPECT_EQ(testing::Verified(Conn(), "acme"), 2);
 }
 
 TEST_F(BatcherTest, AProcessKilledBeforeCommitLeavesNothingAndRetriesSucceed) {
