@@ -295,8 +295,14 @@ struct Batcher::Impl {
   // of one per batch, and the lanes' threads never wait for a flush. A batch committed while a barrier
   // runs waits for the next one. A failed barrier fails its batches (Unavailable: stored but not known
   // to be durable; a retry with the same keys gets the original entries back).
+  //
+  // The thread keeps one connection for its barriers (taken at the first, given back after a failure),
+  // so that a barrier never waits in the pool behind reads and the lanes: committed batches would fail
+  // for want of a connection. A barrier that fails on the kept connection (it may have been closed
+  // meanwhile) is tried once more on a new one. Every batch's callbacks run on this thread.
   void RunDurable() {
     NameThisThread("audit-sync");
+    std::optional<db::Pool::Lease> lease;
     std::unique_lock lk(mu);
     for (;;) {
       durable_cv.wait(lk, [&] { return !committed.empty() || durable_stop; });
@@ -305,10 +311,22 @@ struct Batcher::Impl {
       committed.clear();
       lk.unlock();
       if (opt.before_barrier) opt.before_barrier(cohort.size());
-      Status s = [&] {
-        auto lease = pool->Checkout();
-        return lease.ok() ? Barrier(**lease) : lease.status();
-      }();
+      Status s;
+      for (;;) {
+        const bool fresh = !lease.has_value();
+        if (fresh) {
+          auto l = pool->Checkout();
+          if (!l.ok()) {
+            s = l.status();
+            break;
+          }
+          lease.emplace(std::move(*l));
+        }
+        s = Barrier(**lease);
+        if (s.ok()) break;
+        lease.reset();  // perhaps broken: the pool discards it
+        if (fresh) break;
+      }
       const int64_t now = clock->MonotonicNanos();
       lk.lock();
       if (s.ok()) ++stats.barriers;

@@ -37,7 +37,9 @@
 // (Unavailable); they may be retried with the same idempotency keys. Nothing here must be unique per process:
 // any number of Batchers, in any number of processes, may append to one database at once.
 //
-// Thread-safe. Callbacks run on the Batcher's own threads: keep them short.
+// Thread-safe. Callbacks run on the Batcher's own threads (with flush_outside_lock, every batch's on the
+// durability thread, before its next barrier): keep them short. Committed batches waiting for a barrier
+// are not counted in max_queued: their requests are bounded by what the caller lets in flight.
 #pragma once
 
 #include <chrono>
@@ -129,9 +131,10 @@ class Batcher {
     uint64_t compute_us = 0;  // seq, hashes, Merkle, statement parameters (locks held)
     uint64_t commit_us = 0;   // insert + update + COMMIT round trip (locks held until it returns)
     uint64_t flush_us = 0;    // COMMIT returned to flush confirmed (locks released); 0 when inside
-    uint64_t barriers = 0;    // durability barriers run (each covers the batches committed before it)
-    uint64_t queue_full = 0;  // appends refused because max_queued entries were waiting
-    uint64_t awaiting_flush = 0;  // now (not a counter): batches committed, waiting for a barrier
+    uint64_t barriers =
+        0;  // durability barriers that succeeded (each covers the batches committed before it)
+    uint64_t queue_full = 0;      // appends refused because max_queued entries were waiting
+    uint64_t awaiting_flush = 0;  // now (not a counter): batches committed, not yet in a barrier
   };
   Stats GetStats() const;
 

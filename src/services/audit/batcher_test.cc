@@ -617,6 +617,7 @@ TEST_F(BatcherTest, OneBarrierCoversEveryBatchCommittedWhileThePreviousRan) {
   std::condition_variable cv;
   bool release = false;
   std::vector<size_t> cohorts;
+  std::atomic<int> acked{0}, failed{0};
   BatcherOptions o{.flushers = 4};
   o.before_barrier = [&](size_t batches) {
     std::unique_lock g(mu);
@@ -624,7 +625,18 @@ TEST_F(BatcherTest, OneBarrierCoversEveryBatchCommittedWhileThePreviousRan) {
     if (cohorts.size() == 1) cv.wait(g, [&] { return release; });
   };
   Batcher b(pool_.get(), std::move(o));
-  std::atomic<int> acked{0}, failed{0};
+  // Lets the held barrier go however the test ends (destroyed before the Batcher, whose destructor waits for
+  // that thread).
+  struct Release {
+    std::function<void()> f;
+    ~Release() { f(); }
+  } release_at_end{[&] {
+    {
+      std::lock_guard g(mu);
+      release = true;
+    }
+    cv.notify_all();
+  }};
   auto count = [&](Result<AppendOutcome> r) { ++(r.ok() ? acked : failed); };
   b.Append("first", {Input("f")}, count);
   ASSERT_TRUE(WaitFor([&] {
