@@ -1,12 +1,15 @@
 /* An idempotent librdkafka producer for the streams e2e tests: produces COUNT records "PREFIX-i" to
  * TOPIC with acks=all and enable.idempotence=true, and prints "acked PARTITION OFFSET VALUE" for every
  * delivery report that succeeded (and "failed VALUE ERROR" otherwise). Exits 0 when every record was
- * acknowledged, 1 otherwise (including a fatal idempotence error).
- * Usage: idempotent_producer BROKERS TOPIC COUNT PREFIX */
+ * acknowledged, 1 otherwise (including a fatal idempotence error). RATE, when given, paces production
+ * to at most that many records a second, so that the records queued while the broker is down (and
+ * acknowledged in a burst once it is back) stay a small part of COUNT.
+ * Usage: idempotent_producer BROKERS TOPIC COUNT PREFIX [RATE] */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static long acked = 0, failed = 0;
 
@@ -23,6 +26,12 @@ static void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaqu
   }
 }
 
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void set(rd_kafka_conf_t* conf, const char* k, const char* v) {
   char err[256];
   if (rd_kafka_conf_set(conf, k, v, err, sizeof err) != RD_KAFKA_CONF_OK) {
@@ -32,11 +41,12 @@ static void set(rd_kafka_conf_t* conf, const char* k, const char* v) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: %s BROKERS TOPIC COUNT PREFIX\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: %s BROKERS TOPIC COUNT PREFIX [RATE]\n", argv[0]);
     return 2;
   }
   long count = atol(argv[3]);
+  double rate = argc == 6 ? atof(argv[5]) : 0;
   setvbuf(stdout, NULL, _IOLBF, 0); /* the kill test watches progress */
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -55,7 +65,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   char value[128];
+  double start = now_seconds();
   for (long i = 0; i < count; i++) {
+    while (rate > 0 && (double)i > rate * (now_seconds() - start)) rd_kafka_poll(rk, 1);
     int n = snprintf(value, sizeof value, "%s-%ld", argv[4], i);
     for (;;) {
       rd_kafka_resp_err_t e =
