@@ -69,7 +69,7 @@ Status CheckDurabilityBarrier(db::Pool& pool);
 struct BatcherOptions {
   size_t max_batch = 1000;                      // entries per transaction (a request is never split)
   std::chrono::microseconds flush_interval{0};  // how long a free lane waits for company (0: flush at once)
-  int flushers = 2;                             // lanes: transactions holding head locks at once
+  int flushers = 1;                             // lanes: transactions holding head locks at once
   size_t max_queued = 20000;                    // entries waiting; more: Unavailable at once (503)
   bool flush_outside_lock = true;               // release head locks before the WAL flush (see above)
   // One round trip per batch instead of two: the canonical text of each entry is built here split

@@ -49,9 +49,10 @@ class AuditService final : public services::Service {
            .max = 1000});
     s.Add({.key = "audit.flushers",
            .type = Type::kInt,
-           .default_value = "2",
+           .default_value = "1",
            .help = "Append lanes per replica: organisations are split among them by name, and each lane has "
-                   "one transaction holding head locks at a time.",
+                   "one transaction holding head locks at a time. One is fastest when several replicas "
+                   "share the organisations (bigger batches, fewer transactions; docs/audit.md).",
            .min = 1,
            .max = 64});
     s.Add({.key = "audit.max_queued",
