@@ -252,8 +252,9 @@ struct Batcher::Impl {
       Timing timing;
       std::vector<std::unique_ptr<Request>> deferred;
       bool released = false;
-      // Frees the lane once this batch's head locks are released, so the lane's next batch can start
-      // on another thread while this one waits for its flush.
+      // Frees the lane once this batch's head locks are released (its COMMIT returned), so the lane's
+      // next batch can start. With flush_outside_lock this batch then waits for its flush on the
+      // durability thread; without, its COMMIT itself waited for the flush.
       auto release_lane = [&] {
         if (released) return;
         released = true;

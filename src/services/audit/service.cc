@@ -52,7 +52,8 @@ class AuditService final : public services::Service {
            .default_value = "1",
            .help = "Append lanes per replica: organisations are split among them by name, and each lane has "
                    "one transaction holding head locks at a time. One is fastest when several replicas "
-                   "share the organisations (bigger batches, fewer transactions; docs/audit.md).",
+                   "share the organisations (bigger batches, fewer transactions; docs/audit.md); with "
+                   "audit.flush_outside_lock=false a lane waits for its own flush, so raise it there.",
            .min = 1,
            .max = 64});
     s.Add({.key = "audit.max_queued",

@@ -2,8 +2,9 @@
  * TOPIC with acks=all and enable.idempotence=true, and prints "acked PARTITION OFFSET VALUE" for every
  * delivery report that succeeded (and "failed VALUE ERROR" otherwise). Exits 0 when every record was
  * acknowledged, 1 otherwise (including a fatal idempotence error). RATE, when given, paces production
- * to at most that many records a second, so that the records queued while the broker is down (and
- * acknowledged in a burst once it is back) stay a small part of COUNT.
+ * to that many records a second, so that the records queued while the broker is down (and acknowledged
+ * in a burst once it is back) stay a small part of COUNT; after a stall (a full queue) it does not
+ * catch up by more than 50 ms worth of records.
  * Usage: idempotent_producer BROKERS TOPIC COUNT PREFIX [RATE] */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -46,7 +47,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   long count = atol(argv[3]);
-  double rate = argc == 6 ? atof(argv[5]) : 0;
+  double rate = 0;
+  if (argc == 6) {
+    char* end = NULL;
+    rate = strtod(argv[5], &end);
+    if (end == argv[5] || *end != '\0' || !(rate > 0)) {
+      fprintf(stderr, "RATE must be a positive number of records a second, not '%s'\n", argv[5]);
+      return 2;
+    }
+  }
   setvbuf(stdout, NULL, _IOLBF, 0); /* the kill test watches progress */
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -67,7 +76,14 @@ int main(int argc, char** argv) {
   char value[128];
   double start = now_seconds();
   for (long i = 0; i < count; i++) {
-    while (rate > 0 && (double)i > rate * (now_seconds() - start)) rd_kafka_poll(rk, 1);
+    while (rate > 0) {
+      double due = start + (double)i / rate, now = now_seconds();
+      if (now >= due) {
+        if (now - due > 0.05) start += now - due - 0.05; /* a stall: forget all but 50 ms of it */
+        break;
+      }
+      rd_kafka_poll(rk, 1);
+    }
     int n = snprintf(value, sizeof value, "%s-%ld", argv[4], i);
     for (;;) {
       rd_kafka_resp_err_t e =

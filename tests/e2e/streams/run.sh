@@ -129,8 +129,9 @@ kill -0 "$broker_pid" 2>/dev/null || fail "broker died on bad input"
 kcat -b "$B" -L >/dev/null 2>&1 || fail "kcat after bad input"
 
 # 5. SIGKILL under load, several times: every acknowledged record present at its offset, none twice.
-# Paced (50,000 records a second at most): unpaced, the records queued while the broker was down came
-# back acknowledged in one burst of hundreds of thousands, and the producer finished before the third kill.
+# Paced (50,000 records a second, no catching up after a stall): unpaced, the records queued while the
+# broker was down came back acknowledged in one burst of hundreds of thousands, and the producer
+# finished before the third kill.
 "$STREAMS_PRODUCER" "$B" killed 500000 kill 50000 > acked-kill 2> producer-kill.log &
 producer_pid=$!
 # Each kill waits for fresh acknowledgements since the last restart, so every kill lands under load.
