@@ -128,7 +128,9 @@ Status DecodeLine(const element& root, std::string_view org, Event* e) {
     } else if (k == "attributes") {
       object attrs;
       if (v.get_object().get(attrs) != simdjson::SUCCESS) return Bad(k, "expected an object");
-      e->attributes.reserve(e->attributes.size() + attrs.size());
+      // Reserved once: a repeated "attributes" key (the DOM keeps duplicates) must not reallocate
+      // exactly per repeat, which would make a line of many repeats quadratic.
+      if (e->attributes.empty()) e->attributes.reserve(attrs.size());
       for (auto [ak, av] : attrs) {
         e->attributes.push_back({std::string(ak), CompactJson(av)});
       }
@@ -194,7 +196,8 @@ Result<DecodedBatch> DecodeNdjson(std::string_view body, std::string_view org, c
     ++lines;
     p = static_cast<const char*>(nl) + 1;
   }
-  out.events.reserve(std::min(lines, limits.max_events));
+  // Bounded by the bytes too (no event line is shorter than 16): blank lines reserve nothing much.
+  out.events.reserve(std::min({lines, limits.max_events, body.size() / 16 + 1}));
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < body.size()) {
