@@ -105,8 +105,48 @@ size_t AttributesBytes(const std::vector<Attribute>& attrs) {
   return n;
 }
 
-// The id: the lower-case hex SHA-256 of the canonical encoding with `ordinal`.
-std::string HashToId(std::string_view org, const Event& e, uint64_t ordinal) {
+}  // namespace
+
+void FinishOtlpRecord(uint64_t time, uint64_t observed, std::string_view time_field,
+                      std::string_view observed_field, Event* e, std::string* rejected) {
+  constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (rejected->empty() && (time > kMax || observed > kMax)) {
+    *rejected = std::string(time > kMax ? time_field : observed_field) +
+                ": beyond the year 2262 (does not fit signed 64-bit nanoseconds)";
+  }
+  e->observed_unix_nanos = static_cast<int64_t>(observed);
+  e->time_unix_nanos = static_cast<int64_t>(time != 0 ? time : observed);
+  if (e->type.empty()) e->type = "log";
+}
+
+int32_t SeverityNumberFromName(std::string_view name) {
+  static constexpr std::pair<std::string_view, int32_t> kNames[] = {
+      {"trace", 1},  {"debug", 5},    {"info", 9},      {"information", 9}, {"notice", 10},
+      {"warn", 13},  {"warning", 13}, {"error", 17},    {"err", 17},        {"critical", 21},
+      {"fatal", 21}, {"crit", 21},    {"emergency", 21}};
+  for (const auto& [n, v] : kNames) {
+    if (EqualsIgnoreCase(name, n)) return v;
+  }
+  // OTLP enum names: SEVERITY_NUMBER_<LEVEL>[2-4].
+  constexpr std::string_view kPrefix = "SEVERITY_NUMBER_";
+  if (name.size() > kPrefix.size() && EqualsIgnoreCase(name.substr(0, kPrefix.size()), kPrefix)) {
+    std::string_view rest = name.substr(kPrefix.size());
+    int32_t offset = 0;
+    if (!rest.empty() && rest.back() >= '2' && rest.back() <= '4') {
+      offset = rest.back() - '1';
+      rest.remove_suffix(1);
+    }
+    static constexpr std::pair<std::string_view, int32_t> kLevels[] = {
+        {"trace", 1}, {"debug", 5}, {"info", 9}, {"warn", 13}, {"error", 17}, {"fatal", 21}};
+    for (const auto& [n, v] : kLevels) {
+      if (EqualsIgnoreCase(rest, n)) return v + offset;
+    }
+  }
+  return 0;
+}
+
+// The lower-case hex SHA-256 of the canonical encoding with `ordinal`.
+std::string EventId(std::string_view org, const Event& e, uint64_t ordinal) {
   constexpr std::string_view kTag = "govern.event.v1";
   const std::string_view fields[] = {
       org,           e.type,         e.severity_text, e.body,         e.trace_id_hex,
@@ -148,50 +188,6 @@ std::string HashToId(std::string_view org, const Event& e, uint64_t ordinal) {
     std::abort();
   }
   return internal::LowerHex(std::string_view(reinterpret_cast<const char*>(md.data()), len));
-}
-
-}  // namespace
-
-void FinishOtlpRecord(uint64_t time, uint64_t observed, std::string_view time_field,
-                      std::string_view observed_field, Event* e, std::string* rejected) {
-  constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  if (rejected->empty() && (time > kMax || observed > kMax)) {
-    *rejected = std::string(time > kMax ? time_field : observed_field) +
-                ": beyond the year 2262 (does not fit signed 64-bit nanoseconds)";
-  }
-  e->observed_unix_nanos = static_cast<int64_t>(observed);
-  e->time_unix_nanos = static_cast<int64_t>(time != 0 ? time : observed);
-  if (e->type.empty()) e->type = "log";
-}
-
-int32_t SeverityNumberFromName(std::string_view name) {
-  static constexpr std::pair<std::string_view, int32_t> kNames[] = {
-      {"trace", 1},  {"debug", 5},    {"info", 9},      {"information", 9}, {"notice", 10},
-      {"warn", 13},  {"warning", 13}, {"error", 17},    {"err", 17},        {"critical", 21},
-      {"fatal", 21}, {"crit", 21},    {"emergency", 21}};
-  for (const auto& [n, v] : kNames) {
-    if (EqualsIgnoreCase(name, n)) return v;
-  }
-  // OTLP enum names: SEVERITY_NUMBER_<LEVEL>[2-4].
-  constexpr std::string_view kPrefix = "SEVERITY_NUMBER_";
-  if (name.size() > kPrefix.size() && EqualsIgnoreCase(name.substr(0, kPrefix.size()), kPrefix)) {
-    std::string_view rest = name.substr(kPrefix.size());
-    int32_t offset = 0;
-    if (!rest.empty() && rest.back() >= '2' && rest.back() <= '4') {
-      offset = rest.back() - '1';
-      rest.remove_suffix(1);
-    }
-    static constexpr std::pair<std::string_view, int32_t> kLevels[] = {
-        {"trace", 1}, {"debug", 5}, {"info", 9}, {"warn", 13}, {"error", 17}, {"fatal", 21}};
-    for (const auto& [n, v] : kLevels) {
-      if (EqualsIgnoreCase(rest, n)) return v + offset;
-    }
-  }
-  return 0;
-}
-
-std::string EventId(std::string_view org, const Event& event, uint64_t ordinal) {
-  return HashToId(org, event, ordinal);
 }
 
 void AssignMissingIds(std::vector<Event>& events) {

@@ -46,6 +46,14 @@ TEST(Ndjson, DecodesAFullBatch) {
   EXPECT_EQ(b.severity_number, 0);
 }
 
+TEST(Ndjson, RepeatedAttributesKeysKeepEveryAttributeInOrder) {
+  auto r = DecodeNdjson(
+      R"({"time":1,"type":"t","attributes":{"a":1},"attributes":{},"attributes":{"b":"x","c":2}})", "o");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->events.size(), 1u);
+  EXPECT_EQ(r->events[0].attributes, (std::vector<Attribute>{{"a", "1"}, {"b", "\"x\""}, {"c", "2"}}));
+}
+
 TEST(Ndjson, EmptyAndBlankBatchesHaveNoEvents) {
   for (std::string_view body : {"", "\n", " \n\t\r\n"}) {
     auto r = DecodeNdjson(body, "o");
