@@ -35,6 +35,10 @@ wait_up() {
 }
 
 start_server() {  # [extra govern flags...]
+  # Emptied here, not by the background job's redirection: that runs when the child gets to it, and
+  # until then wait_up would read the previous run's "is up" and its port (CI published to a server
+  # still starting).
+  : >"$work/server.out"
   "$GOVERN" --data-dir "$sdata" serve policy --set policy.server.listen=127.0.0.1:$sport "$@" >"$work/server.out" 2>>"$work/server.log" &
   server_pid=$!
   [ -n "$(wait_up "$work/server.out" "$server_pid" policy)" ] || fail "govern serve policy did not come up"
@@ -45,6 +49,7 @@ stop_server() {
   server_pid=""
 }
 start_agent() {  # [extra govern flags...]
+  : >"$work/agent.out"  # see start_server
   GOVERN_POLICY_AGENT_KEY="$fetch" "$GOVERN" --data-dir "$adata" serve policy-agent "$@" \
     --set policy.agent.server="http://127.0.0.1:$sport" --set policy.agent.org=acme \
     --set policy.agent.trust="$work/server.pub" --set policy.agent.poll_interval=200ms \
@@ -213,6 +218,7 @@ cat >"$work/b5/limits.json" <<'JSON'
 JSON
 "$GOVERN" policy sign --dir "$work/b5" --version 6 --org acme --key "$work/local.key" \
   --out "$adata/policy-agent/bundle.tar.gz" >/dev/null 2>>"$work/keys.log" || fail "policy sign v6"
+: >"$work/agent.out"  # see start_server
 "$GOVERN" --data-dir "$adata" serve policy-agent --set policy.agent.org=acme \
   --set policy.agent.trust="$work/local.pub" --set policy.agent.listen=127.0.0.1:0 \
   --set policy.agent.socket="$sock" >"$work/agent.out" 2>>"$work/agent.log" &
@@ -275,6 +281,7 @@ out="$("$GOVERN" policy evaluate --policies "$work/b7/policies.cedar" --links "$
 [ "$(echo "$out" | jq -c .reason)" = '["grant-a1-search"]' ] || fail "evaluate --schema with links: $out"
 cp "$work/b7.tar.gz" "$adata/policy-agent/bundle.tar.gz"
 start_local_agent() {
+  : >"$work/agent.out"  # see start_server
   "$GOVERN" --data-dir "$adata" serve policy-agent --set policy.agent.org=acme \
     --set policy.agent.trust="$work/local.pub" --set policy.agent.listen=127.0.0.1:0 \
     --set policy.agent.socket="$sock" >"$work/agent.out" 2>>"$work/agent.log" &

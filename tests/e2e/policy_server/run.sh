@@ -25,6 +25,9 @@ g() { "$GOVERN" --data-dir "$data" "$@"; }
 # launch NAME: starts a server on the data directory (output in NAME.out/.log); sets launched_pid and
 # launched_base (empty when it did not come up).
 launch() {
+  # NAME.out is emptied here, not by the background job's redirection: that runs when the child gets to
+  # it, and until then the wait below would read a previous run's "is up" and its port.
+  : >"$work/$1.out"
   # A short key cache TTL, so the revocation below takes effect within a second.
   "$GOVERN" --data-dir "$data" serve policy --set policy.server.listen=127.0.0.1:0 \
     --set policy.server.key_cache_ttl=1s >"$work/$1.out" 2>"$work/$1.log" &
