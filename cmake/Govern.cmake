@@ -26,6 +26,44 @@ if(NOT TARGET govern_unit_tests)
   add_custom_target(govern_unit_tests)
 endif()
 
+# Precompiled headers. Most files include the standard library and nlohmann/json, and every test file
+# GoogleTest and GoogleMock; parsed once per build instead of once per file they took X of the cold
+# asan build (docs/architecture.md, Build). GCC takes a precompiled header only into a file compiled with the flags
+# it was made with, so there is one per set of flags, each reused by every target of that set:
+# govern_pch (libraries, tools, benchmarks), govern_pch_pic (the -fPIC libraries of policy/capi) and
+# govern_pch_test (GoogleTest binaries). A file built with flags of its own (a per-file
+# COMPILE_OPTIONS) sets SKIP_PRECOMPILE_HEADERS. CMake adds -Winvalid-pch: with -Werror a header GCC
+# cannot take fails the build rather than slowing it silently. Off for the fuzz preset (clang).
+option(GOVERN_PCH "Precompile the standard library, nlohmann/json and GoogleTest headers" ON)
+if(GOVERN_FUZZ)
+  set(GOVERN_PCH OFF)
+endif()
+set(GOVERN_PCH_HEADERS <algorithm> <array> <atomic> <charconv> <chrono> <condition_variable> <cstddef>
+    <cstdint> <cstdio> <cstdlib> <cstring> <filesystem> <fstream> <functional> <map> <memory> <mutex>
+    <optional> <set> <span> <sstream> <string> <string_view> <thread> <unordered_map> <utility>
+    <variant> <vector> <nlohmann/json.hpp>)
+if(GOVERN_PCH)
+  foreach(kind pch pch_pic pch_test)
+    add_library(govern_${kind} OBJECT EXCLUDE_FROM_ALL ${PROJECT_SOURCE_DIR}/cmake/pch/anchor.cc)
+    target_compile_options(govern_${kind} PRIVATE ${GOVERN_WARNINGS})
+    target_link_libraries(govern_${kind} PRIVATE nlohmann_json::nlohmann_json)
+  endforeach()
+  target_precompile_headers(govern_pch PRIVATE ${GOVERN_PCH_HEADERS})
+  set_target_properties(govern_pch_pic PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(govern_pch_pic PRIVATE -fno-semantic-interposition)
+  target_precompile_headers(govern_pch_pic PRIVATE ${GOVERN_PCH_HEADERS})
+  target_link_libraries(govern_pch_test PRIVATE GTest::gtest GTest::gmock)
+  target_precompile_headers(govern_pch_test PRIVATE ${GOVERN_PCH_HEADERS} <gtest/gtest.h> <gmock/gmock.h>)
+endif()
+
+# govern_use_pch(TARGET KIND): TARGET's C++ files take the precompiled header govern_KIND (pch,
+# pch_pic or pch_test); TARGET must be compiled with that header's flags.
+function(govern_use_pch target kind)
+  if(GOVERN_PCH)
+    target_precompile_headers(${target} REUSE_FROM govern_${kind})
+  endif()
+endfunction()
+
 # govern_library(NAME SOURCES ... DEPS ...): a static library under src/, included as "folder/header.h".
 function(govern_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
@@ -33,6 +71,7 @@ function(govern_library name)
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  govern_use_pch(${name} pch)
 endfunction()
 
 # govern_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES ...]): a GoogleTest binary registered
@@ -43,6 +82,7 @@ function(govern_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  govern_use_pch(${name} pch_test)
   add_test(NAME ${name} COMMAND ${name} --gtest_color=no)
   set(labels unit)
   if(ARG_LABELS)
@@ -79,6 +119,7 @@ function(govern_fuzz name)
   else()
     target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
     target_link_libraries(${name} PRIVATE govern_fuzz_replay)
+    govern_use_pch(${name} pch)
     set(corpus ${PROJECT_SOURCE_DIR}/fuzz/corpus/${name})
     add_test(NAME ${name}_replay COMMAND ${name} ${corpus})
     set_tests_properties(${name}_replay PROPERTIES LABELS unit TIMEOUT 300)
@@ -97,6 +138,7 @@ function(govern_bench name)
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  govern_use_pch(${name} pch)
   if(NOT GOVERN_BENCH_IN_ALL AND NOT ARG_USED_BY_TESTS)
     set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
   endif()
