@@ -26,15 +26,17 @@ if(NOT TARGET govern_unit_tests)
   add_custom_target(govern_unit_tests)
 endif()
 
-# Precompiled headers. Most files include the standard library and nlohmann/json, and every test file
-# GoogleTest and GoogleMock; parsed once per build instead of once per file they took X of the cold
-# asan build (docs/architecture.md, Build). GCC takes a precompiled header only into a file compiled with the flags
-# it was made with, so there is one per set of flags, each reused by every target of that set:
-# govern_pch (libraries, tools, benchmarks), govern_pch_pic (the -fPIC libraries of policy/capi) and
-# govern_pch_test (GoogleTest binaries). A file built with flags of its own (a per-file
-# COMPILE_OPTIONS) sets SKIP_PRECOMPILE_HEADERS. CMake adds -Winvalid-pch: with -Werror a header GCC
-# cannot take fails the build rather than slowing it silently. Off for the fuzz preset (clang).
-option(GOVERN_PCH "Precompile the standard library, nlohmann/json and GoogleTest headers" ON)
+# Precompiled headers (GOVERN_PCH, on in the asan preset). Most files include the standard library and
+# nlohmann/json, and every test file GoogleTest and GoogleMock; parsed once per build instead of once
+# per file, the cold asan build took 937 s instead of 1,132 s on 2 cores (docs/architecture.md, Build).
+# GCC takes a precompiled header only into a file compiled with the flags it was made with, so there
+# is one per set of flags, each reused by every target of that set: govern_pch (libraries, tools,
+# benchmarks), govern_pch_pic (the -fPIC libraries of policy/capi) and govern_pch_test (GoogleTest
+# binaries). CMake adds -Winvalid-pch: with -Werror a header GCC cannot take fails the build rather
+# than slowing it silently. Off in the optimised presets: there GCC 12 reports -Warray-bounds false
+# positives inside libstdc++'s inlined string code when the header comes from a precompiled header
+# (audit/checkpoint.cc at -O1), which it keeps quiet when the same header is parsed.
+option(GOVERN_PCH "Precompile the standard library, nlohmann/json and GoogleTest headers" OFF)
 if(GOVERN_FUZZ)
   set(GOVERN_PCH OFF)
 endif()
@@ -56,11 +58,26 @@ if(GOVERN_PCH)
   target_precompile_headers(govern_pch_test PRIVATE ${GOVERN_PCH_HEADERS} <gtest/gtest.h> <gmock/gmock.h>)
 endif()
 
-# govern_use_pch(TARGET KIND): TARGET's C++ files take the precompiled header govern_KIND (pch,
-# pch_pic or pch_test); TARGET must be compiled with that header's flags.
-function(govern_use_pch target kind)
+# Unity builds (GOVERN_UNITY, on in the asan and test presets that scripts/test builds): a library's or
+# test binary's files are compiled UNITY_BATCH at a time as one translation unit, so the templates they
+# share (nlohmann/json, GoogleTest, the standard library) are instantiated and compiled once per batch.
+# Off in the release preset (what scripts/bench measures) and where a target sets UNITY_BUILD OFF. Names
+# at namespace scope in a .cc file's anonymous namespace must therefore be unique within its target.
+option(GOVERN_UNITY "Compile each target's files in batches (unity build)" OFF)
+set(GOVERN_UNITY_BATCH 8 CACHE STRING "Files per unity translation unit")
+
+# govern_compile_setup(TARGET KIND): TARGET's C++ files take the precompiled header govern_KIND (pch,
+# pch_pic or pch_test; TARGET must be compiled with that header's flags) and are built in unity batches
+# under GOVERN_UNITY.
+function(govern_compile_setup target kind)
   if(GOVERN_PCH)
     target_precompile_headers(${target} REUSE_FROM govern_${kind})
+  endif()
+  if(GOVERN_UNITY)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${GOVERN_UNITY_BATCH})
+    # A class declared in a header and defined in a .cc file may hold types of that file's anonymous
+    # namespace; GCC warns when the .cc is not the main file, which in a unity batch it never is.
+    target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
   endif()
 endfunction()
 
@@ -71,7 +88,7 @@ function(govern_library name)
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
-  govern_use_pch(${name} pch)
+  govern_compile_setup(${name} pch)
 endfunction()
 
 # govern_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES ...]): a GoogleTest binary registered
@@ -82,7 +99,7 @@ function(govern_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  govern_use_pch(${name} pch_test)
+  govern_compile_setup(${name} pch_test)
   add_test(NAME ${name} COMMAND ${name} --gtest_color=no)
   set(labels unit)
   if(ARG_LABELS)
@@ -119,7 +136,7 @@ function(govern_fuzz name)
   else()
     target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
     target_link_libraries(${name} PRIVATE govern_fuzz_replay)
-    govern_use_pch(${name} pch)
+    govern_compile_setup(${name} pch)
     set(corpus ${PROJECT_SOURCE_DIR}/fuzz/corpus/${name})
     add_test(NAME ${name}_replay COMMAND ${name} ${corpus})
     set_tests_properties(${name}_replay PROPERTIES LABELS unit TIMEOUT 300)
@@ -138,7 +155,7 @@ function(govern_bench name)
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${GOVERN_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
-  govern_use_pch(${name} pch)
+  govern_compile_setup(${name} pch)
   if(NOT GOVERN_BENCH_IN_ALL AND NOT ARG_USED_BY_TESTS)
     set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
   endif()

@@ -98,7 +98,7 @@ TEST(SignedNoteTest, MalformedNotes) {
   EXPECT_EQ(OpenNote(std::string(kMaxNoteBytes + 1, 'a'), keys).status().code(), Code::kInvalidArgument);
 }
 
-Checkpoint Sample() {
+Checkpoint SampleCheckpoint() {
   Checkpoint c;
   c.origin = CheckpointOrigin("acme");
   c.size = 1234;
@@ -112,7 +112,7 @@ TEST(CheckpointTest, SignAndOpen) {
   auto key = crypto::Ed25519PrivateKey::Generate().value();
   std::vector<VerifierKey> keys;
   keys.push_back(VerifierKeyFor("govern.example/audit", key).value());
-  const Checkpoint c = Sample();
+  const Checkpoint c = SampleCheckpoint();
   auto note = SignCheckpoint(c, "govern.example/audit", key).value();
   EXPECT_EQ(note.rfind(std::string("govern.audit/acme\n1234\n") + crypto::Base64Encode(c.root) + "\nchain " +
                            HashToHex(c.chain_head) + "\ntime 2026-12-24T07:15:47.123456Z\n\n" +
@@ -132,7 +132,7 @@ TEST(CheckpointTest, SignAndOpen) {
     EXPECT_FALSE(OpenCheckpoint(bad, keys).ok()) << i;
   }
   // An empty tree.
-  Checkpoint empty = Sample();
+  Checkpoint empty = SampleCheckpoint();
   empty.size = 0;
   empty.root = EmptyTreeHash();
   empty.chain_head = kGenesisHash;
@@ -140,10 +140,10 @@ TEST(CheckpointTest, SignAndOpen) {
 }
 
 TEST(CheckpointTest, BodyParsingIsStrict) {
-  const std::string body = CheckpointBody(Sample()).value();
-  EXPECT_EQ(ParseCheckpointBody(body).value(), Sample());
-  const std::string root = crypto::Base64Encode(Sample().root);
-  const std::string head = HashToHex(Sample().chain_head);
+  const std::string body = CheckpointBody(SampleCheckpoint()).value();
+  EXPECT_EQ(ParseCheckpointBody(body).value(), SampleCheckpoint());
+  const std::string root = crypto::Base64Encode(SampleCheckpoint().root);
+  const std::string head = HashToHex(SampleCheckpoint().chain_head);
   const std::string bad[] = {
       "o\n1\n" + root + "\nchain " + head + "\n",
       "o\n1\n" + root + "\nchain " + head + "\ntime 2026-12-24T07:15:47.123456Z\nextra\n",
@@ -159,7 +159,7 @@ TEST(CheckpointTest, BodyParsingIsStrict) {
       "o\n1\n" + root + "\nchain " + head + "\ntime 2026-12-24T07:15:47.123456Z",
   };
   for (const auto& b : bad) EXPECT_FALSE(ParseCheckpointBody(b).ok()) << b;
-  Checkpoint c = Sample();
+  Checkpoint c = SampleCheckpoint();
   c.origin = "a\nb";
   EXPECT_FALSE(CheckpointBody(c).ok());
   c.origin = "";

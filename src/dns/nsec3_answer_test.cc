@@ -23,9 +23,9 @@ namespace {
 using testing::MakeQuery;
 using testing::ReadMessage;
 
-constexpr uint32_t kNow = 1790000000;
+constexpr uint32_t kNsec3Now = 1790000000;
 
-const char* kZone =
+const char* kNsec3Zone =
     "$TTL 300\n@ SOA ns1 hm 1 3600 900 604800 60\n@ NS ns1\nns1 A 127.0.0.1\nwww A 192.0.2.1\n"
     "a.b.c TXT \"deep\"\n*.wild A 192.0.2.9\nalias CNAME nothere\nwalias CNAME x.wild\n"
     "insecure NS ns.elsewhere.\nx.y.insecure2 NS ns.elsewhere.\n"
@@ -33,7 +33,7 @@ const char* kZone =
     "00000000\n";
 
 std::shared_ptr<const Zone> Nsec3Zone(bool opt_out, std::shared_ptr<const SigningKey> key = nullptr,
-                                      const char* text = kZone) {
+                                      const char* text = kNsec3Zone) {
   auto recs = ParseZoneFile(text, "n3.test.");
   EXPECT_TRUE(recs.ok());
   if (!key) {
@@ -49,8 +49,8 @@ std::shared_ptr<const Zone> Nsec3Zone(bool opt_out, std::shared_ptr<const Signin
   return *z;
 }
 
-testing::Message Ask(const ZoneSet& set, const std::string& name, uint16_t type, bool dnssec = true,
-                     uint32_t now = kNow) {
+testing::Message AskNsec3(const ZoneSet& set, const std::string& name, uint16_t type, bool dnssec = true,
+                          uint32_t now = kNsec3Now) {
   auto q = MakeQuery(name, type, true, dnssec);
   std::vector<uint8_t> out(65535);
   out.resize(Answer(set, q, AnswerOptions{false, now}, out.data(), out.size()));
@@ -240,7 +240,7 @@ TEST(Nsec3Answer, NameErrors) {
                                       "y.a.b.c.n3.test."};
     for (int i = 0; i < 100; ++i) names.push_back("r" + std::to_string(i * 7919) + ".n3.test.");
     for (const auto& n : names) {
-      auto m = Ask(set, n, kA);
+      auto m = AskNsec3(set, n, kA);
       EXPECT_EQ(CheckNxdomain(m, Wire(n)), "") << n;
       ASSERT_FALSE(m.sections[1].empty()) << n;
       EXPECT_EQ(m.sections[1].front().type, kSOA) << n;
@@ -248,11 +248,11 @@ TEST(Nsec3Answer, NameErrors) {
       EXPECT_TRUE(m.flags & 0x0400) << n;  // AA
     }
     // Without DO: a plain NXDOMAIN, nothing DNSSEC.
-    auto plain = Ask(set, "nope.n3.test.", kA, false);
+    auto plain = AskNsec3(set, "nope.n3.test.", kA, false);
     EXPECT_EQ(plain.flags & 0xf, kNXDomain);
     EXPECT_TRUE(Nsec3s(plain).empty());
     // A CNAME to a name that does not exist: NXDOMAIN with the proof for the target.
-    auto cname = Ask(set, "alias.n3.test.", kA);
+    auto cname = AskNsec3(set, "alias.n3.test.", kA);
     EXPECT_EQ(CheckNxdomain(cname, Wire("nothere.n3.test.")), "");
   }
 }
@@ -261,7 +261,7 @@ TEST(Nsec3Answer, NameErrors) {
 TEST(Nsec3Answer, CheckerRefusesAProofForAnotherName) {
   auto z = Nsec3Zone(false);
   ZoneSet set({z});
-  auto m = Ask(set, "r0.n3.test.", kA);
+  auto m = AskNsec3(set, "r0.n3.test.", kA);
   ASSERT_EQ(CheckNxdomain(m, Wire("r0.n3.test.")), "");
   int refused = 0;
   auto ns = Nsec3s(m);
@@ -273,7 +273,7 @@ TEST(Nsec3Answer, CheckerRefusesAProofForAnotherName) {
   }
   EXPECT_GT(refused, 0);
   // A NODATA proof for www is no proof for ns1, nor for a type www has.
-  auto nodata = Ask(set, "www.n3.test.", kMX);
+  auto nodata = AskNsec3(set, "www.n3.test.", kMX);
   EXPECT_EQ(CheckNodata(nodata, Wire("www.n3.test."), kMX, false), "");
   EXPECT_NE(CheckNodata(nodata, Wire("ns1.n3.test."), kMX, false), "");
   EXPECT_NE(CheckNodata(nodata, Wire("www.n3.test."), kA, false), "");
@@ -292,7 +292,7 @@ TEST(Nsec3Answer, NoData) {
     for (const auto& c : cases) {
       // Twice: rendered, then from the answer cache (NODATA at a name that exists is cached).
       for (int pass = 0; pass < 2; ++pass) {
-        auto m = Ask(set, c.name, c.type);
+        auto m = AskNsec3(set, c.name, c.type);
         EXPECT_EQ(CheckNodata(m, Wire(c.name), c.type, false), "") << c.name << " " << c.type;
         EXPECT_EQ(Nsec3s(m).size(), 1u) << c.name;
         ASSERT_FALSE(m.sections[1].empty());
@@ -300,10 +300,10 @@ TEST(Nsec3Answer, NoData) {
       }
     }
     // The apex: NSEC3PARAM is served, and its NSEC3 says so (and SOA, NS, DNSKEY, RRSIG).
-    auto param = Ask(set, "n3.test.", kNSEC3PARAM);
+    auto param = AskNsec3(set, "n3.test.", kNSEC3PARAM);
     ASSERT_FALSE(param.sections[0].empty());
     EXPECT_EQ(param.sections[0][0].rdata, std::string("\x01\x00\x00\x00\x00", 5));
-    auto apex = Nsec3s(Ask(set, "n3.test.", kMX));
+    auto apex = Nsec3s(AskNsec3(set, "n3.test.", kMX));
     ASSERT_EQ(apex.size(), 1u);
     EXPECT_EQ(apex[0].types, (std::set<uint16_t>{kNS, kSOA, kRRSIG, kDNSKEY, kNSEC3PARAM}));
     EXPECT_EQ(apex[0].opt_out, opt_out);
@@ -319,11 +319,11 @@ TEST(Nsec3Answer, InsecureDelegationsWithAndWithoutOptOut) {
     auto z = Nsec3Zone(opt_out);
     ZoneSet set({z});
     for (const char* cut : {"insecure.n3.test.", "x.y.insecure2.n3.test."}) {
-      auto ds = Ask(set, cut, kDS);
+      auto ds = AskNsec3(set, cut, kDS);
       EXPECT_EQ(CheckNodata(ds, Wire(cut), kDS, opt_out), "") << cut;
       auto ns = Nsec3s(ds);
       EXPECT_EQ(Match(ns, Wire(cut)) != nullptr, !opt_out) << cut;
-      auto ref = Ask(set, std::string("host.") + cut, kA);
+      auto ref = AskNsec3(set, std::string("host.") + cut, kA);
       EXPECT_FALSE(ref.flags & 0x0400);  // a referral: no AA
       ASSERT_FALSE(ref.sections[1].empty());
       EXPECT_EQ(ref.sections[1][0].type, kNS);
@@ -331,10 +331,10 @@ TEST(Nsec3Answer, InsecureDelegationsWithAndWithoutOptOut) {
     }
     // The empty non-terminals only an insecure delegation makes: on the chain without opt-out; with it
     // off the chain, answered with the opt-out closest encloser proof (RFC 5155 errata 3441 reading).
-    auto ent = Ask(set, "y.insecure2.n3.test.", kA);
+    auto ent = AskNsec3(set, "y.insecure2.n3.test.", kA);
     EXPECT_EQ(CheckNodata(ent, Wire("y.insecure2.n3.test."), kA, opt_out), "");
     // A secure delegation's referral carries its DS, signed, and no NSEC3.
-    auto sec = Ask(set, "host.secure.n3.test.", kA);
+    auto sec = AskNsec3(set, "host.secure.n3.test.", kA);
     bool ds = false;
     for (const auto& r : sec.sections[1]) ds = ds || r.type == kDS;
     EXPECT_TRUE(ds);
@@ -346,17 +346,17 @@ TEST(Nsec3Answer, Wildcards) {
   auto z = Nsec3Zone(false);
   ZoneSet set({z});
   for (const char* n : {"x.wild.n3.test.", "deep.er.wild.n3.test."}) {
-    auto m = Ask(set, n, kA);
+    auto m = AskNsec3(set, n, kA);
     EXPECT_EQ(m.flags & 0xf, kNoError);
     ASSERT_FALSE(m.sections[0].empty());
     EXPECT_EQ(m.sections[0][0].rdata, std::string("\xc0\x00\x02\x09", 4));
     EXPECT_EQ(CheckWildcardAnswer(m, Wire(n)), "") << n;
     EXPECT_EQ(Nsec3s(m).size(), 1u) << n;
-    auto nodata = Ask(set, n, kMX);
+    auto nodata = AskNsec3(set, n, kMX);
     EXPECT_EQ(CheckWildcardNodata(nodata, Wire(n), kMX), "") << n;
   }
   // A CNAME to a wildcard-answered name: the target's wildcard proof is there.
-  auto m = Ask(set, "walias.n3.test.", kA);
+  auto m = AskNsec3(set, "walias.n3.test.", kA);
   ASSERT_GE(m.sections[0].size(), 3u);
   bool covered = Cover(Nsec3s(m), Wire("x.wild.n3.test.")) != nullptr;
   EXPECT_TRUE(covered);
@@ -378,7 +378,7 @@ TEST(Nsec3Answer, CnameChainThroughWildcards) {
       int wildcards;
     } cases[] = {{"a.w1.n3.test.", 2}, {"a.w0.n3.test.", 3}, {"q.r.w0.n3.test.", 3}};
     for (const auto& c : cases) {
-      auto m = Ask(set, c.name, kA);
+      auto m = AskNsec3(set, c.name, kA);
       EXPECT_EQ(m.flags & 0xf, kNoError) << c.name;
       ASSERT_FALSE(m.sections[0].empty()) << c.name;
       EXPECT_EQ(m.sections[0].back().type, kRRSIG) << c.name;
@@ -393,14 +393,14 @@ TEST(Nsec3Answer, CnameChainThroughWildcards) {
       }
       EXPECT_EQ(owners.size(), ns.size()) << c.name << ": an NSEC3 twice";
       // The chain ends in a wildcard NODATA: its proof and every earlier step's.
-      auto nodata = Ask(set, c.name, kMX);
+      auto nodata = AskNsec3(set, c.name, kMX);
       EXPECT_EQ(CheckWildcardNodata(nodata, Wire("x.w2.n3.test."), kMX), "") << c.name;
       EXPECT_EQ(CheckEveryWildcardAnswer(nodata, &expanded), "") << c.name;
       EXPECT_EQ(expanded, c.wildcards - 1) << c.name;
     }
     // A chain through a wildcard to a name that does not exist: NXDOMAIN for the target and the
     // proof for the wildcard step.
-    auto nx = Ask(set, "a.w3.n3.test.", kA);
+    auto nx = AskNsec3(set, "a.w3.n3.test.", kA);
     EXPECT_EQ(CheckNxdomain(nx, Wire("z.nothere.n3.test.")), "");
     int expanded = 0;
     EXPECT_EQ(CheckEveryWildcardAnswer(nx, &expanded), "");
@@ -416,22 +416,22 @@ TEST(Nsec3Answer, SignaturesAreMadeOnceAndRenewed) {
   ZoneSet set({z});
   auto sigs = [&](const std::string& name, uint32_t now) {
     std::map<std::string, std::string> out;  // NSEC3 owner -> its RRSIG
-    for (const auto& r : Ask(set, name, kA, true, now).sections[1])
+    for (const auto& r : AskNsec3(set, name, kA, true, now).sections[1])
       if (r.type == kRRSIG && Get16(reinterpret_cast<const uint8_t*>(r.rdata.data())) == kNSEC3)
         out[r.owner] = r.rdata;
     return out;
   };
-  auto first = sigs("r1.n3.test.", kNow);
+  auto first = sigs("r1.n3.test.", kNsec3Now);
   ASSERT_FALSE(first.empty());
   int same = 0;
   for (int i = 2; i < 40; ++i)
-    for (const auto& [owner, rrsig] : sigs("r" + std::to_string(i) + ".n3.test.", kNow)) {
+    for (const auto& [owner, rrsig] : sigs("r" + std::to_string(i) + ".n3.test.", kNsec3Now)) {
       if (!first.count(owner)) continue;
       EXPECT_EQ(first[owner], rrsig) << owner;
       ++same;
     }
   EXPECT_GT(same, 0);
-  uint32_t later = kNow + 8 * 86400;  // past the refresh time (7 days), before expiry (14)
+  uint32_t later = kNsec3Now + 8 * 86400;  // past the refresh time (7 days), before expiry (14)
   auto renewed = sigs("r1.n3.test.", later);
   ASSERT_EQ(renewed.size(), first.size());
   for (const auto& [owner, rrsig] : renewed) {
@@ -451,7 +451,7 @@ TEST(Nsec3Answer, TransferFormHasTheSameChain) {
     for (const auto& r : z->nsec3_chain()) online.insert(r.owner + r.set.rdatas[0]);
     std::set<std::string> transferred;
     int params = 0, nsec = 0;
-    for (const auto& r : z->SignedRecords(kNow)) {
+    for (const auto& r : z->SignedRecords(kNsec3Now)) {
       if (r.type == kNSEC3) transferred.insert(r.owner + r.rdata);
       params += r.type == kNSEC3PARAM;
       nsec += r.type == kNSEC;
@@ -467,7 +467,7 @@ TEST(Nsec3Answer, TransferFormHasTheSameChain) {
 
 // Compact denial stays what a zone gets unless it asks for NSEC3.
 TEST(Nsec3Answer, CompactUnlessAsked) {
-  auto recs = ParseZoneFile(kZone, "n3.test.");
+  auto recs = ParseZoneFile(kNsec3Zone, "n3.test.");
   ASSERT_TRUE(recs.ok());
   auto k = SigningKey::Generate(Algorithm::kEcdsaP256Sha256, 257);
   ASSERT_TRUE(k.ok());
@@ -476,7 +476,7 @@ TEST(Nsec3Answer, CompactUnlessAsked) {
   ASSERT_TRUE(z.ok());
   EXPECT_FALSE((*z)->online_nsec3());
   ZoneSet set({*z});
-  auto m = Ask(set, "nope.n3.test.", kA);
+  auto m = AskNsec3(set, "nope.n3.test.", kA);
   EXPECT_EQ(m.flags & 0xf, kNoError);
   EXPECT_TRUE(Nsec3s(m).empty());
 }

@@ -9,7 +9,7 @@
 namespace govern::dns {
 namespace {
 
-constexpr const char* kZone = R"($ORIGIN example.test.
+constexpr const char* kZoneText = R"($ORIGIN example.test.
 $TTL 1h
 @ IN SOA ns1 hostmaster ( 2024010101 ; serial
       3600 900 604800 300 )
@@ -38,7 +38,7 @@ deep A 192.0.2.9
 )";
 
 TEST(ZoneFileTest, ParsesEveryFormAndPrintsItBack) {
-  auto recs = ParseZoneFile(kZone, "example.test.");
+  auto recs = ParseZoneFile(kZoneText, "example.test.");
   ASSERT_TRUE(recs.ok()) << recs.status().ToString();
   std::string printed = PrintZoneFile(*recs);
   EXPECT_NE(printed.find("example.test. 3600 IN NS ns1.example.test.\n"), std::string::npos) << printed;

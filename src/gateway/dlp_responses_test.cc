@@ -15,7 +15,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::string_view kSecret = "AKIAIOSFODNN7EXAMPLE";
+constexpr std::string_view kResponsesSecret = "AKIAIOSFODNN7EXAMPLE";
 constexpr std::string_view kMarker = "[REDACTED:aws_access_key_id]";
 
 std::shared_ptr<const DlpProfile> ProfileOf(std::string_view mode) {
@@ -27,18 +27,18 @@ std::shared_ptr<const DlpProfile> ProfileOf(std::string_view mode) {
 std::string AnswerText() {
   std::string t;
   for (int i = 0; i < 12; ++i) t += "The quick brown fox jumps. ";
-  return t + "Use the key " + std::string(kSecret) + " for the deploy, then rotate it.";
+  return t + "Use the key " + std::string(kResponsesSecret) + " for the deploy, then rotate it.";
 }
 
 std::string MaskedText() {
   std::string t = AnswerText();
-  t.replace(t.find(kSecret), kSecret.size(), kMarker);
+  t.replace(t.find(kResponsesSecret), kResponsesSecret.size(), kMarker);
   return t;
 }
 
 TEST(DlpResponses, RequestsAreScreenedInEveryTextField) {
   auto mask = ProfileOf("mask");
-  const std::string s(kSecret);
+  const std::string s(kResponsesSecret);
   Json body = {
       {"model", "m"},
       {"instructions", "use " + s},
@@ -69,7 +69,7 @@ TEST(DlpResponses, RequestsAreScreenedInEveryTextField) {
 
 TEST(DlpResponses, EmbeddingsInputsAndResponsesAnswers) {
   auto mask = ProfileOf("mask");
-  const std::string s(kSecret);
+  const std::string s(kResponsesSecret);
   Json emb = {{"model", "e"}, {"input", {"fine", "k " + s}}};
   DlpReport r;
   EXPECT_TRUE(ScreenEmbeddingsRequest(*mask, emb, &r));
@@ -147,8 +147,8 @@ std::vector<SseEvent> Stream(const std::vector<std::string>& pieces) {
 TEST(DlpResponses, AStreamedSecretCutAnywhereIsMaskedAndTheStreamStaysConsistent) {
   auto mask = ProfileOf("mask");
   const std::string text = AnswerText();
-  const size_t at = text.find(kSecret);
-  for (size_t cut = at - 2; cut <= at + kSecret.size() + 2; ++cut) {
+  const size_t at = text.find(kResponsesSecret);
+  for (size_t cut = at - 2; cut <= at + kResponsesSecret.size() + 2; ++cut) {
     SCOPED_TRACE(cut);
     // 4-byte pieces, with one cut at `cut`.
     std::vector<std::string> pieces;
@@ -211,7 +211,7 @@ TEST(DlpResponses, ABlockedStreamReleasesOnlyTextBeforeTheSecret) {
     if (j["type"] == "response.output_text.delta") released += j["delta"].get<std::string>();
   }
   EXPECT_EQ(released, text.substr(0, released.size()));
-  EXPECT_LT(released.size(), text.find(kSecret));
+  EXPECT_LT(released.size(), text.find(kResponsesSecret));
   std::string ev = ResponsesDlpBlockEvent("response blocked", 7);
   EXPECT_NE(ev.find("event: error"), std::string::npos);
   EXPECT_NE(ev.find("dlp_blocked"), std::string::npos);

@@ -10,7 +10,7 @@ namespace {
 
 namespace dom = simdjson::dom;
 
-Status Bad(std::string m) { return InvalidArgument(std::move(m)); }
+Status BadUsage(std::string m) { return InvalidArgument(std::move(m)); }
 
 // The value of `key` in `obj`, the last one when the key repeats: what nlohmann (the full parsers) and
 // the clients' SDKs read, where simdjson's at_key gives the first. A repeated usage key must be metered
@@ -39,12 +39,12 @@ bool OptIntOk(dom::object obj, std::string_view key) {
 }
 
 Result<dom::element> ParseRoot(std::string_view text, std::string_view what) {
-  if (text.empty()) return Bad(std::string(what) + ": not valid JSON");
+  if (text.empty()) return BadUsage(std::string(what) + ": not valid JSON");
   thread_local dom::parser parser;
   dom::element root;
   if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root))
-    return Bad(std::string(what) + ": not valid JSON");
-  if (!root.is_object()) return Bad(std::string(what) + " must be a JSON object");
+    return BadUsage(std::string(what) + ": not valid JSON");
+  if (!root.is_object()) return BadUsage(std::string(what) + " must be a JSON object");
   return root;
 }
 
@@ -54,7 +54,7 @@ Result<int64_t> Count(dom::object obj, std::string_view key, std::string_view pa
   if (Last(obj, key).get(v) || v.is_null()) return int64_t{0};
   int64_t n = 0;
   if (v.get_int64().get(n) || n < 0)
-    return Bad(std::string(path) + "." + std::string(key) + " must be a non-negative integer");
+    return BadUsage(std::string(path) + "." + std::string(key) + " must be a non-negative integer");
   return n;
 }
 
@@ -65,7 +65,7 @@ Result<int64_t> Detail(dom::object usage, std::string_view details, std::string_
   if (Last(usage, details).get(d) || d.is_null()) return int64_t{0};
   dom::object o;
   if (d.get_object().get(o))
-    return Bad(std::string(path) + "." + std::string(details) + " must be an object");
+    return BadUsage(std::string(path) + "." + std::string(details) + " must be an object");
   return Count(o, key, std::string(path) + "." + std::string(details));
 }
 
@@ -75,7 +75,7 @@ Result<std::optional<openai::Usage>> ResponsesUsageAt(dom::object obj, std::stri
   if (Last(obj, "usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
   dom::object usage;
   std::string upath = std::string(path) + "usage";
-  if (u.get_object().get(usage)) return Bad(upath + " must be an object");
+  if (u.get_object().get(usage)) return BadUsage(upath + " must be an object");
   openai::Usage out;
   GOVERN_ASSIGN_OR_RETURN(out.prompt_tokens, Count(usage, "input_tokens", upath));
   GOVERN_ASSIGN_OR_RETURN(out.completion_tokens, Count(usage, "output_tokens", upath));
@@ -116,24 +116,24 @@ Result<std::optional<openai::Usage>> PeekChatUsage(std::string_view body) {
     return Last(o, key).get(v) || v.is_null() || v.is_string();
   };
   for (std::string_view key : {"id", "model"}) {
-    if (!string_ok(obj, key)) return Bad(std::string(key) + " must be a string");
+    if (!string_ok(obj, key)) return BadUsage(std::string(key) + " must be a string");
   }
-  if (!OptIntOk(obj, "created")) return Bad("created must be an integer");
+  if (!OptIntOk(obj, "created")) return BadUsage("created must be an integer");
   dom::array choices;
-  if (Last(obj, "choices").get_array().get(choices)) return Bad("choices must be an array");
+  if (Last(obj, "choices").get_array().get(choices)) return BadUsage("choices must be an array");
   size_t i = 0;
   for (dom::element c : choices) {
     std::string p = "choices[" + std::to_string(i++) + "]";
     dom::object co;
-    if (c.get_object().get(co)) return Bad(p + " must be an object");
-    if (!OptIntOk(co, "index")) return Bad(p + ".index must be an integer");
-    if (!string_ok(co, "finish_reason")) return Bad(p + ".finish_reason must be a string");
-    if (!Last(co, "message").is_object()) return Bad(p + ".message must be an object");
+    if (c.get_object().get(co)) return BadUsage(p + " must be an object");
+    if (!OptIntOk(co, "index")) return BadUsage(p + ".index must be an integer");
+    if (!string_ok(co, "finish_reason")) return BadUsage(p + ".finish_reason must be a string");
+    if (!Last(co, "message").is_object()) return BadUsage(p + ".message must be an object");
   }
   dom::element u;
   if (Last(obj, "usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
   dom::object usage;
-  if (u.get_object().get(usage)) return Bad("usage must be an object");
+  if (u.get_object().get(usage)) return BadUsage("usage must be an object");
   openai::Usage out;
   out.prompt_tokens = IntOr0(usage, "prompt_tokens");
   out.completion_tokens = IntOr0(usage, "completion_tokens");
@@ -156,7 +156,7 @@ Result<std::optional<openai::Usage>> PeekEmbeddingsUsage(std::string_view body) 
   if (Last(root.get_object().value_unsafe(), "usage").get(u) || u.is_null())
     return std::optional<openai::Usage>();
   dom::object usage;
-  if (u.get_object().get(usage)) return Bad("usage must be an object");
+  if (u.get_object().get(usage)) return BadUsage("usage must be an object");
   openai::Usage out;
   GOVERN_ASSIGN_OR_RETURN(out.prompt_tokens, Count(usage, "prompt_tokens", "usage"));
   GOVERN_ASSIGN_OR_RETURN(out.total_tokens, Count(usage, "total_tokens", "usage"));
@@ -170,7 +170,8 @@ Result<ResponsesEventPeek> PeekResponsesEvent(std::string_view data) {
   dom::object obj = root.get_object().value_unsafe();
   ResponsesEventPeek p;
   std::string_view type;
-  if (Last(obj, "type").get_string().get(type)) return Bad("response stream event: type must be a string");
+  if (Last(obj, "type").get_string().get(type))
+    return BadUsage("response stream event: type must be a string");
   p.type.assign(type);
   int64_t seq = 0;
   if (!Last(obj, "sequence_number").get_int64().get(seq)) p.sequence_number = seq;
@@ -186,7 +187,7 @@ Result<ResponsesEventPeek> PeekResponsesEvent(std::string_view data) {
   dom::element r;
   if (Last(obj, "response").get(r) || r.is_null()) return p;
   dom::object resp;
-  if (r.get_object().get(resp)) return Bad("response stream event: response must be an object");
+  if (r.get_object().get(resp)) return BadUsage("response stream event: response must be an object");
   GOVERN_ASSIGN_OR_RETURN(p.usage, ResponsesUsageAt(resp, "response."));
   if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
     p.terminal = true;

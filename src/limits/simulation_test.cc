@@ -16,7 +16,7 @@ namespace {
 
 using net::AdmissionTicket;
 using net::RequestClass;
-constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kSimMs = 1'000'000;
 
 struct Event {
   int64_t time;
@@ -94,7 +94,7 @@ class Simulation {
           r.min_limit = std::min(r.min_limit, l);
           r.max_limit = std::max(r.max_limit, l);
         }
-        next_probe += 10 * kMs;
+        next_probe += 10 * kSimMs;
       }
       ClientGroup& group = groups_[group_of_[static_cast<size_t>(e.client)]];
       const bool measure = e.time >= half;
@@ -115,7 +115,7 @@ class Simulation {
       if (t.cls == RequestClass::kHealth) {  // a probe costs the server nothing measurable
         limiter_->Release(t, true);
         if (measure) ++group.ok;
-        Schedule(e.time + 100 * kMs, e.client, false, true, {});
+        Schedule(e.time + 100 * kSimMs, e.client, false, true, {});
         continue;
       }
       // Latency grows with what is in flight past the capacity (a queue in front of `capacity` workers).
@@ -163,11 +163,11 @@ void ExpectNear(const PhaseResult& r, const Phase& p) {
 TEST(Simulation, Gradient2ConvergesNearCapacityAndFollowsIt) {
   Simulation sim(std::make_unique<Gradient2Limit>(),
                  {ClientGroup{.count = 400, .cls = RequestClass::kNormal, .org = ""}});
-  Phase big{.capacity = 150, .base_nanos = 10 * kMs, .seconds = 40};
+  Phase big{.capacity = 150, .base_nanos = 10 * kSimMs, .seconds = 40};
   ExpectNear(sim.Run(big), big);
-  Phase small{.capacity = 40, .base_nanos = 10 * kMs, .seconds = 40};
+  Phase small{.capacity = 40, .base_nanos = 10 * kSimMs, .seconds = 40};
   ExpectNear(sim.Run(small), small);
-  Phase slow{.capacity = 100, .base_nanos = 25 * kMs, .seconds = 60};
+  Phase slow{.capacity = 100, .base_nanos = 25 * kSimMs, .seconds = 60};
   ExpectNear(sim.Run(slow), slow);
   EXPECT_EQ(sim.limiter().Stats().release_underflows, 0);
 }
@@ -179,16 +179,16 @@ TEST(Simulation, Gradient2WithoutProbeCreepsUp) {
   o.probe.interval_windows = 0;
   Simulation sim(std::make_unique<Gradient2Limit>(o),
                  {ClientGroup{.count = 400, .cls = RequestClass::kNormal, .org = ""}});
-  Phase p{.capacity = 100, .base_nanos = 10 * kMs, .seconds = 40};
+  Phase p{.capacity = 100, .base_nanos = 10 * kSimMs, .seconds = 40};
   EXPECT_GT(sim.Run(p).mean_limit, 3.0 * p.capacity);
 }
 
 TEST(Simulation, VegasConvergesNearCapacityAndFollowsIt) {
   Simulation sim(std::make_unique<VegasLimit>(),
                  {ClientGroup{.count = 400, .cls = RequestClass::kNormal, .org = ""}});
-  Phase big{.capacity = 150, .base_nanos = 10 * kMs, .seconds = 40};
+  Phase big{.capacity = 150, .base_nanos = 10 * kSimMs, .seconds = 40};
   ExpectNear(sim.Run(big), big);
-  Phase small{.capacity = 40, .base_nanos = 10 * kMs, .seconds = 40};
+  Phase small{.capacity = 40, .base_nanos = 10 * kSimMs, .seconds = 40};
   ExpectNear(sim.Run(small), small);
 }
 
@@ -200,7 +200,7 @@ TEST(Simulation, OverloadShedsBulkFirstAndKeepsOrganisationsApart) {
                   ClientGroup{.count = 60, .cls = RequestClass::kNormal, .org = "globex"},
                   ClientGroup{.count = 20, .cls = RequestClass::kInteractive, .org = "initech"},
                   ClientGroup{.count = 5, .cls = RequestClass::kHealth, .org = ""}});
-  Phase p{.capacity = 100, .base_nanos = 10 * kMs, .seconds = 40};
+  Phase p{.capacity = 100, .base_nanos = 10 * kSimMs, .seconds = 40};
   sim.Run(p);
   const auto& bulk = sim.group(0);
   const auto& normal = sim.group(1);
@@ -225,7 +225,7 @@ TEST(Simulation, FloodingOrganisationDoesNotStarveAnother) {
   Simulation sim(std::make_unique<Gradient2Limit>(),
                  {ClientGroup{.count = 300, .cls = RequestClass::kNormal, .org = "acme"},
                   ClientGroup{.count = 20, .cls = RequestClass::kNormal, .org = "globex"}});
-  Phase p{.capacity = 100, .base_nanos = 10 * kMs, .seconds = 40};
+  Phase p{.capacity = 100, .base_nanos = 10 * kSimMs, .seconds = 40};
   sim.Run(p);
   const auto& acme = sim.group(0);
   const auto& globex = sim.group(1);

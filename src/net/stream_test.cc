@@ -24,7 +24,7 @@ using namespace std::chrono_literals;
 
 // Waits (bounded) for a condition another thread makes true; not a timing assertion.
 template <typename F>
-bool Eventually(F f) {
+bool EventuallyStream(F f) {
   for (int i = 0; i < 1000; ++i) {
     if (f()) return true;
     std::this_thread::sleep_for(10ms);
@@ -230,7 +230,7 @@ class StreamTest : public ::testing::Test {
   void TearDown() override {
     if (server_) server_->Stop();
     // Producers hold raw pointers to sh_: let them finish before it goes.
-    EXPECT_TRUE(Eventually([&] { return sh_.producer_done.load() || !started_producer_; }));
+    EXPECT_TRUE(EventuallyStream([&] { return sh_.producer_done.load() || !started_producer_; }));
   }
   uint16_t port() const { return server_->port(); }
 
@@ -295,7 +295,7 @@ TEST_F(StreamTest, SlowReaderHoldsTheProducerBackWithinTheBound) {
   });
   EXPECT_TRUE(body.complete);
   EXPECT_TRUE(body.body == Expected(n)) << body.body.size();
-  ASSERT_TRUE(Eventually([&] { return sh_.producer_done.load(); }));
+  ASSERT_TRUE(EventuallyStream([&] { return sh_.producer_done.load(); }));
   // The largest line is under 100 bytes: the buffer never held more than the bound plus one write.
   EXPECT_LE(sh_.peak.load(), opts_.max_buffered_bytes + 100);
   EXPECT_GE(sh_.peak.load(), opts_.max_buffered_bytes / 2);  // it did fill up: the reader was slow
@@ -309,7 +309,7 @@ TEST_F(StreamTest, AsyncProducerResumesFromOnWritable) {
   auto body = c.ReadChunked();
   EXPECT_TRUE(body.complete);
   EXPECT_TRUE(body.body == Expected(20000)) << body.body.size();
-  ASSERT_TRUE(Eventually([&] { return sh_.producer_done.load(); }));
+  ASSERT_TRUE(EventuallyStream([&] { return sh_.producer_done.load(); }));
   EXPECT_LE(sh_.peak.load(), opts_.max_buffered_bytes + 100);
 }
 
@@ -321,7 +321,7 @@ TEST_F(StreamTest, ClientLeavingMidStreamStopsTheProducer) {
     ASSERT_FALSE(c.ReadHead().empty());
     ASSERT_TRUE(c.Fill());
   }  // closed with most of the body unread
-  ASSERT_TRUE(Eventually([&] { return sh_.producer_done.load(); }));
+  ASSERT_TRUE(EventuallyStream([&] { return sh_.producer_done.load(); }));
   EXPECT_TRUE(sh_.saw_closed.load());
   EXPECT_LT(sh_.lines_written.load(), 100000000u);
   // The server is fine afterwards.
@@ -343,7 +343,7 @@ TEST_F(StreamTest, IdleEventStreamNoticesTheClientLeaving) {
     EXPECT_FALSE(sh_.saw_closed.load());
   }
   // Nothing is written after the event: only the read the server keeps posted sees the client go.
-  ASSERT_TRUE(Eventually([&] { return sh_.saw_closed.load(); }));
+  ASSERT_TRUE(EventuallyStream([&] { return sh_.saw_closed.load(); }));
 }
 
 TEST_F(StreamTest, AbortCutsTheBodyShort) {
@@ -375,7 +375,7 @@ TEST_F(StreamTest, HeadGetsTheHeadOnlyAndClosesTheStream) {
   ASSERT_TRUE(c.Send("HEAD /lines?n=1000 HTTP/1.1\r\nHost: x\r\n\r\n"));
   std::string head = c.ReadHead();
   EXPECT_NE(head.find("HTTP/1.1 200"), std::string::npos) << head;
-  ASSERT_TRUE(Eventually([&] { return sh_.producer_done.load(); }));
+  ASSERT_TRUE(EventuallyStream([&] { return sh_.producer_done.load(); }));
   EXPECT_TRUE(sh_.saw_closed.load());
   ASSERT_TRUE(c.Send("GET /plain HTTP/1.1\r\nHost: x\r\n\r\n"));
   std::string next = c.ReadHead();
@@ -390,7 +390,7 @@ TEST_F(StreamTest, StopClosesARunningStream) {
   ASSERT_TRUE(c.Send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n"));
   ASSERT_FALSE(c.ReadHead().empty());
   server_->Stop();
-  ASSERT_TRUE(Eventually([&] { return sh_.saw_closed.load(); }));
+  ASSERT_TRUE(EventuallyStream([&] { return sh_.saw_closed.load(); }));
 }
 
 // A sink that cannot stream (a test capture) gets the whole body at Finish.
@@ -472,7 +472,8 @@ TEST(OwnBoundTest, RouteBoundAnswers503WithRetryAfterAndAdmissionIsNotAsked) {
   const std::string post = "POST /append HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
   ASSERT_TRUE(a.Send(post));
   ASSERT_TRUE(b.Send(post));
-  ASSERT_TRUE(Eventually([&] { return held_count() == 2; }));  // admitted although admission refuses all
+  ASSERT_TRUE(
+      EventuallyStream([&] { return held_count() == 2; }));  // admitted although admission refuses all
   ASSERT_TRUE(c.Send(post));
   std::string head = c.ReadHead();
   EXPECT_EQ(head.rfind("HTTP/1.1 503", 0), 0u) << head;
@@ -490,7 +491,7 @@ TEST(OwnBoundTest, RouteBoundAnswers503WithRetryAfterAndAdmissionIsNotAsked) {
   EXPECT_EQ(a.ReadHead().rfind("HTTP/1.1 201", 0), 0u);
   Client e(server.port());
   ASSERT_TRUE(e.Send(post));
-  ASSERT_TRUE(Eventually([&] { return held_count() == 3; }));
+  ASSERT_TRUE(EventuallyStream([&] { return held_count() == 3; }));
   {
     std::lock_guard lock(mu);
     for (auto& h : held) h.Send(Response(201, "ok"));

@@ -18,15 +18,15 @@
 namespace govern::policy {
 namespace {
 
-constexpr char kHex[] = "0123456789abcdef";
+constexpr char kShipHex[] = "0123456789abcdef";
 // Intake's NDJSON decoder allows 32 levels of nesting per line; the line object and "attributes" take 2.
 constexpr int kMaxContextDepth = 28;
 
 void AppendHex(std::string* out, std::string_view bytes) {
   for (char c : bytes) {
     const auto b = static_cast<uint8_t>(c);
-    out->push_back(kHex[b >> 4]);
-    out->push_back(kHex[b & 0xf]);
+    out->push_back(kShipHex[b >> 4]);
+    out->push_back(kShipHex[b & 0xf]);
   }
 }
 
@@ -63,8 +63,8 @@ void AppendJsonString(std::string* out, std::string_view s) {
       ++i;
     } else if (c < 0x20) {
       out->append("\\u00");
-      out->push_back(kHex[c >> 4]);
-      out->push_back(kHex[c & 0xf]);
+      out->push_back(kShipHex[c >> 4]);
+      out->push_back(kShipHex[c & 0xf]);
       ++i;
     } else {
       const size_t n = Utf8Length(s, i);

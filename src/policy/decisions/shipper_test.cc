@@ -29,7 +29,7 @@ using testing::TempDir;
 
 constexpr char kKey[] = "gvk_abcdefabcdef_0123456789abcdef0123456789abcdef0123456789abcdef";
 
-DecisionRecord Decided(int i, std::string resource = "") {
+DecisionRecord DecidedForShip(int i, std::string resource = "") {
   DecisionRecord r;
   r.organisation = "acme";
   r.principal = "Agent::\"a1\"";
@@ -146,7 +146,7 @@ class FakeIntake {
   std::unique_ptr<net::Server> server_;
 };
 
-bool WaitFor(const std::function<bool()>& done) {
+bool WaitForShip(const std::function<bool()>& done) {
   for (int i = 0; i < 60000; ++i) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -163,7 +163,7 @@ std::unique_ptr<DecisionLog> OpenLog(const std::string& dir) {
 std::vector<std::string> RecordN(DecisionLog& log, int n, int from = 0) {
   std::vector<std::string> ids;
   for (int i = from; i < from + n; ++i) {
-    auto id = log.Record(Decided(i));
+    auto id = log.Record(DecidedForShip(i));
     EXPECT_TRUE(id.ok());
     if (id.ok()) ids.push_back(id->ToString());
   }
@@ -202,12 +202,12 @@ TEST(ShipperTest, DeliversEverythingInOrderInBoundedBatches) {
   FakeIntake intake;
   auto ids = RecordN(*log, 1000);
   auto shipper = StartShipper(*log, Options(intake.endpoint(), 100));
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 1001; }))
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 1001; }))
       << shipper->GetStats().last_error;
   // Recorded while the shipper runs: followed too.
   auto more = RecordN(*log, 50, 1000);
   ids.insert(ids.end(), more.begin(), more.end());
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 1051; }));
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 1051; }));
   shipper->Stop();
   EXPECT_EQ(intake.stored(), ids);
   EXPECT_EQ(intake.delivered(), ids.size());
@@ -229,7 +229,7 @@ TEST(ShipperTest, RetriesTheSameBatchAndMovesTheCursorOnlyAfter200) {
   intake.Script({{503, "0"}, {429, "0"}, {500, ""}, {502, ""}});
   auto ids = RecordN(*log, 30);
   auto shipper = StartShipper(*log, Options(intake.endpoint(), 30));
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 31; }));
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 31; }));
   shipper->Stop();
   auto reqs = intake.requests();
   ASSERT_EQ(reqs.size(), 5u);
@@ -250,7 +250,7 @@ TEST(ShipperTest, HonoursRetryAfter) {
   intake.Script({{503, "1"}});
   RecordN(*log, 3);
   auto shipper = StartShipper(*log, Options(intake.endpoint()));
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 4; }));
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 4; }));
   auto reqs = intake.requests();
   ASSERT_EQ(reqs.size(), 2u);
   // Not sooner than the server asked (max_backoff is 50 ms, so this is Retry-After's doing).
@@ -276,11 +276,11 @@ TEST(ShipperTest, RetriesWhileIntakeIsDown) {
   auto ids = RecordN(*log, 20);
   const uint16_t port = UnusedPort();
   auto shipper = StartShipper(*log, Options("http://127.0.0.1:" + std::to_string(port)));
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().retries >= 3; }));
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().retries >= 3; }));
   EXPECT_EQ(Cursor(*log), 1u);
   EXPECT_NE(shipper->GetStats().last_error, "");
   FakeIntake intake(port);
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 21; }));
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 21; }));
   EXPECT_EQ(intake.stored(), ids);
 }
 
@@ -327,7 +327,8 @@ TEST(ShipperTest, RetriesWhenIntakeDropsTheConnectionMidRequest) {
   EXPECT_EQ(dropped.load(), 3);
   EXPECT_EQ(Cursor(*log), 1u);
   FakeIntake intake(port);
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 21; })) << shipper->GetStats().last_error;
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 21; }))
+      << shipper->GetStats().last_error;
   shipper->Stop();
   EXPECT_EQ(intake.stored(), ids);
   EXPECT_GE(shipper->GetStats().retries, 3u);
@@ -382,7 +383,7 @@ TEST(ShipperTest, ACrashBetween200AndTheCursorResendsTheSameIds) {
   auto log = OpenLog(dir.path());
   EXPECT_EQ(Cursor(*log), 1u) << "the cursor moved although the child died before committing it";
   auto shipper = StartShipper(*log, Options(endpoint, 20));
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 51; }));
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 51; }));
   shipper->Stop();
   auto reqs = intake.requests();
   ASSERT_GE(reqs.size(), 2u);
@@ -398,7 +399,7 @@ TEST(ShipperTest, RefusedEventsAndUndecodableRecordsAreQuarantinedAndShippingGoe
   std::vector<std::string> good;
   std::string poison_id;
   for (int i = 0; i < 10; ++i) {
-    auto id = log->Record(Decided(i, i == 4 ? "Tool::\"poison\"" : ""));
+    auto id = log->Record(DecidedForShip(i, i == 4 ? "Tool::\"poison\"" : ""));
     ASSERT_TRUE(id.ok());
     if (i == 4) {
       poison_id = id->ToString();
@@ -411,7 +412,8 @@ TEST(ShipperTest, RefusedEventsAndUndecodableRecordsAreQuarantinedAndShippingGoe
   }
   ASSERT_TRUE(log->Flush().ok());
   auto shipper = StartShipper(*log, Options(intake.endpoint(), 100));
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 12; })) << shipper->GetStats().last_error;
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 12; }))
+      << shipper->GetStats().last_error;
   shipper->Stop();
   EXPECT_EQ(intake.stored(), good);
   EXPECT_EQ(shipper->GetStats().quarantined, 2u);
@@ -440,14 +442,14 @@ TEST(ShipperTest, AWrongKeyHoldsTheCursorAndLosesNothing) {
   ShipperOptions bad = Options(intake.endpoint());
   bad.key = "gvk_wrong";
   auto shipper = StartShipper(*log, bad);
-  ASSERT_TRUE(WaitFor([&] { return intake.requests().size() >= 3; }));
+  ASSERT_TRUE(WaitForShip([&] { return intake.requests().size() >= 3; }));
   shipper->Stop();
   EXPECT_EQ(Cursor(*log), 1u);
   EXPECT_EQ(shipper->GetStats().quarantined, 0u);
   EXPECT_NE(shipper->GetStats().last_error.find("401"), std::string::npos);
   EXPECT_TRUE(intake.stored().empty());
   shipper = StartShipper(*log, Options(intake.endpoint()));
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 11; }));
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 11; }));
   EXPECT_EQ(intake.stored(), ids);
 }
 
@@ -471,7 +473,7 @@ TEST(ShipperTest, CursorHoldsRetentionUntilShipped) {
   EXPECT_EQ(log->wal().GetStats().segments, segments);
   EXPECT_EQ(log->wal().FirstSequence(), 1u);
   shipper->Start();
-  ASSERT_TRUE(WaitFor([&] { return shipper->GetStats().next_seq == 3001; }));
+  ASSERT_TRUE(WaitForShip([&] { return shipper->GetStats().next_seq == 3001; }));
   // Shipped: the bound applies.
   EXPECT_EQ(log->wal().GetStats().segments, 1u);
   EXPECT_GT(log->wal().FirstSequence(), 1u);

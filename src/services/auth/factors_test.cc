@@ -16,7 +16,7 @@
 namespace govern::auth_service {
 namespace {
 
-constexpr int64_t kNow = 1'800'000'000;
+constexpr int64_t kFactorsNow = 1'800'000'000;
 
 class FactorsTest : public ::testing::Test {
  protected:
@@ -52,11 +52,11 @@ class FactorsTest : public ::testing::Test {
     ASSERT_TRUE(
         c_->Exec("INSERT INTO auth_sessions (session_hash, user_id, auth_time, expires_at) VALUES ($1, "
                  "$2, $3, $4)",
-                 db::Params("s-" + family, u.user_id, kNow, kNow + 3600))
+                 db::Params("s-" + family, u.user_id, kFactorsNow, kFactorsNow + 3600))
             .ok());
     ASSERT_TRUE(c_->Exec("INSERT INTO auth_refresh_families (family, client_id, org, subject, expires_at) "
                          "VALUES ($1, 'cli', 'acme', $2, $3)",
-                         db::Params(family, u.subject, kNow + 3600))
+                         db::Params(family, u.subject, kFactorsNow + 3600))
                     .ok());
   }
   int64_t Count(const std::string& sql, const std::string& arg) {
@@ -103,7 +103,7 @@ TEST_F(FactorsTest, RemovingAPasskeyEndsSessionsAndRevokesFamilies) {
   AddSessionAndFamily(other, "fam-bob");
 
   auto r = RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, lost, false, "admin-token:ops", "phone lost"},
-                        kNow, kNow + 660);
+                        kFactorsNow, kFactorsNow + 660);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->sessions_ended, 2);
   EXPECT_EQ(r->refresh_families_revoked, 2);
@@ -124,27 +124,31 @@ TEST_F(FactorsTest, RemovingAPasskeyEndsSessionsAndRevokesFamilies) {
   EXPECT_EQ(e.factor_id, lost);
   EXPECT_EQ(e.actor, "admin-token:ops");
   EXPECT_EQ(e.reason, "phone lost");
-  EXPECT_EQ(e.at, kNow);
+  EXPECT_EQ(e.at, kFactorsNow);
   EXPECT_EQ(e.sessions_ended, 2);
   EXPECT_EQ(e.refresh_families_revoked, 2);
 
   // Gone is gone; another user's passkey is not this user's; a malformed id is refused.
-  EXPECT_EQ(RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, lost}, kNow, kNow).status().code(),
-            Code::kNotFound);
-  std::string bobs = AddPasskey(other, 'c');
-  EXPECT_EQ(RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, bobs}, kNow, kNow).status().code(),
-            Code::kNotFound);
   EXPECT_EQ(
-      RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, "not base64url!"}, kNow, kNow).status().code(),
-      Code::kInvalidArgument);
-  EXPECT_EQ(RemoveFactor(*c_, {"usr_nope", FactorKind::kTotp}, kNow, kNow).status().code(), Code::kNotFound);
+      RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, lost}, kFactorsNow, kFactorsNow).status().code(),
+      Code::kNotFound);
+  std::string bobs = AddPasskey(other, 'c');
+  EXPECT_EQ(
+      RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, bobs}, kFactorsNow, kFactorsNow).status().code(),
+      Code::kNotFound);
+  EXPECT_EQ(RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, "not base64url!"}, kFactorsNow, kFactorsNow)
+                .status()
+                .code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(RemoveFactor(*c_, {"usr_nope", FactorKind::kTotp}, kFactorsNow, kFactorsNow).status().code(),
+            Code::kNotFound);
 }
 
 TEST_F(FactorsTest, TheLastWayToSignInNeedsForce) {
   User u = MakeUser("ann@example.com", false);
   std::string only = AddPasskey(u, 'a');
   AddSessionAndFamily(u, "fam-1");
-  auto refused = RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, only}, kNow, kNow + 660);
+  auto refused = RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, only}, kFactorsNow, kFactorsNow + 660);
   EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
   // Nothing changed: the passkey, the session and the family are there, no event.
   EXPECT_EQ(ListFactors(*c_, u.user_id)->size(), 1u);
@@ -152,8 +156,8 @@ TEST_F(FactorsTest, TheLastWayToSignInNeedsForce) {
   EXPECT_EQ(Count("SELECT count(*) FROM auth_revocations WHERE id = $1", "fam-1"), 0);
   EXPECT_TRUE(ListFactorEvents(*c_, u.user_id, 10)->empty());
 
-  auto forced = RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, only, true, "admin", "offboarding"}, kNow,
-                             kNow + 660);
+  auto forced = RemoveFactor(*c_, {u.user_id, FactorKind::kPasskey, only, true, "admin", "offboarding"},
+                             kFactorsNow, kFactorsNow + 660);
   ASSERT_TRUE(forced.ok()) << forced.status().message();
   EXPECT_TRUE(forced->was_last);
   EXPECT_TRUE(ListFactors(*c_, u.user_id)->empty());
@@ -166,15 +170,16 @@ TEST_F(FactorsTest, TotpGoesAnyTimeThePasswordOnlyWithAnotherWay) {
                        db::Params(u.user_id))
                   .ok());
   // The password is the only way in (TOTP only follows it).
-  EXPECT_EQ(RemoveFactor(*c_, {u.user_id, FactorKind::kPassword}, kNow, kNow).status().code(),
+  EXPECT_EQ(RemoveFactor(*c_, {u.user_id, FactorKind::kPassword}, kFactorsNow, kFactorsNow).status().code(),
             Code::kFailedPrecondition);
-  ASSERT_TRUE(RemoveFactor(*c_, {u.user_id, FactorKind::kTotp}, kNow, kNow).ok());
-  EXPECT_EQ(RemoveFactor(*c_, {u.user_id, FactorKind::kTotp}, kNow, kNow).status().code(), Code::kNotFound);
+  ASSERT_TRUE(RemoveFactor(*c_, {u.user_id, FactorKind::kTotp}, kFactorsNow, kFactorsNow).ok());
+  EXPECT_EQ(RemoveFactor(*c_, {u.user_id, FactorKind::kTotp}, kFactorsNow, kFactorsNow).status().code(),
+            Code::kNotFound);
   // With a passkey beside it the password can go; the user has no password afterwards.
   AddPasskey(u, 'a');
-  ASSERT_TRUE(RemoveFactor(*c_, {u.user_id, FactorKind::kPassword}, kNow, kNow).ok());
+  ASSERT_TRUE(RemoveFactor(*c_, {u.user_id, FactorKind::kPassword}, kFactorsNow, kFactorsNow).ok());
   EXPECT_TRUE(GetUser(*c_, u.user_id)->password_hash.empty());
-  EXPECT_EQ(RemoveFactor(*c_, {u.user_id, FactorKind::kPassword}, kNow, kNow).status().code(),
+  EXPECT_EQ(RemoveFactor(*c_, {u.user_id, FactorKind::kPassword}, kFactorsNow, kFactorsNow).status().code(),
             Code::kNotFound);
   EXPECT_EQ(ListFactorEvents(*c_, u.user_id, 10)->size(), 2u);
   EXPECT_EQ(ParseRemovableFactorKind("sso").status().code(), Code::kInvalidArgument);
@@ -190,12 +195,14 @@ TEST_F(FactorsTest, RacingRemovalsLeaveAWayIn) {
     std::thread a([&] {
       auto c = db::Connection::Connect(db_->conninfo());
       results[0] =
-          c.ok() ? RemoveFactor(**c, {u.user_id, FactorKind::kPassword}, kNow, kNow).status() : c.status();
+          c.ok() ? RemoveFactor(**c, {u.user_id, FactorKind::kPassword}, kFactorsNow, kFactorsNow).status()
+                 : c.status();
     });
     std::thread b([&] {
       auto c = db::Connection::Connect(db_->conninfo());
       results[1] =
-          c.ok() ? RemoveFactor(**c, {u.user_id, FactorKind::kPasskey, pk}, kNow, kNow).status() : c.status();
+          c.ok() ? RemoveFactor(**c, {u.user_id, FactorKind::kPasskey, pk}, kFactorsNow, kFactorsNow).status()
+                 : c.status();
     });
     a.join();
     b.join();

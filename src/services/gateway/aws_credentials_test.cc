@@ -648,12 +648,12 @@ TEST(AwsCredentialSourceTest, SharedCredentialsFileIsReReadWhenItChanges) {
 
 // ---- end to end: the proxy signs Bedrock requests with the rotated keys ----
 
-constexpr const char* kKey = "gvg_bedrock_rotation_01";
-constexpr const char* kModelId = "anthropic.claude-3-5-haiku-20241022-v1:0";
+constexpr const char* kAwsKey = "gvg_bedrock_rotation_01";
+constexpr const char* kAwsModelId = "anthropic.claude-3-5-haiku-20241022-v1:0";
 
 class BedrockRotationTest : public testing::StubProxyFixture {
  protected:
-  BedrockRotationTest() : StubProxyFixture(kKey) {}
+  BedrockRotationTest() : StubProxyFixture(kAwsKey) {}
   // The Bedrock stub accepts only set `n` of the endpoint (key, secret and session token).
   void StartStub(int n) {
     model_stub::ServerOptions o;
@@ -670,9 +670,9 @@ class BedrockRotationTest : public testing::StubProxyFixture {
   void Start(const std::string& creds_url) {
     ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", creds_url.c_str(), 1);
     Json d = {{"name", "bedrock-eu"},  {"provider", "bedrock"}, {"region", "eu-west-1"},
-              {"base_url", StubUrl()}, {"model", kModelId},     {"aws_credentials_source", "container"}};
+              {"base_url", StubUrl()}, {"model", kAwsModelId},  {"aws_credentials_source", "container"}};
     StartProxy(Json{{"routes", {{{"model", "claude-haiku"}, {"deployments", {d}}}}},
-                    {"keys", {{{"key", kKey}, {"org", "acme"}}}}},
+                    {"keys", {{{"key", kAwsKey}, {"org", "acme"}}}}},
                1);
   }
   net::ClientResponse Chat(bool stream) {

@@ -20,11 +20,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kKey = "gvg_azure_test_01";
+constexpr const char* kAzureKey = "gvg_azure_test_01";
 
 class AzureProxyTest : public testing::StubProxyFixture {
  protected:
-  AzureProxyTest() : StubProxyFixture(kKey) {}
+  AzureProxyTest() : StubProxyFixture(kAzureKey) {}
   void SetUp() override {
     StartStub();
     const std::string base = StubUrl();
@@ -41,7 +41,7 @@ class AzureProxyTest : public testing::StubProxyFixture {
     Json file = {{"routes",
                   {route("gpt-az", "gpt4o-prod", nullptr),  // the v1 Responses API
                    route("gpt-az-dated", "gpt4o-dated", "2025-04-01-preview")}},
-                 {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+                 {"keys", {{{"key", kAzureKey}, {"org", "acme"}}}},
                  {"prices", {{"gpt-az", {{"input", 1.0}, {"output", 2.0}, {"cached_input", 0.5}}}}}};
     StartProxy(file, 1);
   }

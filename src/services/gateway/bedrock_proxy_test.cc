@@ -22,14 +22,14 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kKey = "gvg_bedrock_test_01";
+constexpr const char* kBedrockKey = "gvg_bedrock_test_01";
 constexpr const char* kAccessKey = "AKIDEXAMPLE";
 constexpr const char* kSecret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 constexpr const char* kModelId = "anthropic.claude-3-5-haiku-20241022-v1:0";  // ':' goes as %3A
 
 class BedrockProxyTest : public testing::StubProxyFixture {
  protected:
-  BedrockProxyTest() : StubProxyFixture(kKey) {}
+  BedrockProxyTest() : StubProxyFixture(kBedrockKey) {}
   void SetUp() override {
     model_stub::ServerOptions o;
     o.stub.aws_access_key_id = kAccessKey;
@@ -53,7 +53,7 @@ class BedrockProxyTest : public testing::StubProxyFixture {
 
   void Start(Json deployment) {
     StartProxy(Json{{"routes", {{{"model", "claude-haiku"}, {"deployments", {std::move(deployment)}}}}},
-                    {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+                    {"keys", {{{"key", kBedrockKey}, {"org", "acme"}}}},
                     {"prices", {{"claude-haiku", {{"input", 1.0}, {"output", 5.0}}}}}},
                1);
   }
@@ -398,7 +398,7 @@ class BedrockEmbeddingsTest : public BedrockProxyTest {
           std::pair{"claude-haiku", kModelId}})
       routes.push_back({{"model", name}, {"deployments", {Deployment({{"name", name}, {"model", id}})}}});
     StartProxy(Json{{"routes", routes},
-                    {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+                    {"keys", {{{"key", kBedrockKey}, {"org", "acme"}}}},
                     {"prices", {{"titan", {{"input", 0.02}}}, {"cohere", {{"input", 0.1}}}}}},
                1);
   }
@@ -485,7 +485,7 @@ TEST_F(BedrockEmbeddingsTest, CallsAnsweredBeforeARetryOrAFailureStayMetered) {
              {{"model", "titan-once"},
               {"deployments", {Deployment({{"name", "once"}, {"model", "amazon.titan-embed-text-v2:0"}})}},
               {"retry", {{"retries", 0}}}}}},
-           {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+           {"keys", {{{"key", kBedrockKey}, {"org", "acme"}}}},
            {"prices", {{"titan", {{"input", 0.02}}}}}},
       1);
   Json body = {{"model", "titan"}, {"input", {"a b", "c d e", "f"}}};

@@ -21,11 +21,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kKey = "gvg_gemini_test_01";
+constexpr const char* kGeminiKey = "gvg_gemini_test_01";
 
 class GeminiProxyTest : public testing::StubProxyFixture {
  protected:
-  GeminiProxyTest() : StubProxyFixture(kKey) {}
+  GeminiProxyTest() : StubProxyFixture(kGeminiKey) {}
   void SetUp() override {
     StartStub();
     Json routes = Json::array();
@@ -40,7 +40,7 @@ class GeminiProxyTest : public testing::StubProxyFixture {
                            {"model", model},
                            {"stub_fault_headers", true}}}}});
     file_ = Json{{"routes", routes},
-                 {"keys", {{{"key", kKey}, {"org", "acme"}}}},
+                 {"keys", {{{"key", kGeminiKey}, {"org", "acme"}}}},
                  {"prices",
                   {{"gemini-flash", {{"input", 1.0}, {"output", 4.0}}}, {"gemini-embed", {{"input", 0.5}}}}}};
     StartProxy(file_, 1);

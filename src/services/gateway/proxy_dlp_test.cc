@@ -147,7 +147,7 @@ class ProxyDlpTest : public testing::ProxyFixture {
   std::string answer_;    // guarded by mu_: when set, the chat answer of the capturing provider
 };
 
-const std::string kChatStream =
+const std::string kDlpChatStream =
     R"({"model":"gpt-stub","stream":true,"messages":[{"role":"user","content":"deploy plan"}]})";
 const std::string kMessagesStream =
     R"({"model":"claude-stub","max_tokens":1000,"stream":true,"messages":[{"role":"user","content":"deploy plan"}]})";
@@ -163,7 +163,7 @@ TEST_F(ProxyDlpTest, StreamedSecretIsMaskedInEachFormatAndTranslation) {
     std::string path, body;
   };
   const std::vector<Case> cases = {
-      {"/v1/chat/completions", kChatStream},
+      {"/v1/chat/completions", kDlpChatStream},
       {"/v1/messages", kMessagesStream},
       // Translated: an OpenAI client on an Anthropic route, and the reverse.
       {"/v1/chat/completions",
@@ -235,7 +235,7 @@ TEST_F(ProxyDlpTest, StreamedToolCallsArriveWholeThroughTheScreener) {
 }
 
 TEST_F(ProxyDlpTest, StreamedSecretEndsTheStreamWithTheFormatsErrorWhenBlocked) {
-  auto resp = Post("/v1/chat/completions", kChatStream, kBlockKey, AnswerText());
+  auto resp = Post("/v1/chat/completions", kDlpChatStream, kBlockKey, AnswerText());
   ASSERT_EQ(resp.status, 200) << resp.body;
   EXPECT_EQ(resp.body.find("AKIA"), std::string::npos) << resp.body;
   EXPECT_EQ(resp.body.find("[DONE]"), std::string::npos);

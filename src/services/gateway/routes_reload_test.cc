@@ -25,7 +25,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kKey = "gvg_reload_test_0001";
+constexpr const char* kReloadKey = "gvg_reload_test_0001";
 
 std::string ChatAnswer() {
   return R"({"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}})";
@@ -106,7 +106,7 @@ class RoutesReloadTest : public ::testing::Test {
   void Write(const Json& j) { Write(j.dump()); }
   void Write(const std::string& text) { ASSERT_TRUE(ReplaceFileDurably(file_, text).ok()); }
 
-  static Json Keys() { return Json::array({{{"key", kKey}, {"org", "acme"}}}); }
+  static Json Keys() { return Json::array({{{"key", kReloadKey}, {"org", "acme"}}}); }
   static Json Model(const std::string& model, std::vector<std::pair<std::string, std::string>> deployments,
                     Json breaker = nullptr) {
     Json d = Json::array();
@@ -139,7 +139,7 @@ class RoutesReloadTest : public ::testing::Test {
     net::ClientRequest r;
     r.method = net::Method::kPost;
     r.url = "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1/chat/completions";
-    r.headers.Set("Authorization", std::string("Bearer ") + kKey);
+    r.headers.Set("Authorization", std::string("Bearer ") + kReloadKey);
     r.headers.Set("Content-Type", "application/json");
     r.body = Json{{"model", model}, {"messages", {{{"role", "user"}, {"content", text}}}}}.dump();
     auto resp = client_.Send(std::move(r));

@@ -20,7 +20,7 @@ using gateway::detail::Dump;
 namespace es = gateway::eventstream;
 namespace sigv4 = objstore::sigv4;
 
-constexpr int64_t kMaxOutputTokens = 100000;
+constexpr int64_t kBedrockMaxOutputTokens = 100000;
 constexpr size_t kPiece = 8;
 
 Reply Error(int status, std::string message) {
@@ -30,7 +30,7 @@ Reply Error(int status, std::string message) {
   return r;
 }
 
-std::vector<std::string> Pieces(std::string_view s) {
+std::vector<std::string> BedrockPieces(std::string_view s) {
   std::vector<std::string> out;
   while (!s.empty()) {
     size_t n = std::min(kPiece, s.size());
@@ -301,13 +301,13 @@ Reply BedrockAnswer(std::string_view method, std::string_view path,
       for (auto it = tool_params["properties"].begin(); it != tool_params["properties"].end(); ++it)
         args[it.key()] = StubValueFor(it.value());
     arguments = Dump(args);
-    pieces = Pieces(arguments);
+    pieces = BedrockPieces(arguments);
     stop = "tool_use";
   } else if (!faults.text.empty()) {
-    pieces = Pieces(faults.text);
+    pieces = BedrockPieces(faults.text);
   } else {
-    int64_t n =
-        std::clamp<int64_t>(faults.output_tokens.value_or(config.default_output_tokens), 0, kMaxOutputTokens);
+    int64_t n = std::clamp<int64_t>(faults.output_tokens.value_or(config.default_output_tokens), 0,
+                                    kBedrockMaxOutputTokens);
     if (max_tokens && *max_tokens >= 0 && *max_tokens < n) {
       n = *max_tokens;
       stop = "max_tokens";

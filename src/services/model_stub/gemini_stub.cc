@@ -16,7 +16,7 @@ using Json = nlohmann::json;
 using gateway::detail::Dump;
 using gateway::detail::StrField;
 
-constexpr int64_t kMaxOutputTokens = 100000;
+constexpr int64_t kGeminiMaxOutputTokens = 100000;
 
 std::string_view StatusName(int code) {
   switch (code) {
@@ -39,7 +39,7 @@ Json ErrorJson(int code, std::string_view message) {
   return Json{{"error", {{"code", code}, {"message", message}, {"status", StatusName(code)}}}};
 }
 
-Reply Error(int code, std::string_view message) {
+Reply GeminiError(int code, std::string_view message) {
   Reply r;
   r.status = code;
   r.body = Dump(ErrorJson(code, message));
@@ -72,15 +72,15 @@ Reply Generate(std::string_view path, std::string_view body, bool stream, const 
                const StubConfig& config) {
   Json req = Json::parse(body, nullptr, false);
   if (req.is_discarded() || !req.is_object() || !req.contains("contents") || !req["contents"].is_array())
-    return Error(400, "contents is required");
+    return GeminiError(400, "contents is required");
   int64_t input = 0;
   if (req.contains("systemInstruction")) input += WordsOfParts(req["systemInstruction"], nullptr);
   bool last_is_response = false;
   for (const Json& c : req["contents"]) {
-    if (!c.is_object() || !c.contains("parts")) return Error(400, "a content needs parts");
+    if (!c.is_object() || !c.contains("parts")) return GeminiError(400, "a content needs parts");
     std::string_view role = StrField(c, "role");
     if (!role.empty() && role != "user" && role != "model")
-      return Error(400, "Please use a valid role: user, model.");
+      return GeminiError(400, "Please use a valid role: user, model.");
     last_is_response = false;
     input += WordsOfParts(c, &last_is_response);
   }
@@ -126,8 +126,8 @@ Reply Generate(std::string_view path, std::string_view body, bool stream, const 
   } else if (!faults.text.empty()) {
     parts.push_back(Json{{"text", faults.text}});
   } else {
-    int64_t n =
-        std::clamp<int64_t>(faults.output_tokens.value_or(config.default_output_tokens), 0, kMaxOutputTokens);
+    int64_t n = std::clamp<int64_t>(faults.output_tokens.value_or(config.default_output_tokens), 0,
+                                    kGeminiMaxOutputTokens);
     if (max_tokens && *max_tokens >= 0 && *max_tokens < n) {
       n = *max_tokens;
       finish = "MAX_TOKENS";
@@ -196,7 +196,7 @@ bool TextOf(const Json& content, std::string& out) {
 Reply Embed(std::string_view path, std::string_view body, bool batch, const Faults& faults,
             const StubConfig& config) {
   Json req = Json::parse(body, nullptr, false);
-  if (req.is_discarded() || !req.is_object()) return Error(400, "Invalid JSON payload received.");
+  if (req.is_discarded() || !req.is_object()) return GeminiError(400, "Invalid JSON payload received.");
   const std::string model = "models/" + ModelOf(path);
   auto one = [&](const Json& r, Json& vector, int64_t& words) -> std::string {
     std::string text;
@@ -215,17 +215,18 @@ Reply Embed(std::string_view path, std::string_view body, bool batch, const Faul
   Reply r;
   if (!batch) {
     Json v;
-    if (std::string why = one(req, v, words); !why.empty()) return Error(400, why);
+    if (std::string why = one(req, v, words); !why.empty()) return GeminiError(400, why);
     r.body = Dump(Json{{"embedding", std::move(v)}});
   } else {
     auto reqs = req.find("requests");
-    if (reqs == req.end() || !reqs->is_array() || reqs->empty()) return Error(400, "requests is required");
+    if (reqs == req.end() || !reqs->is_array() || reqs->empty())
+      return GeminiError(400, "requests is required");
     Json all = Json::array();
     for (const Json& x : *reqs) {
       if (!x.is_object() || StrField(x, "model") != model)
-        return Error(400, "each request must name the model " + model);
+        return GeminiError(400, "each request must name the model " + model);
       Json v;
-      if (std::string why = one(x, v, words); !why.empty()) return Error(400, why);
+      if (std::string why = one(x, v, words); !why.empty()) return GeminiError(400, why);
       all.push_back(std::move(v));
     }
     r.body = Dump(Json{{"embeddings", std::move(all)}, {"usageMetadata", {{"promptTokenCount", words}}}});
@@ -249,11 +250,12 @@ Reply GeminiAnswer(std::string_view method, std::string_view path,
   std::string_view op = path.substr(path.rfind(':') + 1);
   if (op != "generateContent" && op != "streamGenerateContent" && op != "embedContent" &&
       op != "batchEmbedContents")
-    return Error(404, "unknown method");
-  if (method != "POST") return Error(405, "use POST");
+    return GeminiError(404, "unknown method");
+  if (method != "POST") return GeminiError(405, "use POST");
   if (header("x-goog-api-key").empty())
-    return Error(403, "Method doesn't allow unregistered callers. Please use an API Key.");
-  if (faults.status >= 400) return Error(faults.status, "injected status " + std::to_string(faults.status));
+    return GeminiError(403, "Method doesn't allow unregistered callers. Please use an API Key.");
+  if (faults.status >= 400)
+    return GeminiError(faults.status, "injected status " + std::to_string(faults.status));
   if (op == "embedContent" || op == "batchEmbedContents")
     return Embed(path, body, op == "batchEmbedContents", faults, config);
   return Generate(path, body, op == "streamGenerateContent", faults, config);

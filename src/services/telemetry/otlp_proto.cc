@@ -147,16 +147,16 @@ Status String(const Field& f, std::string_view name, std::string_view* out) {
   return OkStatus();
 }
 
-struct Context {
+struct ProtoContext {
   const OtlpLimits& limits;
 };
 
-Status KeyValueJson(const Context& cx, const Field& f, int depth, std::string* key, std::string* json);
+Status KeyValueJson(const ProtoContext& cx, const Field& f, int depth, std::string* key, std::string* json);
 
 // One AnyValue. Top level (body): a string value is returned raw with *is_string; everything else is
 // compact JSON in *out. Nested values always render JSON (is_string == nullptr). The oneof is
 // last-one-wins, as protobuf merges it; every member seen is still validated.
-Status AnyValue(const Context& cx, std::string_view buf, size_t base, int depth, std::string* out,
+Status AnyValue(const ProtoContext& cx, std::string_view buf, size_t base, int depth, std::string* out,
                 bool* is_string) {
   if (depth > cx.limits.max_value_depth) {
     return Leaf("values nested deeper than " + std::to_string(cx.limits.max_value_depth), base);
@@ -259,7 +259,8 @@ Status AnyValue(const Context& cx, std::string_view buf, size_t base, int depth,
 }
 
 // KeyValue { string key = 1; AnyValue value = 2; } from a length-delimited field.
-Status KeyValueJson(const Context& cx, const Field& outer, int depth, std::string* key, std::string* json) {
+Status KeyValueJson(const ProtoContext& cx, const Field& outer, int depth, std::string* key,
+                    std::string* json) {
   GOVERN_RETURN_IF_ERROR(Expect(outer, kLen, ""));
   key->clear();
   json->assign("null");
@@ -280,7 +281,7 @@ Status KeyValueJson(const Context& cx, const Field& outer, int depth, std::strin
   return OkStatus();
 }
 
-Status AppendAttribute(const Context& cx, const Field& f, std::string_view name, size_t index,
+Status AppendAttribute(const ProtoContext& cx, const Field& f, std::string_view name, size_t index,
                        std::vector<Attribute>* attrs) {
   Attribute a;
   Status s = KeyValueJson(cx, f, 1, &a.key, &a.value_json);
@@ -290,7 +291,7 @@ Status AppendAttribute(const Context& cx, const Field& f, std::string_view name,
 }
 
 // Resource { repeated KeyValue attributes = 1; uint32 dropped_attributes_count = 2; }
-Status Resource(const Context& cx, const Field& outer, Event* proto) {
+Status Resource(const ProtoContext& cx, const Field& outer, Event* proto) {
   Reader r(outer.bytes, outer.offset);
   Field f;
   size_t n = proto->resource_attributes.size();  // a repeated resource field merges
@@ -309,7 +310,7 @@ Status Resource(const Context& cx, const Field& outer, Event* proto) {
 
 // InstrumentationScope { string name = 1; string version = 2; repeated KeyValue attributes = 3;
 // uint32 dropped_attributes_count = 4; }. Scope attributes are validated but not kept.
-Status Scope(const Context& cx, const Field& outer, Event* proto) {
+Status Scope(const ProtoContext& cx, const Field& outer, Event* proto) {
   Reader r(outer.bytes, outer.offset);
   Field f;
   std::vector<Attribute> ignored;
@@ -341,7 +342,7 @@ Status Scope(const Context& cx, const Field& outer, Event* proto) {
 }
 
 // LogRecord. A wire error returns an error; a record that is well-formed but unusable sets *rejected.
-Status LogRecord(const Context& cx, const Field& outer, Event* e, std::string* rejected) {
+Status LogRecord(const ProtoContext& cx, const Field& outer, Event* e, std::string* rejected) {
   Reader r(outer.bytes, outer.offset);
   Field f;
   uint64_t time = 0, observed = 0;
@@ -411,14 +412,14 @@ Status LogRecord(const Context& cx, const Field& outer, Event* e, std::string* r
   return OkStatus();
 }
 
-struct Batch {
+struct ProtoBatch {
   DecodedBatch out;
   int64_t records = 0;
 };
 
 // ScopeLogs { InstrumentationScope scope = 1; repeated LogRecord log_records = 2; string schema_url = 3; }
 // The scope may follow the records on the wire, so records are collected first and decoded after.
-Status ScopeLogs(const Context& cx, const Field& outer, const Event& resource_proto, Batch* b) {
+Status ScopeLogs(const ProtoContext& cx, const Field& outer, const Event& resource_proto, ProtoBatch* b) {
   Event proto = resource_proto;
   std::vector<Field> records;
   Reader r(outer.bytes, outer.offset);
@@ -457,7 +458,7 @@ Status ScopeLogs(const Context& cx, const Field& outer, const Event& resource_pr
 }
 
 // ResourceLogs { Resource resource = 1; repeated ScopeLogs scope_logs = 2; string schema_url = 3; }
-Status ResourceLogs(const Context& cx, const Field& outer, std::string_view org, Batch* b) {
+Status ResourceLogs(const ProtoContext& cx, const Field& outer, std::string_view org, ProtoBatch* b) {
   Event proto;
   proto.org.assign(org);
   std::vector<Field> scopes;
@@ -492,8 +493,8 @@ Status ResourceLogs(const Context& cx, const Field& outer, std::string_view org,
 
 Result<DecodedBatch> DecodeOtlpLogsProto(std::string_view body, std::string_view org,
                                          const OtlpLimits& limits) {
-  const Context cx{limits};
-  Batch b;
+  const ProtoContext cx{limits};
+  ProtoBatch b;
   Reader r(body, 0);
   Field f;
   size_t i = 0;

@@ -19,7 +19,7 @@ constexpr uint64_t kTime = 1795986592185000000ULL;
 
 std::string Record(std::string_view fields) { return LenField(2, fields); }
 
-Result<DecodedBatch> Decode(std::string_view body) { return DecodeOtlpLogsProto(body, "org1"); }
+Result<DecodedBatch> DecodeProto(std::string_view body) { return DecodeOtlpLogsProto(body, "org1"); }
 
 TEST(OtlpProto, DecodesEveryLogRecordField) {
   const std::string trace(16, '\xab'), span(8, '\x01');
@@ -32,7 +32,7 @@ TEST(OtlpProto, DecodesEveryLogRecordField) {
       Request(ResourceLogs(LenField(1, KeyValue("service.name", StringValue("checkout"))) +
                                LenField(1, KeyValue("host.name", StringValue("h1"))),
                            LenField(1, LenField(1, "io.govern") + LenField(2, "1.2")) + Record(record)));
-  auto r = Decode(body);
+  auto r = DecodeProto(body);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->events.size(), 1u);
   EXPECT_EQ(r->rejected, 0);
@@ -59,13 +59,13 @@ TEST(OtlpProto, DecodesEveryLogRecordField) {
 }
 
 TEST(OtlpProto, EmptyRequestIsNoEvents) {
-  auto r = Decode("");
+  auto r = DecodeProto("");
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->events.empty());
 }
 
 TEST(OtlpProto, DefaultsWhenFieldsAbsent) {
-  auto r = Decode(Request(ResourceLogs("", Record(Fixed64Field(11, 42)))));
+  auto r = DecodeProto(Request(ResourceLogs("", Record(Fixed64Field(11, 42)))));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->events.size(), 1u);
   const Event& e = r->events[0];
@@ -88,7 +88,7 @@ TEST(OtlpProto, ServiceNameIsTheUnquotedString) {
       {LenField(1, KeyValue("service", StringValue("x"))), ""},
   };
   for (const auto& c : cases) {
-    auto r = Decode(Request(ResourceLogs(c.resource, LenField(2, ""))));
+    auto r = DecodeProto(Request(ResourceLogs(c.resource, LenField(2, ""))));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->events.size(), 1u);
     EXPECT_EQ(r->events[0].service_name, c.service);
@@ -100,7 +100,7 @@ TEST(OtlpProto, ScopeAndResourceMayFollowTheirChildren) {
   const std::string scope_logs = Record(LenField(3, "x")) + LenField(1, LenField(1, "late-scope"));
   const std::string body = Request(LenField(2, scope_logs) +
                                    LenField(1, LenField(1, KeyValue("service.name", StringValue("svc")))));
-  auto r = Decode(body);
+  auto r = DecodeProto(body);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->events.size(), 1u);
   EXPECT_EQ(r->events[0].scope_name, "late-scope");
@@ -116,7 +116,7 @@ TEST(OtlpProto, UnknownFieldsOfEveryWireTypeAreSkipped) {
       Request(unknown + ResourceLogs(unknown + LenField(1, KeyValue("k", StringValue("v"))),
                                      unknown + Record(record))) +
       unknown;
-  auto r = Decode(body);
+  auto r = DecodeProto(body);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->events.size(), 1u);
   EXPECT_EQ(r->events[0].severity_text, "WARN");
@@ -147,7 +147,7 @@ TEST(OtlpProto, AnyValueRendering) {
       {"oneof last wins", StringValue("first") + VarintField(3, 2), "2"},
   };
   for (const auto& c : cases) {
-    auto r = Decode(OneScopeRequest("s", Record(LenField(6, KeyValue("k", c.any_value)))));
+    auto r = DecodeProto(OneScopeRequest("s", Record(LenField(6, KeyValue("k", c.any_value)))));
     ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().ToString();
     ASSERT_EQ(r->events.size(), 1u) << c.name;
     ASSERT_EQ(r->events[0].attributes.size(), 1u) << c.name;
@@ -156,7 +156,7 @@ TEST(OtlpProto, AnyValueRendering) {
 }
 
 TEST(OtlpProto, NonStringBodyIsJson) {
-  auto r = Decode(
+  auto r = DecodeProto(
       OneScopeRequest("s", Record(LenField(5, LenField(6, LenField(1, KeyValue("n", VarintField(3, 7))))))));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->events[0].body_kind, BodyKind::kJson);
@@ -166,7 +166,7 @@ TEST(OtlpProto, NonStringBodyIsJson) {
 TEST(OtlpProto, NegativeAndHugeIntegers) {
   // severity_number is an int32 enum sent as a 10-byte varint when negative; values outside 1..24 are
   // kept (proto3 enums are open). dropped_attributes_count is uint32: the high bits are truncated.
-  auto r = Decode(OneScopeRequest(
+  auto r = DecodeProto(OneScopeRequest(
       "s", Record(VarintField(2, static_cast<uint64_t>(-1)) + VarintField(7, 0x1'0000'0005ULL))));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->events[0].severity_number, -1);
@@ -185,7 +185,7 @@ TEST(OtlpProto, UnusableRecordsAreRejectedOneByOne) {
   };
   for (const auto& c : cases) {
     const std::string good = Record(LenField(3, "ok"));
-    auto r = Decode(OneScopeRequest("s", good + Record(c.record) + good));
+    auto r = DecodeProto(OneScopeRequest("s", good + Record(c.record) + good));
     ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().ToString();
     EXPECT_EQ(r->events.size(), 2u) << c.name;
     EXPECT_EQ(r->rejected, 1) << c.name;
@@ -239,7 +239,7 @@ TEST(OtlpProto, MalformedBytesRejectTheRequest) {
        "log_records[0]: field 3 length 9 runs past the end"},
   };
   for (const auto& c : cases) {
-    auto r = Decode(c.body);
+    auto r = DecodeProto(c.body);
     ASSERT_FALSE(r.ok()) << c.name;
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << c.name;
     EXPECT_THAT(r.status().message(), HasSubstr(c.message)) << c.name;
@@ -254,14 +254,14 @@ std::string NestedArrays(int depth) {
 
 TEST(OtlpProto, NestingDepthIsBounded) {
   // Depth 1 is the attribute value itself; each array adds one.
-  auto ok = Decode(OneScopeRequest("s", Record(LenField(6, KeyValue("k", NestedArrays(31))))));
+  auto ok = DecodeProto(OneScopeRequest("s", Record(LenField(6, KeyValue("k", NestedArrays(31))))));
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->events[0].attributes[0].value_json, std::string(31, '[') + "1" + std::string(31, ']'));
-  auto deep = Decode(OneScopeRequest("s", Record(LenField(6, KeyValue("k", NestedArrays(32))))));
+  auto deep = DecodeProto(OneScopeRequest("s", Record(LenField(6, KeyValue("k", NestedArrays(32))))));
   ASSERT_FALSE(deep.ok());
   EXPECT_THAT(deep.status().message(), HasSubstr("values nested deeper than 32"));
   // Far deeper than any stack would allow if recursion were unbounded.
-  auto very = Decode(OneScopeRequest("s", Record(LenField(5, NestedArrays(5000)))));
+  auto very = DecodeProto(OneScopeRequest("s", Record(LenField(5, NestedArrays(5000)))));
   ASSERT_FALSE(very.ok());
 }
 
@@ -279,10 +279,10 @@ TEST(OtlpProto, EveryTruncationIsAnErrorNotACrash) {
   const std::string body =
       OneScopeRequest("svc", Record(Fixed64Field(1, kTime) + LenField(5, StringValue("hello")) +
                                     LenField(6, KeyValue("k", LenField(5, LenField(1, VarintField(3, 1)))))));
-  ASSERT_TRUE(Decode(body).ok());
+  ASSERT_TRUE(DecodeProto(body).ok());
   // The request holds one resource_logs field, so every non-empty proper prefix cuts a length short.
   for (size_t n = 1; n < body.size(); ++n) {
-    EXPECT_FALSE(Decode(body.substr(0, n)).ok()) << "prefix of " << n << " bytes";
+    EXPECT_FALSE(DecodeProto(body.substr(0, n)).ok()) << "prefix of " << n << " bytes";
   }
 }
 

@@ -9,7 +9,7 @@
 namespace govern::telemetry {
 namespace {
 
-Event Sample(int i) {
+Event SampleRowEvent(int i) {
   Event e;
   e.id = "id-" + std::to_string(i);
   e.org = "acme";
@@ -39,7 +39,7 @@ std::string Encode(const std::vector<Event>& events, int64_t received = 42) {
 }
 
 TEST(RecordRowsTest, WritesTheSameRowsAsTheEventPath) {
-  std::vector<Event> events = {Sample(1), Sample(2), Sample(3)};
+  std::vector<Event> events = {SampleRowEvent(1), SampleRowEvent(2), SampleRowEvent(3)};
   events[1].attributes.clear();
   events[1].resource_attributes.clear();
   events[1].body_kind = BodyKind::kNone;
@@ -57,7 +57,8 @@ TEST(RecordRowsTest, WritesTheSameRowsAsTheEventPath) {
 }
 
 TEST(RecordRowsTest, NamesOneEventTimePerDayInFirstSeenOrder) {
-  std::vector<Event> events = {Sample(1), Sample(2), Sample(3), Sample(4), Sample(5)};
+  std::vector<Event> events = {SampleRowEvent(1), SampleRowEvent(2), SampleRowEvent(3), SampleRowEvent(4),
+                               SampleRowEvent(5)};
   const int64_t day = 1'700'006'400'000'000'000;  // 2023-11-15T00:00:00Z, a day boundary
   events[0].time_unix_nanos = day + 5;
   events[1].time_unix_nanos = day - 1;  // the day before
@@ -83,29 +84,29 @@ TEST(RecordRowsTest, RefusesWhatIngestCannotStoreWithTheSameMessage) {
     EXPECT_EQ(got.code(), want.code());
     EXPECT_EQ(got.message(), want.message());
   };
-  std::vector<Event> events = {Sample(1), Sample(2)};
+  std::vector<Event> events = {SampleRowEvent(1), SampleRowEvent(2)};
   events[1].id.clear();
   expect_same(events);
-  events = {Sample(1), Sample(2)};
+  events = {SampleRowEvent(1), SampleRowEvent(2)};
   events[1].body = std::string("a\0b", 3);
   expect_same(events);
-  events = {Sample(1), Sample(2)};
+  events = {SampleRowEvent(1), SampleRowEvent(2)};
   events[0].attributes.push_back({"k", "\"x\\u0000\""});
   expect_same(events);
-  events = {Sample(1)};
+  events = {SampleRowEvent(1)};
   events[0].resource_attributes.push_back({std::string("k\0", 2), "1"});
   expect_same(events);
-  events = {Sample(1)};
+  events = {SampleRowEvent(1)};
   events[0].span_id_hex.push_back('\0');
   expect_same(events);
-  events = {Sample(1)};
+  events = {SampleRowEvent(1)};
   events[0].body_kind = BodyKind::kJson;
   events[0].body = "\"\\u0000\"";
   expect_same(events);
 }
 
 TEST(RecordRowsTest, RefusesEveryMalformedRecordAsDecodeRecordDoes) {
-  const std::string rec = Encode({Sample(1), Sample(2)});
+  const std::string rec = Encode({SampleRowEvent(1), SampleRowEvent(2)});
   RecordInfo info;
   for (size_t n = 0; n < rec.size(); ++n) {
     std::string cut = rec.substr(0, n);

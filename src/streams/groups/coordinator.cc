@@ -72,7 +72,7 @@ std::string_view ErrorName(ErrorCode code) {
 
 namespace {
 
-constexpr std::string_view kComponent = "streams.groups";
+constexpr std::string_view kCoordinatorComponent = "streams.groups";
 
 enum class State { kEmpty, kPreparingRebalance, kCompletingRebalance, kStable };
 
@@ -341,7 +341,7 @@ struct GroupCoordinator::Impl {
       g.initial_delay = false;
       g.join_deadline_ms = now + timeout;
     }
-    log::Debug(kComponent, "preparing rebalance",
+    log::Debug(kCoordinatorComponent, "preparing rebalance",
                {{"group", g.id}, {"from", StateName(g.state)}, {"generation", g.generation}});
     g.state = State::kPreparingRebalance;
     TryCompleteJoin(g, d);
@@ -400,7 +400,7 @@ struct GroupCoordinator::Impl {
       m->heartbeat_deadline_ms = now + m->session_timeout_ms;
     }
     g.sync_deadline_ms = now + MaxRebalanceTimeout(g);
-    log::Debug(kComponent, "join round complete",
+    log::Debug(kCoordinatorComponent, "join round complete",
                {{"group", g.id},
                 {"generation", g.generation},
                 {"protocol", g.protocol},
@@ -623,7 +623,7 @@ struct GroupCoordinator::Impl {
       if (!m.awaiting_join && !m.awaiting_sync && m.heartbeat_deadline_ms <= now) expired.push_back(id);
     for (const auto& id : expired) {
       if (!g.members.count(id)) continue;
-      log::Info(kComponent, "member session expired", {{"group", g.id}, {"member", id}});
+      log::Info(kCoordinatorComponent, "member session expired", {{"group", g.id}, {"member", id}});
       RemoveMemberAndUpdateGroup(g, id, d);
     }
 
@@ -633,7 +633,7 @@ struct GroupCoordinator::Impl {
       std::vector<std::string> slow(g.pending_sync.begin(), g.pending_sync.end());
       for (const auto& id : slow) {
         if (!g.members.count(id)) continue;
-        log::Info(kComponent, "member did not sync in time", {{"group", g.id}, {"member", id}});
+        log::Info(kCoordinatorComponent, "member did not sync in time", {{"group", g.id}, {"member", id}});
         RemoveMemberAndUpdateGroup(g, id, d);
       }
     }
@@ -668,7 +668,8 @@ struct GroupCoordinator::Impl {
           if (gone) expired.push_back(tp);
         }
         if (!expired.empty()) {
-          log::Info(kComponent, "expiring offsets", {{"group", gp->id}, {"partitions", expired.size()}});
+          log::Info(kCoordinatorComponent, "expiring offsets",
+                    {{"group", gp->id}, {"partitions", expired.size()}});
           store->Delete(gp->id, std::move(expired), nullptr);
         }
         remove = offsets.empty() && gp->pending_members.empty() && gp->inflight_commits == 0;
@@ -819,7 +820,7 @@ void GroupCoordinator::SyncGroup(SyncGroupRequest request, SyncDone done) {
             other.awaiting_sync = nullptr;
             other.heartbeat_deadline_ms = now + other.session_timeout_ms;
           }
-          log::Debug(kComponent, "group stable", {{"group", g.id}, {"generation", g.generation}});
+          log::Debug(kCoordinatorComponent, "group stable", {{"group", g.id}, {"generation", g.generation}});
         }
       }
     }
@@ -884,7 +885,7 @@ LeaveGroupResponse GroupCoordinator::LeaveGroup(const LeaveGroupRequest& request
       }
       if (res.error == ErrorCode::kNone) {
         if (g.members.count(id)) {
-          log::Debug(kComponent, "member left", {{"group", g.id}, {"member", id}});
+          log::Debug(kCoordinatorComponent, "member left", {{"group", g.id}, {"member", id}});
           impl_->RemoveMemberAndUpdateGroup(g, id, d);
         } else if (g.pending_members.erase(id)) {
           impl_->TryCompleteJoin(g, d);
