@@ -28,10 +28,10 @@ endif()
 
 # Precompiled headers (GOVERN_PCH, on in the asan preset). Most files include the standard library and
 # nlohmann/json, and every test file GoogleTest and GoogleMock; parsed once per build instead of once
-# per file, the cold asan build took 937 s instead of 1,132 s on 2 cores (docs/architecture.md, Build).
+# per file, they took the cold asan build from 1,132 to 937 s on 2 cores (docs/architecture.md, Build).
 # GCC takes a precompiled header only into a file compiled with the flags it was made with, so there
-# is one per set of flags, each reused by every target of that set: govern_pch (libraries, tools,
-# benchmarks), govern_pch_pic (the -fPIC libraries of policy/capi) and govern_pch_test (GoogleTest
+# is one per set of flags, each reused by every target of that set: govern_pch (libraries, benchmarks,
+# fuzz replay targets), govern_pch_pic (the -fPIC libraries of policy/capi) and govern_pch_test (GoogleTest
 # binaries). CMake adds -Winvalid-pch: with -Werror a header GCC cannot take fails the build rather
 # than slowing it silently. Off in the optimised presets: there GCC 12 reports -Warray-bounds false
 # positives inside libstdc++'s inlined string code when the header comes from a precompiled header

@@ -52,12 +52,6 @@ void NotRunRow(std::vector<NotRun>& out, const Target& t, const std::string& why
   out.push_back({t.metric, t.target, why});
 }
 
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Runs argv, returns its exit code and what it printed (stdout and stderr).
 int RunCapture(const std::vector<std::string>& argv, std::string* output) {
   int fds[2];
@@ -785,6 +779,12 @@ void RunServicePhase(const ServiceOptions& o, bench::Report& report, std::vector
   else
     run(kSoak, kSoak.target, 300, false, false);
   Compaction(svc, o, expected, report, not_run);
+}
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace govern::telemetry::benchtool

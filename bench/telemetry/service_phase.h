@@ -5,6 +5,7 @@
 // run, with the reason: never a figure that was not measured. Not thread-safe; call once.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,5 +34,8 @@ struct ServiceOptions {
 };
 
 void RunServicePhase(const ServiceOptions& options, bench::Report& report, std::vector<NotRun>& not_run);
+
+// Nanoseconds since the Unix epoch, by the system clock (both phases stamp events with it).
+int64_t NowNanos();
 
 }  // namespace govern::telemetry::benchtool

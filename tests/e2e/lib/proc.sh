@@ -8,6 +8,9 @@
 # subshell ($(...)), so that $pids keeps every pid for stop_started.
 start() {
   local name="$1"; shift
+  # Emptied before the start, not by the background job's redirection: a NAME started again would
+  # otherwise be read with the previous run's "listening" line until the child got to it.
+  : >"$work/$name.out"
   "$@" >"$work/$name.out" 2>"$work/$name.err" &
   local pid=$!
   pids+=("$pid")
