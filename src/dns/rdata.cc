@@ -40,15 +40,6 @@ bool ParseNum(std::string_view s, T& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-void Append16(std::string& s, uint16_t v) {
-  s.push_back(static_cast<char>(v >> 8));
-  s.push_back(static_cast<char>(v));
-}
-void Append32(std::string& s, uint32_t v) {
-  Append16(s, static_cast<uint16_t>(v >> 16));
-  Append16(s, static_cast<uint16_t>(v));
-}
-
 // Undoes \X and \DDD in a character-string.
 Result<std::string> Unescape(std::string_view t) {
   std::string out;

@@ -11,10 +11,6 @@
 namespace govern::dns {
 namespace {
 
-void AppendU16(std::string& s, uint16_t v) {
-  s.push_back(static_cast<char>(v >> 8));
-  s.push_back(static_cast<char>(v));
-}
 void Append48(std::string& s, uint64_t v) {
   for (int shift = 40; shift >= 0; shift -= 8) s.push_back(static_cast<char>(v >> shift));
 }
@@ -26,15 +22,15 @@ std::string Variables(std::string_view key_name, std::string_view algorithm, uin
   std::string v;
   if (!timers_only) {
     v += key_name;
-    AppendU16(v, kClassANY);
+    Append16(v, kClassANY);
     v.append(4, '\0');  // TTL 0
     v += algorithm;
   }
   Append48(v, time_signed);
-  AppendU16(v, fudge);
+  Append16(v, fudge);
   if (!timers_only) {
-    AppendU16(v, error);
-    AppendU16(v, static_cast<uint16_t>(other.size()));
+    Append16(v, error);
+    Append16(v, static_cast<uint16_t>(other.size()));
     v += other;
   }
   return v;
@@ -52,7 +48,7 @@ std::string Unsigned(std::span<const uint8_t> message, const TsigRecord& t) {
 std::string MacPrefix(std::string_view mac) {
   std::string s;
   if (mac.empty()) return s;
-  AppendU16(s, static_cast<uint16_t>(mac.size()));
+  Append16(s, static_cast<uint16_t>(mac.size()));
   s += mac;
   return s;
 }
@@ -64,19 +60,19 @@ void AppendTsigRecord(std::vector<uint8_t>& message, std::string_view key_name, 
                       uint64_t time_signed, uint16_t fudge, std::string_view mac, uint16_t original_id,
                       uint16_t error, std::string_view other) {
   std::string rr(key_name);
-  AppendU16(rr, kTSIG);
-  AppendU16(rr, kClassANY);
+  Append16(rr, kTSIG);
+  Append16(rr, kClassANY);
   rr.append(4, '\0');
   std::string rdata(algorithm);
   Append48(rdata, time_signed);
-  AppendU16(rdata, fudge);
-  AppendU16(rdata, static_cast<uint16_t>(mac.size()));
+  Append16(rdata, fudge);
+  Append16(rdata, static_cast<uint16_t>(mac.size()));
   rdata += mac;
-  AppendU16(rdata, original_id);
-  AppendU16(rdata, error);
-  AppendU16(rdata, static_cast<uint16_t>(other.size()));
+  Append16(rdata, original_id);
+  Append16(rdata, error);
+  Append16(rdata, static_cast<uint16_t>(other.size()));
   rdata += other;
-  AppendU16(rr, static_cast<uint16_t>(rdata.size()));
+  Append16(rr, static_cast<uint16_t>(rdata.size()));
   rr += rdata;
   AppendBytes(message, rr);
   Put16(&message[10], static_cast<uint16_t>(Get16(&message[10]) + 1));

@@ -144,6 +144,15 @@ inline void Put32(uint8_t* p, uint32_t v) {
   p[2] = static_cast<uint8_t>(v >> 8);
   p[3] = static_cast<uint8_t>(v);
 }
+// Big-endian appends to a growing string (record data, TSIG digests, transfer journals).
+inline void Append16(std::string& s, uint16_t v) {
+  s.push_back(static_cast<char>(v >> 8));
+  s.push_back(static_cast<char>(v));
+}
+inline void Append32(std::string& s, uint32_t v) {
+  Append16(s, static_cast<uint16_t>(v >> 16));
+  Append16(s, static_cast<uint16_t>(v));
+}
 inline uint16_t Get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 inline uint32_t Get32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |

@@ -344,28 +344,17 @@ void Journal::Restore(std::string_view apex, std::vector<std::shared_ptr<const T
   while (d.size() > max_) d.pop_front();
 }
 
-namespace {
-void PutU16(std::string& out, uint16_t v) {
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v));
-}
-void PutU32(std::string& out, uint32_t v) {
-  PutU16(out, static_cast<uint16_t>(v >> 16));
-  PutU16(out, static_cast<uint16_t>(v));
-}
-}  // namespace
-
 // "GVJ1" serial:u32 count:u32, then per record: owner_len:u8 owner type:u16 ttl:u32 rdlen:u16 rdata.
 std::string EncodeVersion(const TransferVersion& v) {
   std::string out = "GVJ1";
-  PutU32(out, v.serial);
-  PutU32(out, static_cast<uint32_t>(v.records.size()));
+  Append32(out, v.serial);
+  Append32(out, static_cast<uint32_t>(v.records.size()));
   for (const auto& r : v.records) {
     out.push_back(static_cast<char>(r.owner.size()));
     out += r.owner;
-    PutU16(out, r.type);
-    PutU32(out, r.ttl);
-    PutU16(out, static_cast<uint16_t>(r.rdata.size()));
+    Append16(out, r.type);
+    Append32(out, r.ttl);
+    Append16(out, static_cast<uint16_t>(r.rdata.size()));
     out += r.rdata;
   }
   return out;

@@ -10,8 +10,6 @@ namespace {
 
 namespace dom = simdjson::dom;
 
-Status BadUsage(std::string m) { return InvalidArgument(std::move(m)); }
-
 // The value of `key` in `obj`, the last one when the key repeats: what nlohmann (the full parsers) and
 // the clients' SDKs read, where simdjson's at_key gives the first. A repeated usage key must be metered
 // as the client sees it.
@@ -39,12 +37,12 @@ bool OptIntOk(dom::object obj, std::string_view key) {
 }
 
 Result<dom::element> ParseRoot(std::string_view text, std::string_view what) {
-  if (text.empty()) return BadUsage(std::string(what) + ": not valid JSON");
+  if (text.empty()) return InvalidArgument(std::string(what) + ": not valid JSON");
   thread_local dom::parser parser;
   dom::element root;
   if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root))
-    return BadUsage(std::string(what) + ": not valid JSON");
-  if (!root.is_object()) return BadUsage(std::string(what) + " must be a JSON object");
+    return InvalidArgument(std::string(what) + ": not valid JSON");
+  if (!root.is_object()) return InvalidArgument(std::string(what) + " must be a JSON object");
   return root;
 }
 
@@ -54,7 +52,7 @@ Result<int64_t> Count(dom::object obj, std::string_view key, std::string_view pa
   if (Last(obj, key).get(v) || v.is_null()) return int64_t{0};
   int64_t n = 0;
   if (v.get_int64().get(n) || n < 0)
-    return BadUsage(std::string(path) + "." + std::string(key) + " must be a non-negative integer");
+    return InvalidArgument(std::string(path) + "." + std::string(key) + " must be a non-negative integer");
   return n;
 }
 
@@ -65,7 +63,7 @@ Result<int64_t> Detail(dom::object usage, std::string_view details, std::string_
   if (Last(usage, details).get(d) || d.is_null()) return int64_t{0};
   dom::object o;
   if (d.get_object().get(o))
-    return BadUsage(std::string(path) + "." + std::string(details) + " must be an object");
+    return InvalidArgument(std::string(path) + "." + std::string(details) + " must be an object");
   return Count(o, key, std::string(path) + "." + std::string(details));
 }
 
@@ -75,7 +73,7 @@ Result<std::optional<openai::Usage>> ResponsesUsageAt(dom::object obj, std::stri
   if (Last(obj, "usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
   dom::object usage;
   std::string upath = std::string(path) + "usage";
-  if (u.get_object().get(usage)) return BadUsage(upath + " must be an object");
+  if (u.get_object().get(usage)) return InvalidArgument(upath + " must be an object");
   openai::Usage out;
   GOVERN_ASSIGN_OR_RETURN(out.prompt_tokens, Count(usage, "input_tokens", upath));
   GOVERN_ASSIGN_OR_RETURN(out.completion_tokens, Count(usage, "output_tokens", upath));
@@ -116,24 +114,24 @@ Result<std::optional<openai::Usage>> PeekChatUsage(std::string_view body) {
     return Last(o, key).get(v) || v.is_null() || v.is_string();
   };
   for (std::string_view key : {"id", "model"}) {
-    if (!string_ok(obj, key)) return BadUsage(std::string(key) + " must be a string");
+    if (!string_ok(obj, key)) return InvalidArgument(std::string(key) + " must be a string");
   }
-  if (!OptIntOk(obj, "created")) return BadUsage("created must be an integer");
+  if (!OptIntOk(obj, "created")) return InvalidArgument("created must be an integer");
   dom::array choices;
-  if (Last(obj, "choices").get_array().get(choices)) return BadUsage("choices must be an array");
+  if (Last(obj, "choices").get_array().get(choices)) return InvalidArgument("choices must be an array");
   size_t i = 0;
   for (dom::element c : choices) {
     std::string p = "choices[" + std::to_string(i++) + "]";
     dom::object co;
-    if (c.get_object().get(co)) return BadUsage(p + " must be an object");
-    if (!OptIntOk(co, "index")) return BadUsage(p + ".index must be an integer");
-    if (!string_ok(co, "finish_reason")) return BadUsage(p + ".finish_reason must be a string");
-    if (!Last(co, "message").is_object()) return BadUsage(p + ".message must be an object");
+    if (c.get_object().get(co)) return InvalidArgument(p + " must be an object");
+    if (!OptIntOk(co, "index")) return InvalidArgument(p + ".index must be an integer");
+    if (!string_ok(co, "finish_reason")) return InvalidArgument(p + ".finish_reason must be a string");
+    if (!Last(co, "message").is_object()) return InvalidArgument(p + ".message must be an object");
   }
   dom::element u;
   if (Last(obj, "usage").get(u) || u.is_null()) return std::optional<openai::Usage>();
   dom::object usage;
-  if (u.get_object().get(usage)) return BadUsage("usage must be an object");
+  if (u.get_object().get(usage)) return InvalidArgument("usage must be an object");
   openai::Usage out;
   out.prompt_tokens = IntOr0(usage, "prompt_tokens");
   out.completion_tokens = IntOr0(usage, "completion_tokens");
@@ -156,7 +154,7 @@ Result<std::optional<openai::Usage>> PeekEmbeddingsUsage(std::string_view body) 
   if (Last(root.get_object().value_unsafe(), "usage").get(u) || u.is_null())
     return std::optional<openai::Usage>();
   dom::object usage;
-  if (u.get_object().get(usage)) return BadUsage("usage must be an object");
+  if (u.get_object().get(usage)) return InvalidArgument("usage must be an object");
   openai::Usage out;
   GOVERN_ASSIGN_OR_RETURN(out.prompt_tokens, Count(usage, "prompt_tokens", "usage"));
   GOVERN_ASSIGN_OR_RETURN(out.total_tokens, Count(usage, "total_tokens", "usage"));
@@ -171,7 +169,7 @@ Result<ResponsesEventPeek> PeekResponsesEvent(std::string_view data) {
   ResponsesEventPeek p;
   std::string_view type;
   if (Last(obj, "type").get_string().get(type))
-    return BadUsage("response stream event: type must be a string");
+    return InvalidArgument("response stream event: type must be a string");
   p.type.assign(type);
   int64_t seq = 0;
   if (!Last(obj, "sequence_number").get_int64().get(seq)) p.sequence_number = seq;
@@ -187,7 +185,7 @@ Result<ResponsesEventPeek> PeekResponsesEvent(std::string_view data) {
   dom::element r;
   if (Last(obj, "response").get(r) || r.is_null()) return p;
   dom::object resp;
-  if (r.get_object().get(resp)) return BadUsage("response stream event: response must be an object");
+  if (r.get_object().get(resp)) return InvalidArgument("response stream event: response must be an object");
   GOVERN_ASSIGN_OR_RETURN(p.usage, ResponsesUsageAt(resp, "response."));
   if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
     p.terminal = true;

@@ -20,25 +20,11 @@ using gateway::detail::Dump;
 namespace es = gateway::eventstream;
 namespace sigv4 = objstore::sigv4;
 
-constexpr int64_t kBedrockMaxOutputTokens = 100000;
-constexpr size_t kPiece = 8;
-
 Reply Error(int status, std::string message) {
   Reply r;
   r.status = status;
   r.body = Dump(Json{{"message", std::move(message)}});
   return r;
-}
-
-std::vector<std::string> BedrockPieces(std::string_view s) {
-  std::vector<std::string> out;
-  while (!s.empty()) {
-    size_t n = std::min(kPiece, s.size());
-    while (n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) ++n;
-    out.emplace_back(s.substr(0, n));
-    s.remove_prefix(n);
-  }
-  return out;
 }
 
 int64_t WordsOfBlocks(const Json& blocks) {
@@ -301,13 +287,13 @@ Reply BedrockAnswer(std::string_view method, std::string_view path,
       for (auto it = tool_params["properties"].begin(); it != tool_params["properties"].end(); ++it)
         args[it.key()] = StubValueFor(it.value());
     arguments = Dump(args);
-    pieces = BedrockPieces(arguments);
+    pieces = Pieces(arguments);
     stop = "tool_use";
   } else if (!faults.text.empty()) {
-    pieces = BedrockPieces(faults.text);
+    pieces = Pieces(faults.text);
   } else {
-    int64_t n = std::clamp<int64_t>(faults.output_tokens.value_or(config.default_output_tokens), 0,
-                                    kBedrockMaxOutputTokens);
+    int64_t n =
+        std::clamp<int64_t>(faults.output_tokens.value_or(config.default_output_tokens), 0, kMaxOutputTokens);
     if (max_tokens && *max_tokens >= 0 && *max_tokens < n) {
       n = *max_tokens;
       stop = "max_tokens";

@@ -16,8 +16,6 @@ using Json = nlohmann::json;
 using gateway::detail::Dump;
 using gateway::detail::StrField;
 
-constexpr int64_t kGeminiMaxOutputTokens = 100000;
-
 std::string_view StatusName(int code) {
   switch (code) {
     case 400:
@@ -126,8 +124,8 @@ Reply Generate(std::string_view path, std::string_view body, bool stream, const 
   } else if (!faults.text.empty()) {
     parts.push_back(Json{{"text", faults.text}});
   } else {
-    int64_t n = std::clamp<int64_t>(faults.output_tokens.value_or(config.default_output_tokens), 0,
-                                    kGeminiMaxOutputTokens);
+    int64_t n =
+        std::clamp<int64_t>(faults.output_tokens.value_or(config.default_output_tokens), 0, kMaxOutputTokens);
     if (max_tokens && *max_tokens >= 0 && *max_tokens < n) {
       n = *max_tokens;
       finish = "MAX_TOKENS";

@@ -21,7 +21,6 @@ namespace ant = gateway::anthropic;
 constexpr std::string_view kWords[] = {"Govern", "stub",  "reply", "with", "deterministic", "words",
                                        "and",    "exact", "usage", "for",  "every",         "test"};
 constexpr size_t kArgPiece = 8;
-constexpr int64_t kMaxOutputTokens = 100000;
 
 uint64_t Fnv1a(std::string_view s) {
   uint64_t h = 1469598103934665603ull;
@@ -43,18 +42,6 @@ std::string Token(int64_t i) {
   std::string t = i == 0 ? "" : " ";
   t += kWords[static_cast<size_t>(i) % std::size(kWords)];
   return t;
-}
-
-// Splits at most kArgPiece bytes at a time, never inside a UTF-8 sequence.
-std::vector<std::string> Pieces(std::string_view s) {
-  std::vector<std::string> out;
-  while (!s.empty()) {
-    size_t n = std::min(kArgPiece, s.size());
-    while (n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) ++n;
-    out.emplace_back(s.substr(0, n));
-    s.remove_prefix(n);
-  }
-  return out;
 }
 
 std::string Join(const std::vector<std::string>& pieces) {
@@ -563,6 +550,17 @@ bool ParseInt(std::string_view s, int64_t& out) {
 }
 
 }  // namespace
+
+std::vector<std::string> Pieces(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    size_t n = std::min(kArgPiece, s.size());
+    while (n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) ++n;
+    out.emplace_back(s.substr(0, n));
+    s.remove_prefix(n);
+  }
+  return out;
+}
 
 int64_t CountWords(std::string_view text) {
   int64_t n = 0;

@@ -62,9 +62,16 @@ struct Faults {
   std::string text;  // x-stub-text
 };
 
+// The most output tokens any provider's stub answers with (x-stub-output-tokens above it is ignored).
+inline constexpr int64_t kMaxOutputTokens = 100000;
+
 // Reads the x-stub-* headers through `header` (name in lower case -> value or ""). Bad numbers are
 // ignored.
 Faults FaultsFrom(const std::function<std::string_view(std::string_view)>& header);
+
+// `s` in pieces of at most 8 bytes, never split inside a UTF-8 sequence: how every provider's stream
+// sends text and tool-call arguments (one piece an event).
+std::vector<std::string> Pieces(std::string_view s);
 
 // One answer. For a stream, `events` are the complete SSE frames in order (each "event: ..\ndata: ..\n\n");
 // `token_event[i]` says whether frame i carries model output (the server paces those at the configured
